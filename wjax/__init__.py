@@ -1,0 +1,58 @@
+"""wjax: JAX's programming model on any GPU, through WebGPU.
+
+    import wjax as jax
+    import wjax.numpy as jnp
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtypes, tree, tree_util  # noqa: F401
+from . import prims as _prims  # noqa: F401  (registers every primitive)
+from .config import config, disable_jit  # noqa: F401
+from .array import Array, Device  # noqa: F401
+from .ir import ShapedArray  # noqa: F401
+from .staging import make_jaxpr  # noqa: F401
+from .api import jit  # noqa: F401
+from . import lax, numpy  # noqa: F401
+from .staging import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
+                      TracerArrayConversionError, TracerBoolConversionError,
+                      TracerIntegerConversionError, UnexpectedTracerError)
+from . import errors  # noqa: F401
+
+
+def devices(backend=None):
+    """The devices wjax can run on (one WebGPU device)."""
+    from .array import default_device
+    return [default_device()]
+
+
+def local_devices(process_index=None, backend=None):
+    return devices()
+
+
+def device_count(backend=None):
+    return 1
+
+
+def local_device_count(backend=None):
+    return 1
+
+
+def default_backend() -> str:
+    return "webgpu"
+
+
+def block_until_ready(x):
+    from .backend import runtime
+    runtime.get().synchronize()
+    return x
+
+
+def device_put(x, device=None):
+    return tree_util.tree_map(lambda a: a if isinstance(a, Array) else numpy.asarray(a), x)
+
+
+def device_get(x):
+    import numpy as _np
+    return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, Array) else a, x)

@@ -1,0 +1,366 @@
+"""wjax.Array: an immutable array living in a WebGPU buffer.
+
+An Array is an aval (shape, dtype, weak type) plus a pooled device Buffer.
+Operations on it record GPU work and return at once (async, like JAX);
+reading its value (``np.asarray``, ``repr``, ``float``) waits.  The operator
+and method surface is shared with tracers through :class:`ArrayMethods`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from .ir import ShapedArray
+
+
+def _jnp():
+    from . import numpy as jnp
+    return jnp
+
+
+def _binop(name, reflected=False):
+    def op(self, other):
+        if _defer(other):
+            return NotImplemented
+        f = getattr(_jnp(), name)
+        return f(other, self) if reflected else f(self, other)
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
+def _defer(other) -> bool:
+    """Let unknown types (other libraries' arrays) handle the operator."""
+    return not isinstance(other, (ArrayMethods, np.ndarray, np.generic, int, float, bool, complex, list, tuple))
+
+
+class ArrayMethods:
+    """Operators and methods shared by Array and Tracer; all go through wjax.numpy."""
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+    # arithmetic
+    __add__ = _binop("add"); __radd__ = _binop("add", True)
+    __sub__ = _binop("subtract"); __rsub__ = _binop("subtract", True)
+    __mul__ = _binop("multiply"); __rmul__ = _binop("multiply", True)
+    __truediv__ = _binop("true_divide"); __rtruediv__ = _binop("true_divide", True)
+    __floordiv__ = _binop("floor_divide"); __rfloordiv__ = _binop("floor_divide", True)
+    __mod__ = _binop("remainder"); __rmod__ = _binop("remainder", True)
+    __pow__ = _binop("power"); __rpow__ = _binop("power", True)
+    __matmul__ = _binop("matmul"); __rmatmul__ = _binop("matmul", True)
+    __and__ = _binop("bitwise_and"); __rand__ = _binop("bitwise_and", True)
+    __or__ = _binop("bitwise_or"); __ror__ = _binop("bitwise_or", True)
+    __xor__ = _binop("bitwise_xor"); __rxor__ = _binop("bitwise_xor", True)
+    __lshift__ = _binop("left_shift"); __rlshift__ = _binop("left_shift", True)
+    __rshift__ = _binop("right_shift"); __rrshift__ = _binop("right_shift", True)
+    __eq__ = _binop("equal"); __ne__ = _binop("not_equal")
+    __lt__ = _binop("less"); __le__ = _binop("less_equal")
+    __gt__ = _binop("greater"); __ge__ = _binop("greater_equal")
+
+    def __divmod__(self, other):
+        return _jnp().divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return _jnp().divmod(other, self)
+
+    def __neg__(self):
+        return _jnp().negative(self)
+
+    def __pos__(self):
+        return _jnp().positive(self)
+
+    def __abs__(self):
+        return _jnp().abs(self)
+
+    def __invert__(self):
+        return _jnp().invert(self)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return round(float(self))
+        return _jnp().round(self, ndigits)
+
+    __hash__ = None
+
+    # indexing
+    def __getitem__(self, idx):
+        from .numpy.indexing import getitem
+        return getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            f"'{type(self).__name__}' object does not support item assignment. JAX arrays are "
+            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] "
+            "method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+    @property
+    def at(self):
+        from .numpy.indexing import _IndexUpdateHelper
+        return _IndexUpdateHelper(self)
+
+    # shape
+    @property
+    def T(self):
+        return _jnp().transpose(self)
+
+    @property
+    def mT(self):
+        return _jnp().swapaxes(self, -1, -2)
+
+    @property
+    def itemsize(self):
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _jnp().reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return _jnp().transpose(self, axes or None)
+
+    def astype(self, dtype, copy=False):
+        return _jnp().astype(self, dtype)
+
+    def __array_namespace__(self, api_version=None):
+        return _jnp()
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+
+def _method(name, fname=None):
+    def m(self, *args, **kwargs):
+        return getattr(_jnp(), fname or name)(self, *args, **kwargs)
+    m.__name__ = name
+    return m
+
+
+for _n in ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all",
+           "cumsum", "cumprod", "ravel", "flatten", "squeeze", "swapaxes", "clip", "round", "dot",
+           "conj", "conjugate", "nonzero", "sort", "argsort", "take", "repeat", "diagonal", "trace",
+           "ptp", "searchsorted", "view", "real", "imag", "choose", "compress", "nansum", "item_"]:
+    if _n == "flatten":
+        setattr(ArrayMethods, _n, _method(_n, "ravel"))
+    elif _n != "item_":
+        setattr(ArrayMethods, _n, _method(_n))
+
+
+# --------------------------------------------------------------------------- devices
+
+class Device:
+    """The WebGPU device wjax runs on (one per process)."""
+
+    platform = "webgpu"
+
+    def __init__(self, rt, id=0):
+        self.id = id
+        self._rt = rt
+        info = rt.adapter.info
+        self.device_kind = info["device"]
+        self.backend = info["backend_type"]
+        self.adapter_type = info["adapter_type"]
+
+    def __repr__(self):
+        return f"WebGPUDevice(id={self.id}, kind={self.device_kind!r}, backend={self.backend})"
+
+    def __hash__(self):
+        return hash(("webgpu", self.id))
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+
+_device = None
+
+
+def default_device() -> Device:
+    global _device
+    if _device is None:
+        from .backend import runtime
+        _device = Device(runtime.get())
+    return _device
+
+
+class SingleDeviceSharding:
+    def __init__(self, device):
+        self.device_set = {device}
+        self._device = device
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
+# --------------------------------------------------------------------------- Array
+
+class Array(ArrayMethods):
+    """An immutable n-d array on the WebGPU device."""
+
+    __slots__ = ("aval", "buffer", "_npy", "__weakref__")
+
+    def __init__(self, buffer, aval: ShapedArray):
+        self.buffer, self.aval, self._npy = buffer, aval, None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+
+    # ------------------------------------------------------------ host side
+    def _value(self) -> np.ndarray:
+        if self._npy is None:
+            from .backend import runtime
+            from .backend.wgsl import host_storage_dtype
+            store = host_storage_dtype(self.dtype)
+            n = self.size * store.itemsize
+            raw = runtime.get().read(self.buffer, n) if n else b""
+            v = np.frombuffer(raw, dtype=store, count=self.size).reshape(self.shape)
+            if self.dtype == np.bool_:
+                v = v != 0
+            else:
+                v = v.astype(self.dtype, copy=False)
+            v.flags.writeable = False
+            self._npy = v
+        return self._npy
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value()
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def block_until_ready(self):
+        from .backend import runtime
+        runtime.get().synchronize()
+        return self
+
+    def copy_to_host_async(self):
+        from .backend import runtime
+        runtime.get().flush()
+
+    def is_ready(self):
+        return True
+
+    def devices(self):
+        return {default_device()}
+
+    @property
+    def device(self):
+        return default_device()
+
+    @property
+    def sharding(self):
+        return SingleDeviceSharding(default_device())
+
+    def tolist(self):
+        return self._value().tolist()
+
+    def item(self, *args):
+        return self._value().item(*args)
+
+    def __float__(self):
+        self._check_scalar("float")
+        return float(self._value().reshape(()))
+
+    def __int__(self):
+        self._check_scalar("int")
+        return int(self._value().reshape(()))
+
+    def __complex__(self):
+        self._check_scalar("complex")
+        return complex(self._value().reshape(()))
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                             "Use a.any() or a.all()")
+        return bool(self._value().reshape(()))
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) and self.dtype != np.bool_:
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index "
+                            f"(got dtype {self.dtype})")
+        self._check_scalar("index")
+        return int(self._value().reshape(()))
+
+    def _check_scalar(self, what):
+        if self.size != 1:
+            raise TypeError(f"only length-1 arrays can be converted to Python {what}s "
+                            f"(got shape {self.shape})")
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __reversed__(self):
+        return (self[i] for i in reversed(range(len(self))))
+
+    def __repr__(self):
+        v = self._value()
+        prefix = "Array("
+        weak = ", weak_type=True" if self.weak_type else ""
+        if v.size == 0:
+            body = f"[], shape={self.shape}" if self.ndim != 1 else "[]"
+        else:
+            body = np.array2string(v, separator=", ", prefix=prefix, suffix=",")
+        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self):
+        return str(self._value())
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (asarray_device, (np.asarray(self), None, self.weak_type))
+
+
+# --------------------------------------------------------------------------- upload
+
+def asarray_device(x, dtype=None, weak_type=None) -> Array:
+    """Uploads a host value (NumPy array, Python scalar, nested list) as an Array.
+
+    64-bit values are narrowed to 32 bits as JAX does with x64 off."""
+    if isinstance(x, Array) and dtype is None:
+        return x
+    from .backend import runtime
+    from .backend.wgsl import host_storage_dtype
+    if dtype is None:
+        dt, weak = dtypes.dtype_and_weak(x)
+    else:
+        dt, weak = dtypes.check_supported(dtype), False
+    if weak_type is not None:
+        weak = weak_type
+    dt = dtypes.check_supported(dt)
+    rt = runtime.get()
+    if dt == np.float16 and not rt.has_f16:
+        raise TypeError(f"float16 needs the adapter feature 'shader-f16', which "
+                        f"{rt.describe()} does not have")
+    host = np.asarray(x)
+    if host.dtype.kind in "cOSUVMm":
+        raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
+    val = host.astype(dt, copy=False)
+    store = val.astype(host_storage_dtype(dt), copy=False)
+    buf = rt.upload(store) if val.size else rt.alloc(0)
+    arr = Array(buf, ShapedArray(val.shape, dt, weak))
+    return arr

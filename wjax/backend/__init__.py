@@ -1,0 +1,2 @@
+"""The WebGPU backend: lowering (lower.py), WGSL emission (wgsl.py), device runtime
+(runtime.py) and plan execution (execute.py)."""

@@ -1,0 +1,317 @@
+"""Lowering: Jaxpr -> Plan (fusion groups, buffers, dispatch order).
+
+Every primitive is either *fusable* (it has a ``fuse`` rule: the value at an
+output index is an expression of operand values at computed indices; this is
+elementwise math and every view: broadcast, reshape, transpose, slice, pad,
+gather, ...) or a *kernel* op (it has a ``kernel`` rule that emits whole
+dispatches: reductions, matmul, sort, scatter...).
+
+Fusable values are *virtual* — recomputed inside whichever kernel reads them —
+unless they must live in a buffer ("materialized"): jaxpr outputs and operands
+of kernel ops that cannot take a fused producer.  Each var gets a *level*, the
+number of kernel ops beneath it; materialized fusable roots of equal level and
+shape share one multi-output kernel.  Execution order is by level: the kernel
+ops of level L, then the fused groups of level L.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from . import wgsl as W
+from .wgsl import Index, KernelBuilder
+
+ALIAS_PRIMS = {"reshape", "squeeze", "expand_dims"}   # contiguous views: share storage
+
+
+class Dispatch:
+    __slots__ = ("wgsl", "keys", "grid", "writes")
+
+    def __init__(self, wgsl, keys, grid, writes):
+        self.wgsl, self.keys, self.grid, self.writes = wgsl, keys, grid, writes
+
+
+class Plan:
+    """What running a jaxpr takes: dispatches over buffer keys, in order."""
+
+    def __init__(self):
+        self.steps: list[Dispatch] = []
+        self.in_keys: list = []            # constvars then invars
+        self.out_keys: list = []           # key, or ("lit", Lit)
+        self.avals: dict = {}              # key -> aval (for allocation)
+        self.aliases: dict = {}            # key -> key it shares storage with
+        self.last_use: dict = {}           # key -> index of last step reading it
+
+    def wgsl_text(self) -> str:
+        return "\n".join(f"// ---- kernel {i}: grid {d.grid}\n{d.wgsl}" for i, d in enumerate(self.steps))
+
+
+# --------------------------------------------------------------------------- jaxpr passes
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """Inlines nested ``pjit`` (and other call) equations into one flat jaxpr."""
+    if not any(e.prim.name in ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint")
+               for e in jaxpr.eqns):
+        return jaxpr
+    eqns = []
+    sub: dict[int, object] = {}
+
+    def rd(a):
+        return sub.get(a.id, a) if isinstance(a, Var) else a
+
+    for e in jaxpr.eqns:
+        if e.prim.name in ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint"):
+            closed = e.params["jaxpr"]
+            inner = inline_calls(closed.jaxpr)
+            env = {}
+            consts = [Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c for c in closed.consts]
+            for v, c in zip(inner.constvars, consts):
+                if isinstance(c, (Var, Lit)):
+                    env[v.id] = c
+                else:   # a concrete const: keep it as a constvar of the outer jaxpr
+                    nv = Var(v.aval)
+                    _extra_consts.append((nv, c))
+                    env[v.id] = nv
+            for v, a in zip(inner.invars, e.invars):
+                env[v.id] = rd(a)
+            for ie in inner.eqns:
+                outs = [Var(v.aval) for v in ie.outvars]
+                eqns.append(Eqn(ie.prim, [env.get(a.id, a) if isinstance(a, Var) else a for a in ie.invars],
+                                outs, ie.params))
+                for v, nv in zip(ie.outvars, outs):
+                    env[v.id] = nv
+            for v, o in zip(e.outvars, inner.outvars):
+                sub[v.id] = env.get(o.id, o) if isinstance(o, Var) else o
+        else:
+            eqns.append(Eqn(e.prim, [rd(a) for a in e.invars], e.outvars, e.params))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
+
+
+_extra_consts: list = []
+
+
+def flatten_closed(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
+    """Inlines calls; concrete consts of inner jaxprs become extra outer constvars."""
+    _extra_consts.clear()
+    j = inline_calls(closed.jaxpr)
+    extra = list(_extra_consts)
+    _extra_consts.clear()
+    consts = list(closed.consts) + [c for _, c in extra]
+    j = Jaxpr(j.constvars + [v for v, _ in extra], j.invars, j.outvars, j.eqns)
+    return j, consts
+
+
+def dce(jaxpr: Jaxpr) -> Jaxpr:
+    live = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    keep = []
+    for e in reversed(jaxpr.eqns):
+        if any(v.id in live for v in e.outvars) or getattr(e.prim, "effectful", False):
+            keep.append(e)
+            live.update(a.id for a in e.invars if isinstance(a, Var))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, keep[::-1])
+
+
+# --------------------------------------------------------------------------- fuser
+
+class Fuser:
+    """Generates the WGSL value of a var at an Index, inlining fusable producers."""
+
+    def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None):
+        self.kb, self.lw, self.level = kb, lowering, level
+        self.memo: dict = {}
+
+    def read(self, atom, idx: Index) -> str:
+        aval = atom.aval
+        if isinstance(atom, Lit):
+            return W.literal(atom.val, aval.dtype)
+        if aval.ndim == 0:
+            idx = Index(self.kb, ())
+        key = (atom.id, idx.key())
+        if key in self.memo:
+            return self.memo[key]
+        lw = self.lw
+        eqn = lw.producer.get(atom.id)
+        inline = eqn is not None and eqn.prim.fuse is not None and (
+            atom.id not in lw.materialized or lw.level[atom.id] == self.level)
+        if inline:
+            readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
+            expr = eqn.prim.fuse(self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params)
+            expr = W.wrap_narrow(expr, aval.dtype)
+        else:
+            k = lw.key_of(atom)
+            name = self.kb.bind(k, aval.dtype, "read")
+            expr = W.load_expr(f"{name}[{idx.flat()}]", aval.dtype)
+        out = self.kb.let(expr, W.value_type(aval.dtype))
+        self.memo[key] = out
+        return out
+
+
+# --------------------------------------------------------------------------- lowering
+
+class KernelContext:
+    """What a kernel rule sees: its equation, readers for operands, output keys."""
+
+    def __init__(self, lowering: "Lowering", eqn: Eqn):
+        self.lw, self.eqn = lowering, eqn
+        self.rt_limits = lowering.limits
+
+    @property
+    def max_groups(self):
+        return self.lw.limits.get("max-compute-workgroups-per-dimension", 65535)
+
+    def new_kb(self) -> KernelBuilder:
+        return KernelBuilder(self.max_groups)
+
+    def reader(self, kb: KernelBuilder, i: int, fuser: Fuser | None = None):
+        """A function Index -> WGSL expr for operand ``i`` (fused producers inlined)."""
+        f = fuser or Fuser(kb, self.lw, None)
+        a = self.eqn.invars[i]
+        return lambda idx: f.read(a, idx)
+
+    def fuser(self, kb: KernelBuilder) -> Fuser:
+        return Fuser(kb, self.lw, None)
+
+    def in_key(self, i: int):
+        return self.lw.key_of(self.eqn.invars[i])
+
+    def out_key(self, j: int = 0):
+        return self.lw.key_of(self.eqn.outvars[j])
+
+    def scratch(self, aval: ShapedArray):
+        k = ("scratch", next(self.lw._scratch_ids))
+        self.lw.plan.avals[k] = aval
+        return k
+
+    def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
+        self.lw.add_dispatch(kb, src, grid)
+
+
+class Lowering:
+    def __init__(self, jaxpr: Jaxpr, limits: dict):
+        self.jaxpr, self.limits = jaxpr, limits
+        self.max_storage = int(limits.get("max-storage-buffers-per-shader-stage", 8))
+        self.plan = Plan()
+        self._scratch_ids = itertools.count()
+        self.producer: dict[int, Eqn] = {}
+        for e in jaxpr.eqns:
+            for v in e.outvars:
+                self.producer[v.id] = e
+        self.materialized: set[int] = set()
+        self.level: dict[int, int] = {}
+
+    def key_of(self, v: Var):
+        return self.plan.aliases.get(v.id, v.id)
+
+    # ---------------------------------------------------------------- planning
+    def run(self) -> Plan:
+        j, plan = self.jaxpr, self.plan
+        for v in j.constvars + j.invars:
+            self.materialized.add(v.id)
+            self.level[v.id] = 0
+            plan.avals[v.id] = v.aval
+        plan.in_keys = [v.id for v in j.constvars + j.invars]
+
+        for e in j.eqns:
+            if e.prim.fuse is None and e.prim.kernel is None:
+                raise NotImplementedError(f"wjax: no WGSL lowering for primitive {e.prim.name}")
+            if e.prim.kernel is not None:
+                for i, a in enumerate(e.invars):
+                    if isinstance(a, Var) and i not in e.prim.fuse_inputs:
+                        self.materialized.add(a.id)
+                for v in e.outvars:
+                    self.materialized.add(v.id)
+            lv = max([self.level[a.id] for a in e.invars if isinstance(a, Var)], default=0)
+            for v in e.outvars:
+                self.level[v.id] = lv + (1 if e.prim.kernel is not None else 0)
+                plan.avals[v.id] = v.aval
+        for a in j.outvars:
+            if isinstance(a, Var):
+                self.materialized.add(a.id)
+
+        # contiguous views of buffers share storage
+        for e in j.eqns:
+            v = e.outvars[0]
+            if (e.prim.name in ALIAS_PRIMS and v.id in self.materialized
+                    and isinstance(e.invars[0], Var) and e.invars[0].id in self.materialized):
+                plan.aliases[v.id] = self.key_of(e.invars[0])
+
+        # group the fused roots by (level, shape), keep jaxpr order
+        groups: dict[tuple, list[Var]] = {}
+        for e in j.eqns:
+            if e.prim.fuse is None:
+                continue
+            for v in e.outvars:
+                if v.id in self.materialized and v.id not in plan.aliases and v.aval.size > 0:
+                    groups.setdefault((self.level[v.id], v.aval.shape), []).append(v)
+        max_level = max(self.level.values(), default=0)
+        kernels_by_level: dict[int, list[Eqn]] = {}
+        for e in j.eqns:
+            if e.prim.kernel is not None:
+                kernels_by_level.setdefault(self.level[e.outvars[0].id], []).append(e)
+        for L in range(max_level + 1):
+            for e in kernels_by_level.get(L, []):
+                if all(v.aval.size == 0 for v in e.outvars):
+                    continue
+                e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
+                              **e.params)
+            for (lvl, shape), roots in groups.items():
+                if lvl == L:
+                    self._fused_kernels(roots, shape, L)
+
+        for a in j.outvars:
+            plan.out_keys.append(("lit", a) if isinstance(a, Lit) else self.key_of(a))
+        # liveness: last step that touches each key
+        for i, d in enumerate(plan.steps):
+            for k in d.keys:
+                plan.last_use[k] = i
+        return plan
+
+    def _gen_fused(self, roots, shape, level):
+        kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
+        f = Fuser(kb, self, level)
+        idx = Index(kb, shape, flat="i")
+        for v in roots:
+            val = f.read_root(v, idx) if hasattr(f, "read_root") else self._read_root(f, v, idx)
+            name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
+            kb.emit(f"{name}[i] = {W.store_expr(val, v.aval.dtype)};")
+        return kb
+
+    @staticmethod
+    def _read_root(f: Fuser, v: Var, idx: Index) -> str:
+        eqn = f.lw.producer[v.id]
+        readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
+        expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
+        return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), W.value_type(v.aval.dtype))
+
+    def _fused_kernels(self, roots, shape, level):
+        n = int(np.prod(shape))
+        current: list[Var] = []
+        for v in roots:
+            kb = self._gen_fused(current + [v], shape, level)
+            if len(kb.bindings) > self.max_storage and current:
+                self._emit_fused(self._gen_fused(current, shape, level), n)
+                current = [v]
+            else:
+                current.append(v)
+        if current:
+            kb = self._gen_fused(current, shape, level)
+            if len(kb.bindings) > self.max_storage:
+                raise NotImplementedError(
+                    f"wjax: a fused kernel needs {len(kb.bindings)} storage buffers, more than the "
+                    f"device's {self.max_storage}")
+            self._emit_fused(kb, n)
+
+    def _emit_fused(self, kb: KernelBuilder, n: int):
+        src, grid = kb.elementwise_kernel(n)
+        self.add_dispatch(kb, src, grid)
+
+    def add_dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
+        keys = [k for k, _, _ in kb.bindings]
+        writes = [k for k, acc, _ in kb.bindings if acc != "read"]
+        self.plan.steps.append(Dispatch(src, keys, tuple(grid), writes))
+
+
+def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
+    return Lowering(dce(jaxpr), limits).run()

@@ -1,0 +1,271 @@
+"""The WebGPU runtime: adapter choice, device, buffer pool, pipelines, dispatch.
+
+Work is asynchronous like JAX's: dispatches are recorded into one pending
+command encoder and submitted together at a sync point (reading a value,
+``block_until_ready``, an upload into a reused buffer, or a full batch).
+WebGPU executes a queue in order, so a buffer returned to the pool can be
+handed to later work straight away.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+import wgpu  # noqa: E402
+
+_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+_BATCH = 512            # dispatches recorded before a submit is forced
+
+
+class WjaxRuntimeError(RuntimeError):
+    pass
+
+
+_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "CPU": 2, "VirtualGPU": 3, "Unknown": 3}
+_BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 2, "GL": 2}
+
+
+def _adapter_desc(a) -> str:
+    i = a.info
+    return f"{i['device']} ({i['backend_type']}, {i['adapter_type']})"
+
+
+def list_adapters():
+    return list(wgpu.gpu.enumerate_adapters_sync())
+
+
+def choose_adapter(adapters=None):
+    """Discrete GPU, then integrated, then CPU (lavapipe), GL last.
+
+    ``WJAX_BACKEND`` (vulkan/metal/d3d12/gl) restricts the backend and
+    ``WJAX_ADAPTER`` (a substring of the device name, or an index) picks one.
+    """
+    adapters = list_adapters() if adapters is None else adapters
+    want_backend = os.environ.get("WJAX_BACKEND", "").strip().lower()
+    if want_backend:
+        alias = {"gl": "opengl"}
+        b = alias.get(want_backend, want_backend)
+        adapters = [a for a in adapters if a.info["backend_type"].lower() == b]
+        if not adapters:
+            raise WjaxRuntimeError(f"WJAX_BACKEND={want_backend!r}: no adapter with that backend")
+    want = os.environ.get("WJAX_ADAPTER", "").strip()
+    if want:
+        if want.isdigit() and int(want) < len(adapters):
+            return adapters[int(want)]
+        pick = [a for a in adapters if want.lower() in a.info["device"].lower()]
+        if not pick:
+            raise WjaxRuntimeError(
+                f"WJAX_ADAPTER={want!r} matches none of: " + "; ".join(_adapter_desc(a) for a in adapters))
+        adapters = pick
+    if not adapters:
+        raise WjaxRuntimeError(
+            "No WebGPU adapter found. Install a Vulkan, Metal or D3D12 driver; on Debian/Ubuntu "
+            "without a GPU, `apt-get install mesa-vulkan-drivers` gives the lavapipe CPU driver "
+            "(scripts/setup.sh does this when run as root).")
+
+    def rank(a):
+        i = a.info
+        return (_BACKEND_RANK.get(i["backend_type"], 1), _TYPE_RANK.get(i["adapter_type"], 3))
+
+    return sorted(adapters, key=rank)[0]
+
+
+class Buffer:
+    """A pooled device buffer.  ``nbytes`` is the capacity (a size class).
+
+    Arrays that share storage (a reshape) share one Buffer; when the last
+    reference goes, its GPU buffer returns to the pool."""
+
+    __slots__ = ("gpu", "nbytes", "pool", "__weakref__")
+
+    def __init__(self, gpu, nbytes, pool):
+        self.gpu, self.nbytes, self.pool = gpu, nbytes, pool
+
+    def __del__(self):
+        try:
+            self.pool.setdefault(self.nbytes, []).append(self.gpu)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def size_class(nbytes: int) -> int:
+    """Power-of-two classes up to 1 MiB, then multiples of 1 MiB (min 16 bytes)."""
+    n = max(int(nbytes), 16)
+    if n <= 1 << 20:
+        return 1 << (n - 1).bit_length()
+    mib = 1 << 20
+    return (n + mib - 1) // mib * mib
+
+
+class Runtime:
+    def __init__(self, adapter=None):
+        self.adapter = adapter or choose_adapter()
+        feats = set(self.adapter.features)
+        want = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in feats]
+        limits = dict(self.adapter.limits)
+        self.device = self.adapter.request_device_sync(
+            required_features=want, required_limits=limits, label="wjax")
+        self.features = set(self.device.features)
+        self.limits = dict(self.device.limits)
+        self.max_storage = int(os.environ.get("WJAX_MAX_STORAGE_BUFFERS",
+                                              self.limits["max-storage-buffers-per-shader-stage"]))
+        self.max_binding = int(self.limits["max-storage-buffer-binding-size"])
+        self.max_buffer = int(self.limits["max-buffer-size"])
+        self.max_groups = int(self.limits["max-compute-workgroups-per-dimension"])
+        self._free: dict[int, list] = {}
+        self._pipelines: dict[str, object] = {}
+        self._encoder = None
+        self._pass = None
+        self._pending = 0
+        self._lock = threading.RLock()
+        self.stats = {"dispatches": 0, "submits": 0, "compiles": 0, "allocs": 0, "reuses": 0,
+                      "uploads": 0, "readbacks": 0}
+
+    # ------------------------------------------------------------------ info
+    @property
+    def info(self):
+        return self.adapter.info
+
+    @property
+    def has_f16(self) -> bool:
+        return "shader-f16" in self.features
+
+    def describe(self) -> str:
+        i = self.adapter.info
+        return f"{i['device']} [{i['backend_type']}, {i['adapter_type']}]"
+
+    # ------------------------------------------------------------------ buffers
+    def alloc(self, nbytes: int) -> Buffer:
+        cls = size_class(nbytes)
+        if cls > self.max_buffer:
+            raise MemoryError(
+                f"wjax: cannot allocate {nbytes} bytes on {self.describe()}: the adapter's "
+                f"max-buffer-size is {self.max_buffer} bytes")
+        with self._lock:
+            free = self._free.get(cls)
+            if free:
+                self.stats["reuses"] += 1
+                return Buffer(free.pop(), cls, self._free)
+        self.stats["allocs"] += 1
+        try:
+            gpu = self.device.create_buffer(size=cls, usage=_USAGE)
+        except Exception as e:  # out of device memory
+            raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
+        return Buffer(gpu, cls, self._free)
+
+    def pool_size(self) -> int:
+        return sum(len(v) for v in self._free.values())
+
+    def upload(self, data: np.ndarray) -> Buffer:
+        data = np.ascontiguousarray(data)
+        buf = self.alloc(data.nbytes)
+        if data.nbytes:
+            with self._lock:
+                # queue.write_buffer runs before the *pending* encoder: submit it first so a
+                # reused buffer is not overwritten under work recorded earlier.
+                self.flush()
+                raw = data.tobytes()
+                if len(raw) % 4:
+                    raw += b"\0" * (4 - len(raw) % 4)
+                self.device.queue.write_buffer(buf.gpu, 0, raw)
+        self.stats["uploads"] += 1
+        return buf
+
+    def read(self, buf: Buffer, nbytes: int) -> bytes:
+        with self._lock:
+            self.flush()
+            self.stats["readbacks"] += 1
+            n4 = (nbytes + 3) // 4 * 4
+            if n4 == 0:
+                return b""
+            return bytes(self.device.queue.read_buffer(buf.gpu, 0, n4))[:nbytes]
+
+    def copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset=0, dst_offset=0) -> None:
+        with self._lock:
+            self._end_pass()
+            enc = self._get_encoder()
+            enc.copy_buffer_to_buffer(src.gpu, src_offset, dst.gpu, dst_offset, (nbytes + 3) // 4 * 4)
+            self._count()
+
+    # ------------------------------------------------------------------ pipelines
+    def pipeline(self, wgsl: str):
+        p = self._pipelines.get(wgsl)
+        if p is None:
+            t0 = time.perf_counter()
+            try:
+                mod = self.device.create_shader_module(code=wgsl)
+                p = self.device.create_compute_pipeline(layout="auto",
+                                                        compute={"module": mod, "entry_point": "main"})
+            except Exception as e:
+                raise WjaxRuntimeError(f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}") from e
+            self._pipelines[wgsl] = p
+            self.stats["compiles"] += 1
+            self.last_compile_s = time.perf_counter() - t0
+        return p
+
+    # ------------------------------------------------------------------ dispatch
+    def _get_encoder(self):
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _end_pass(self):
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def _count(self):
+        self._pending += 1
+        if self._pending >= _BATCH:
+            self.flush()
+
+    def dispatch(self, wgsl: str, buffers, grid) -> None:
+        """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order."""
+        pipe = self.pipeline(wgsl)
+        with self._lock:
+            bg = self.device.create_bind_group(
+                layout=pipe.get_bind_group_layout(0),
+                entries=[{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.gpu.size}}
+                         for i, b in enumerate(buffers)])
+            if self._pass is None:
+                self._pass = self._get_encoder().begin_compute_pass()
+            self._pass.set_pipeline(pipe)
+            self._pass.set_bind_group(0, bg)
+            self._pass.dispatch_workgroups(*grid)
+            self.stats["dispatches"] += 1
+            self._count()
+
+    def flush(self) -> None:
+        """Submits everything recorded so far (does not wait)."""
+        with self._lock:
+            if self._encoder is None:
+                return
+            self._end_pass()
+            self.device.queue.submit([self._encoder.finish()])
+            self._encoder = None
+            self._pending = 0
+            self.stats["submits"] += 1
+
+    def synchronize(self) -> None:
+        """Waits for all submitted work (a tiny readback is a reliable sync point)."""
+        with self._lock:
+            self.flush()
+            if not hasattr(self, "_sync_buf"):
+                self._sync_buf = self.device.create_buffer(size=16, usage=_USAGE)
+            self.device.queue.read_buffer(self._sync_buf, 0, 4)
+
+
+_runtime: Runtime | None = None
+
+
+def get() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime()
+    return _runtime

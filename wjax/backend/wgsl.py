@@ -1,0 +1,256 @@
+"""WGSL emission: types, literals, bindings, index math and kernel assembly.
+
+A :class:`KernelBuilder` collects the bindings, helper functions and body
+lines of one compute shader.  An :class:`Index` is a position in an array's
+iteration space, held either as a flat row-major offset or as one expression
+per dimension, converting lazily (and emitting each conversion once).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+SHADER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "shaders")
+
+# --------------------------------------------------------------------------- types
+
+_STORAGE = {
+    "bool": "u32", "int8": "i32", "int16": "i32", "int32": "i32",
+    "uint8": "u32", "uint16": "u32", "uint32": "u32", "float16": "f16", "float32": "f32",
+}
+_HOST_STORAGE = {
+    "bool": np.uint32, "int8": np.int32, "int16": np.int32, "int32": np.int32,
+    "uint8": np.uint32, "uint16": np.uint32, "uint32": np.uint32,
+    "float16": np.float16, "float32": np.float32,
+}
+
+
+def _name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def storage_type(dtype) -> str:
+    """The WGSL element type of a storage buffer holding ``dtype``."""
+    try:
+        return _STORAGE[_name(dtype)]
+    except KeyError:
+        raise TypeError(f"wjax: dtype {np.dtype(dtype).name} has no WGSL storage type") from None
+
+
+def value_type(dtype) -> str:
+    """The WGSL type of an expression of ``dtype`` (bool is a real bool)."""
+    return "bool" if _name(dtype) == "bool" else storage_type(dtype)
+
+
+def host_storage_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of a buffer's bytes on the host side (bool and small ints widened)."""
+    return np.dtype(_HOST_STORAGE[_name(dtype)])
+
+
+def storage_itemsize(dtype) -> int:
+    return host_storage_dtype(dtype).itemsize
+
+
+def wrap_narrow(expr: str, dtype) -> str:
+    """Keeps the wrap-around of 8/16-bit integers held in 32-bit lanes."""
+    n = _name(dtype)
+    if n == "int8":
+        return f"(({expr}) << 24u) >> 24u"
+    if n == "int16":
+        return f"(({expr}) << 16u) >> 16u"
+    if n == "uint8":
+        return f"(({expr}) & 0xffu)"
+    if n == "uint16":
+        return f"(({expr}) & 0xffffu)"
+    return expr
+
+
+def load_expr(raw: str, dtype) -> str:
+    return f"({raw} != 0u)" if _name(dtype) == "bool" else raw
+
+
+def store_expr(val: str, dtype) -> str:
+    return f"select(0u, 1u, {val})" if _name(dtype) == "bool" else val
+
+
+def literal(val, dtype) -> str:
+    """A WGSL literal of ``val`` as ``dtype`` (handles inf/nan and INT_MIN)."""
+    n = _name(dtype)
+    if n == "bool":
+        return "true" if bool(val) else "false"
+    if n in ("float32", "float16"):
+        f = float(np.asarray(val, np.float32))
+        t = "f32" if n == "float32" else "f16"
+        if math.isnan(f) or math.isinf(f):
+            bits = int(np.asarray(f, np.float32).view(np.uint32))
+            e = f"bitcast<f32>({bits}u)"
+            return e if t == "f32" else f"f16({e})"
+        if n == "float16":
+            return f"f16({float(np.float16(f))!r})"
+        if f == 0.0:
+            return "-0.0f" if math.copysign(1.0, f) < 0 else "0.0f"
+        r = repr(f)
+        if "e" not in r and "." not in r:
+            r += ".0"
+        return f"f32({r})"
+    if storage_type(dtype) == "i32":
+        v = int(np.asarray(val).astype(np.int64))
+        if v == -(2**31):
+            return "i32(-2147483647 - 1)"
+        return f"i32({v})"
+    v = int(np.asarray(val).astype(np.int64)) & 0xFFFFFFFF
+    return f"{v}u"
+
+
+def zero(dtype) -> str:
+    return literal(0, dtype)
+
+
+# --------------------------------------------------------------------------- helpers
+
+HELPERS: dict[str, str] = {}
+
+
+def helper(name: str, src: str) -> str:
+    """Registers a WGSL helper function emitted only into shaders that use it."""
+    HELPERS[name] = src
+    return name
+
+
+def load_shader(name: str) -> str:
+    with open(os.path.join(SHADER_DIR, name)) as f:
+        return f.read()
+
+
+# --------------------------------------------------------------------------- kernels
+
+WORKGROUP = 256
+
+
+def grid_for(n_groups: int, max_per_dim: int = 65535):
+    """A 2-D grid covering ``n_groups`` workgroups within the per-dimension limit."""
+    n_groups = max(int(n_groups), 1)
+    if n_groups <= max_per_dim:
+        return (n_groups, 1, 1)
+    y = -(-n_groups // max_per_dim)
+    x = -(-n_groups // y)
+    return (x, y, 1)
+
+
+class KernelBuilder:
+    """Collects one compute shader: bindings (in binding order), helpers, body."""
+
+    def __init__(self, max_groups: int = 65535):
+        self.bindings: list[tuple[object, str, str]] = []   # (key, access, wgsl elem type)
+        self._binding_names: dict[tuple, str] = {}
+        self.helpers: list[str] = []
+        self.decls: list[str] = []
+        self.lines: list[str] = []
+        self._n = 0
+        self.max_groups = max_groups
+        self.enable_f16 = False
+
+    def fresh(self, prefix: str = "t") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def bind(self, key, dtype, access: str = "read") -> str:
+        """A storage binding for buffer ``key``; access is read, read_write or atomic."""
+        k = (key, access)
+        if k in self._binding_names:
+            return self._binding_names[k]
+        name = f"b{len(self.bindings)}"
+        ty = "atomic<u32>" if access == "atomic" else storage_type(dtype)
+        if ty == "f16":
+            self.enable_f16 = True
+        self.bindings.append((key, access, ty))
+        self._binding_names[k] = name
+        return name
+
+    def use_helper(self, name: str) -> None:
+        if name not in self.helpers:
+            self.helpers.append(name)
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def let(self, expr: str, ty: str | None = None) -> str:
+        name = self.fresh()
+        self.lines.append(f"let {name}{': ' + ty if ty else ''} = {expr};")
+        return name
+
+    def var(self, expr: str, ty: str) -> str:
+        name = self.fresh("v")
+        self.lines.append(f"var {name}: {ty} = {expr};")
+        return name
+
+    def header(self) -> str:
+        out = []
+        if self.enable_f16:
+            out.append("enable f16;")
+        for i, (_, access, ty) in enumerate(self.bindings):
+            mode = "read" if access == "read" else "read_write"
+            out.append(f"@group(0) @binding({i}) var<storage, {mode}> b{i}: array<{ty}>;")
+        out.extend(self.decls)
+        for h in self.helpers:
+            out.append(HELPERS[h].strip())
+        return "\n".join(out)
+
+    def elementwise_kernel(self, n: int, wg: int = WORKGROUP) -> tuple[str, tuple]:
+        """Wraps ``self.lines`` (which use ``i``, the flat index) in a 1-thread-per-element
+        kernel over ``n`` elements; returns (wgsl, grid)."""
+        groups = -(-n // wg)
+        grid = grid_for(groups, self.max_groups)
+        body = "\n  ".join(self.lines)
+        src = (f"{self.header()}\n"
+               f"@compute @workgroup_size({wg})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+               f"@builtin(local_invocation_index) lid: u32) {{\n"
+               f"  let i = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n"
+               f"  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n")
+        return src, grid
+
+
+def strides_of(shape) -> list[int]:
+    s, out = 1, []
+    for d in reversed(shape):
+        out.append(s)
+        s *= d
+    return out[::-1]
+
+
+class Index:
+    """A position in an array of ``shape``: a flat offset or per-dim coordinates."""
+
+    def __init__(self, kb: KernelBuilder, shape, flat: str | None = None, dims=None):
+        self.kb, self.shape = kb, tuple(shape)
+        self._flat, self._dims = flat, (list(dims) if dims is not None else None)
+        if len(self.shape) == 0:
+            self._flat, self._dims = "0u", []
+
+    def flat(self) -> str:
+        if self._flat is None:
+            st = strides_of(self.shape)
+            terms = [d if s == 1 else f"{d} * {s}u" for d, s, n in zip(self._dims, st, self.shape) if n != 1]
+            self._flat = self.kb.let(" + ".join(terms) if terms else "0u", "u32")
+        return self._flat
+
+    def dims(self) -> list[str]:
+        if self._dims is None:
+            st = strides_of(self.shape)
+            out, total = [], int(np.prod(self.shape))
+            for s, n in zip(st, self.shape):
+                if n == 1:
+                    out.append("0u")
+                    continue
+                e = self._flat if s == 1 else f"{self._flat} / {s}u"
+                if s * n < total:
+                    e = f"({e}) % {n}u"
+                out.append(self.kb.let(e, "u32"))
+            self._dims = out
+        return self._dims
+
+    def key(self):
+        return ("f", self._flat) if self._flat is not None else ("d", tuple(self._dims))

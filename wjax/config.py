@@ -1,0 +1,50 @@
+"""wjax.config: JAX-style flags (``wjax.config.update('jax_log_compiles', True)``)."""
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+class Config:
+    _defaults = {
+        "jax_enable_x64": False,
+        "jax_log_compiles": os.environ.get("WJAX_LOG_COMPILES", "") not in ("", "0"),
+        "jax_disable_jit": False,
+        "jax_threefry_partitionable": True,
+        "jax_default_matmul_precision": None,
+        "jax_platforms": None,
+        "jax_platform_name": None,
+        "jax_debug_nans": False,
+    }
+
+    def __init__(self):
+        self.__dict__["_values"] = dict(self._defaults)
+
+    def update(self, name, value):
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        if name == "jax_enable_x64" and value:
+            raise NotImplementedError("wjax runs with x64 disabled: WGSL has no 64-bit types")
+        self._values[name] = value
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"Unrecognized config option: {name}") from None
+
+    def read(self, name):
+        return self._values[name]
+
+
+config = Config()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    old = config.jax_disable_jit
+    config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        config.update("jax_disable_jit", old)

@@ -1,0 +1,307 @@
+"""wjax's intermediate representation: avals, variables, equations and jaxprs.
+
+A Jaxpr is a list of equations in SSA form.  Every transformation (jvp, vmap,
+partial evaluation, transpose, dce) takes a Jaxpr and returns a Jaxpr, and the
+backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
+
+    { lambda ; a:f32[5]. let b:bool[5] = gt a 0.0 in (b,) }
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+# --------------------------------------------------------------------------- avals
+
+_SHORT = {
+    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+}
+
+
+def short_dtype(dtype) -> str:
+    name = np.dtype(dtype).name if not hasattr(dtype, "short_name") else None
+    if name is None:
+        return dtype.short_name
+    return _SHORT.get(name, name)
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and JAX's weak-type flag."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak(self) -> "ShapedArray":
+        return self.update(weak_type=False)
+
+    def str_short(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        name = getattr(self.dtype, "name", str(self.dtype))
+        return f"ShapedArray({name}[{','.join(map(str, self.shape))}]{weak})"
+
+    def _key(self):
+        return (self.shape, self.dtype, self.weak_type)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapedArray) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+def raise_to_shaped(x) -> ShapedArray:
+    """The aval of any value wjax accepts as an array operand."""
+    if isinstance(x, ShapedArray):
+        return x
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    dt, weak = dtypes.dtype_and_weak(x)
+    return ShapedArray(np.shape(x), dt, weak)
+
+
+# --------------------------------------------------------------------------- vars
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """An SSA variable.  Names are assigned when a jaxpr is printed."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var#{self.id}:{self.aval.str_short()}"
+
+
+class Lit:
+    """A literal scalar operand, printed inline (``mul a 2.0``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray | None = None):
+        self.aval = aval if aval is not None else raise_to_shaped(val)
+        self.val = np.asarray(val, dtype=self.aval.dtype)
+
+    def __repr__(self):
+        return f"Lit({self.val!r})"
+
+
+class WeakScalar:
+    """A Python scalar already converted to an operand's dtype but still weakly
+    typed: it becomes a literal when traced and a weak 0-d Array when eager."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: np.ndarray):
+        self.val = np.asarray(val)
+        self.aval = ShapedArray((), self.val.dtype, True)
+
+
+Atom = Var | Lit
+
+
+class Eqn:
+    __slots__ = ("prim", "invars", "outvars", "params")
+
+    def __init__(self, prim, invars, outvars, params):
+        self.prim, self.invars, self.outvars, self.params = prim, list(invars), list(outvars), dict(params)
+
+    def replace(self, **kw) -> "Eqn":
+        return Eqn(kw.get("prim", self.prim), kw.get("invars", self.invars),
+                   kw.get("outvars", self.outvars), kw.get("params", self.params))
+
+    def __repr__(self):
+        return f"Eqn({self.prim.name}, {self.invars} -> {self.outvars})"
+
+
+class Jaxpr:
+    __slots__ = ("constvars", "invars", "outvars", "eqns")
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars, self.invars = list(constvars), list(invars)
+        self.outvars, self.eqns = list(outvars), list(eqns)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr with values for its constvars."""
+
+    __slots__ = ("jaxpr", "consts", "_compiled")
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        assert len(consts) == len(jaxpr.constvars)
+        self.jaxpr, self.consts = jaxpr, list(consts)
+        self._compiled = None   # the backend's lowering, cached by jit
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+# --------------------------------------------------------------------------- typecheck
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def typecheck(jaxpr: Jaxpr) -> None:
+    """Checks that every variable is defined once before use and that every
+    equation's outvars carry the avals its primitive's shape rule gives."""
+    env: set[int] = set()
+
+    def define(v):
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"binder {v!r} is not a Var")
+        if v.id in env:
+            raise JaxprTypeError(f"variable {v!r} defined twice")
+        env.add(v.id)
+
+    def use(a):
+        if isinstance(a, Var) and a.id not in env:
+            raise JaxprTypeError(f"variable {a!r} used before definition")
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        define(v)
+    for eqn in jaxpr.eqns:
+        for a in eqn.invars:
+            use(a)
+        out = eqn.prim.abstract_eval(*[a.aval for a in eqn.invars], **eqn.params)
+        out = list(out) if eqn.prim.multiple_results else [out]
+        if len(out) != len(eqn.outvars):
+            raise JaxprTypeError(f"{eqn.prim.name}: {len(out)} results, {len(eqn.outvars)} binders")
+        for want, v in zip(out, eqn.outvars):
+            if (want.shape, want.dtype) != (v.aval.shape, v.aval.dtype):
+                raise JaxprTypeError(
+                    f"{eqn.prim.name}: binder has type {v.aval.str_short()}, rule gives {want.str_short()}")
+            define(v)
+        for sub in subjaxprs(eqn.params):
+            typecheck(sub)
+    for a in jaxpr.outvars:
+        use(a)
+
+
+def subjaxprs(params):
+    for p in params.values():
+        for q in (p if isinstance(p, (tuple, list)) else (p,)):
+            if isinstance(q, Jaxpr):
+                yield q
+            elif isinstance(q, ClosedJaxpr):
+                yield q.jaxpr
+
+
+# --------------------------------------------------------------------------- printing
+
+def _name(n: int) -> str:
+    # a, b, ..., z, ba, bb, ... (JAX's scheme)
+    s = ""
+    while True:
+        s = chr(ord("a") + n % 26) + s
+        n //= 26
+        if n == 0:
+            return s
+
+
+def _pp_lit(lit: Lit) -> str:
+    v = lit.val
+    if v.dtype == np.bool_:
+        return "True" if bool(v) else "False"
+    if dtypes.is_float(v.dtype):
+        f = float(v)
+        if np.isnan(f):
+            return "nan"
+        if np.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return str(v[()]) if v.dtype != np.float64 else repr(f)
+    return str(int(v))
+
+
+def _pp_param(v, names, indent) -> str:
+    if isinstance(v, ClosedJaxpr):
+        v = v.jaxpr
+    if isinstance(v, Jaxpr):
+        return _pp(v, names, indent + 2)
+    if isinstance(v, (tuple, list)) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
+        return "(\n" + "".join(" " * (indent + 2) + _pp_param(x, names, indent + 2) + "\n" for x in v) + " " * indent + ")"
+    if isinstance(v, np.dtype):
+        return v.name
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return str(v)
+
+
+def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
+    def nm(a):
+        if isinstance(a, Lit):
+            return _pp_lit(a)
+        if a.id not in names:
+            names[a.id] = _name(len(names))
+        return names[a.id]
+
+    def binder(v):
+        return f"{nm(v)}:{v.aval.str_short()}"
+
+    consts = " ".join(binder(v) for v in jaxpr.constvars)
+    ins = " ".join(binder(v) for v in jaxpr.invars)
+    pad = " " * (indent + 4)
+    lines = []
+    for e in jaxpr.eqns:
+        lhs = " ".join(binder(v) for v in e.outvars) if e.outvars else "_"
+        params = ""
+        shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
+        if shown:
+            params = "[" + " ".join(f"{k}={_pp_param(v, names, indent + 4)}" for k, v in sorted(shown.items())) + "]"
+        args = " ".join(nm(a) for a in e.invars)
+        lines.append(f"{pad}{lhs} = {e.prim.name}{params} {args}".rstrip())
+    outs = ", ".join(nm(a) for a in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    head = f"{{ lambda {consts}; {ins}. let"
+    if not lines:
+        return f"{head}  in {outs} }}"
+    return head + "\n" + "\n".join(lines) + "\n" + " " * (indent + 2) + f"in {outs} }}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    return _pp(jaxpr, {})

@@ -1,0 +1,367 @@
+"""wjax.lax: thin, strictly typed wrappers over primitives (JAX's ``jax.lax``).
+
+Operands must agree in dtype (TypeError otherwise, as in JAX); a Python
+scalar is weakly typed and takes the dtype of the other operand.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Sequence
+
+import numpy as np
+
+from . import dtypes
+from .ir import WeakScalar, raise_to_shaped
+from .prims import elementwise as E
+from .prims import indexing as I
+from .prims import linalg as L
+from .prims import reduce as R
+from .prims import shape as S
+from .prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+
+
+def _is_pyscalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _aval(x):
+    return raise_to_shaped(x)
+
+
+def _as_operand(x, like_dtype=None):
+    """A Python scalar becomes a weak-typed value of ``like_dtype`` (JAX's weak rule)."""
+    if _is_pyscalar(x):
+        if like_dtype is None:
+            dt, weak = dtypes.dtype_and_weak(x)
+            return np.asarray(x, dt) if not weak else x
+        if isinstance(x, float) and dtypes.is_int(like_dtype) or isinstance(x, float) and like_dtype == np.bool_:
+            raise TypeError(f"lax operation got a float scalar {x} for an operand of dtype {np.dtype(like_dtype).name}")
+        return _weak_const(x, like_dtype)
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"lax operations take arrays, not {type(x).__name__}")
+    return x
+
+
+def _weak_const(x, dtype):
+    return WeakScalar(np.asarray(x, dtype))
+
+
+def _operands(*xs):
+    like = next((_aval(x).dtype for x in xs if not _is_pyscalar(x)), None)
+    return [_as_operand(x, like) for x in xs]
+
+
+def _un(p):
+    def f(x):
+        return p.bind(*_operands(x))
+    f.__name__ = p.name
+    return f
+
+
+def _bin(p):
+    def f(x, y):
+        return p.bind(*_operands(x, y))
+    f.__name__ = p.name
+    return f
+
+
+neg = _un(E.neg_p); sign = _un(E.sign_p); floor = _un(E.floor_p); ceil = _un(E.ceil_p)
+abs = _un(E.abs_p); exp = _un(E.exp_p); exp2 = _un(E.exp2_p); log = _un(E.log_p)
+log1p = _un(E.log1p_p); expm1 = _un(E.expm1_p); tanh = _un(E.tanh_p); logistic = _un(E.logistic_p)
+sin = _un(E.sin_p); cos = _un(E.cos_p); tan = _un(E.tan_p); asin = _un(E.asin_p)
+acos = _un(E.acos_p); atan = _un(E.atan_p); sinh = _un(E.sinh_p); cosh = _un(E.cosh_p)
+asinh = _un(E.asinh_p); acosh = _un(E.acosh_p); atanh = _un(E.atanh_p); sqrt = _un(E.sqrt_p)
+rsqrt = _un(E.rsqrt_p); cbrt = _un(E.cbrt_p); erf = _un(E.erf_p); bitwise_not = _un(E.not_p)
+is_finite = _un(E.is_finite_p); population_count = _un(E.population_count_p); clz = _un(E.clz_p)
+add = _bin(E.add_p); sub = _bin(E.sub_p); mul = _bin(E.mul_p); div = _bin(E.div_p)
+rem = _bin(E.rem_p); pow = _bin(E.pow_p); max = _bin(E.max_p); min = _bin(E.min_p)
+atan2 = _bin(E.atan2_p); bitwise_and = _bin(E.and_p); bitwise_or = _bin(E.or_p)
+bitwise_xor = _bin(E.xor_p); shift_left = _bin(E.shift_left_p)
+shift_right_arithmetic = _bin(E.shift_right_arithmetic_p)
+shift_right_logical = _bin(E.shift_right_logical_p)
+eq = _bin(E.eq_p); ne = _bin(E.ne_p); lt = _bin(E.lt_p); le = _bin(E.le_p); gt = _bin(E.gt_p)
+ge = _bin(E.ge_p)
+not_ = bitwise_not
+
+
+def round(x, rounding_method=0):
+    """Rounds half away from zero (method 0) or to nearest even (method 1)."""
+    x, = _operands(x)
+    if rounding_method in (1, "TO_NEAREST_EVEN") or getattr(rounding_method, "value", 0) == 1:
+        return _round_even(x)
+    return E.round_p.bind(x)
+
+
+def _round_even(x):
+    r = E.round_p.bind(x)
+    # ties (|x - trunc(x)| == 0.5) go to the even neighbour
+    fl = floor(x)
+    diff = sub(x, fl)
+    half = eq(diff, 0.5)
+    even_fl = eq(rem(fl, 2.0), 0.0)
+    return select(half, select(even_fl, add(fl, 1.0), fl), r)
+
+
+def integer_pow(x, y: int):
+    return E.integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    return integer_pow(x, -1)
+
+
+def select_n(which, *cases):
+    cs = _operands(*cases)
+    return E.select_n_p.bind(which, *cs)
+
+
+def select(pred, on_true, on_false):
+    return select_n(pred, on_false, on_true)
+
+
+def convert_element_type(x, new_dtype, weak_type=False):
+    new = dtypes.check_supported(new_dtype)
+    if _is_pyscalar(x):
+        x = np.asarray(x, new)
+    a = _aval(x)
+    if a.dtype == new and a.weak_type == weak_type:
+        return x
+    return E.convert_element_type_p.bind(x, new_dtype=new, weak_type=weak_type)
+
+
+def bitcast_convert_type(x, new_dtype):
+    from .prims.bitcast import bitcast_convert_type_p
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.check_supported(new_dtype))
+
+
+def clamp(min, x, max):
+    lo, xx, hi = _operands(min, x, max)
+    return S.clamp_p.bind(lo, xx, hi)
+
+
+# --------------------------------------------------------------------------- shapes
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
+    a = _aval(operand)
+    shape = tuple(int(s) for s in shape)
+    if a.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))):
+        return operand
+    return S.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions),
+                                     sharding=None)
+
+
+def broadcast(operand, sizes):
+    a = _aval(operand)
+    return broadcast_in_dim(operand, tuple(sizes) + a.shape,
+                            tuple(range(len(sizes), len(sizes) + a.ndim)))
+
+
+def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
+    new_sizes = tuple(int(s) for s in new_sizes)
+    if dimensions is not None and tuple(dimensions) != tuple(range(_aval(operand).ndim)):
+        operand = transpose(operand, dimensions)
+    if _aval(operand).shape == new_sizes:
+        return operand
+    return S.reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+
+
+def transpose(operand, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and len(permutation) == _aval(operand).ndim:
+        return operand
+    return S.transpose_p.bind(operand, permutation=permutation)
+
+
+def squeeze(array, dimensions):
+    dims = tuple(sorted(int(d) % builtins.max(_aval(array).ndim, 1) for d in dimensions))
+    if not dims:
+        return array
+    return S.squeeze_p.bind(array, dimensions=dims)
+
+
+def expand_dims(array, dimensions):
+    if not dimensions:
+        return array
+    return S.expand_dims_p.bind(array, dimensions=tuple(int(d) for d in dimensions))
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    return S.slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
+                          limit_indices=tuple(int(i) for i in limit_indices),
+                          strides=tuple(int(s) for s in strides) if strides is not None else None)
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    a = _aval(operand)
+    axis = axis % a.ndim
+    n = a.shape[axis]
+    start = 0 if start_index is None else (start_index + n if start_index < 0 else start_index)
+    limit = n if limit_index is None else (limit_index + n if limit_index < 0 else limit_index)
+    st = [0] * a.ndim; lim = list(a.shape); strides = [1] * a.ndim
+    st[axis], lim[axis], strides[axis] = start, limit, stride
+    return slice(operand, st, lim, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    a = _aval(operand)
+    axis = axis % a.ndim
+    index = index + a.shape[axis] if index < 0 else index
+    r = slice_in_dim(operand, index, index + 1, 1, axis)
+    return r if keepdims else squeeze(r, (axis,))
+
+
+def rev(operand, dimensions):
+    if not dimensions:
+        return operand
+    return S.rev_p.bind(operand, dimensions=tuple(int(d) for d in dimensions))
+
+
+def iota(dtype, size):
+    return S.iota_p.bind(dtype=dtypes.check_supported(dtype), shape=(int(size),), dimension=0, sharding=None)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    return S.iota_p.bind(dtype=dtypes.check_supported(dtype), shape=tuple(int(s) for s in shape),
+                         dimension=int(dimension), sharding=None)
+
+
+def pad(operand, padding_value, padding_config):
+    operand, padding_value = _operands(operand, padding_value)
+    return S.pad_p.bind(operand, padding_value,
+                        padding_config=tuple((int(l), int(h), int(i)) for l, h, i in padding_config))
+
+
+def concatenate(operands, dimension):
+    ops = list(operands)
+    if len(ops) == 1:
+        return ops[0]
+    return S.concatenate_p.bind(*ops, dimension=int(dimension))
+
+
+def _index_operands(starts):
+    out = []
+    for s in starts:
+        if _is_pyscalar(s):
+            s = np.int32(s)
+        out.append(s)
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    return S.dynamic_slice_p.bind(operand, *_index_operands(start_indices),
+                                  slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    return S.dynamic_update_slice_p.bind(operand, update, *_index_operands(start_indices))
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    a = _aval(operand)
+    starts = [np.int32(0)] * a.ndim
+    starts[axis] = start_index
+    sizes = list(a.shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    a = _aval(operand)
+    starts = [np.int32(0)] * a.ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    return I.gather_p.bind(operand, start_indices, dimension_numbers=dimension_numbers,
+                           slice_sizes=tuple(int(s) for s in slice_sizes), mode=I._mode(mode),
+                           fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices)
+
+
+def _scatter(p):
+    def f(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+          unique_indices=False, mode=None):
+        operand, updates = _operands(operand, updates)
+        return p.bind(operand, scatter_indices, updates, dimension_numbers=dimension_numbers,
+                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                      mode=I._mode(mode) if mode is not None else "fill")
+    f.__name__ = p.name
+    return f
+
+
+scatter = _scatter(I.scatter_p)
+scatter_add = _scatter(I.scatter_add_p)
+scatter_mul = _scatter(I.scatter_mul_p)
+scatter_min = _scatter(I.scatter_min_p)
+scatter_max = _scatter(I.scatter_max_p)
+
+# --------------------------------------------------------------------------- reductions
+
+
+def _axes(axes):
+    return tuple(int(a) for a in axes)
+
+
+def reduce_sum(operand, axes):
+    return R.reduce_sum_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def reduce_prod(operand, axes):
+    return R.reduce_prod_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def reduce_max(operand, axes):
+    return R.reduce_max_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def reduce_min(operand, axes):
+    return R.reduce_min_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def reduce_and(operand, axes):
+    return R.reduce_and_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def reduce_or(operand, axes):
+    return R.reduce_or_p.bind(operand, axes=_axes(axes), out_sharding=None)
+
+
+def argmax(operand, axis, index_dtype):
+    return R.argmax_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    return R.argmin_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+          (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
+    la, ra = _aval(lhs), _aval(rhs)
+    if pet is not None and la.dtype != ra.dtype:
+        lhs = convert_element_type(lhs, pet)
+        rhs = convert_element_type(rhs, pet)
+    return L.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
+                                preferred_element_type=pet, out_sharding=None)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    la, ra = _aval(lhs), _aval(rhs)
+    if la.ndim in (1, 2) and ra.ndim in (1, 2):
+        return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
+                           preferred_element_type=preferred_element_type)
+    raise TypeError(f"lax.dot requires lhs and rhs of rank 1 or 2, got shapes {la.shape} and {ra.shape}")
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

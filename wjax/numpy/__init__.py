@@ -1,0 +1,16 @@
+"""wjax.numpy: JAX's ``jax.numpy`` on WebGPU."""
+from ._core import *  # noqa: F401,F403
+from ._core import (abs, all, any, divmod, max, min, round, sum, bool, bool_,  # noqa: F401
+                    ndarray)
+from .indexing import getitem as _getitem  # noqa: F401
+
+from . import linalg  # noqa: E402,F401
+
+
+def _public(mod):
+    return [n for n in dir(mod) if not n.startswith("_")]
+
+
+from . import _core as __core  # noqa: E402
+
+__all__ = _public(__core)

@@ -1,0 +1,2 @@
+"""All primitives, one block each, grouped by family."""
+from . import elementwise, shape, reduce, indexing, linalg  # noqa: F401

@@ -1,0 +1,471 @@
+"""Elementwise primitives: one block each, built by the ``unop``/``binop`` factories.
+
+A WGSL rule is a table from dtype kind ('f' float, 'i' signed int, 'u'
+unsigned int, 'b' bool) to an expression template over ``{0}``, ``{1}``...
+A kind missing from the table is a dtype the primitive does not accept.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..ir import ShapedArray
+from ..primitive import Primitive
+
+
+def kind(dtype) -> str:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return "b"
+    if dt.kind == "f":
+        return "f"
+    if dt.kind == "u":
+        return "u"
+    if dt.kind == "i":
+        return "i"
+    raise TypeError(f"wjax: unsupported dtype {dt}")
+
+
+def _check_kind(name, dtype, table):
+    if kind(dtype) not in table:
+        accepted = {"f": "floating", "i": "signed integer", "u": "unsigned integer", "b": "bool"}
+        raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
+                        f"subtypes of {', '.join(accepted[k] for k in table)}.")
+
+
+def _fill(template: str, args, dtype) -> str:
+    return template.format(*args, T=W.value_type(dtype),
+                           Z=W.literal(0, dtype), O=W.literal(1, dtype))
+
+
+def elementwise_shape(name, *avals) -> tuple:
+    """Operands must agree in shape; rank-0 operands broadcast (as lax's scalars do)."""
+    shapes = [a.shape for a in avals if a.ndim > 0]
+    if shapes and any(s != shapes[0] for s in shapes):
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        + ", ".join(str(tuple(s)) for s in (a.shape for a in avals)) + ".")
+    return shapes[0] if shapes else ()
+
+
+def _same_dtypes(name, avals):
+    dts = {np.dtype(a.dtype) for a in avals}
+    if len(dts) > 1:
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got "
+                        + ", ".join(np.dtype(a.dtype).name for a in avals) + ".")
+
+
+# --------------------------------------------------------------------------- factories
+
+def unop(name, table: dict, reference, result_dtype=None):
+    """An elementwise unary primitive."""
+    p = Primitive(name)
+
+    def abstract(x):
+        _check_kind(name, x.dtype, table)
+        dt = result_dtype(x.dtype) if result_dtype else x.dtype
+        return ShapedArray(x.shape, dt, x.weak_type and result_dtype is None)
+
+    def fuse(kb, idx, read, in_avals, out_aval):
+        for h in _helpers_in(table[kind(in_avals[0].dtype)]):
+            kb.use_helper(h)
+        return _fill(table[kind(in_avals[0].dtype)], [read[0](idx)], in_avals[0].dtype)
+
+    p.abstract_eval, p.fuse = abstract, fuse
+    p.reference = lambda x: np.asarray(reference(x))
+    p.table = table
+    return p
+
+
+def binop(name, table: dict, reference, result_dtype=None):
+    """An elementwise binary primitive with lax's strict dtype rule."""
+    p = Primitive(name)
+
+    def abstract(x, y):
+        _same_dtypes(name, [x, y])
+        _check_kind(name, x.dtype, table)
+        shape = elementwise_shape(name, x, y)
+        dt = result_dtype(x.dtype) if result_dtype else x.dtype
+        return ShapedArray(shape, dt, x.weak_type and y.weak_type and result_dtype is None)
+
+    def fuse(kb, idx, read, in_avals, out_aval):
+        t = table[kind(in_avals[0].dtype)]
+        for h in _helpers_in(t):
+            kb.use_helper(h)
+        return _fill(t, [read[0](idx), read[1](idx)], in_avals[0].dtype)
+
+    p.abstract_eval, p.fuse = abstract, fuse
+    p.reference = lambda x, y: np.asarray(reference(x, y))
+    p.table = table
+    return p
+
+
+def _helpers_in(template: str):
+    return [h for h in W.HELPERS if h + "(" in template]
+
+
+def _bool(_):
+    return np.dtype(np.bool_)
+
+
+F = "f"
+NUM = ("f", "i", "u")
+INT = ("i", "u")
+
+
+def T(kinds, tmpl):
+    return {k: tmpl for k in kinds}
+
+
+# --------------------------------------------------------------------------- WGSL helpers
+
+W.helper("wj_div_i", """
+fn wj_div_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return -1; }
+  if (a == i32(-2147483647 - 1) && b == -1) { return a; }
+  return a / b;
+}""")
+W.helper("wj_rem_i", """
+fn wj_rem_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return a; }
+  if (b == -1) { return 0; }
+  return a % b;
+}""")
+W.helper("wj_div_u", "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }")
+W.helper("wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }")
+W.helper("wj_isnan", "fn wj_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }")
+W.helper("wj_isinf", "fn wj_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }")
+W.helper("wj_max_f", """
+fn wj_max_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(b, a, bitcast<u32>(a) == 0u); }
+  return max(a, b);
+}""")
+W.helper("wj_min_f", """
+fn wj_min_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
+  return min(a, b);
+}""")
+W.helper("wj_tanh", """
+fn wj_tanh(x: f32) -> f32 {
+  if (abs(x) > 9.01) { return sign(x); }
+  if (abs(x) < 0.0004) { return x; }
+  let e = exp(2.0 * x);
+  return (e - 1.0) / (e + 1.0);
+}""")
+W.helper("wj_expm1", """
+fn wj_expm1(x: f32) -> f32 {
+  if (abs(x) < 1e-5) { return x + 0.5 * x * x; }
+  let u = exp(x);
+  if (u == 1.0) { return x; }
+  let um1 = u - 1.0;
+  if (um1 == -1.0) { return -1.0; }
+  if (wj_isinf(u)) { return u; }
+  return um1 * x / log(u);
+}""")
+W.helper("wj_log1p", """
+fn wj_log1p(x: f32) -> f32 {
+  let u = 1.0 + x;
+  if (u == 1.0) { return x; }
+  if (wj_isinf(u)) { return u; }
+  return log(u) * x / (u - 1.0);
+}""")
+W.helper("wj_pow_f", """
+fn wj_pow_f(x: f32, y: f32) -> f32 {
+  if (y == 0.0) { return 1.0; }
+  if (x == 1.0) { return 1.0; }
+  if (wj_isnan(x) || wj_isnan(y)) { return x + y; }
+  let ay = abs(y);
+  let yi = floor(y);
+  let is_int = yi == y;
+  let odd = is_int && (abs(yi % 2.0) == 1.0);
+  if (x == 0.0) {
+    if (y < 0.0) { return select(bitcast<f32>(0x7f800000u), select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), bitcast<u32>(x) == 0x80000000u), odd); }
+    return select(0.0, x, odd);
+  }
+  if (wj_isinf(y)) {
+    let ax = abs(x);
+    if (ax == 1.0) { return 1.0; }
+    if ((ax > 1.0) == (y > 0.0)) { return bitcast<f32>(0x7f800000u); }
+    return 0.0;
+  }
+  if (x < 0.0) {
+    if (!is_int) { return bitcast<f32>(0x7fc00000u); }
+    let m = exp2(y * log2(-x));
+    return select(m, -m, odd);
+  }
+  return exp2(y * log2(x));
+}""")
+W.helper("wj_round_even", """
+fn wj_round_even(x: f32) -> f32 { return round(x); }""")
+W.helper("wj_round_away", """
+fn wj_round_away(x: f32) -> f32 {
+  let t = trunc(x);
+  if (abs(x - t) >= 0.5) { return t + sign(x); }
+  return t;
+}""")
+W.helper("wj_sign_f", """
+fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x)) { return x; } return sign(x); }""")
+W.helper("wj_atan2", """
+fn wj_atan2(y: f32, x: f32) -> f32 { return atan2(y, x); }""")
+W.helper("wj_erf", """
+fn wj_erf(x: f32) -> f32 {
+  // Abramowitz-Stegun 7.1.26 is too coarse; use erf = 1 - erfc with a rational fit (|err| < 1.2e-7)
+  let z = abs(x);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+          t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+          t * (-0.82215223 + t * 0.17087277)))))))));
+  var e = 1.0 - r;
+  if (z < 0.5) {
+    let z2 = x * x;
+    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 + z2 * 0.0052239776))));
+  }
+  return select(e, -e, x < 0.0);
+}""")
+
+
+# --------------------------------------------------------------------------- unary
+
+neg_p = unop("neg", {"f": "-({0})", "i": "-({0})", "u": "0u - ({0})"}, np.negative)
+sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u, 1u, {0} != 0u)"}, np.sign)
+floor_p = unop("floor", T(F, "floor({0})"), np.floor)
+ceil_p = unop("ceil", T(F, "ceil({0})"), np.ceil)
+round_p = unop("round", T(F, "wj_round_away({0})"), lambda x, rounding_method=0: np.round(x))
+abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}"}, np.abs)
+exp_p = unop("exp", T(F, "exp({0})"), np.exp)
+exp2_p = unop("exp2", T(F, "exp2({0})"), np.exp2)
+log_p = unop("log", T(F, "log({0})"), np.log)
+log1p_p = unop("log1p", T(F, "wj_log1p({0})"), np.log1p)
+expm1_p = unop("expm1", T(F, "wj_expm1({0})"), np.expm1)
+tanh_p = unop("tanh", T(F, "wj_tanh({0})"), np.tanh)
+logistic_p = unop("logistic", T(F, "(1.0 / (1.0 + exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x)))
+sin_p = unop("sin", T(F, "sin({0})"), np.sin)
+cos_p = unop("cos", T(F, "cos({0})"), np.cos)
+tan_p = unop("tan", T(F, "tan({0})"), np.tan)
+asin_p = unop("asin", T(F, "asin({0})"), np.arcsin)
+acos_p = unop("acos", T(F, "acos({0})"), np.arccos)
+atan_p = unop("atan", T(F, "atan({0})"), np.arctan)
+sinh_p = unop("sinh", T(F, "sinh({0})"), np.sinh)
+cosh_p = unop("cosh", T(F, "cosh({0})"), np.cosh)
+asinh_p = unop("asinh", T(F, "asinh({0})"), np.arcsinh)
+acosh_p = unop("acosh", T(F, "acosh({0})"), np.arccosh)
+atanh_p = unop("atanh", T(F, "atanh({0})"), np.arctanh)
+sqrt_p = unop("sqrt", T(F, "sqrt({0})"), np.sqrt)
+rsqrt_p = unop("rsqrt", T(F, "inverseSqrt({0})"), lambda x: 1 / np.sqrt(x))
+cbrt_p = unop("cbrt", T(F, "(sign({0}) * pow(abs({0}), 1.0 / 3.0))"), np.cbrt)
+erf_p = unop("erf", T(F, "wj_erf({0})"), lambda x: _erf_ref(x))
+not_p = unop("not", {"b": "!({0})", "i": "~({0})", "u": "~({0})"}, lambda x: np.logical_not(x) if x.dtype == bool else np.invert(x))
+is_finite_p = unop("is_finite", T(F, "!(wj_isnan({0}) || wj_isinf({0}))"), np.isfinite, result_dtype=_bool)
+population_count_p = unop("population_count", T(INT, "countOneBits({0})"), lambda x: np.bitwise_count(x).astype(x.dtype))
+clz_p = unop("clz", T(INT, "countLeadingZeros({0})"), lambda x: _clz_ref(x))
+imag_p = None
+
+
+def _erf_ref(x):
+    import math
+    return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+def _clz_ref(x):
+    bits = x.dtype.itemsize * 8
+    out = np.zeros_like(x)
+    u = x.astype(np.int64) & ((1 << bits) - 1)
+    for i, v in np.ndenumerate(u):
+        out[i] = bits - int(v).bit_length()
+    return out
+
+
+# --------------------------------------------------------------------------- binary
+
+add_p = binop("add", {"f": "({0} + {1})", "i": "({0} + {1})", "u": "({0} + {1})"}, np.add)
+sub_p = binop("sub", T(NUM, "({0} - {1})"), np.subtract)
+mul_p = binop("mul", T(NUM, "({0} * {1})"), np.multiply)
+div_p = binop("div", {"f": "({0} / {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})"},
+              lambda x, y: _div_ref(x, y))
+rem_p = binop("rem", {"f": "({0} - {1} * trunc({0} / {1}))", "i": "wj_rem_i({0}, {1})",
+                      "u": "wj_rem_u({0}, {1})"}, lambda x, y: _rem_ref(x, y))
+pow_p = binop("pow", T(F, "wj_pow_f({0}, {1})"), np.power)
+max_p = binop("max", {"f": "wj_max_f({0}, {1})", "i": "max({0}, {1})", "u": "max({0}, {1})",
+                      "b": "({0} || {1})"}, np.maximum)
+min_p = binop("min", {"f": "wj_min_f({0}, {1})", "i": "min({0}, {1})", "u": "min({0}, {1})",
+                      "b": "({0} && {1})"}, np.minimum)
+atan2_p = binop("atan2", T(F, "wj_atan2({0}, {1})"), np.arctan2)
+nextafter_p = None
+and_p = binop("and", {"b": "({0} && {1})", "i": "({0} & {1})", "u": "({0} & {1})"},
+              lambda x, y: np.logical_and(x, y) if x.dtype == bool else np.bitwise_and(x, y))
+or_p = binop("or", {"b": "({0} || {1})", "i": "({0} | {1})", "u": "({0} | {1})"},
+             lambda x, y: np.logical_or(x, y) if x.dtype == bool else np.bitwise_or(x, y))
+xor_p = binop("xor", {"b": "({0} != {1})", "i": "({0} ^ {1})", "u": "({0} ^ {1})"},
+              lambda x, y: np.logical_xor(x, y) if x.dtype == bool else np.bitwise_xor(x, y))
+shift_left_p = binop("shift_left", {"i": "select({0} << bitcast<u32>({1}), {Z}, bitcast<u32>({1}) >= 32u)",
+                                    "u": "select({0} << {1}, {Z}, {1} >= 32u)"},
+                     lambda x, y: _shift_ref(x, y, "l"))
+shift_right_arithmetic_p = binop(
+    "shift_right_arithmetic",
+    {"i": "({0} >> min(bitcast<u32>({1}), 31u))",
+     "u": "bitcast<u32>(bitcast<i32>({0}) >> min({1}, 31u))"},
+    lambda x, y: _shift_ref(x, y, "ra"))
+shift_right_logical_p = binop(
+    "shift_right_logical",
+    {"i": "select(bitcast<i32>(bitcast<u32>({0}) >> bitcast<u32>({1})), {Z}, bitcast<u32>({1}) >= 32u)",
+     "u": "select({0} >> {1}, {Z}, {1} >= 32u)"},
+    lambda x, y: _shift_ref(x, y, "rl"))
+
+eq_p = binop("eq", T(NUM + ("b",), "({0} == {1})"), np.equal, _bool)
+ne_p = binop("ne", T(NUM + ("b",), "({0} != {1})"), np.not_equal, _bool)
+lt_p = binop("lt", {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"}, np.less, _bool)
+le_p = binop("le", {"f": "({0} <= {1})", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"}, np.less_equal, _bool)
+gt_p = binop("gt", {"f": "({0} > {1})", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"}, np.greater, _bool)
+ge_p = binop("ge", {"f": "({0} >= {1})", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"}, np.greater_equal, _bool)
+
+
+def _div_ref(x, y):
+    if x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return np.divide(x, y)
+    with np.errstate(all="ignore"):
+        q = np.where(y == 0, -1, np.trunc(x.astype(np.float64) / np.where(y == 0, 1, y)))
+    return q.astype(x.dtype)
+
+
+def _rem_ref(x, y):
+    if x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return np.fmod(x, y)
+    with np.errstate(all="ignore"):
+        r = np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y)))
+    return r.astype(x.dtype)
+
+
+def _shift_ref(x, y, how):
+    bits = x.dtype.itemsize * 8
+    xs = x.astype(np.int64)
+    ys = y.astype(np.int64)
+    big = (ys < 0) | (ys >= bits)
+    ysafe = np.where(big, 0, ys)
+    if how == "l":
+        r = np.where(big, 0, xs << ysafe)
+    elif how == "ra":
+        r = xs >> np.where(big, bits - 1, ysafe)
+    else:
+        u = xs & ((1 << bits) - 1)
+        r = np.where(big, 0, u >> ysafe)
+    return (r & ((1 << bits) - 1)).astype(x.dtype.str.replace("i", "u")).view(x.dtype) if x.dtype.kind == "i" \
+        else (r & ((1 << bits) - 1)).astype(x.dtype)
+
+
+# --------------------------------------------------------------------------- select, convert
+
+select_n_p = Primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_abstract(pred, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    _same_dtypes("select_n", cases)
+    if pred.dtype != np.bool_ and pred.dtype != np.int32:
+        raise TypeError(f"select_n predicate must be bool or int32, got {pred.dtype}")
+    if pred.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a bool predicate takes at most 2 cases")
+    shape = elementwise_shape("select_n", pred, *cases)
+    return ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+@select_n_p.def_fuse
+def _select_fuse(kb, idx, read, in_avals, out_aval):
+    p = read[0](idx)
+    cases = [r(idx) for r in read[1:]]
+    if in_avals[0].dtype == np.bool_:
+        return f"select({cases[0]}, {cases[-1]}, {p})"
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        out = f"select({out}, {cases[i]}, {p} <= {i})"
+    return out
+
+
+select_n_p.reference = lambda pred, *cases: np.choose(pred.astype(np.int32), cases) if len(cases) > 1 else cases[0]
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract(x, new_dtype, weak_type=False, sharding=None):
+    return ShapedArray(x.shape, dtypes.check_supported(new_dtype), weak_type)
+
+
+def convert_expr(e: str, src, dst) -> str:
+    """WGSL for converting an expression between dtypes (XLA's semantics)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    ks, kd = kind(src), kind(dst)
+    if src == dst:
+        return e
+    if kd == "b":
+        return f"({e} != {W.zero(src)})"
+    if ks == "b":
+        return f"select({W.zero(dst)}, {W.literal(1, dst)}, {e})"
+    tv = W.value_type(dst)
+    if ks == "f" and kd in "iu":
+        # saturate, NaN -> 0 (XLA's float->int conversion)
+        info = np.iinfo(dst)
+        lo = W.literal(max(info.min, -2**31), np.float32)
+        hi_v = float(np.float32(min(info.max, 2**31 - 1 if kd == "i" else 2**32 - 1)))
+        if hi_v >= (2**31 if kd == "i" else 2**32):
+            hi_v = float(np.nextafter(np.float32(hi_v), np.float32(0)))
+        hi = W.literal(hi_v, np.float32)
+        base = f"f32({e})"
+        return f"select({tv}(clamp({base}, {lo}, {hi})), {W.zero(dst)}, {base} != {base})"
+    if ks in "iu" and kd in "iu":
+        if W.storage_type(src) == W.storage_type(dst):
+            return W.wrap_narrow(e, dst)
+        return W.wrap_narrow(f"bitcast<{tv}>({e})", dst)
+    return f"{tv}({e})"
+
+
+@convert_element_type_p.def_fuse
+def _convert_fuse(kb, idx, read, in_avals, out_aval, new_dtype, weak_type=False, sharding=None):
+    return convert_expr(read[0](idx), in_avals[0].dtype, out_aval.dtype)
+
+
+def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
+    dt = np.dtype(new_dtype)
+    if x.dtype.kind == "f" and dt.kind in "iu":
+        info = np.iinfo(dt)
+        with np.errstate(invalid="ignore"):
+            y = np.where(np.isnan(x), 0, np.clip(np.trunc(x.astype(np.float64)), info.min, info.max))
+        return y.astype(dt)
+    return x.astype(dt)
+
+
+convert_element_type_p.reference = _convert_ref
+
+integer_pow_p = Primitive("integer_pow")
+
+
+@integer_pow_p.def_abstract_eval
+def _ipow_abstract(x, y):
+    _check_kind("integer_pow", x.dtype, NUM)
+    return x
+
+
+@integer_pow_p.def_fuse
+def _ipow_fuse(kb, idx, read, in_avals, out_aval, y):
+    x = read[0](idx)
+    if y == 0:
+        return W.literal(1, out_aval.dtype)
+    n = abs(y)
+    acc, base = None, x
+    while n:
+        if n & 1:
+            acc = base if acc is None else kb.let(f"{acc} * {base}")
+        n >>= 1
+        if n:
+            base = kb.let(f"{base} * {base}")
+    if y < 0:
+        return f"({W.literal(1, out_aval.dtype)} / {acc})"
+    return acc
+
+
+integer_pow_p.reference = lambda x, y: np.power(x, y) if y >= 0 else 1 / np.power(x, -y)

@@ -1,0 +1,334 @@
+"""gather (fusable index math) and the scatter family (atomic kernels).
+
+Dimension numbers follow XLA/JAX; the index vector is the last axis of
+``indices``.  Modes: 'clip' (and 'promise_in_bounds') clamp the window start
+into bounds, 'fill' gives ``fill_value`` for out-of-bounds windows (gather) or
+drops the update (scatter).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import _same_dtypes, kind
+
+
+class GatherDimensionNumbers(NamedTuple):
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def _mode(mode) -> str:
+    if mode is None:
+        return "clip"
+    m = str(getattr(mode, "name", mode)).lower()
+    if m in ("clip", "promise_in_bounds"):
+        return "clip"
+    if m in ("fill", "drop", "fill_or_drop"):
+        return "fill"
+    raise ValueError(f"unknown gather/scatter mode {mode!r}")
+
+
+# --------------------------------------------------------------------------- gather
+
+gather_p = Primitive("gather")
+
+
+@gather_p.def_abstract_eval
+def _gather_abstract(operand, indices, dimension_numbers, slice_sizes, mode=None, fill_value=None,
+                     indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    if not dtypes.is_int(indices.dtype):
+        raise TypeError(f"gather indices must be of integer type, got {indices.dtype}")
+    if indices.ndim == 0 or indices.shape[-1] != len(dn.start_index_map):
+        raise TypeError(f"gather: the last dimension of indices (shape {indices.shape}) must equal "
+                        f"len(start_index_map) = {len(dn.start_index_map)}")
+    if len(slice_sizes) != operand.ndim:
+        raise TypeError(f"gather slice_sizes {tuple(slice_sizes)} must have one entry per operand "
+                        f"dimension (shape {operand.shape})")
+    for s, n in zip(slice_sizes, operand.shape):
+        if not 0 <= s <= n:
+            raise TypeError(f"gather slice_sizes {tuple(slice_sizes)} out of bounds for operand "
+                            f"shape {operand.shape}")
+    for d in dn.collapsed_slice_dims:
+        if slice_sizes[d] != 1:
+            raise TypeError(f"gather collapsed dimension {d} must have slice size 1")
+    batch = list(indices.shape[:-1])
+    offset_sizes = [s for i, s in enumerate(slice_sizes)
+                    if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims]
+    rank = len(batch) + len(offset_sizes)
+    shape, bi, oi = [], iter(batch), iter(offset_sizes)
+    for d in range(rank):
+        shape.append(next(oi) if d in dn.offset_dims else next(bi))
+    return ShapedArray(shape, operand.dtype, operand.weak_type)
+
+
+@gather_p.def_fuse
+def _gather_fuse(kb, idx, read, in_avals, out_aval, dimension_numbers, slice_sizes, mode=None,
+                 fill_value=None, indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    op, ind = in_avals
+    d = idx.dims()
+    batch_coords = [d[i] for i in range(out_aval.ndim) if i not in dn.offset_dims]
+    offset_coords = [d[i] for i in dn.offset_dims]
+    m = _mode(mode)
+    starts = {}
+    ok = []
+    for k, od in enumerate(dn.start_index_map):
+        s = read[1](Index(kb, ind.shape, dims=batch_coords + [f"{k}u"]))
+        hi = op.shape[od] - slice_sizes[od]
+        si = kb.let(f"i32({s})", "i32")
+        if m == "fill":
+            ok.append(f"({si} >= 0 && {si} <= {hi})")
+        starts[od] = kb.let(f"u32(clamp({si}, 0, {max(hi, 0)}))", "u32")
+    it = iter(offset_coords)
+    src = []
+    bmap = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    for od in range(op.ndim):
+        if od in bmap:
+            src.append(batch_coords[bmap[od]])
+            continue
+        off = "0u" if od in dn.collapsed_slice_dims else next(it)
+        src.append(f"{starts[od]} + {off}" if od in starts else off)
+    val = read[0](Index(kb, op.shape, dims=src))
+    if m == "fill" and ok:
+        fv = fill_value
+        if fv is None:
+            fv = np.nan if kind(op.dtype) == "f" else (
+                True if op.dtype == np.bool_ else np.iinfo(op.dtype).min if kind(op.dtype) == "i"
+                else np.iinfo(op.dtype).max)
+        return f"select({W.literal(fv, op.dtype)}, {val}, {' && '.join(ok)})"
+    return val
+
+
+def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fill_value=None,
+                indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    out_aval = _gather_abstract(ShapedArray(operand.shape, operand.dtype),
+                                ShapedArray(indices.shape, indices.dtype), dn, slice_sizes)
+    out = np.empty(out_aval.shape, operand.dtype)
+    m = _mode(mode)
+    for oidx in np.ndindex(*out_aval.shape):
+        b = [oidx[i] for i in range(len(oidx)) if i not in dn.offset_dims]
+        offs = iter([oidx[i] for i in dn.offset_dims])
+        bmap = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+        full, good = [], True
+        starts = {}
+        for k, od in enumerate(dn.start_index_map):
+            s = int(indices[tuple(b) + (k,)])
+            hi = operand.shape[od] - slice_sizes[od]
+            good &= 0 <= s <= hi
+            starts[od] = min(max(s, 0), max(hi, 0))
+        for od in range(operand.ndim):
+            if od in bmap:
+                full.append(b[bmap[od]])
+                continue
+            off = 0 if od in dn.collapsed_slice_dims else next(offs)
+            full.append(starts.get(od, 0) + off)
+        if m == "fill" and not good:
+            fv = fill_value if fill_value is not None else (
+                np.nan if operand.dtype.kind == "f" else True if operand.dtype == bool
+                else np.iinfo(operand.dtype).min if operand.dtype.kind == "i" else np.iinfo(operand.dtype).max)
+            out[oidx] = fv
+        else:
+            out[oidx] = operand[tuple(full)]
+    return out
+
+
+gather_p.reference = _gather_ref
+
+
+# --------------------------------------------------------------------------- scatter
+
+def _scatter_abstract(operand, indices, updates, dimension_numbers, indices_are_sorted=False,
+                      unique_indices=False, mode=None, update_jaxpr=None, update_consts=()):
+    _same_dtypes("scatter", [operand, updates])
+    if not dtypes.is_int(indices.dtype):
+        raise TypeError(f"scatter indices must be of integer type, got {indices.dtype}")
+    dn = dimension_numbers
+    if indices.ndim == 0 or indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
+        raise TypeError(f"scatter: the last dimension of indices (shape {indices.shape}) must equal "
+                        f"len(scatter_dims_to_operand_dims) = {len(dn.scatter_dims_to_operand_dims)}")
+    n_win = operand.ndim - len(dn.inserted_window_dims) - len(dn.operand_batching_dims)
+    if len(dn.update_window_dims) != n_win or updates.ndim != indices.ndim - 1 + n_win:
+        raise TypeError(f"scatter: updates shape {updates.shape} does not fit operand shape "
+                        f"{operand.shape} and indices shape {indices.shape}")
+    return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
+
+
+_COMBINE = {
+    "scatter": None,
+    "scatter_add": "({a} + {b})",
+    "scatter_mul": "({a} * {b})",
+    "scatter_min": {"f": "wj_min_f({a}, {b})", "i": "min({a}, {b})", "u": "min({a}, {b})", "b": "({a} && {b})"},
+    "scatter_max": {"f": "wj_max_f({a}, {b})", "i": "max({a}, {b})", "u": "max({a}, {b})", "b": "({a} || {b})"},
+}
+
+
+def _bits(expr, dtype):
+    vt = W.value_type(dtype)
+    if vt == "bool":
+        return f"select(0u, 1u, {expr})"
+    return expr if vt == "u32" else f"bitcast<u32>({expr})"
+
+
+def _unbits(expr, dtype):
+    vt = W.value_type(dtype)
+    if vt == "bool":
+        return f"({expr} != 0u)"
+    return expr if vt == "u32" else f"bitcast<{vt}>({expr})"
+
+
+def _scatter_kernel_for(name):
+    def kernel(ctx, operand, indices, updates, dimension_numbers, indices_are_sorted=False,
+               unique_indices=False, mode=None, update_jaxpr=None, update_consts=()):
+        if W.storage_type(operand.dtype) == "f16":
+            raise TypeError("wjax: scatter into float16 arrays is not supported (no 16-bit atomics)")
+        dn = dimension_numbers
+        out_key = ctx.out_key(0)
+        n_out = operand.size
+        # pass 1: out = operand
+        kb = ctx.new_kb()
+        v = ctx.reader(kb, 0)(Index(kb, operand.shape, flat="i"))
+        o = kb.bind(out_key, operand.dtype, "read_write")
+        kb.emit(f"{o}[i] = {W.store_expr(v, operand.dtype)};")
+        src, grid = kb.elementwise_kernel(n_out)
+        ctx.dispatch(kb, src, grid)
+        if updates.size == 0:
+            return
+        # each update element: its operand position, or out of bounds
+        def position(kb):
+            f = ctx.fuser(kb)
+            ud = Index(kb, updates.shape, flat="i").dims()
+            scatter_coords = [ud[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
+            win = iter(ud[i] for i in dn.update_window_dims)
+            starts = {}
+            for k, od in enumerate(dn.scatter_dims_to_operand_dims):
+                s = ctx.reader(kb, 1, f)(Index(kb, indices.shape, dims=scatter_coords + [f"{k}u"]))
+                starts[od] = kb.let(f"i32({s})", "i32")
+            dims, conds = [], []
+            bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
+            for od in range(operand.ndim):
+                if od in bmap:
+                    dims.append(scatter_coords[bmap[od]])
+                    continue
+                off = "0" if od in dn.inserted_window_dims else f"i32({next(win)})"
+                p = kb.let(f"{starts.get(od, '0')} + {off}", "i32")
+                conds.append(f"({p} >= 0 && {p} < {operand.shape[od]})")
+                dims.append(f"u32(clamp({p}, 0, {max(operand.shape[od] - 1, 0)}))")
+            flat = Index(kb, operand.shape, dims=dims).flat()
+            ok = " && ".join(conds) if conds else "true"
+            upd = ctx.reader(kb, 2, f)(Index(kb, updates.shape, flat="i"))
+            return flat, ok, upd
+
+        comb = _COMBINE[name]
+        if comb is None:
+            # "last update wins" like XLA on CPU: claim each position with atomicMax(i + 1)
+            claim = ctx.scratch(ShapedArray((n_out,), np.uint32))
+            kb = ctx.new_kb()
+            flat, ok, _ = position(kb)
+            c = kb.bind(claim, np.uint32, "atomic")
+            kb.emit(f"if ({ok}) {{ atomicMax(&{c}[{flat}], i + 1u); }}")
+            src, grid = kb.elementwise_kernel(updates.size)
+            _zero_then(ctx, claim, n_out)
+            ctx.dispatch(kb, src, grid)
+            kb = ctx.new_kb()
+            flat, ok, upd = position(kb)
+            c = kb.bind(claim, np.uint32, "read")
+            o = kb.bind(out_key, operand.dtype, "read_write")
+            kb.emit(f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] = {W.store_expr(upd, operand.dtype)}; }}")
+            src, grid = kb.elementwise_kernel(updates.size)
+            ctx.dispatch(kb, src, grid)
+            return
+        kb = ctx.new_kb()
+        flat, ok, upd = position(kb)
+        o = kb.bind(out_key, operand.dtype, "atomic")
+        k = kind(operand.dtype)
+        tmpl = comb[k] if isinstance(comb, dict) else comb
+        if "wj_" in tmpl:
+            kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
+        newv = W.wrap_narrow(tmpl.format(a=_unbits("old", operand.dtype), b="u"), operand.dtype)
+        kb.emit(f"if ({ok}) {{\n    let u = {upd};\n    loop {{\n"
+                f"      let old = atomicLoad(&{o}[{flat}]);\n"
+                f"      let nv = {_bits(newv, operand.dtype)};\n"
+                f"      if (atomicCompareExchangeWeak(&{o}[{flat}], old, nv).exchanged) {{ break; }}\n"
+                f"    }}\n  }}")
+        src, grid = kb.elementwise_kernel(updates.size)
+        ctx.dispatch(kb, src, grid)
+    return kernel
+
+
+def _zero_then(ctx, key, n):
+    kb = ctx.new_kb()
+    z = kb.bind(key, np.uint32, "read_write")
+    kb.emit(f"{z}[i] = 0u;")
+    src, grid = kb.elementwise_kernel(n)
+    ctx.dispatch(kb, src, grid)
+
+
+def _scatter_ref_for(name):
+    def ref(operand, indices, updates, dimension_numbers, indices_are_sorted=False, unique_indices=False,
+            mode=None, update_jaxpr=None, update_consts=()):
+        dn = dimension_numbers
+        out = operand.copy()
+        bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
+        for uidx in np.ndindex(*updates.shape):
+            sc = [uidx[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
+            win = iter(uidx[i] for i in dn.update_window_dims)
+            starts = {od: int(indices[tuple(sc) + (k,)]) for k, od in enumerate(dn.scatter_dims_to_operand_dims)}
+            pos, ok = [], True
+            for od in range(operand.ndim):
+                if od in bmap:
+                    pos.append(sc[bmap[od]])
+                    continue
+                p = starts.get(od, 0) + (0 if od in dn.inserted_window_dims else next(win))
+                ok &= 0 <= p < operand.shape[od]
+                pos.append(p)
+            if not ok:
+                continue
+            p, u = tuple(pos), updates[uidx]
+            if name == "scatter":
+                out[p] = u
+            elif name == "scatter_add":
+                out[p] = out[p] + u
+            elif name == "scatter_mul":
+                out[p] = out[p] * u
+            elif name == "scatter_min":
+                out[p] = np.minimum(out[p], u)
+            else:
+                out[p] = np.maximum(out[p], u)
+        return out
+    return ref
+
+
+def _make_scatter(name):
+    p = Primitive(name)
+    p.fuse_inputs = (0, 1, 2)
+    p.abstract_eval = _scatter_abstract
+    p.kernel = _scatter_kernel_for(name)
+    p.reference = _scatter_ref_for(name)
+    return p
+
+
+scatter_p = _make_scatter("scatter")
+scatter_add_p = _make_scatter("scatter_add")
+scatter_mul_p = _make_scatter("scatter_mul")
+scatter_min_p = _make_scatter("scatter_min")
+scatter_max_p = _make_scatter("scatter_max")

@@ -1,0 +1,128 @@
+"""dot_general: batched matrix products on the register-blocked kernel in shaders/."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import convert_expr, kind
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.fuse_inputs = (0, 1)
+
+
+def _dims(dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+
+
+@dot_general_p.def_abstract_eval
+def _dot_abstract(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                  out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if lhs.dtype != rhs.dtype and preferred_element_type is None:
+        raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype} and {rhs.dtype}")
+    for d, x, nm in ((lc + lb, lhs, "lhs"), (rc + rb, rhs, "rhs")):
+        if any(not 0 <= a < x.ndim for a in d) or len(set(d)) != len(d):
+            raise TypeError(f"dot_general {nm} dimension numbers {d} out of range or repeated for "
+                            f"shape {x.shape}")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError("dot_general requires equal numbers of lhs and rhs contracting and batch dimensions")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
+                            f"{tuple(lhs.shape[i] for i in lc)} and {tuple(rhs.shape[i] for i in rc)} "
+                            f"(lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+                            f"the same shape, got {tuple(lhs.shape[i] for i in lb)} and "
+                            f"{tuple(rhs.shape[i] for i in rb)}.")
+    batch = [lhs.shape[i] for i in lb]
+    lfree = [s for i, s in enumerate(lhs.shape) if i not in lc + lb]
+    rfree = [s for i, s in enumerate(rhs.shape) if i not in rc + rb]
+    dt = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _acc_dtype(dt):
+    k = kind(dt)
+    return np.dtype(np.float32) if k == "f" else (np.dtype(np.uint32) if k in "ub" else np.dtype(np.int32))
+
+
+def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_args):
+    """WGSL body of rdA/rdB: map (b, row, k) to the operand's coordinates."""
+    fuser = ctx.fuser(kb)
+    saved, kb.lines = kb.lines, []
+    bshape = [aval.shape[d] for d in batch_dims]
+    rshape = [aval.shape[d] for d in row_dims]
+    kshape = [aval.shape[d] for d in contract_dims]
+    b, r, k = fn_args
+    dims = [None] * aval.ndim
+    for ds, sh, var in ((batch_dims, bshape, b), (row_dims, rshape, r), (contract_dims, kshape, k)):
+        if not ds:
+            continue
+        coords = Index(kb, sh, flat=var).dims()
+        for d, c in zip(ds, coords):
+            dims[d] = c
+    v = ctx.reader(kb, i, fuser)(Index(kb, aval.shape, dims=dims))
+    acc = _acc_dtype(aval.dtype)
+    body = kb.lines + [f"return {convert_expr(v, aval.dtype, acc)};"]
+    kb.lines = saved
+    return "  " + "\n  ".join(body)
+
+
+@dot_general_p.def_kernel
+def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    out = ctx.eqn.outvars[0].aval
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    B = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
+    M = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
+    N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
+    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    acc = _acc_dtype(lhs.dtype)
+    kb = ctx.new_kb()
+    read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
+    read_b = _operand_reader(ctx, kb, 1, rhs, rb, rfree, rc, ("b", "n", "k"))
+    out_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+    res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
+    write = f"        {out_name}[o] = {W.store_expr(res, out.dtype)};"
+    RM = RN = 4 if M * N >= 4096 else 1
+    WX = WY = 8 if M * N >= 4096 else 1
+    if M * N < 4096:
+        WX, WY, RM, RN = 16, 1, 1, 1
+    TM, TN = WY * RM, WX * RN
+    tiles = B * (-(-M // TM)) * (-(-N // TN))
+    grid = W.grid_for(tiles, kb.max_groups)
+    src = W.load_shader("matmul.wgsl")
+    for k, v in {"HEADER": kb.header(), "ACC": W.value_type(acc), "READ_A": read_a, "READ_B": read_b,
+                 "WX": WX, "WY": WY, "RM": RM, "RN": RN, "TM": TM, "TN": TN, "M": M, "N": N, "K": K,
+                 "B": B, "NX": grid[0], "WRITE": write}.items():
+        src = src.replace("{{" + k + "}}", str(v))
+    ctx.dispatch(kb, src, grid)
+
+
+def _dot_ref(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    a = np.transpose(lhs, lb + tuple(lfree) + lc)
+    b = np.transpose(rhs, rb + rc + tuple(rfree))
+    Bs = a.shape[:len(lb)]
+    Ms = a.shape[len(lb):len(lb) + len(lfree)]
+    Ks = a.shape[len(lb) + len(lfree):]
+    Ns = b.shape[len(rb) + len(rc):]
+    acc = np.float64 if lhs.dtype.kind == "f" else np.int64
+    a2 = a.reshape(int(np.prod(Bs)), int(np.prod(Ms)), int(np.prod(Ks))).astype(acc)
+    b2 = b.reshape(int(np.prod(Bs)), int(np.prod(Ks)), int(np.prod(Ns))).astype(acc)
+    out_dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return np.matmul(a2, b2).reshape(tuple(Bs) + tuple(Ms) + tuple(Ns)).astype(out_dt)
+
+
+dot_general_p.reference = _dot_ref

@@ -1,0 +1,450 @@
+"""Shape and view primitives: all fusable, lowered to index math (no copies).
+
+Each ``fuse`` rule maps an output Index to operand Index(es): a broadcast
+drops or zeroes coordinates, a reshape reinterprets the flat offset, a
+transpose permutes coordinates, a slice scales and shifts them, and so on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import _same_dtypes
+
+
+def _u(x) -> str:
+    return f"{int(x)}u"
+
+
+# --------------------------------------------------------------------------- broadcast_in_dim
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+
+
+@broadcast_in_dim_p.def_abstract_eval
+def _bcast_abstract(x, shape, broadcast_dimensions, sharding=None):
+    shape, bd = tuple(shape), tuple(broadcast_dimensions)
+    if len(bd) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to operand "
+                        f"ndim; got broadcast_dimensions {bd} for operand ndim {x.ndim}.")
+    for i, d in enumerate(bd):
+        if not (0 <= d < len(shape)) or x.shape[i] not in (1, shape[d]):
+            raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be equal "
+                            f"to their corresponding dimensions in the target broadcast shape; got "
+                            f"operand of shape {x.shape}, target broadcast shape {shape}, "
+                            f"broadcast_dimensions {bd}")
+    if list(bd) != sorted(bd):
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing; got {bd}")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+@broadcast_in_dim_p.def_fuse
+def _bcast_fuse(kb, idx, read, in_avals, out_aval, shape, broadcast_dimensions, sharding=None):
+    x = in_avals[0]
+    if x.shape == tuple(shape):
+        return read[0](idx)
+    if x.size == 1:
+        return read[0](Index(kb, x.shape, flat="0u"))
+    d = idx.dims()
+    return read[0](Index(kb, x.shape, dims=[d[bd] if x.shape[i] != 1 else "0u"
+                                             for i, bd in enumerate(broadcast_dimensions)]))
+
+
+def _bcast_ref(x, shape, broadcast_dimensions, sharding=None):
+    expanded = np.reshape(x, [x.shape[broadcast_dimensions.index(i)] if i in broadcast_dimensions else 1
+                              for i in range(len(shape))])
+    return np.broadcast_to(expanded, shape).copy()
+
+
+broadcast_in_dim_p.reference = _bcast_ref
+
+# --------------------------------------------------------------------------- reshape
+
+reshape_p = Primitive("reshape")
+
+
+@reshape_p.def_abstract_eval
+def _reshape_abstract(x, new_sizes, dimensions=None, sharding=None):
+    new_sizes = tuple(new_sizes)
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape "
+                        f"{x.shape}.")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+@reshape_p.def_fuse
+def _reshape_fuse(kb, idx, read, in_avals, out_aval, new_sizes, dimensions=None, sharding=None):
+    return read[0](Index(kb, in_avals[0].shape, flat=idx.flat()))
+
+
+reshape_p.reference = lambda x, new_sizes, dimensions=None, sharding=None: np.reshape(x, new_sizes)
+
+squeeze_p = Primitive("squeeze")
+
+
+@squeeze_p.def_abstract_eval
+def _squeeze_abstract(x, dimensions):
+    dims = tuple(sorted(d % max(x.ndim, 1) for d in dimensions))
+    for d in dims:
+        if x.shape[d] != 1:
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, "
+                             f"got shape={x.shape} and dimensions={tuple(dimensions)}")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dims), x.dtype, x.weak_type)
+
+
+@squeeze_p.def_fuse
+def _squeeze_fuse(kb, idx, read, in_avals, out_aval, dimensions):
+    return read[0](Index(kb, in_avals[0].shape, flat=idx.flat()))
+
+
+squeeze_p.reference = lambda x, dimensions: np.squeeze(x, tuple(dimensions))
+
+expand_dims_p = Primitive("expand_dims")
+
+
+@expand_dims_p.def_abstract_eval
+def _expand_abstract(x, dimensions):
+    shape = list(x.shape)
+    nd = x.ndim + len(dimensions)
+    for d in sorted(d % nd for d in dimensions):
+        shape.insert(d, 1)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+@expand_dims_p.def_fuse
+def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
+    return read[0](Index(kb, in_avals[0].shape, flat=idx.flat()))
+
+
+expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
+
+# --------------------------------------------------------------------------- transpose
+
+transpose_p = Primitive("transpose")
+
+
+@transpose_p.def_abstract_eval
+def _transpose_abstract(x, permutation):
+    perm = tuple(permutation)
+    if sorted(perm) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {perm} for operand shape {x.shape}.")
+    return ShapedArray([x.shape[p] for p in perm], x.dtype, x.weak_type)
+
+
+@transpose_p.def_fuse
+def _transpose_fuse(kb, idx, read, in_avals, out_aval, permutation):
+    d = idx.dims()
+    src = [None] * len(permutation)
+    for o, p in enumerate(permutation):
+        src[p] = d[o]
+    return read[0](Index(kb, in_avals[0].shape, dims=src))
+
+
+transpose_p.reference = lambda x, permutation: np.transpose(x, permutation)
+
+# --------------------------------------------------------------------------- slice, rev
+
+slice_p = Primitive("slice")
+
+
+@slice_p.def_abstract_eval
+def _slice_abstract(x, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * x.ndim
+    if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim):
+        raise TypeError(f"slice start_indices, limit_indices and strides must have length "
+                        f"{x.ndim} for operand shape {x.shape}")
+    shape = []
+    for s, l, st, n in zip(start_indices, limit_indices, strides, x.shape):
+        if not (0 <= s <= l <= n) or st < 1:
+            raise TypeError(f"slice indices out of bounds: start_indices {tuple(start_indices)}, "
+                            f"limit_indices {tuple(limit_indices)}, strides {tuple(strides)} for "
+                            f"operand shape {x.shape}")
+        shape.append(max(0, -(-(l - s) // st)))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+@slice_p.def_fuse
+def _slice_fuse(kb, idx, read, in_avals, out_aval, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * len(start_indices)
+    d = idx.dims()
+    src = []
+    for di, s, st in zip(d, start_indices, strides):
+        e = di if st == 1 else f"{di} * {_u(st)}"
+        src.append(e if s == 0 else f"{e} + {_u(s)}")
+    return read[0](Index(kb, in_avals[0].shape, dims=src))
+
+
+slice_p.reference = lambda x, start_indices, limit_indices, strides=None: x[
+    tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides or (1,) * x.ndim))]
+
+rev_p = Primitive("rev")
+
+
+@rev_p.def_abstract_eval
+def _rev_abstract(x, dimensions):
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise TypeError(f"rev dimensions {tuple(dimensions)} out of range for shape {x.shape}")
+    return x
+
+
+@rev_p.def_fuse
+def _rev_fuse(kb, idx, read, in_avals, out_aval, dimensions):
+    d = list(idx.dims())
+    for k in dimensions:
+        d[k] = f"({_u(in_avals[0].shape[k] - 1)} - {d[k]})"
+    return read[0](Index(kb, in_avals[0].shape, dims=d))
+
+
+rev_p.reference = lambda x, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x
+
+# --------------------------------------------------------------------------- iota
+
+iota_p = Primitive("iota")
+
+
+@iota_p.def_abstract_eval
+def _iota_abstract(dtype, shape, dimension, sharding=None):
+    return ShapedArray(shape, dtypes.check_supported(dtype), False)
+
+
+@iota_p.def_fuse
+def _iota_fuse(kb, idx, read, in_avals, out_aval, dtype, shape, dimension, sharding=None):
+    d = idx.dims()[dimension]
+    from .elementwise import convert_expr
+    return convert_expr(d, np.uint32, out_aval.dtype)
+
+
+def _iota_ref(dtype, shape, dimension, sharding=None):
+    r = np.arange(shape[dimension]).astype(dtype)
+    return np.broadcast_to(r.reshape([-1 if i == dimension else 1 for i in range(len(shape))]), shape).copy()
+
+
+iota_p.reference = _iota_ref
+
+# --------------------------------------------------------------------------- pad
+
+pad_p = Primitive("pad")
+
+
+@pad_p.def_abstract_eval
+def _pad_abstract(x, padval, padding_config):
+    _same_dtypes("pad", [x, padval])
+    if padval.ndim != 0:
+        raise TypeError(f"pad padding_value must be a scalar, got shape {padval.shape}")
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, got "
+                         f"padding_config {tuple(padding_config)} for operand shape {x.shape}")
+    shape = []
+    for (lo, hi, interior), n in zip(padding_config, x.shape):
+        if interior < 0:
+            raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                             f"padding_config {tuple(padding_config)}")
+        size = lo + hi + n + max(n - 1, 0) * interior
+        if size < 0:
+            raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                             f"for padding_config {tuple(padding_config)} on shape {x.shape}")
+        shape.append(size)
+    return ShapedArray(shape, x.dtype, x.weak_type and padval.weak_type)
+
+
+@pad_p.def_fuse
+def _pad_fuse(kb, idx, read, in_avals, out_aval, padding_config):
+    x = in_avals[0]
+    d = idx.dims()
+    conds, src = [], []
+    for di, (lo, hi, interior), n in zip(d, padding_config, x.shape):
+        # position relative to the operand start, in i32 (may be negative)
+        rel = kb.let(f"i32({di}) - i32({lo})", "i32")
+        step = interior + 1
+        if step == 1:
+            q = rel
+        else:
+            conds.append(f"({rel} % {step}) == 0")
+            q = kb.let(f"{rel} / {step}", "i32")
+        conds.append(f"{rel} >= 0 && {q} < {n}")
+        src.append(f"u32(clamp({q}, 0, {max(n - 1, 0)}))")
+    inside = " && ".join(f"({c})" for c in conds) if conds else "true"
+    if x.size == 0:
+        return read[1](Index(kb, ()))
+    val = read[0](Index(kb, x.shape, dims=src))
+    return f"select({read[1](Index(kb, ()))}, {val}, {inside})"
+
+
+def _pad_ref(x, padval, padding_config):
+    out = np.full(_pad_abstract(ShapedArray(x.shape, x.dtype), ShapedArray((), x.dtype),
+                                padding_config).shape, padval, dtype=x.dtype)
+    # place the interior-dilated operand, then crop negative padding
+    dil_shape = [n + max(n - 1, 0) * it for n, (_, _, it) in zip(x.shape, padding_config)]
+    dil = np.full(dil_shape, padval, dtype=x.dtype)
+    dil[tuple(slice(None, None, it + 1) for (_, _, it) in padding_config)] = x
+    big = np.full([max(lo, 0) + n + max(hi, 0) for n, (lo, hi, _) in zip(dil_shape, padding_config)],
+                  padval, dtype=x.dtype)
+    big[tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _, _) in zip(dil_shape, padding_config))] = dil
+    crop = tuple(slice(max(-lo, 0), big.shape[i] - max(-hi, 0)) for i, (lo, hi, _) in enumerate(padding_config))
+    out[...] = big[crop]
+    return out
+
+
+pad_p.reference = _pad_ref
+
+# --------------------------------------------------------------------------- concatenate
+
+concatenate_p = Primitive("concatenate")
+
+
+@concatenate_p.def_abstract_eval
+def _concat_abstract(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate requires at least one operand")
+    _same_dtypes("concatenate", xs)
+    nd = xs[0].ndim
+    if not 0 <= dimension < max(nd, 1) or nd == 0:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
+                        + ", ".join(str(x.shape) for x in xs))
+    for x in xs:
+        if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
+            raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other than "
+                            f"the one being concatenated: concatenating along dimension {dimension} for "
+                            "shapes " + ", ".join(str(x.shape) for x in xs) + ".")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
+
+
+@concatenate_p.def_fuse
+def _concat_fuse(kb, idx, read, in_avals, out_aval, dimension):
+    d = idx.dims()
+    k = d[dimension]
+    out, off = None, 0
+    parts = []
+    for r, a in zip(read, in_avals):
+        n = a.shape[dimension]
+        if n == 0:
+            continue
+        src = list(d)
+        src[dimension] = f"min(({k}) - {_u(off)}, {_u(n - 1)})" if off else f"min({k}, {_u(n - 1)})"
+        parts.append((off, r(Index(kb, a.shape, dims=src))))
+        off += n
+    out = parts[-1][1]
+    for off, v in reversed(parts[:-1]):
+        pass
+    out = parts[-1][1]
+    for (off, v), (nxt, _) in zip(reversed(parts[:-1]), reversed(parts[1:])):
+        out = f"select({out}, {v}, {k} < {_u(nxt)})"
+    return out
+
+
+concatenate_p.reference = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
+
+# --------------------------------------------------------------------------- clamp
+
+clamp_p = Primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract(lo, x, hi):
+    _same_dtypes("clamp", [lo, x, hi])
+    for b, nm in ((lo, "min"), (hi, "max")):
+        if b.ndim != 0 and b.shape != x.shape:
+            raise TypeError(f"clamp requires {nm} to be a scalar or have the same shape as operand; "
+                            f"got {nm} shape {b.shape} and operand shape {x.shape}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+@clamp_p.def_fuse
+def _clamp_fuse(kb, idx, read, in_avals, out_aval):
+    from .elementwise import kind
+    lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
+    if kind(out_aval.dtype) == "f":
+        kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
+        return f"wj_min_f(wj_max_f({x}, {lo}), {hi})"
+    return f"min(max({x}, {lo}), {hi})"
+
+
+clamp_p.reference = lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)
+
+# --------------------------------------------------------------------------- dynamic slicing
+
+
+def _clamped_start(kb, read_start, n, size) -> str:
+    """Starts are shifted to keep the window in bounds, as in JAX."""
+    s = read_start(Index(kb, ()))
+    return kb.let(f"u32(clamp(i32({s}), 0, {max(n - size, 0)}))", "u32")
+
+
+dynamic_slice_p = Primitive("dynamic_slice")
+
+
+@dynamic_slice_p.def_abstract_eval
+def _dslice_abstract(x, *starts, slice_sizes):
+    if len(starts) != x.ndim or len(slice_sizes) != x.ndim:
+        raise TypeError(f"dynamic_slice needs {x.ndim} start indices and slice sizes for operand "
+                        f"shape {x.shape}, got {len(starts)} and {tuple(slice_sizes)}")
+    for s in starts:
+        if s.ndim != 0 or not dtypes.is_int(s.dtype):
+            raise TypeError(f"dynamic_slice start indices must be integer scalars, got {s.str_short()}")
+    for sz, n in zip(slice_sizes, x.shape):
+        if not 0 <= sz <= n:
+            raise TypeError(f"slice_sizes {tuple(slice_sizes)} must be within operand shape {x.shape}")
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+@dynamic_slice_p.def_fuse
+def _dslice_fuse(kb, idx, read, in_avals, out_aval, slice_sizes):
+    x = in_avals[0]
+    d = idx.dims()
+    src = [f"{di} + {_clamped_start(kb, read[1 + k], x.shape[k], slice_sizes[k])}"
+           for k, di in enumerate(d)]
+    return read[0](Index(kb, x.shape, dims=src))
+
+
+def _dslice_ref(x, *starts, slice_sizes):
+    st = [int(np.clip(int(s), 0, n - sz)) for s, n, sz in zip(starts, x.shape, slice_sizes)]
+    return x[tuple(slice(s, s + sz) for s, sz in zip(st, slice_sizes))].copy()
+
+
+dynamic_slice_p.reference = _dslice_ref
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+@dynamic_update_slice_p.def_abstract_eval
+def _dus_abstract(x, update, *starts):
+    _same_dtypes("dynamic_update_slice", [x, update])
+    if update.ndim != x.ndim or len(starts) != x.ndim:
+        raise TypeError(f"dynamic_update_slice update shape {update.shape} and {len(starts)} start "
+                        f"indices must match operand rank for shape {x.shape}")
+    if any(u > n for u, n in zip(update.shape, x.shape)):
+        raise TypeError(f"dynamic_update_slice update shape {update.shape} must be smaller than "
+                        f"operand shape {x.shape}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+@dynamic_update_slice_p.def_fuse
+def _dus_fuse(kb, idx, read, in_avals, out_aval):
+    x, u = in_avals[0], in_avals[1]
+    if u.size == 0:
+        return read[0](idx)
+    d = idx.dims()
+    inside, src = [], []
+    for k, di in enumerate(d):
+        s = _clamped_start(kb, read[2 + k], x.shape[k], u.shape[k])
+        inside.append(f"{di} >= {s} && {di} < {s} + {_u(u.shape[k])}")
+        src.append(f"min({di} - min({di}, {s}), {_u(u.shape[k] - 1)})")
+    cond = " && ".join(f"({c})" for c in inside) if inside else "true"
+    return f"select({read[0](idx)}, {read[1](Index(kb, u.shape, dims=src))}, {cond})"
+
+
+def _dus_ref(x, update, *starts):
+    st = [int(np.clip(int(s), 0, n - sz)) for s, n, sz in zip(starts, x.shape, update.shape)]
+    out = x.copy()
+    out[tuple(slice(s, s + sz) for s, sz in zip(st, update.shape))] = update
+    return out
+
+
+dynamic_update_slice_p.reference = _dus_ref

@@ -1,0 +1,379 @@
+"""Tracing: builders, tracers, ``bind``, ``make_jaxpr`` and concreteness errors.
+
+Tracing is an interpreter swap.  While a :class:`Builder` is active (a stack,
+innermost last), binding a primitive appends an equation to it and returns
+tracers; with no builder active the primitive runs eagerly through the
+backend.  Tracers of an outer builder that reach an inner one are captured as
+constvars of the inner jaxpr (closure conversion), so nested traces (``jit``
+inside ``grad`` inside ``vmap``) compose.  Tracers of a finished builder are
+leaked tracers and raise :class:`UnexpectedTracerError`.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from . import dtypes
+from .ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, WeakScalar, raise_to_shaped
+
+# --------------------------------------------------------------------------- errors
+
+
+class JAXTypeError(TypeError):
+    pass
+
+
+class ConcretizationTypeError(JAXTypeError):
+    pass
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerIntegerConversionError(JAXTypeError):
+    pass
+
+
+class TracerArrayConversionError(JAXTypeError):
+    pass
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    pass
+
+
+class UnexpectedTracerError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- builders
+
+class DebugInfo:
+    """Where a trace came from, for error messages."""
+
+    def __init__(self, what: str, fun: Callable | None, arg_names: list[str] | None = None):
+        self.what = what
+        self.fun_name = getattr(fun, "__name__", "<unnamed function>") if fun is not None else "<fn>"
+        try:
+            code = fun.__code__
+            self.where = f"{code.co_filename}:{code.co_firstlineno}"
+        except AttributeError:
+            self.where = "<unknown>"
+        self.arg_names = arg_names or []
+
+
+def arg_names_of(fun, n_leaves_per_arg: list[int], static: set[int] = frozenset()) -> list[str]:
+    """Names of flattened argument leaves: 'x', or 'params[0]' for pytree args."""
+    try:
+        names = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out = []
+    pos = 0
+    for i, n in enumerate(n_leaves_per_arg):
+        base = names[i] if i < len(names) else f"args[{i}]"
+        out.extend([base] if n == 1 else [f"{base}[{j}]" for j in range(n)])
+        pos += n
+    return out
+
+
+_builders: list["Builder"] = []
+
+
+class Builder:
+    def __init__(self, debug: DebugInfo | None = None):
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self.alive = True
+        self.debug = debug
+        self.producer: dict[int, Eqn] = {}
+
+    # ------------------------------------------------------------------ vars
+    def new_arg(self, aval: ShapedArray) -> "Tracer":
+        v = Var(aval)
+        self.invars.append(v)
+        return Tracer(aval, self, v)
+
+    def add_const(self, val, aval: ShapedArray) -> Var:
+        key = id(val)
+        if key in self._const_ids:
+            return self._const_ids[key]
+        v = Var(aval)
+        self.constvars.append(v)
+        self.consts.append(val)
+        self._const_ids[key] = v
+        return v
+
+    def to_atom(self, x) -> Var | Lit:
+        if isinstance(x, Tracer):
+            if x.builder is self:
+                return x.var
+            if not x.builder.alive:
+                raise _leak_error(x)
+            if x.builder in _builders:   # an outer trace: capture it
+                return self.add_const(x, x.aval)
+            raise _leak_error(x)
+        if isinstance(x, WeakScalar):
+            return Lit(x.val, x.aval)
+        if isinstance(x, (bool, int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0):
+            return Lit(x)
+        from .array import Array
+        if isinstance(x, Array):
+            return self.add_const(x, x.aval)
+        if isinstance(x, np.ndarray):
+            from .array import asarray_device
+            arr = asarray_device(x)
+            return self.add_const(arr, arr.aval)
+        raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid wjax type")
+
+    # ------------------------------------------------------------------ eqns
+    def add_eqn(self, prim, args, params, out_avals):
+        invars = [self.to_atom(a) for a in args]
+        outs = [Tracer(a, self, Var(a)) for a in out_avals]
+        eqn = Eqn(prim, invars, [t.var for t in outs], params)
+        self.eqns.append(eqn)
+        for t in outs:
+            self.producer[t.var.id] = eqn
+        return outs
+
+    def build(self, outs) -> ClosedJaxpr:
+        outvars = [self.to_atom(o) for o in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, self.consts)
+
+    # ------------------------------------------------------------------ debug
+    def depends_on(self, var: Var) -> list[str]:
+        """Names of the traced arguments that a variable depends on."""
+        seen, stack, found = set(), [var], set()
+        inv = {v.id: i for i, v in enumerate(self.invars)}
+        while stack:
+            v = stack.pop()
+            if not isinstance(v, Var) or v.id in seen:
+                continue
+            seen.add(v.id)
+            if v.id in inv:
+                found.add(inv[v.id])
+            elif v.id in self.producer:
+                stack.extend(self.producer[v.id].invars)
+        names = self.debug.arg_names if self.debug else []
+        return [names[i] if i < len(names) else f"args[{i}]" for i in sorted(found)]
+
+
+def current_builder() -> Builder | None:
+    return _builders[-1] if _builders else None
+
+
+@contextlib.contextmanager
+def new_builder(debug: DebugInfo | None = None):
+    b = Builder(debug)
+    _builders.append(b)
+    try:
+        yield b
+    finally:
+        _builders.pop()
+        b.alive = False
+
+
+def _leak_error(t: "Tracer") -> UnexpectedTracerError:
+    where = ""
+    if t.builder.debug is not None:
+        d = t.builder.debug
+        where = f" It was created while tracing {d.fun_name} for {d.what} (defined at {d.where})."
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer: {t!r}. A function transformed by wjax had a side "
+        f"effect that let an intermediate value escape its trace (for example by storing it in "
+        f"a global or in an attribute).{where} Return the value from the function instead.")
+
+
+# --------------------------------------------------------------------------- bind
+
+def bind(prim, args, params):
+    """Binds a primitive: traced when a builder is active, else run eagerly."""
+    b = current_builder()
+    if b is None:
+        for a in args:
+            if isinstance(a, Tracer):
+                raise _leak_error(a)
+        if prim.impl is not None:
+            return prim.impl(*args, **params)
+        from .backend import execute
+        return execute.eager(prim, args, params)
+    avals = [raise_to_shaped(a) if not isinstance(a, Tracer) else a.aval for a in args]
+    out = prim.abstract_eval(*avals, **params)
+    if prim.multiple_results:
+        return b.add_eqn(prim, args, params, list(out))
+    return b.add_eqn(prim, args, params, [out])[0]
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Evaluates a jaxpr by binding each equation (tracing or eager)."""
+    env: dict[int, Any] = {}
+
+    def read(a):
+        return a.val if isinstance(a, Lit) else env[a.id]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v.id] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v.id] = x
+    for e in jaxpr.eqns:
+        out = e.prim.bind(*[read(a) for a in e.invars], **e.params)
+        for v, o in zip(e.outvars, out if e.prim.multiple_results else [out]):
+            env[v.id] = o
+    return [read(a) for a in jaxpr.outvars]
+
+
+def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None):
+    """Traces ``fun_flat(*tracers) -> list`` into a ClosedJaxpr."""
+    with new_builder(debug) as b:
+        tracers = [b.new_arg(a) for a in in_avals]
+        outs = fun_flat(*tracers)
+        return b.build(outs)
+
+
+# --------------------------------------------------------------------------- tracers
+
+from .array import ArrayMethods  # noqa: E402  (the shared operator surface)
+
+
+class Tracer(ArrayMethods):
+    """A traced value: an aval and the variable it stands for in a builder."""
+
+    __slots__ = ("aval", "builder", "var")
+    __array_priority__ = 1000
+
+    def __init__(self, aval: ShapedArray, builder: Builder, var: Var):
+        self.aval, self.builder, self.var = aval, builder, var
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+
+    def __repr__(self):
+        return f"Traced<{self.aval!r}>with<DynamicJaxprTrace>"
+
+    # -------------------------------------------------------- concreteness
+    def _concrete_error(self, cls, what: str, hint: str):
+        b = self.builder
+        msg = f"Attempted {what} of a traced value {self!r}.\n"
+        if b.debug is not None:
+            deps = b.depends_on(self.var)
+            msg += (f"The problem arose with the `{what.split()[0]}` function. "
+                    f"The error occurred while tracing the function {b.debug.fun_name} at "
+                    f"{b.debug.where} for {b.debug.what}.")
+            if deps:
+                msg += (" This concrete value was not available in Python because it depends on "
+                        f"the value of the argument{'s' if len(deps) > 1 else ''} "
+                        + ", ".join(f"{d}" for d in deps) + ".")
+            msg += "\n"
+        msg += hint
+        return cls(msg)
+
+    def __bool__(self):
+        raise self._concrete_error(
+            TracerBoolConversionError, "bool conversion",
+            "Use lax.cond or jnp.where for value-dependent control flow, or mark the argument "
+            "static with static_argnums / static_argnames.")
+
+    def __int__(self):
+        raise self._concrete_error(
+            ConcretizationTypeError, "int conversion",
+            "Use static_argnums / static_argnames if the value must be a Python int.")
+
+    def __float__(self):
+        raise self._concrete_error(
+            ConcretizationTypeError, "float conversion",
+            "Use static_argnums / static_argnames if the value must be a Python float.")
+
+    def __complex__(self):
+        raise self._concrete_error(ConcretizationTypeError, "complex conversion", "")
+
+    def __index__(self):
+        raise self._concrete_error(
+            TracerIntegerConversionError, "__index__ conversion",
+            "A traced value cannot be used where Python needs an integer (a shape, a size, "
+            "a range bound); mark the argument static with static_argnums.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._concrete_error(
+            TracerArrayConversionError, "numpy conversion",
+            "numpy.asarray() cannot be applied to a traced value; use wjax.numpy inside "
+            "transformed functions.")
+
+    def tolist(self):
+        raise self._concrete_error(ConcretizationTypeError, "tolist conversion", "")
+
+    def item(self, *args):
+        raise self._concrete_error(ConcretizationTypeError, "item conversion", "")
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__}")
+
+
+def is_concrete(x) -> bool:
+    return not isinstance(x, Tracer)
+
+
+def concrete_or_error(x, what: str = "a concrete value is required"):
+    """Returns a NumPy value for ``x`` or raises ConcretizationTypeError."""
+    if isinstance(x, Tracer):
+        raise x._concrete_error(ConcretizationTypeError, f"conversion ({what})",
+                                "Pass this value as a static argument (static_argnums) instead.")
+    return np.asarray(x)
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
+    """``make_jaxpr(f)(*args)`` returns the ClosedJaxpr of ``f`` at ``args``."""
+    from . import tree_util
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    def make(*args, **kwargs):
+        static = set(i % len(args) for i in static_argnums) if args else set()
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        avals = [raise_to_shaped(x).strip_weak() if not _is_weak_scalar(x) else raise_to_shaped(x)
+                 for x in leaves]
+        out_tree_box = []
+
+        def flat(*tracers):
+            dargs, kw = tree_util.tree_unflatten(in_tree, list(tracers))
+            it = iter(dargs)
+            full = [args[i] if i in static else next(it) for i in range(len(args))]
+            out = fun(*full, **kw)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        debug = DebugInfo("make_jaxpr", fun, arg_names_of(fun, [1] * len(leaves)))
+        closed = trace_flat(flat, avals, debug)
+        if return_shape:
+            from .api_util import ShapeDtypeStruct
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, tree_util.tree_unflatten(out_tree_box[0], shapes)
+        return closed
+
+    return make
+
+
+def _is_weak_scalar(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
