@@ -1,0 +1,35 @@
+"""``python -m wjax``: the adapters wjax sees, the one it picks, features and limits.
+
+``python -m wjax --check`` exits 0 when a Vulkan, Metal or D3D12 adapter exists.
+"""
+from __future__ import annotations
+
+import sys
+
+
+def main(argv):
+    from .backend import runtime
+    adapters = runtime.list_adapters()
+    if "--check" in argv:
+        good = [a for a in adapters if a.info["backend_type"] in ("Vulkan", "Metal", "D3D12")]
+        if good:
+            print("ok:", runtime._adapter_desc(runtime.choose_adapter(good)))
+            return 0
+        print("no Vulkan/Metal/D3D12 adapter found; adapters: "
+              + ("; ".join(runtime._adapter_desc(a) for a in adapters) or "none"))
+        return 1
+    print("Adapters:")
+    for i, a in enumerate(adapters):
+        print(f"  [{i}] {runtime._adapter_desc(a)}")
+    rt = runtime.get()
+    print(f"Chosen: {rt.describe()}")
+    print("Backend: webgpu")
+    print("Features: " + ", ".join(sorted(rt.features)))
+    print("Limits:")
+    for k in sorted(rt.limits):
+        print(f"  {k}: {rt.limits[k]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
