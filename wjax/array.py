@@ -225,7 +225,7 @@ class Array(ArrayMethods):
             raw = runtime.get().read(self.buffer, n) if n else b""
             v = np.frombuffer(raw, dtype=store, count=self.size).reshape(self.shape)
             if self.dtype == np.bool_:
-                v = v != 0
+                v = np.asarray(v != 0)   # 0-d comparisons give a NumPy scalar
             else:
                 v = v.astype(self.dtype, copy=False)
             v.flags.writeable = False
@@ -317,7 +317,7 @@ class Array(ArrayMethods):
         prefix = "Array("
         weak = ", weak_type=True" if self.weak_type else ""
         if v.size == 0:
-            body = f"[], shape={self.shape}" if self.ndim != 1 else "[]"
+            body = f"[], shape={self.shape}"   # JAX shows the shape of every empty array
         else:
             body = np.array2string(v, separator=", ", prefix=prefix, suffix=",")
         return f"{prefix}{body}, dtype={self.dtype.name}{weak})"

@@ -292,7 +292,8 @@ def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
         params = ""
         shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
         if shown:
-            params = "[" + " ".join(f"{k}={_pp_param(v, names, indent + 4)}" for k, v in sorted(shown.items())) + "]"
+            params = "[" + " ".join(f"{k}={_pp_param(v, names, indent + 4)}"
+                                  for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))) + "]"
         args = " ".join(nm(a) for a in e.invars)
         lines.append(f"{pad}{lhs} = {e.prim.name}{params} {args}".rstrip())
     outs = ", ".join(nm(a) for a in jaxpr.outvars)

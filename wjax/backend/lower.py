@@ -103,6 +103,56 @@ def flatten_closed(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
     return j, consts
 
 
+def _param_key(params):
+    def k(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(k(x) for x in v)
+        try:
+            hash(v)
+            return v
+        except TypeError:
+            return ("id", id(v))
+    return tuple(sorted((n, k(v)) for n, v in params.items()))
+
+
+def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
+    """Common-subexpression elimination, and folding of scalar all-literal equations."""
+    sub: dict[int, object] = {}
+    seen: dict = {}
+    eqns = []
+
+    def rd(a):
+        return sub.get(a.id, a) if isinstance(a, Var) else a
+
+    def akey(a):
+        return ("v", a.id) if isinstance(a, Var) else ("l", a.val.tobytes(), str(a.val.dtype), a.aval.weak_type)
+
+    for e in jaxpr.eqns:
+        invars = [rd(a) for a in e.invars]
+        if (not e.prim.multiple_results and e.prim.reference is not None and invars
+                and all(isinstance(a, Lit) for a in invars) and e.outvars[0].aval.shape == ()
+                and e.prim.fuse is not None):
+            try:
+                val = np.asarray(e.prim.reference(*[a.val for a in invars], **e.params))
+                sub[e.outvars[0].id] = Lit(val.astype(e.outvars[0].aval.dtype), e.outvars[0].aval)
+                continue
+            except Exception:
+                pass
+        key = None
+        if not getattr(e.prim, "effectful", False):
+            key = (e.prim.name, tuple(akey(a) for a in invars), _param_key(e.params))
+            prev = seen.get(key)
+            if prev is not None:
+                for v, p in zip(e.outvars, prev.outvars):
+                    sub[v.id] = p
+                continue
+        ne = Eqn(e.prim, invars, e.outvars, e.params)
+        if key is not None:
+            seen[key] = ne
+        eqns.append(ne)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
+
+
 def dce(jaxpr: Jaxpr) -> Jaxpr:
     live = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
     keep = []
@@ -133,7 +183,7 @@ class Fuser:
             return self.memo[key]
         lw = self.lw
         eqn = lw.producer.get(atom.id)
-        inline = eqn is not None and eqn.prim.fuse is not None and (
+        inline = eqn is not None and eqn.prim.fuse is not None and atom.id not in lw.split and (
             atom.id not in lw.materialized or lw.level[atom.id] == self.level)
         if inline:
             readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
@@ -185,11 +235,19 @@ class KernelContext:
         return k
 
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
-        self.lw.add_dispatch(kb, src, grid)
+        self.lw.add_dispatch(kb, src, grid, self.eqn)
+
+
+class BindingOverflow(Exception):
+    """A kernel would bind more storage buffers than the device allows."""
+
+    def __init__(self, var, n):
+        super().__init__(var, n)
+        self.var, self.n = var, n
 
 
 class Lowering:
-    def __init__(self, jaxpr: Jaxpr, limits: dict):
+    def __init__(self, jaxpr: Jaxpr, limits: dict, split=frozenset()):
         self.jaxpr, self.limits = jaxpr, limits
         self.max_storage = int(limits.get("max-storage-buffers-per-shader-stage", 8))
         self.plan = Plan()
@@ -200,6 +258,7 @@ class Lowering:
                 self.producer[v.id] = e
         self.materialized: set[int] = set()
         self.level: dict[int, int] = {}
+        self.split: set[int] = set(split)   # fusable vars forced into their own kernel
 
     def key_of(self, v: Var):
         return self.plan.aliases.get(v.id, v.id)
@@ -222,10 +281,13 @@ class Lowering:
                         self.materialized.add(a.id)
                 for v in e.outvars:
                     self.materialized.add(v.id)
-            lv = max([self.level[a.id] for a in e.invars if isinstance(a, Var)], default=0)
+            lv = max([self.level[a.id] + (1 if a.id in self.split else 0)
+                      for a in e.invars if isinstance(a, Var)], default=0)
             for v in e.outvars:
                 self.level[v.id] = lv + (1 if e.prim.kernel is not None else 0)
                 plan.avals[v.id] = v.aval
+                if v.id in self.split:
+                    self.materialized.add(v.id)
         for a in j.outvars:
             if isinstance(a, Var):
                 self.materialized.add(a.id)
@@ -244,7 +306,8 @@ class Lowering:
                 continue
             for v in e.outvars:
                 if v.id in self.materialized and v.id not in plan.aliases and v.aval.size > 0:
-                    groups.setdefault((self.level[v.id], v.aval.shape), []).append(v)
+                    phase = 0 if v.id in self.split else 1
+                    groups.setdefault((self.level[v.id], phase, v.aval.shape), []).append(v)
         max_level = max(self.level.values(), default=0)
         kernels_by_level: dict[int, list[Eqn]] = {}
         for e in j.eqns:
@@ -256,7 +319,7 @@ class Lowering:
                     continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
                               **e.params)
-            for (lvl, shape), roots in groups.items():
+            for (lvl, phase, shape), roots in sorted(groups.items(), key=lambda kv: kv[0][:2]):
                 if lvl == L:
                     self._fused_kernels(roots, shape, L)
 
@@ -298,20 +361,62 @@ class Lowering:
         if current:
             kb = self._gen_fused(current, shape, level)
             if len(kb.bindings) > self.max_storage:
-                raise NotImplementedError(
-                    f"wjax: a fused kernel needs {len(kb.bindings)} storage buffers, more than the "
-                    f"device's {self.max_storage}")
+                raise BindingOverflow(current[0], len(kb.bindings))
             self._emit_fused(kb, n)
 
     def _emit_fused(self, kb: KernelBuilder, n: int):
         src, grid = kb.elementwise_kernel(n)
         self.add_dispatch(kb, src, grid)
 
-    def add_dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
+    def add_dispatch(self, kb: KernelBuilder, src: str, grid, eqn=None) -> None:
+        if len(kb.bindings) > self.max_storage:
+            raise BindingOverflow(eqn.outvars[0] if eqn is not None else None, len(kb.bindings))
         keys = [k for k, _, _ in kb.bindings]
         writes = [k for k, acc, _ in kb.bindings if acc != "read"]
         self.plan.steps.append(Dispatch(src, keys, tuple(grid), writes))
 
 
+def _virtual_operands(lw: Lowering, v: Var) -> list:
+    """Fusable operands of ``v``'s equation that would be inlined (split candidates)."""
+    e = lw.producer.get(v.id)
+    if e is None:
+        return []
+    return [a for a in e.invars if isinstance(a, Var) and a.id in lw.producer
+            and lw.producer[a.id].prim.fuse is not None and a.id not in lw.split
+            and (a.id not in lw.materialized or e.prim.kernel is None)]
+
+
+def _buffers_under(lw: Lowering, v: Var, seen=None) -> set:
+    seen = set() if seen is None else seen
+    e = lw.producer.get(v.id)
+    if e is None or e.prim.fuse is None or v.id in lw.split:
+        return {v.id}
+    out = set()
+    for a in e.invars:
+        if isinstance(a, Var) and a.id not in seen:
+            seen.add(a.id)
+            out |= _buffers_under(lw, a, seen)
+    return out
+
+
 def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
-    return Lowering(dce(jaxpr), limits).run()
+    """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
+    allows, the fusable operand reading the most buffers is split into a kernel of its
+    own (materialized) and planning starts again."""
+    j = dce(cse_and_fold(jaxpr))
+    split: set[int] = set()
+    while True:
+        lw = Lowering(j, limits, split)
+        try:
+            return lw.run()
+        except BindingOverflow as err:
+            cands = _virtual_operands(lw, err.var) if err.var is not None else []
+            if err.var is not None and not cands and err.var.id in lw.producer:
+                # the root's own operands are buffers: nothing left to split here
+                cands = []
+            if not cands:
+                raise NotImplementedError(
+                    f"wjax: a kernel needs {err.n} storage buffers and cannot be split below the "
+                    f"device's limit of {lw.max_storage}") from None
+            best = max(cands, key=lambda a: len(_buffers_under(lw, a)))
+            split.add(best.id)

@@ -468,7 +468,7 @@ def arange(start, stop=None, step=None, dtype=None):
         dtype = dtypes.result_type(*[v for v in (start, stop, step) if v is not None])
     dt = dtypes.check_supported(dtype)
     n = builtins.max(0, int(math.ceil((float(stop) - float(start)) / float(step))))
-    if dtypes.is_int(dt) and all(isinstance(v, (int, np.integer)) for v in (start, step)):
+    if dtypes.is_int(dt) and builtins.all(isinstance(v, (int, np.integer)) for v in (start, step)):
         i = lax.iota(dt, n)
         if step != 1:
             i = lax.mul(i, WeakScalar(np.asarray(step, dt)))

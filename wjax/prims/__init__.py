@@ -1,2 +1,3 @@
 """All primitives, one block each, grouped by family."""
 from . import elementwise, shape, reduce, indexing, linalg  # noqa: F401
+from . import cumulative  # noqa: F401

@@ -49,8 +49,16 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     k = kind(dtype)
     vt = W.value_type(dtype)
     if op == "sum":
-        return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s,
-                      kahan=(k == "f"))
+        if k == "f":
+            # compensated (TwoSum) accumulation: hi + lo carried through the whole tree, so
+            # e.g. sum(ones(10**6) * 0.1) rounds to 100000.0 as XLA's does
+            return Monoid("vec2<f32>", "vec2<f32>(0.0, 0.0)",
+                          "  let s = wj_opq(a.x + b.x);\n  let bp = wj_opq(s - a.x);\n"
+                          "  let err = (a.x - wj_opq(s - bp)) + (b.x - bp);\n"
+                          "  return vec2<f32>(s, err + a.y + b.y);",
+                          lambda v, r: f"vec2<f32>(f32({v}), 0.0)",
+                          lambda s: f"{vt}({s}.x + {s}.y)", helpers=("wj_opq",), kahan=True)
+        return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
     if op == "prod":
         return Monoid(vt, W.literal(1, dtype), "  return a * b;", lambda v, r: v, lambda s: s)
     if op in ("max", "min"):
@@ -99,6 +107,14 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
         m.struct = f"struct {state} {{ v: {vt2}, i: u32 }}"
         return m
     raise ValueError(op)
+
+
+# An opaque identity: the driver's compiler may reassociate float math (lavapipe does),
+# which would fold TwoSum's error term to zero; a bit-xor with a zero it cannot see
+# (wid.z of a 1-deep grid, stored in wj_zero at kernel start) keeps each rounding.
+W.helper("wj_opq", """
+var<private> wj_zero: u32;
+fn wj_opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ wj_zero); }""")
 
 
 def _is_cpu(ctx) -> bool:
@@ -152,7 +168,7 @@ def emit_reduction(ctx, op, x_aval: ShapedArray, axes, out_key, out_dtype, index
     kb.lines = saved
     if two_pass:
         # partial states are stored in scratch as raw 32-bit words (2 per arg state)
-        words = 2 if op in ("argmax", "argmin") else 1
+        words = 2 if op in ("argmax", "argmin") or mono.kahan else 1
         ctx.lw.plan.avals[partial_key] = ShapedArray((M * parts * words,), np.uint32)
         out_name = kb.bind(partial_key, np.uint32, "read_write")
         write = _write_state(mono, out_name, "g", words)
@@ -166,7 +182,7 @@ def emit_reduction(ctx, op, x_aval: ShapedArray, axes, out_key, out_dtype, index
         return
     # pass 2: fold the partial states ----------------------------------------
     kb = ctx.new_kb()
-    words = 2 if op in ("argmax", "argmin") else 1
+    words = 2 if op in ("argmax", "argmin") or mono.kahan else 1
     inp = kb.bind(partial_key, np.uint32, "read")
     out_name = kb.bind(out_key, out_dtype, "read_write")
     read_state = _read_state(mono, inp, "(o * {P}u + r)".replace("{P}", str(parts)), words)
@@ -185,6 +201,9 @@ def _from_bits(expr, ty):
 
 
 def _write_state(mono, name, at, words):
+    if mono.kahan:
+        return (f"    {name}[{at} * 2u] = bitcast<u32>(res.x);\n"
+                f"    {name}[{at} * 2u + 1u] = bitcast<u32>(res.y);")
     if words == 2:
         vt = mono.struct.split("v: ")[1].split(",")[0]
         return (f"    {name}[{at} * 2u] = {_bits('res.v', vt)};\n"
@@ -193,6 +212,8 @@ def _write_state(mono, name, at, words):
 
 
 def _read_state(mono, name, at, words):
+    if mono.kahan:
+        return f"vec2<f32>(bitcast<f32>({name}[{at} * 2u]), bitcast<f32>({name}[{at} * 2u + 1u]))"
     if words == 2:
         vt = mono.struct.split("v: ")[1].split(",")[0]
         return f"{mono.state}({_from_bits(f'{name}[{at} * 2u]', vt)}, {name}[{at} * 2u + 1u])"
@@ -208,13 +229,7 @@ def _loop(mono, body_lines, lifted, cpu, wg, lifted_is_state=False):
         stop = "r1"
     else:
         first, nxt, pre, stop = "lo + lid", f"r + {wg}u", "", "hi"
-    if not mono.kahan or lifted_is_state:
-        return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
-    # float sums: blocks of 16 summed separately, then added (pairwise-like accuracy)
-    return (f"{pre}var r = {first};\n  loop {{\n    if (r >= {stop}) {{ break; }}\n"
-            f"    var blk: {mono.state} = {mono.identity};\n"
-            f"    for (var q = 0u; q < 16u && r < {stop}; q = q + 1u) {{\n      {inner}\n"
-            f"      blk = blk + {lifted};\n      r = {nxt};\n    }}\n    acc = acc + blk;\n  }}")
+    return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
 
 
 def _fill(kb, mono, wg, groups, parts, slice_n, n, loop, write):
@@ -227,7 +242,8 @@ def _fill(kb, mono, wg, groups, parts, slice_n, n, loop, write):
     for k, v in {"HEADER": kb.header(), "STATE": mono.state, "WG": str(wg), "EXTRA_SHARED": "",
                  "COMBINE": mono.combine, "NX": str(grid[0]), "GROUPS": str(groups),
                  "PARTS": str(parts), "SLICE": str(max(slice_n, 1)), "N": str(n),
-                 "IDENTITY": mono.identity, "LOOP": loop, "WRITE": write}.items():
+                 "IDENTITY": mono.identity, "LOOP": loop, "WRITE": write,
+                 "PROLOGUE": "wj_zero = wid.z;" if "wj_opq" in mono.helpers else ""}.items():
         src = src.replace("{{" + k + "}}", v)
     return src, grid
 

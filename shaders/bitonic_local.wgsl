@@ -1,0 +1,49 @@
+// Bitonic sort stages that stay inside blocks of B elements, in workgroup memory.
+// Rows of P (a power of two) sort keys (NK u32 words, compared lexicographically,
+// then the u32 position word, which makes the sort stable) are split into
+// P / B blocks; workgroup g handles block g % BPR of row g / BPR.  For every k
+// in KSTART..KEND (powers of two) it runs the compare-exchange steps j = JINIT,
+// JINIT/2, ..., 1; direction comes from bit k of the element's position in the
+// row.  A full local sort is KSTART=2, KEND=B, JINIT=k/2; the tail of a global
+// merge step is KSTART=KEND=k, JINIT=B/2.  Filled in by wjax/prims/sort.py.
+{{HEADER}}
+{{SHARED}}
+
+fn lt(a: u32, b: u32) -> bool {
+{{LESS}}
+}
+
+fn swap(a: u32, b: u32) {
+{{SWAP}}
+}
+
+@compute @workgroup_size({{T}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + wid.y * {{NX}}u;
+  if (g >= {{GROUPS}}u) { return; }
+  let row = g / {{BPR}}u;
+  let blk = g % {{BPR}}u;
+  let base = row * {{P}}u + blk * {{B}}u;
+  let gbase = blk * {{B}}u;
+  for (var q = lid; q < {{B}}u; q = q + {{T}}u) {
+{{LOAD}}
+  }
+  workgroupBarrier();
+  for (var k = {{KSTART}}u; k <= {{KEND}}u; k = k * 2u) {
+    var j = {{JINIT}};
+    loop {
+      if (j == 0u) { break; }
+      for (var t = lid; t < {{HALF}}u; t = t + {{T}}u) {
+        let i = (t / j) * 2u * j + (t % j);
+        let l = i + j;
+        let up = ((gbase + i) & k) == 0u;
+        if (lt(l, i) == up) { swap(i, l); }
+      }
+      workgroupBarrier();
+      j = j / 2u;
+    }
+  }
+  for (var q = lid; q < {{B}}u; q = q + {{T}}u) {
+{{STORE}}
+  }
+}

@@ -1,0 +1,695 @@
+"""One record per primitive: eager (WGSL) vs the primitive's NumPy reference rule, and jit vs eager.
+
+A record names a primitive, generates cases (NumPy operands + params) over dtypes and
+shapes, and gives a tolerance.  ``test_every_primitive_has_a_record`` walks
+``wjax.primitive.REGISTRY`` and fails when a registered primitive has no record, so adding
+a primitive means adding one record here (JAX's ``lax_test_util.op_record`` pattern).
+
+Float cases include NaN, +-inf, -0.0, 0-d and empty arrays where the op accepts floats;
+integer cases include the extremes of int8/uint8/int16/uint16 (wrap-around) and int32.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import wjax
+from wjax.array import asarray_device
+from wjax.backend import runtime
+from wjax.prims import elementwise as E
+from wjax.prims.indexing import GatherDimensionNumbers as GDN
+from wjax.prims.indexing import ScatterDimensionNumbers as SDN
+from wjax.primitive import REGISTRY
+
+# Call-like primitives: their "operation" is an arbitrary jaxpr; jit tests cover them.
+EXCLUDED = {
+    "pjit": "call primitive (runs a nested jaxpr); covered by the jit-vs-eager checks below",
+}
+
+F16_OK = runtime.get().has_f16
+FLOATS = ["float32", "float16"] if F16_OK else ["float32"]
+SINTS = ["int8", "int16", "int32"]
+UINTS = ["uint8", "uint16", "uint32"]
+INTS = SINTS + UINTS
+ALL = FLOATS + INTS + ["bool"]
+KIND_DTYPES = {"f": FLOATS, "i": SINTS, "u": UINTS, "b": ["bool"]}
+
+FSPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, 0.1, -0.3,
+            3.0, -7.25, 10.0, 1e-3, 40.0, -100.0]
+
+
+def vals(dtype, special=True):
+    """Interesting values of a dtype (a 1-D NumPy array)."""
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.array([True, False, False, True])
+    if dt.kind == "f":
+        v = FSPECIAL if special else [x for x in FSPECIAL if np.isfinite(x)]
+        return np.array(v, dt)
+    info = np.iinfo(dt)
+    cand = [info.min, info.min + 1, -100, -7, -2, -1, 0, 1, 2, 3, 7, 31, 32, 100, 200,
+            info.max - 1, info.max]
+    return np.array(sorted({c for c in cand if info.min <= c <= info.max}), dt)
+
+
+def cross(a, b):
+    """All pairs: (repeat(a), tile(b))."""
+    return np.repeat(a, len(b)), np.tile(b, len(a))
+
+
+# --------------------------------------------------------------------------- records
+
+class Case:
+    def __init__(self, args, params=None, label="", tol=None):
+        self.args, self.params, self.label, self.tol = list(args), dict(params or {}), label, tol
+
+
+class Rec:
+    """name, cases() -> [Case], tolerance {dtype name or kind: (rtol, atol)}."""
+
+    def __init__(self, name, cases, tol=None, signed_zero=False, jit_exact=True):
+        self.name, self.cases, self.signed_zero, self.jit_exact = name, cases, signed_zero, jit_exact
+        self.tol = {"float32": (2e-6, 1e-6), "float16": (2e-3, 1e-4)}
+        self.tol.update(tol or {})
+
+
+RECORDS: dict[str, Rec] = {}
+
+
+def record(name, cases, **kw):
+    RECORDS[name] = Rec(name, cases, **kw)
+
+
+def _floatish_extras(make):
+    """0-d and empty operands, float32 only (they exercise shape handling, not dtypes)."""
+    return [Case(make(np.array(1.5, np.float32)), label="f32-0d"),
+            Case(make(np.zeros((0,), np.float32)), label="f32-empty"),
+            Case(make(np.zeros((2, 0), np.float32)), label="f32-empty2d")]
+
+
+# ---- unary elementwise
+
+# ops whose value set must avoid a domain edge to be comparable at float32 precision
+UNARY_VALUES = {
+    "tan": [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.0, -1.2, 0.1, 1e-3],
+}
+UNARY_TOL = {
+    "tan": {"float32": (2e-5, 1e-6)}, "cbrt": {"float32": (2e-6, 1e-6)},
+    "erf": {"float32": (2e-6, 1e-6), "float16": (2e-3, 1e-3)},
+    "sinh": {"float32": (1e-5, 1e-6)}, "cosh": {"float32": (1e-5, 1e-6)},
+    "asinh": {"float32": (1e-5, 1e-6)}, "acosh": {"float32": (1e-5, 1e-6)},
+    "atanh": {"float32": (1e-5, 1e-6)}, "expm1": {"float32": (1e-5, 1e-6)},
+    "log1p": {"float32": (1e-5, 1e-6)}, "exp": {"float32": (4e-6, 1e-6)},
+    "exp2": {"float32": (4e-6, 1e-6)}, "logistic": {"float32": (4e-6, 1e-6)},
+    "tanh": {"float32": (1e-5, 1e-6)}, "log": {"float32": (4e-6, 1e-6)},
+    "sin": {"float32": (4e-6, 1e-6)}, "cos": {"float32": (4e-6, 1e-6)},
+}
+# exact ops: -0.0 must come back as -0.0
+UNARY_SIGNED_ZERO = {"neg", "abs", "floor", "ceil", "round", "sign", "sqrt"}
+
+
+def unary_cases(p, name):
+    def cases():
+        out = []
+        for k, dts in KIND_DTYPES.items():
+            if k not in p.table:
+                continue
+            for dt in dts:
+                v = np.array(UNARY_VALUES[name], dt) if (name in UNARY_VALUES and k == "f") else vals(dt)
+                out.append(Case([v.reshape(-1, 1) if v.size % 2 else v.reshape(2, -1)], label=dt))
+        if "f" in p.table:
+            out += _floatish_extras(lambda x: [x])
+        return out
+    return cases
+
+
+for _name, _p in sorted(REGISTRY.items()):
+    if getattr(_p, "table", None) is not None and _p.abstract_eval.__code__.co_argcount == 1:
+        record(_name, unary_cases(_p, _name), tol=UNARY_TOL.get(_name),
+               signed_zero=_name in UNARY_SIGNED_ZERO)
+
+
+# ---- binary elementwise
+
+BINARY_TOL = {"pow": {"float32": (1e-5, 1e-6), "float16": (4e-3, 1e-3)},
+              "atan2": {"float32": (4e-6, 1e-6)},
+              "rem": {"float32": (1e-6, 1e-6), "float16": (2e-3, 2e-3)}}
+BINARY_SIGNED_ZERO = {"add", "sub", "mul", "div", "max", "min"}
+
+
+def binary_cases(p, name):
+    def cases():
+        out = []
+        for k, dts in KIND_DTYPES.items():
+            if k not in p.table:
+                continue
+            for dt in dts:
+                a, b = cross(vals(dt), vals(dt))
+                out.append(Case([a, b], label=dt))
+        if "f" in p.table:
+            out += _floatish_extras(lambda x: [x, x * 2])
+            # a rank-0 operand broadcasts against an array (as lax's scalars do)
+            out.append(Case([np.float32(2.5).reshape(()), vals("float32")], label="f32-scalar-array"))
+        else:
+            out.append(Case([np.array(3, np.int32), vals("int32")], label="i32-scalar-array"))
+        return out
+    return cases
+
+
+for _name, _p in sorted(REGISTRY.items()):
+    if getattr(_p, "table", None) is not None and _p.abstract_eval.__code__.co_argcount == 2:
+        record(_name, binary_cases(_p, _name), tol=BINARY_TOL.get(_name),
+               signed_zero=_name in BINARY_SIGNED_ZERO)
+
+
+# ---- select_n, convert_element_type, integer_pow, clamp
+
+def select_cases():
+    out = []
+    for dt in ALL:
+        v = vals(dt)
+        n = len(v)
+        pred = (np.arange(n) % 3 == 1)
+        out.append(Case([pred, v, v[::-1].copy()], label=f"{dt}-bool"))
+    v = vals("float32")
+    which = (np.arange(len(v)) % 3).astype(np.int32)
+    out.append(Case([which, v, -v, v * 2], label="f32-int3"))
+    out.append(Case([np.array(True), np.array(1.0, np.float32), np.array(2.0, np.float32)], label="0d"))
+    out.append(Case([np.zeros((0,), bool), np.zeros((0,), np.float32), np.ones((0,), np.float32)],
+                    label="empty"))
+    out.append(Case([np.array(False), vals("int32"), vals("int32") + 1], label="scalar-pred"))
+    return out
+
+
+record("select_n", select_cases)
+
+
+def convert_cases():
+    out = []
+    for src in ALL:
+        v = vals(src)
+        if np.dtype(src).kind == "f":
+            v = np.concatenate([v, np.array([300.5, -300.5, 70000.0, -1e10, 1e10, 2.5e9, -2.5e9,
+                                             4.2e9, 65504.0, 127.6, -128.9], np.float64).astype(src)])
+        for dst in ALL:
+            out.append(Case([v], dict(new_dtype=np.dtype(dst), weak_type=False, sharding=None),
+                            label=f"{src}->{dst}"))
+    out.append(Case([np.zeros((0, 3), np.float32)], dict(new_dtype=np.dtype("int32"), weak_type=False,
+                                                         sharding=None), label="empty"))
+    return out
+
+
+record("convert_element_type", convert_cases, tol={"float16": (1e-3, 0.0), "float32": (0.0, 0.0)})
+
+
+def ipow_cases():
+    out = []
+    for dt in FLOATS:
+        for y in (0, 1, 2, 3, 5, -1, -2):
+            out.append(Case([vals(dt)], dict(y=y), label=f"{dt}-y{y}"))
+    for dt in INTS:
+        for y in (0, 2, 3):
+            out.append(Case([vals(dt)], dict(y=y), label=f"{dt}-y{y}"))
+    out.append(Case([np.array(-1.5, np.float32)], dict(y=3), label="0d"))
+    out.append(Case([np.zeros((0,), np.float32)], dict(y=2), label="empty"))
+    return out
+
+
+record("integer_pow", ipow_cases, tol={"float32": (4e-6, 1e-30), "float16": (4e-3, 1e-4)})
+
+
+def clamp_cases():
+    out = []
+    for dt in FLOATS + INTS:
+        v = vals(dt)
+        lo, hi = np.array(v[2]), np.array(v[-3])
+        if lo > hi:
+            lo, hi = hi, lo
+        out.append(Case([lo, v, hi], label=f"{dt}-scalar"))
+    v = vals("float32")
+    out.append(Case([v - 1, v, v + 1], label="f32-arrays"))
+    out.append(Case([np.float32(-0.5).reshape(()), np.array([np.nan, -0.0, 0.0, 3.0], np.float32),
+                     np.float32(0.5).reshape(())], label="f32-nan"))
+    out.append(Case([np.array(0, np.int32), np.zeros((0,), np.int32), np.array(1, np.int32)], label="empty"))
+    return out
+
+
+record("clamp", clamp_cases, signed_zero=True)
+
+
+# ---- shape / view ops
+
+def arr(shape, dtype="float32", seed=0):
+    n = int(np.prod(shape))
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        v = np.random.RandomState(seed).randn(n).astype(dt)
+        if n > 3:
+            v[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    elif dt == np.bool_:
+        v = np.random.RandomState(seed).rand(n) > 0.5
+    else:
+        info = np.iinfo(dt)
+        v = np.random.RandomState(seed).randint(max(info.min, -1000), min(info.max, 1000) + 1, n).astype(dt)
+        if n > 2:
+            v[:2] = [info.min, info.max]
+    return v.reshape(shape)
+
+
+SHAPE_DTYPES = ["float32", "int8", "uint16", "bool"] + (["float16"] if F16_OK else [])
+
+
+def per_dtype(f, dts=SHAPE_DTYPES):
+    def cases():
+        out = []
+        for dt in dts:
+            for c in f(dt):
+                c.label = f"{dt}-{c.label}"
+                out.append(c)
+        return out
+    return cases
+
+
+record("broadcast_in_dim", per_dtype(lambda dt: [
+    Case([arr((3,), dt)], dict(shape=(2, 3), broadcast_dimensions=(1,), sharding=None), "row"),
+    Case([arr((3, 1), dt)], dict(shape=(3, 4), broadcast_dimensions=(0, 1), sharding=None), "size1"),
+    Case([arr((), dt)], dict(shape=(2, 5), broadcast_dimensions=(), sharding=None), "0d"),
+    Case([arr((2,), dt)], dict(shape=(2, 3, 4), broadcast_dimensions=(0,), sharding=None), "lead"),
+    Case([arr((3,), dt)], dict(shape=(0, 3), broadcast_dimensions=(1,), sharding=None), "empty"),
+]))
+record("reshape", per_dtype(lambda dt: [
+    Case([arr((2, 6), dt)], dict(new_sizes=(3, 4), dimensions=None, sharding=None), "2d"),
+    Case([arr((2, 3, 2), dt)], dict(new_sizes=(12,), dimensions=None, sharding=None), "flat"),
+    Case([arr((1,), dt)], dict(new_sizes=(), dimensions=None, sharding=None), "to0d"),
+    Case([arr((0, 4), dt)], dict(new_sizes=(2, 0), dimensions=None, sharding=None), "empty"),
+]))
+record("squeeze", per_dtype(lambda dt: [
+    Case([arr((1, 3, 1), dt)], dict(dimensions=(0, 2)), "both"),
+    Case([arr((2, 1), dt)], dict(dimensions=(1,)), "last"),
+    Case([arr((1,), dt)], dict(dimensions=(0,)), "to0d"),
+]))
+record("expand_dims", per_dtype(lambda dt: [
+    Case([arr((2, 3), dt)], dict(dimensions=(0, 3)), "two"),
+    Case([arr((), dt)], dict(dimensions=(0,)), "0d"),
+]))
+record("transpose", per_dtype(lambda dt: [
+    Case([arr((2, 3), dt)], dict(permutation=(1, 0)), "2d"),
+    Case([arr((2, 3, 4), dt)], dict(permutation=(2, 0, 1)), "3d"),
+    Case([arr((0, 3), dt)], dict(permutation=(1, 0)), "empty"),
+]))
+record("slice", per_dtype(lambda dt: [
+    Case([arr((5, 6), dt)], dict(start_indices=(1, 0), limit_indices=(4, 6), strides=None), "plain"),
+    Case([arr((7, 6), dt)], dict(start_indices=(1, 1), limit_indices=(7, 6), strides=(2, 3)), "strided"),
+    Case([arr((5,), dt)], dict(start_indices=(2,), limit_indices=(2,), strides=None), "empty"),
+]))
+record("rev", per_dtype(lambda dt: [
+    Case([arr((3, 4), dt)], dict(dimensions=(0,)), "d0"),
+    Case([arr((3, 4), dt)], dict(dimensions=(0, 1)), "both"),
+    Case([arr((0, 4), dt)], dict(dimensions=(1,)), "empty"),
+]))
+
+
+def iota_cases():
+    out = []
+    for dt in FLOATS + INTS:
+        out.append(Case([], dict(dtype=np.dtype(dt), shape=(5,), dimension=0, sharding=None), label=dt))
+    out.append(Case([], dict(dtype=np.dtype("int32"), shape=(3, 4), dimension=1, sharding=None), label="2d"))
+    out.append(Case([], dict(dtype=np.dtype("int8"), shape=(300,), dimension=0, sharding=None), label="i8wrap"))
+    out.append(Case([], dict(dtype=np.dtype("float32"), shape=(0,), dimension=0, sharding=None), label="empty"))
+    return out
+
+
+record("iota", iota_cases)
+
+
+def _pv(dt):
+    return np.array(-9, dt) if np.dtype(dt).kind in "fi" else np.array(np.ones((), dt))
+
+
+record("pad", per_dtype(lambda dt: [
+    Case([arr((3,), dt), _pv(dt)], dict(padding_config=((1, 2, 0),)), "lohi"),
+    Case([arr((3, 2), dt), _pv(dt)], dict(padding_config=((0, 0, 1), (2, -1, 0))), "interior-neg"),
+    Case([arr((4,), dt), _pv(dt)], dict(padding_config=((-2, -1, 0),)), "crop"),
+    Case([arr((0,), dt), _pv(dt)], dict(padding_config=((1, 1, 0),)), "empty"),
+    Case([arr((3,), dt), _pv(dt)], dict(padding_config=((0, 0, 2),)), "interior"),
+]))
+record("concatenate", per_dtype(lambda dt: [
+    Case([arr((2, 3), dt, 1), arr((1, 3), dt, 2), arr((3, 3), dt, 3)], dict(dimension=0), "d0"),
+    Case([arr((2, 1), dt, 1), arr((2, 0), dt, 2), arr((2, 2), dt, 3)], dict(dimension=1), "d1-empty"),
+    Case([arr((4,), dt, 1), arr((5,), dt, 2)], dict(dimension=0), "1d"),
+]))
+
+
+def _i(v):
+    return np.array(v, np.int32)
+
+
+record("dynamic_slice", per_dtype(lambda dt: [
+    Case([arr((5, 6), dt), _i(1), _i(2)], dict(slice_sizes=(2, 3)), "inb"),
+    Case([arr((5, 6), dt), _i(-3), _i(10)], dict(slice_sizes=(2, 3)), "clamped"),
+    Case([arr((5,), dt), _i(4)], dict(slice_sizes=(0,)), "empty"),
+]))
+record("dynamic_update_slice", per_dtype(lambda dt: [
+    Case([arr((5, 6), dt), arr((2, 3), dt, 7), _i(1), _i(2)], {}, "inb"),
+    Case([arr((5, 6), dt), arr((2, 3), dt, 7), _i(4), _i(-5)], {}, "clamped"),
+    Case([arr((4,), dt), arr((0,), dt, 7), _i(1)], {}, "empty-update"),
+]))
+
+# ---- reductions
+
+REDUCE_KINDS = {"reduce_sum": "fiu", "reduce_prod": "fiu", "reduce_max": "fiub", "reduce_min": "fiub",
+                "reduce_and": "iub", "reduce_or": "iub"}
+
+
+def reduce_cases(name):
+    def cases():
+        out = []
+        for dt in ALL:
+            if (np.dtype(dt).kind if dt != "bool" else "b") not in REDUCE_KINDS[name]:
+                continue
+            v = arr((3, 4, 5), dt)
+            if name == "reduce_prod" and np.dtype(dt).kind == "f":
+                v = (np.random.RandomState(1).rand(3, 4, 5) + 0.5).astype(dt)
+            for axes in [(2,), (0,), (0, 2), (0, 1, 2), ()]:
+                out.append(Case([v], dict(axes=axes, out_sharding=None), label=f"{dt}-{axes}"))
+        # long rows exercise the two-pass kernel; 0-d and empty edge cases
+        big = np.random.RandomState(2).randn(2, 5000).astype(np.float32)
+        if name in ("reduce_sum", "reduce_max", "reduce_min"):
+            out.append(Case([big], dict(axes=(1,), out_sharding=None), label="f32-twopass"))
+            out.append(Case([big.reshape(-1)], dict(axes=(0,), out_sharding=None), label="f32-twopass-all"))
+        if name in ("reduce_and", "reduce_or"):
+            b = np.zeros(4000, bool)
+            b[1234] = True
+            out.append(Case([b], dict(axes=(0,), out_sharding=None), label="bool-twopass"))
+            out.append(Case([~b], dict(axes=(0,), out_sharding=None), label="bool-twopass-not"))
+        if name in ("reduce_sum", "reduce_prod"):
+            out.append(Case([np.zeros((3, 0), np.float32)], dict(axes=(1,), out_sharding=None), label="empty"))
+            out.append(Case([arr((), "int32")], dict(axes=(), out_sharding=None), label="0d"))
+        return out
+    return cases
+
+
+for _name in REDUCE_KINDS:
+    record(_name, reduce_cases(_name), tol={"float32": (1e-5, 1e-5), "float16": (5e-3, 5e-3)})
+
+
+def arg_cases():
+    out = []
+    for dt in ALL:
+        v = arr((3, 4, 5), dt)
+        if dt == "int8":
+            v = v % 4   # ties: the first index wins
+        for axis in (0, 1, 2):
+            out.append(Case([v], dict(axes=(axis,), index_dtype=np.dtype(np.int32)), label=f"{dt}-ax{axis}"))
+    out.append(Case([np.array([1.0, np.nan, 3.0, np.nan], np.float32)], dict(axes=(0,), index_dtype=np.dtype(np.int32)),
+                    label="nan-first"))
+    big = np.random.RandomState(3).randn(3000).astype(np.float32)
+    out.append(Case([big], dict(axes=(0,), index_dtype=np.dtype(np.int32)), label="twopass"))
+    out.append(Case([arr((4,), "float32")], dict(axes=(0,), index_dtype=np.dtype(np.uint8)), label="u8-index"))
+    return out
+
+
+record("argmax", arg_cases)
+record("argmin", arg_cases)
+
+
+# ---- dot_general
+
+def dot_cases():
+    out = []
+    mm = (((1,), (0,)), ((), ()))
+    for dt in ["float32", "int32", "int8", "uint8", "bool"] + (["float16"] if F16_OK else []):
+        def m(shape, seed):
+            if np.dtype(dt).kind == "f":
+                return np.random.RandomState(seed).randn(*shape).astype(dt)
+            if dt == "bool":
+                return np.random.RandomState(seed).rand(*shape) > 0.6
+            return np.random.RandomState(seed).randint(-5 if dt[0] == "i" else 0, 6, shape).astype(dt)
+        out.append(Case([m((3, 4), 0), m((4, 5), 1)], dict(dimension_numbers=mm), label=f"{dt}-mm"))
+        out.append(Case([m((2, 3, 4), 0), m((2, 4, 2), 1)],
+                        dict(dimension_numbers=(((2,), (1,)), ((0,), (0,)))), label=f"{dt}-batch"))
+    f = lambda *s: np.random.RandomState(sum(s)).randn(*s).astype(np.float32)
+    out += [
+        Case([f(4), f(4)], dict(dimension_numbers=(((0,), (0,)), ((), ()))), label="vv"),
+        Case([f(3, 4), f(4)], dict(dimension_numbers=(((1,), (0,)), ((), ()))), label="mv"),
+        Case([f(4, 3), f(4, 5)], dict(dimension_numbers=(((0,), (0,)), ((), ()))), label="tn"),
+        Case([f(2, 3, 4), f(3, 4, 5)], dict(dimension_numbers=(((1, 2), (0, 1)), ((), ()))), label="k2"),
+        Case([f(3), f(5)], dict(dimension_numbers=(((), ()), ((), ()))), label="outer"),
+        Case([f(70, 33), f(33, 65)], dict(dimension_numbers=mm), label="tiled"),
+        Case([f(3, 0), f(0, 4)], dict(dimension_numbers=mm), label="k0"),
+        Case([f(0, 3), f(3, 4)], dict(dimension_numbers=mm), label="m0"),
+        Case([np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
+             dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.int32)), label="i8->i32"),
+        Case([np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
+             dict(dimension_numbers=mm), label="i8-wrap"),
+    ]
+    if F16_OK:
+        out.append(Case([f(3, 8).astype(np.float16), f(8, 2).astype(np.float16)],
+                        dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.float32)), label="f16->f32"))
+    return out
+
+
+record("dot_general", dot_cases, tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3)}, signed_zero=False)
+
+
+# ---- gather / scatter
+
+TAKE0 = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))   # x[idx, :]
+POINT = GDN(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(0, 1))  # x[i, j]
+WINDOW = GDN(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0, 1))  # windows
+
+
+def gather_cases():
+    out = []
+    for dt in SHAPE_DTYPES:
+        x = arr((5, 3), dt)
+        idx = np.array([[0], [4], [2], [-1], [7], [4]], np.int32)
+        for mode in ("clip", "fill"):
+            out.append(Case([x, idx], dict(dimension_numbers=TAKE0, slice_sizes=(1, 3), mode=mode), label=f"{dt}-take-{mode}"))
+        ij = np.array([[0, 0], [4, 2], [1, 5], [-1, 1], [2, 1]], np.int32)
+        for mode in ("clip", "fill"):
+            out.append(Case([x, ij], dict(dimension_numbers=POINT, slice_sizes=(1, 1), mode=mode), label=f"{dt}-point-{mode}"))
+    x = arr((5, 6), "float32")
+    out.append(Case([x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
+                    dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="clip"), label="window-clip"))
+    out.append(Case([x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
+                    dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="fill", fill_value=-1.0),
+                    label="window-fill"))
+    out.append(Case([x, np.array([[1], [9]], np.uint8)],
+                    dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="fill"), label="u8-indices"))
+    out.append(Case([x, np.zeros((0, 1), np.int32)],
+                    dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="clip"), label="no-indices"))
+    return out
+
+
+record("gather", gather_cases)
+
+SC1 = SDN(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+SCROW = SDN(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+
+
+def scatter_cases(name):
+    def cases():
+        out = []
+        dts = [d for d in ["float32", "int32", "int8", "uint8", "uint16", "bool"]
+               if not (d == "bool" and name in ("scatter_add", "scatter_mul"))]
+        for dt in dts:
+            x = arr((6,), dt)
+            if name == "scatter_mul" and dt == "float32":
+                x = np.arange(1, 7, dtype=np.float32)
+            u = arr((5,), dt, 9)
+            if name in ("scatter_add", "scatter_mul") and dt[0] in "iu":
+                u = (np.arange(5) % 3 + 1).astype(dt) * (60 if dt in ("int8", "uint8") else 1)
+            if name == "scatter_mul" and dt == "float32":
+                u = np.array([2.0, 0.5, -1.0, 4.0, 3.0], np.float32)
+            idx = np.array([[1], [3], [1], [9], [-1]], np.int32)   # duplicates and out-of-bounds
+            if name == "scatter":
+                idx = np.array([[1], [3], [0], [9], [-1]], np.int32)  # unique in-bounds positions
+            out.append(Case([x, idx, u], dict(dimension_numbers=SC1, indices_are_sorted=False,
+                                              unique_indices=False, mode="fill"), label=dt))
+        x = arr((4, 3), "float32")
+        u = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+        out.append(Case([x, np.array([[2], [0]], np.int32), u],
+                        dict(dimension_numbers=SCROW, indices_are_sorted=False, unique_indices=False,
+                             mode="fill"), label="rows"))
+        out.append(Case([x, np.zeros((0, 1), np.int32), np.zeros((0, 3), np.float32)],
+                        dict(dimension_numbers=SCROW, indices_are_sorted=False, unique_indices=False,
+                             mode="fill"), label="no-updates"))
+        return out
+    return cases
+
+
+for _name in ["scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"]:
+    record(_name, scatter_cases(_name), tol={"float32": (1e-6, 1e-6)})
+
+
+# --------------------------------------------------------------------------- checking
+
+def _tol(rec, case, dtype):
+    if case.tol is not None:
+        return case.tol
+    return rec.tol.get(np.dtype(dtype).name, (0.0, 0.0))
+
+
+def assert_matches(got, want, rtol, atol, signed_zero=False, what=""):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if got.dtype.kind != "f":
+        bad = got != want
+        assert not bad.any(), f"{what}: mismatch at {np.argwhere(bad)[:5].tolist()}: got {got[bad][:5]}, want {want[bad][:5]}"
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    gn, wn = np.isnan(g), np.isnan(w)
+    assert (gn == wn).all(), f"{what}: NaN mismatch: got {got[gn != wn][:5]}, want {want[gn != wn][:5]}"
+    inf = np.isinf(w)
+    assert (g[inf] == w[inf]).all(), f"{what}: inf mismatch: got {got[inf]}, want {want[inf]}"
+    fin = ~wn & ~inf
+    err = np.abs(g[fin] - w[fin])
+    lim = atol + rtol * np.abs(w[fin])
+    bad = ~(err <= lim)
+    assert not bad.any(), (f"{what}: values differ: got {got[fin][bad][:6]}, want {want[fin][bad][:6]} "
+                           f"(rtol={rtol}, atol={atol})")
+    if signed_zero:
+        z = (w == 0) & (g == 0)
+        sb = np.signbit(g[z]) != np.signbit(w[z])
+        assert not sb.any(), f"{what}: signed-zero mismatch: got {got[z][sb]}, want {want[z][sb]}"
+
+
+def _ref_value(prim, case):
+    with np.errstate(all="ignore"):
+        want = prim.reference(*[np.asarray(a) for a in case.args], **case.params)
+    return np.asarray(want)
+
+
+ALL_CASES = [(name, i, c.label) for name, rec in sorted(RECORDS.items())
+             for i, c in enumerate(rec.cases())]
+
+
+def _case_id(t):
+    return f"{t[0]}-{t[2]}"
+
+
+@pytest.mark.parametrize("name,i,label", ALL_CASES, ids=[_case_id(t) for t in ALL_CASES])
+def test_eager_matches_reference_and_jit(name, i, label):
+    rec = RECORDS[name]
+    case = rec.cases()[i]
+    prim = REGISTRY[name]
+    host = [np.asarray(a) for a in case.args]
+    arrays = [asarray_device(a) for a in host]
+    for a, h in zip(arrays, host):
+        assert a.dtype == h.dtype, (a.dtype, h.dtype)
+    want = _ref_value(prim, case)
+    got = prim.bind(*arrays, **case.params)
+    assert isinstance(got, wjax.Array)
+    # abstract eval agrees with what ran
+    aval = prim.abstract_eval(*[a.aval for a in arrays], **case.params)
+    assert got.aval == aval
+    rtol, atol = _tol(rec, case, want.dtype)
+    assert_matches(got, want, rtol, atol, rec.signed_zero, what=f"{name}[{label}] eager")
+    jitted = wjax.jit(lambda *a: prim.bind(*a, **case.params))(*arrays)
+    assert jitted.aval == got.aval
+    g, j = np.asarray(got), np.asarray(jitted)
+    if rec.jit_exact:
+        assert_matches(j, g, 0.0, 0.0, signed_zero=True, what=f"{name}[{label}] jit vs eager")
+    else:
+        assert_matches(j, g, rtol, atol, what=f"{name}[{label}] jit vs eager")
+
+
+def test_every_primitive_has_a_record():
+    missing = sorted(n for n in REGISTRY if n not in RECORDS and n not in EXCLUDED)
+    assert not missing, f"primitives without a test record in tests/test_ops.py: {missing}"
+    assert len(EXCLUDED) <= 3
+    stale = sorted(n for n in RECORDS if n not in REGISTRY)
+    assert not stale, f"records for unregistered primitives: {stale}"
+
+
+def test_every_record_has_float_or_int_and_edge_cases():
+    for name, rec in RECORDS.items():
+        labels = [c.label for c in rec.cases()]
+        assert labels, name
+        assert len(set(labels)) == len(labels), f"{name}: duplicate case labels"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if n not in EXCLUDED))
+def test_primitive_has_required_rules(name):
+    p = REGISTRY[name]
+    assert callable(p.abstract_eval), f"{name} has no abstract_eval rule"
+    assert callable(p.reference), f"{name} has no reference rule"
+    assert callable(p.fuse) or callable(p.kernel) or callable(p.impl), f"{name} has no WGSL rule"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if getattr(p, "table", None)))
+def test_rejected_dtypes_raise_type_error(name):
+    """A dtype kind missing from an elementwise op's WGSL table is rejected at abstract eval."""
+    from wjax.ir import ShapedArray
+    p = REGISTRY[name]
+    nargs = p.abstract_eval.__code__.co_argcount
+    rejected = [k for k in "fiub" if k not in p.table]
+    for k in rejected:
+        dt = KIND_DTYPES[k][0]
+        with pytest.raises(TypeError, match=dt):
+            p.abstract_eval(*[ShapedArray((2,), dt)] * nargs)
+
+
+def test_binary_ops_require_equal_dtypes_and_shapes():
+    from wjax.ir import ShapedArray
+    with pytest.raises(TypeError, match="int32.*float32|same dtypes"):
+        REGISTRY["add"].abstract_eval(ShapedArray((2,), "int32"), ShapedArray((2,), "float32"))
+    with pytest.raises(TypeError, match=r"\(2,\).*\(3,\)"):
+        REGISTRY["add"].abstract_eval(ShapedArray((2,), "float32"), ShapedArray((3,), "float32"))
+
+
+# --------------------------------------------------------------------------- vs real JAX
+
+JAX_LAX_NAME = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "not": "bitwise_not",
+                "sub": "sub", "mul": "mul", "div": "div", "rem": "rem"}
+
+
+@pytest.mark.parametrize("dt", ["float32", "int8", "uint8", "int16", "int32", "uint32"])
+def test_elementwise_references_match_real_jax(dt):
+    """The reference rules (the living spec) agree with XLA's lax on the same inputs."""
+    jax = pytest.importorskip("jax")
+    from jax import lax as jlax
+    bad = []
+    kind = np.dtype(dt).kind
+    for name, p in sorted(REGISTRY.items()):
+        table = getattr(p, "table", None)
+        if table is None or kind not in table:
+            continue
+        nargs = p.abstract_eval.__code__.co_argcount
+        f = getattr(jlax, JAX_LAX_NAME.get(name, name), None)
+        if f is None:
+            continue
+        if nargs == 1:
+            args = [vals(dt)]
+        else:
+            args = list(cross(vals(dt), vals(dt)))
+        want = np.asarray(jax.jit(f)(*args))
+        got = _ref_value(p, Case(args))
+        tol = {"float32": (1e-5, 1e-6)}.get(dt, (0, 0))
+        if name == "round":
+            want = np.asarray(f(*args, rounding_method=0))
+        try:
+            assert_matches(got, want, *tol, what=name)
+        except AssertionError as e:
+            bad.append(str(e))
+    assert not bad, "\n".join(bad)
+
+
+def test_convert_reference_matches_real_jax():
+    jax = pytest.importorskip("jax")
+    bad = []
+    for c in convert_cases():
+        if c.label == "empty":
+            continue
+        src = c.args[0]
+        want = np.asarray(jax.lax.convert_element_type(src, c.params["new_dtype"]))
+        got = _ref_value(REGISTRY["convert_element_type"], c)
+        try:
+            assert_matches(got, want, 1e-3 if want.dtype == np.float16 else 0, 0, what=c.label)
+        except AssertionError as e:
+            bad.append(str(e))
+    assert not bad, "\n".join(bad)

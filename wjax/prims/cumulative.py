@@ -1,0 +1,219 @@
+"""Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp.
+
+Each is a kernel op over ``axis`` (``reverse`` scans from the end), run by the
+workgroup scan in shaders/scan.wgsl: one workgroup per (row, part), threads
+fold contiguous chunks, the workgroup scans the chunk totals in workgroup
+memory, and threads rescan their chunks from their prefixes.  Rows that are
+short (or numerous) are scanned by one thread each instead.  Elementwise
+producers of the operand are fused into the element reads.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import convert_expr, kind
+
+_TEMPLATE = None
+
+
+def _template():
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        _TEMPLATE = W.load_shader("scan.wgsl")
+    return _TEMPLATE
+
+
+W.helper("wj_logaddexp", """
+fn wj_logaddexp(a: f32, b: f32) -> f32 {
+  let m = max(a, b);
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (wj_isinf(m) && m < 0.0) { return m; }
+  if (wj_isinf(m)) { return m; }
+  return m + wj_log1p(exp(-abs(a - b)));
+}""")
+
+
+def _state_dtype(dtype):
+    k = kind(dtype)
+    if k == "f":
+        return np.dtype(np.float32)
+    if k == "b":
+        return np.dtype(np.uint32)
+    return np.dtype(np.int32) if k == "i" else np.dtype(np.uint32)
+
+
+def _monoid(op, dtype):
+    """(identity, combine body, helpers) over the state type of ``dtype``."""
+    k = kind(dtype)
+    st = _state_dtype(dtype)
+    if op == "sum":
+        return W.zero(st), "  return a + b;", ()
+    if op == "prod":
+        return W.literal(1, st), "  return a * b;", ()
+    if op == "logsumexp":
+        return W.literal(-np.inf, st), "  return wj_logaddexp(a, b);", (
+            "wj_isnan", "wj_isinf", "wj_log1p", "wj_logaddexp")
+    if op in ("max", "min"):
+        if k == "f":
+            ident = W.literal(-np.inf if op == "max" else np.inf, st)
+            return ident, f"  return wj_{op}_f(a, b);", ("wj_isnan", f"wj_{op}_f")
+        if k == "b":
+            return ("0u" if op == "max" else "1u"), f"  return {op}(a, b);", ()
+        info = np.iinfo(dtype)
+        ident = W.literal(info.min if op == "max" else info.max, st)
+        return ident, f"  return {op}(a, b);", ()
+    raise ValueError(op)
+
+
+def _rows(shape, axis):
+    other = [d for d in range(len(shape)) if d != axis]
+    return other, [shape[d] for d in other]
+
+
+def _operand_index(kb, shape, axis, row, p, reverse):
+    other, oshape = _rows(shape, axis)
+    od = Index(kb, oshape, flat=row).dims() if oshape else []
+    dims = [None] * len(shape)
+    for d, e in zip(other, od):
+        dims[d] = e
+    n = shape[axis]
+    dims[axis] = f"({n - 1}u - {p})" if reverse else p
+    return Index(kb, shape, dims=dims)
+
+
+def _elem_body(ctx, kb, x, axis, reverse, sdt):
+    saved, kb.lines = kb.lines, []
+    idx = _operand_index(kb, x.shape, axis, "row", "p", reverse)
+    v = ctx.reader(kb, 0, ctx.fuser(kb))(idx)
+    body = kb.lines + [f"return {convert_expr(v, x.dtype, sdt)};"]
+    kb.lines = saved
+    return "  " + "\n  ".join(body)
+
+
+def _put_body(ctx, kb, x, axis, reverse, sdt, out_dtype):
+    saved, kb.lines = kb.lines, []
+    idx = _operand_index(kb, x.shape, axis, "row", "p", reverse)
+    name = kb.bind(ctx.out_key(0), out_dtype, "read_write")
+    val = W.wrap_narrow(convert_expr("v", sdt, out_dtype), out_dtype)
+    body = kb.lines + [f"{name}[{idx.flat()}] = {W.store_expr(val, out_dtype)};"]
+    kb.lines = saved
+    return "  " + "\n  ".join(body)
+
+
+def emit_scan(ctx, op, x: ShapedArray, axis: int, reverse: bool, out_dtype):
+    N = x.shape[axis]
+    M = x.size // N if N else 0
+    sdt = _state_dtype(x.dtype)
+    ident, comb, helpers = _monoid(op, x.dtype)
+    st = W.value_type(sdt)
+
+    def prelude(kb):
+        for h in helpers:
+            kb.use_helper(h)
+        elem = _elem_body(ctx, kb, x, axis, reverse, sdt)
+        put = _put_body(ctx, kb, x, axis, reverse, sdt, out_dtype)
+        return (f"fn combine(a: {st}, b: {st}) -> {st} {{\n{comb}\n}}\n"
+                f"fn elem(row: u32, p: u32) -> {st} {{\n{elem}\n}}\n"
+                f"fn put(row: u32, p: u32, v: {st}) {{\n{put}\n}}\n")
+
+    if N <= 32 or M >= 2048:
+        # one thread per row, a sequential scan
+        kb = ctx.new_kb()
+        fns = prelude(kb)
+        kb.emit(f"var acc: {st} = {ident};")
+        kb.emit(f"for (var p = 0u; p < {N}u; p = p + 1u) {{ acc = combine(acc, elem(i, p)); put(i, p, acc); }}")
+        src, grid = kb.elementwise_kernel(M, wg=64)
+        head, rest = src.split("@compute", 1)
+        ctx.dispatch(kb, head + fns + "@compute" + rest, grid)
+        return
+
+    wg = 256 if N > 2048 else (128 if N > 512 else 64)
+    parts = 1
+    if M < 16 and N > wg * 64:
+        parts = int(min(16, max(1, 16 // M), -(-N // (wg * 64))))
+    slice_n = -(-N // parts)
+    totals = ctx.scratch(ShapedArray((M * parts,), sdt)) if parts > 1 else None
+
+    def build(mode_totals):
+        kb = ctx.new_kb()
+        for h in helpers:
+            kb.use_helper(h)
+        elem = _elem_body(ctx, kb, x, axis, reverse, sdt)
+        put = _put_body(ctx, kb, x, axis, reverse, sdt, out_dtype) if not mode_totals else ""
+        after, prefix = "", ""
+        if totals is not None:
+            tname = kb.bind(totals, sdt, "read_write" if mode_totals else "read")
+            if mode_totals:
+                after = f"  if (lid == {wg - 1}u) {{ {tname}[g] = sv[lid]; }}\n  return;"
+            else:
+                prefix = (f"  for (var q = 0u; q < part; q = q + 1u) "
+                          f"{{ pre = combine(pre, {tname}[row * {parts}u + q]); }}")
+        grid = W.grid_for(M * parts, kb.max_groups)
+        src = _template()
+        for k, v in {"HEADER": kb.header(), "STATE": st, "WG": str(wg), "COMBINE": comb,
+                     "ELEM": elem, "PUT": put if not mode_totals else "", "NX": str(grid[0]),
+                     "GROUPS": str(M * parts), "PARTS": str(parts), "SLICE": str(slice_n),
+                     "N": str(N), "IDENTITY": ident, "AFTER_SCAN": after,
+                     "PART_PREFIX": prefix}.items():
+            src = src.replace("{{" + k + "}}", v)
+        if mode_totals:   # no put in this pass; keep the function well-formed
+            src = src.replace("fn put(row: u32, p: u32, v: " + st + ") {\n\n}",
+                              "fn put(row: u32, p: u32, v: " + st + ") {}")
+        ctx.dispatch(kb, src, grid)
+
+    if totals is not None:
+        build(True)
+    build(False)
+
+
+# --------------------------------------------------------------------------- primitives
+
+_ACCEPTS = {"sum": "fiu", "prod": "fiu", "max": "fiub", "min": "fiub", "logsumexp": "f"}
+
+
+def _ref(op, x, axis, reverse):
+    y = np.flip(x, axis) if reverse else x
+    with np.errstate(all="ignore"):
+        if op == "sum":
+            r = np.cumsum(y, axis=axis, dtype=x.dtype)
+        elif op == "prod":
+            r = np.cumprod(y, axis=axis, dtype=x.dtype)
+        elif op == "max":
+            r = np.maximum.accumulate(y, axis=axis)
+        elif op == "min":
+            r = np.minimum.accumulate(y, axis=axis)
+        else:
+            r = np.logaddexp.accumulate(y, axis=axis)
+    r = np.asarray(r, x.dtype)
+    return np.flip(r, axis) if reverse else r
+
+
+def _cumulative(name, op):
+    p = Primitive(name)
+    p.fuse_inputs = (0,)
+
+    def abstract(x, axis, reverse=False):
+        if not 0 <= axis < max(x.ndim, 0) or x.ndim == 0:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape {x.shape}")
+        if kind(x.dtype) not in _ACCEPTS[op]:
+            raise TypeError(f"{name} does not accept dtype {np.dtype(x.dtype).name}")
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+    def kernel(ctx, x, axis, reverse=False):
+        emit_scan(ctx, op, x, axis, reverse, ctx.eqn.outvars[0].aval.dtype)
+
+    p.abstract_eval, p.kernel = abstract, kernel
+    p.reference = lambda x, axis, reverse=False: _ref(op, x, axis, reverse)
+    p.monoid = op
+    return p
+
+
+cumsum_p = _cumulative("cumsum", "sum")
+cumprod_p = _cumulative("cumprod", "prod")
+cummax_p = _cumulative("cummax", "max")
+cummin_p = _cumulative("cummin", "min")
+cumlogsumexp_p = _cumulative("cumlogsumexp", "logsumexp")
