@@ -14,6 +14,7 @@ from .array import Array, Device  # noqa: F401
 from .ir import ShapedArray  # noqa: F401
 from .staging import make_jaxpr  # noqa: F401
 from .api import jit  # noqa: F401
+from .api import vmap  # noqa: F401
 from . import lax, numpy  # noqa: F401
 from .staging import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
                       TracerArrayConversionError, TracerBoolConversionError,

@@ -205,3 +205,34 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), *
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+
+
+# --------------------------------------------------------------------------- vmap
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorizing map: ``fun`` mapped over the ``in_axes`` of its arguments (a jaxpr rewrite,
+    see ``wjax/transforms/vmap.py``); the mapped axis of each output goes to ``out_axes``."""
+    from .transforms.vmap import vmap as _vmap
+    return _vmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size,
+                 spmd_axis_name=spmd_axis_name)
+
+
+_pjit_batched: dict = {}
+
+
+def _pjit_batch(args, dims, *, jaxpr, name):
+    """vmap of a jit call: the inner jaxpr is batched (memoized per jaxpr and dims)."""
+    from .transforms.batching import axis_size
+    from .transforms.vmap import vmap_closed_jaxpr
+    n = axis_size(args, dims)
+    key = (id(jaxpr), tuple(dims), n)
+    hit = _pjit_batched.get(key)
+    if hit is None or hit[0] is not jaxpr:
+        if len(_pjit_batched) > 256:
+            _pjit_batched.clear()
+        hit = _pjit_batched[key] = (jaxpr,) + vmap_closed_jaxpr(jaxpr, dims, n)
+    _, batched, out_dims = hit
+    return pjit_p.bind(*args, jaxpr=batched, name=name), list(out_dims)
+
+
+pjit_p.batch = _pjit_batch

@@ -364,4 +364,125 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     raise TypeError(f"lax.dot requires lhs and rhs of rank 1 or 2, got shapes {la.shape} and {ra.shape}")
 
 
+# --------------------------------------------------------------------------- cumulative, sort, conv
+# (issue 3: primitives in prims/cumulative.py, prims/sort.py, prims/conv.py, prims/special.py)
+
+from .prims import conv as _C  # noqa: E402
+from .prims import cumulative as _CU  # noqa: E402
+from .prims import sort as _SO  # noqa: E402
+from .prims import special as _SP  # noqa: E402
+from .prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations  # noqa: E402,F401
+
+
+def _cum(p):
+    def f(operand, axis: int = 0, reverse: bool = False):
+        a = _aval(operand)
+        if not -a.ndim <= int(axis) < builtins.max(a.ndim, 1) or a.ndim == 0:
+            raise ValueError(f"{p.name}: axis {axis} is out of bounds for array of shape {a.shape}")
+        return p.bind(operand, axis=int(axis) % a.ndim, reverse=bool(reverse))
+    f.__name__ = p.name
+    return f
+
+
+cumsum = _cum(_CU.cumsum_p)
+cumprod = _cum(_CU.cumprod_p)
+cummax = _cum(_CU.cummax_p)
+cummin = _cum(_CU.cummin_p)
+cumlogsumexp = _cum(_CU.cumlogsumexp_p)
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sorts along ``dimension``; a sequence of operands is sorted by its first ``num_keys``."""
+    single = not isinstance(operand, (tuple, list))
+    ops = [operand] if single else list(operand)
+    if not ops:
+        raise TypeError("sort requires at least one operand")
+    nd = _aval(ops[0]).ndim
+    if nd == 0:
+        raise TypeError("sort requires operands of rank at least 1, got shape ()")
+    if not -nd <= dimension < nd:
+        raise ValueError(f"sort dimension {dimension} is out of bounds for operand shape "
+                         f"{_aval(ops[0]).shape}")
+    out = _SO.sort_p.bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
+                          num_keys=int(num_keys))
+    return out[0] if single else tuple(out)
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+    k, v = sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
+    return k, v
+
+
+def top_k(operand, k: int, *, axis: int = -1):
+    """The ``k`` largest entries along ``axis`` (last by default) and their indices."""
+    a = _aval(operand)
+    if a.ndim == 0:
+        raise TypeError("top_k operand must have >= 1 dimension, got shape ()")
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    ax = int(axis) % a.ndim
+    vals, idx = _SO.top_k_p.bind(operand, k=k, axis=ax)
+    return vals, idx
+
+
+def erf_inv(x):
+    return _SP.erf_inv_p.bind(*_operands(x))
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+    return _SP.reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits),
+                                       mantissa_bits=int(mantissa_bits))
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    return _C.padtype_to_pads(in_shape, window_shape, window_strides, padding)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count: int = 1,
+                         batch_group_count: int = 1, precision=None, preferred_element_type=None):
+    la, ra = _aval(lhs), _aval(rhs)
+    dnums = _C.conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    nsp = la.ndim - 2
+    lhs_dilation = (1,) * nsp if lhs_dilation is None else tuple(int(d) for d in lhs_dilation)
+    rhs_dilation = (1,) * nsp if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
+    window_strides = tuple(int(s) for s in window_strides)
+    if isinstance(padding, str):
+        if builtins.any(d != 1 for d in lhs_dilation):
+            raise ValueError("String padding is not implemented for transposed convolution using "
+                             "this op. Please either exactly specify the required padding or use "
+                             "conv_transpose.")
+        k_sp = [ra.shape[d] for d in dnums.rhs_spec[2:]]
+        eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(k_sp, rhs_dilation)]
+        padding = _C.padtype_to_pads([la.shape[d] for d in dnums.lhs_spec[2:]], eff,
+                                     window_strides, padding)
+    else:
+        try:
+            padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+        except (TypeError, ValueError):
+            raise ValueError("padding argument to conv_general_dilated should be a string or a "
+                             f"sequence of (low, high) pairs, got {padding}") from None
+    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
+    if pet is not None and la.dtype != ra.dtype:
+        lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
+    return _C.conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=None, preferred_element_type=pet, out_sharding=None)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -80,6 +80,7 @@ class Compiled:
 def _limits(rt):
     lim = dict(rt.limits)
     lim["max-storage-buffers-per-shader-stage"] = rt.max_storage
+    lim["max-compute-workgroups-per-dimension"] = rt.max_groups
     return lim
 
 

@@ -175,7 +175,7 @@ class Fuser:
     def read(self, atom, idx: Index) -> str:
         aval = atom.aval
         if isinstance(atom, Lit):
-            return W.literal(atom.val, aval.dtype)
+            return self.kb.lit(atom.val, aval.dtype)
         if aval.ndim == 0:
             idx = Index(self.kb, ())
         key = (atom.id, idx.key())
@@ -192,8 +192,11 @@ class Fuser:
         else:
             k = lw.key_of(atom)
             name = self.kb.bind(k, aval.dtype, "read")
-            expr = W.load_expr(f"{name}[{idx.flat()}]", aval.dtype)
-        out = self.kb.let(expr, W.value_type(aval.dtype))
+            flat = idx.flat()
+            if flat != "i":
+                self.kb.vec_ok = False
+            expr = self.kb.load(f"{name}[{flat}]", aval.dtype)
+        out = self.kb.let(expr, self.kb.vt(aval.dtype))
         self.memo[key] = out
         return out
 
@@ -331,14 +334,15 @@ class Lowering:
                 plan.last_use[k] = i
         return plan
 
-    def _gen_fused(self, roots, shape, level):
+    def _gen_fused(self, roots, shape, level, vec=1):
         kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
+        kb.vec = vec
         f = Fuser(kb, self, level)
         idx = Index(kb, shape, flat="i")
         for v in roots:
             val = f.read_root(v, idx) if hasattr(f, "read_root") else self._read_root(f, v, idx)
             name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
-            kb.emit(f"{name}[i] = {W.store_expr(val, v.aval.dtype)};")
+            kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
         return kb
 
     @staticmethod
@@ -346,7 +350,7 @@ class Lowering:
         eqn = f.lw.producer[v.id]
         readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
         expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
-        return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), W.value_type(v.aval.dtype))
+        return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), f.kb.vt(v.aval.dtype))
 
     def _fused_kernels(self, roots, shape, level):
         n = int(np.prod(shape))
@@ -362,7 +366,24 @@ class Lowering:
             kb = self._gen_fused(current, shape, level)
             if len(kb.bindings) > self.max_storage:
                 raise BindingOverflow(current[0], len(kb.bindings))
+            if kb.vec_ok and not kb.helpers and n % 4 == 0 and n >= 4096:
+                vkb = self._gen_fused(current, shape, level, vec=4)
+                src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
+                if vkb.vec_ok and self._compiles(src):
+                    self.add_dispatch(vkb, src, grid)
+                    return
             self._emit_fused(kb, n)
+
+    @staticmethod
+    def _compiles(src: str) -> bool:
+        """vec4 kernels are opportunistic: any template that is scalar-only fails WGSL
+        validation, and the scalar kernel is used instead."""
+        from . import runtime
+        try:
+            runtime.get().pipeline(src)
+            return True
+        except runtime.WjaxRuntimeError:
+            return False
 
     def _emit_fused(self, kb: KernelBuilder, n: int):
         src, grid = kb.elementwise_kernel(n)

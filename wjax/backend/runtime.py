@@ -117,8 +117,18 @@ class Runtime:
                                               self.limits["max-storage-buffers-per-shader-stage"]))
         self.max_binding = int(self.limits["max-storage-buffer-binding-size"])
         self.max_buffer = int(self.limits["max-buffer-size"])
-        self.max_groups = int(self.limits["max-compute-workgroups-per-dimension"])
+        self.max_groups = int(os.environ.get("WJAX_MAX_WORKGROUPS",
+                                             self.limits["max-compute-workgroups-per-dimension"]))
         self._free: dict[int, list] = {}
+        # Every GPU buffer stays strongly referenced here: a Buffer that dies inside a
+        # garbage *cycle* would otherwise let the GC finalize (release) its GPU buffer
+        # while Buffer.__del__ puts it back in the pool.
+        self._all: list = []
+        # Every GPU buffer stays referenced here for the runtime's life: a Buffer handle that
+        # dies in a reference cycle (say, a traceback's frames) is finalized by the cyclic GC
+        # together with its GPUBuffer, whose own __del__ would release the buffer that the
+        # handle's __del__ just returned to the pool.  Reachable objects are never finalized.
+        self._owned: list = []
         self._pipelines: dict[str, object] = {}
         self._encoder = None
         self._pass = None
@@ -155,8 +165,10 @@ class Runtime:
         self.stats["allocs"] += 1
         try:
             gpu = self.device.create_buffer(size=cls, usage=_USAGE)
+            self._all.append(gpu)
         except Exception as e:  # out of device memory
             raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
+        self._owned.append(gpu)
         return Buffer(gpu, cls, self._free)
 
     def pool_size(self) -> int:

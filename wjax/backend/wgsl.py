@@ -151,6 +151,30 @@ class KernelBuilder:
         self._n = 0
         self.max_groups = max_groups
         self.enable_f16 = False
+        # vec4 mode: every value is a vec4 of 4 consecutive elements (pure flat elementwise
+        # kernels only); vec_ok turns False as soon as index math or a scalar read appears
+        self.vec = 1
+        self.vec_ok = True
+
+    def vt(self, dtype) -> str:
+        t = value_type(dtype)
+        return t if self.vec == 1 else f"vec{self.vec}<{t}>"
+
+    def lit(self, val, dtype) -> str:
+        e = literal(val, dtype)
+        return e if self.vec == 1 else f"vec{self.vec}<{value_type(dtype)}>({e})"
+
+    def load(self, raw: str, dtype) -> str:
+        if _name(dtype) == "bool":
+            return f"({raw} != {'0u' if self.vec == 1 else f'vec{self.vec}<u32>(0u)'})"
+        return raw
+
+    def store(self, val: str, dtype) -> str:
+        if _name(dtype) == "bool":
+            if self.vec == 1:
+                return f"select(0u, 1u, {val})"
+            return f"select(vec{self.vec}<u32>(0u), vec{self.vec}<u32>(1u), {val})"
+        return val
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -165,6 +189,11 @@ class KernelBuilder:
         ty = "atomic<u32>" if access == "atomic" else storage_type(dtype)
         if ty == "f16":
             self.enable_f16 = True
+            self.vec_ok = False
+        if _name(dtype) in ("int8", "int16", "uint8", "uint16"):
+            self.vec_ok = False
+        if self.vec > 1:
+            ty = f"vec{self.vec}<{ty}>"
         self.bindings.append((key, access, ty))
         self._binding_names[k] = name
         return name
@@ -172,6 +201,10 @@ class KernelBuilder:
     def use_helper(self, name: str) -> None:
         if name not in self.helpers:
             self.helpers.append(name)
+            # helpers that call other helpers (wj_max_f -> wj_isnan) pull those in too
+            for dep in HELPERS:
+                if dep != name and dep + "(" in HELPERS[name]:
+                    self.use_helper(dep)
 
     def emit(self, line: str) -> None:
         self.lines.append(line)
@@ -198,19 +231,23 @@ class KernelBuilder:
             out.append(HELPERS[h].strip())
         return "\n".join(out)
 
-    def elementwise_kernel(self, n: int, wg: int = WORKGROUP) -> tuple[str, tuple]:
-        """Wraps ``self.lines`` (which use ``i``, the flat index) in a 1-thread-per-element
-        kernel over ``n`` elements; returns (wgsl, grid)."""
-        groups = -(-n // wg)
+    def elementwise_kernel(self, n: int, wg: int = WORKGROUP, per_thread: int = 1) -> tuple[str, tuple]:
+        """Wraps ``self.lines`` (which use ``i``, the flat index) in a kernel over ``n``
+        elements, each thread taking ``per_thread`` consecutive ones; returns (wgsl, grid)."""
+        k = max(1, per_thread if n >= wg * per_thread * 4 else 1)
+        groups = -(-n // (wg * k))
         grid = grid_for(groups, self.max_groups)
         body = "\n  ".join(self.lines)
-        src = (f"{self.header()}\n"
-               f"@compute @workgroup_size({wg})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-               f"@builtin(local_invocation_index) lid: u32) {{\n"
-               f"  let i = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n"
-               f"  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n")
-        return src, grid
+        head = (f"{self.header()}\n"
+                f"@compute @workgroup_size({wg})\n"
+                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+                f"@builtin(local_invocation_index) lid: u32) {{\n"
+                f"  let t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n")
+        if k == 1:
+            return head + f"  let i = t;\n  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n", grid
+        body = body.replace("\n  ", "\n    ")
+        return (head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
+                f"    let i = t * {k}u + q;\n    if (i >= {n}u) {{ return; }}\n    {body}\n  }}\n}}\n"), grid
 
 
 def strides_of(shape) -> list[int]:
@@ -233,11 +270,15 @@ class Index:
     def flat(self) -> str:
         if self._flat is None:
             st = strides_of(self.shape)
-            terms = [d if s == 1 else f"{d} * {s}u" for d, s, n in zip(self._dims, st, self.shape) if n != 1]
+            terms = [d if s == 1 else f"({d}) * {s}u" for d, s, n in zip(self._dims, st, self.shape) if n != 1]
             self._flat = self.kb.let(" + ".join(terms) if terms else "0u", "u32")
         return self._flat
 
     def dims(self) -> list[str]:
+        if len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
+            self.kb.vec_ok = False
+        elif self._dims is None and len(self.shape) == 1:
+            self.kb.vec_ok = False
         if self._dims is None:
             st = strides_of(self.shape)
             out, total = [], int(np.prod(self.shape))

@@ -12,6 +12,7 @@ from .. import dtypes
 from ..backend import wgsl as W
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 
 
 def kind(dtype) -> str:
@@ -34,9 +35,8 @@ def _check_kind(name, dtype, table):
                         f"subtypes of {', '.join(accepted[k] for k in table)}.")
 
 
-def _fill(template: str, args, dtype) -> str:
-    return template.format(*args, T=W.value_type(dtype),
-                           Z=W.literal(0, dtype), O=W.literal(1, dtype))
+def _fill(kb, template: str, args, dtype) -> str:
+    return template.format(*args, T=kb.vt(dtype), Z=kb.lit(0, dtype), O=kb.lit(1, dtype))
 
 
 def elementwise_shape(name, *avals) -> tuple:
@@ -69,11 +69,12 @@ def unop(name, table: dict, reference, result_dtype=None):
     def fuse(kb, idx, read, in_avals, out_aval):
         for h in _helpers_in(table[kind(in_avals[0].dtype)]):
             kb.use_helper(h)
-        return _fill(table[kind(in_avals[0].dtype)], [read[0](idx)], in_avals[0].dtype)
+        return _fill(kb, table[kind(in_avals[0].dtype)], [read[0](idx)], in_avals[0].dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
     p.reference = lambda x: np.asarray(reference(x))
     p.table = table
+    _batching.defbroadcasting(p)   # vmap: align batch axes, broadcast the rest
     return p
 
 
@@ -92,11 +93,12 @@ def binop(name, table: dict, reference, result_dtype=None):
         t = table[kind(in_avals[0].dtype)]
         for h in _helpers_in(t):
             kb.use_helper(h)
-        return _fill(t, [read[0](idx), read[1](idx)], in_avals[0].dtype)
+        return _fill(kb, t, [read[0](idx), read[1](idx)], in_avals[0].dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
     p.reference = lambda x, y: np.asarray(reference(x, y))
     p.table = table
+    _batching.defbroadcasting(p)   # vmap: align batch axes, broadcast the rest
     return p
 
 
@@ -387,6 +389,7 @@ def _select_fuse(kb, idx, read, in_avals, out_aval):
 
 
 select_n_p.reference = lambda pred, *cases: np.choose(pred.astype(np.int32), cases) if len(cases) > 1 else cases[0]
+_batching.defbroadcasting(select_n_p)
 
 convert_element_type_p = Primitive("convert_element_type")
 
@@ -440,6 +443,7 @@ def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
 
 
 convert_element_type_p.reference = _convert_ref
+_batching.defbroadcasting(convert_element_type_p)
 
 integer_pow_p = Primitive("integer_pow")
 
@@ -469,3 +473,4 @@ def _ipow_fuse(kb, idx, read, in_avals, out_aval, y):
 
 
 integer_pow_p.reference = lambda x, y: np.power(x, y) if y >= 0 else 1 / np.power(x, -y)
+_batching.defbroadcasting(integer_pow_p)

@@ -16,6 +16,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import _same_dtypes, kind
 
 
@@ -153,6 +154,37 @@ def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fil
 
 
 gather_p.reference = _gather_ref
+
+
+
+def _up(t):
+    return tuple(a + 1 for a in t)
+
+
+def _gather_batch(args, dims, dimension_numbers, slice_sizes, **params):
+    (op, ind), (do, di) = args, dims
+    n = _batching.axis_size(args, dims)
+    dn, ss = dimension_numbers, tuple(slice_sizes)
+    if di is None:     # the operand's batch axis is one more window axis, first in the output
+        op = _batching.bdim_at_front(op, do, n)
+        dn = GatherDimensionNumbers((0,) + _up(dn.offset_dims), _up(dn.collapsed_slice_dims),
+                                    _up(dn.start_index_map), _up(dn.operand_batching_dims),
+                                    tuple(dn.start_indices_batching_dims))
+        return gather_p.bind(op, ind, dimension_numbers=dn, slice_sizes=(n,) + ss, **params), 0
+    ind = _batching.bdim_at_front(ind, di, n)
+    if do is None:     # one more batch axis of the indices, first in the output
+        dn = GatherDimensionNumbers(_up(dn.offset_dims), tuple(dn.collapsed_slice_dims),
+                                    tuple(dn.start_index_map), tuple(dn.operand_batching_dims),
+                                    _up(dn.start_indices_batching_dims))
+        return gather_p.bind(op, ind, dimension_numbers=dn, slice_sizes=ss, **params), 0
+    op = _batching.bdim_at_front(op, do, n)   # both: a batching dimension pair
+    dn = GatherDimensionNumbers(_up(dn.offset_dims), _up(dn.collapsed_slice_dims), _up(dn.start_index_map),
+                                (0,) + _up(dn.operand_batching_dims),
+                                (0,) + _up(dn.start_indices_batching_dims))
+    return gather_p.bind(op, ind, dimension_numbers=dn, slice_sizes=(1,) + ss, **params), 0
+
+
+gather_p.batch = _gather_batch
 
 
 # --------------------------------------------------------------------------- scatter
@@ -318,12 +350,26 @@ def _scatter_ref_for(name):
     return ref
 
 
+def _scatter_batch_for(p):
+    """vmap: operand, indices and updates all get the batch axis first, as a batching dimension."""
+    def rule(args, dims, dimension_numbers, **params):
+        n = _batching.axis_size(args, dims)
+        op, ind, upd = [_batching.bdim_at_front(x, d, n) for x, d in zip(args, dims)]
+        dn = dimension_numbers
+        dn = ScatterDimensionNumbers(_up(dn.update_window_dims), _up(dn.inserted_window_dims),
+                                     _up(dn.scatter_dims_to_operand_dims), (0,) + _up(dn.operand_batching_dims),
+                                     (0,) + _up(dn.scatter_indices_batching_dims))
+        return p.bind(op, ind, upd, dimension_numbers=dn, **params), 0
+    return rule
+
+
 def _make_scatter(name):
     p = Primitive(name)
     p.fuse_inputs = (0, 1, 2)
     p.abstract_eval = _scatter_abstract
     p.kernel = _scatter_kernel_for(name)
     p.reference = _scatter_ref_for(name)
+    p.batch = _scatter_batch_for(p)   # vmap
     return p
 
 

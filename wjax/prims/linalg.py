@@ -8,6 +8,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 
 dot_general_p = Primitive("dot_general")
@@ -126,3 +127,28 @@ def _dot_ref(lhs, rhs, dimension_numbers, precision=None, preferred_element_type
 
 
 dot_general_p.reference = _dot_ref
+
+
+def _dot_batch(args, dims, dimension_numbers, **params):
+    (lhs, rhs), (dl, dr) = args, dims
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if dl is not None and dr is not None:   # a new batch dimension, first in the output
+        n = _batching.axis_size(args, dims)
+        lhs, rhs = _batching.bdim_at_front(lhs, dl, n), _batching.bdim_at_front(rhs, dr, n)
+        up = lambda t: tuple(a + 1 for a in t)
+        dn = ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    sh = _batching.shift_axes
+    if dr is None:                          # the batch axis is one more free lhs dimension
+        lc2, lb2 = sh(lc, dl), sh(lb, dl)
+        free = [i for i in range(_batching.aval_of(lhs).ndim) if i not in lc2 + lb2]
+        out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc), (lb2, rb)), **params)
+        return out, len(lb) + free.index(dl)
+    rc2, rb2 = sh(rc, dr), sh(rb, dr)       # ... or one more free rhs dimension
+    n_lfree = _batching.aval_of(lhs).ndim - len(lc) - len(lb)
+    free = [i for i in range(_batching.aval_of(rhs).ndim) if i not in rc2 + rb2]
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc2), (lb, rb2)), **params)
+    return out, len(lb) + n_lfree + free.index(dr)
+
+
+dot_general_p.batch = _dot_batch

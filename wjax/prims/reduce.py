@@ -15,6 +15,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import kind
 
 _TEMPLATE = None
@@ -137,7 +138,8 @@ def emit_reduction(ctx, op, x_aval: ShapedArray, axes, out_key, out_dtype, index
     mono = _monoid(op, x_aval.dtype, index_dtype)
     cpu = _is_cpu(ctx)
     target = 16 if cpu else 2048
-    parts = 1 if N <= wg * 4 else int(min(256, max(1, -(-target // max(M, 1))), -(-N // (wg * 4))))
+    # two passes only when few outputs each reduce many elements
+    parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))), -(-N // (wg * 4))))
     slice_n = -(-N // parts) if N else 0
     trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
 
@@ -268,6 +270,7 @@ def _reducer(name, op, np_ref, accepts):
 
     p.abstract_eval, p.kernel, p.reference = abstract, kernel, reference
     p.monoid = op
+    _batching.defreducer(p)   # vmap: shift the axes past the batch axis
     return p
 
 
@@ -307,6 +310,7 @@ def _arg(name, op):
         return (np.argmax if op == "argmax" else np.argmin)(x, axis=a).astype(index_dtype)
 
     p.abstract_eval, p.kernel, p.reference = abstract, kernel, reference
+    _batching.defreducer(p)   # vmap: shift the axes past the batch axis
     return p
 
 

@@ -13,6 +13,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import _same_dtypes
 
 
@@ -62,6 +63,16 @@ def _bcast_ref(x, shape, broadcast_dimensions, sharding=None):
 
 broadcast_in_dim_p.reference = _bcast_ref
 
+
+def _bcast_batch(args, dims, shape, broadcast_dimensions, sharding=None):
+    n = _batching.axis_size(args, dims)
+    x = _batching.bdim_at_front(args[0], dims[0], n)
+    return broadcast_in_dim_p.bind(x, shape=(n,) + tuple(shape), sharding=sharding,
+                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+broadcast_in_dim_p.batch = _bcast_batch
+
 # --------------------------------------------------------------------------- reshape
 
 reshape_p = Primitive("reshape")
@@ -83,6 +94,15 @@ def _reshape_fuse(kb, idx, read, in_avals, out_aval, new_sizes, dimensions=None,
 
 reshape_p.reference = lambda x, new_sizes, dimensions=None, sharding=None: np.reshape(x, new_sizes)
 
+
+def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
+    n = _batching.axis_size(args, dims)
+    x = _batching.bdim_at_front(args[0], dims[0], n)
+    return reshape_p.bind(x, new_sizes=(n,) + tuple(new_sizes), dimensions=None, sharding=sharding), 0
+
+
+reshape_p.batch = _reshape_batch
+
 squeeze_p = Primitive("squeeze")
 
 
@@ -103,6 +123,15 @@ def _squeeze_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 squeeze_p.reference = lambda x, dimensions: np.squeeze(x, tuple(dimensions))
 
+
+def _squeeze_batch(args, dims, dimensions):
+    (x,), (d,) = args, dims
+    dd = tuple(sorted(k % max(_batching.aval_of(x).ndim - 1, 1) for k in dimensions))
+    return squeeze_p.bind(x, dimensions=_batching.shift_axes(dd, d)), d - sum(k < d for k in dd)
+
+
+squeeze_p.batch = _squeeze_batch
+
 expand_dims_p = Primitive("expand_dims")
 
 
@@ -121,6 +150,16 @@ def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
+
+
+def _expand_batch(args, dims, dimensions):
+    n = _batching.axis_size(args, dims)
+    x = _batching.bdim_at_front(args[0], dims[0], n)
+    nd = _batching.aval_of(x).ndim - 1 + len(dimensions)
+    return expand_dims_p.bind(x, dimensions=tuple(k % nd + 1 for k in dimensions)), 0
+
+
+expand_dims_p.batch = _expand_batch
 
 # --------------------------------------------------------------------------- transpose
 
@@ -146,6 +185,15 @@ def _transpose_fuse(kb, idx, read, in_avals, out_aval, permutation):
 
 
 transpose_p.reference = lambda x, permutation: np.transpose(x, permutation)
+
+
+def _transpose_batch(args, dims, permutation):
+    n = _batching.axis_size(args, dims)
+    x = _batching.bdim_at_front(args[0], dims[0], n)
+    return transpose_p.bind(x, permutation=(0,) + tuple(p + 1 for p in permutation)), 0
+
+
+transpose_p.batch = _transpose_batch
 
 # --------------------------------------------------------------------------- slice, rev
 
@@ -202,6 +250,24 @@ def _rev_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 rev_p.reference = lambda x, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x
 
+
+def _slice_batch(args, dims, start_indices, limit_indices, strides=None):
+    (x,), (d,) = args, dims
+    n = _batching.axis_size(args, dims)
+    st, lim = list(start_indices), list(limit_indices)
+    st.insert(d, 0)
+    lim.insert(d, n)
+    if strides is not None:
+        strides = list(strides)
+        strides.insert(d, 1)
+        strides = tuple(strides)
+    return slice_p.bind(x, start_indices=tuple(st), limit_indices=tuple(lim), strides=strides), d
+
+
+slice_p.batch = _slice_batch
+rev_p.batch = lambda args, dims, dimensions: (
+    rev_p.bind(args[0], dimensions=_batching.shift_axes(dimensions, dims[0])), dims[0])
+
 # --------------------------------------------------------------------------- iota
 
 iota_p = Primitive("iota")
@@ -225,6 +291,8 @@ def _iota_ref(dtype, shape, dimension, sharding=None):
 
 
 iota_p.reference = _iota_ref
+
+_batching.defunbatched(iota_p)
 
 # --------------------------------------------------------------------------- pad
 
@@ -292,6 +360,29 @@ def _pad_ref(x, padval, padding_config):
 
 pad_p.reference = _pad_ref
 
+
+def _pad_batch(args, dims, padding_config):
+    (x, pv), (dx, dp) = args, dims
+    n = _batching.axis_size(args, dims)
+    if dp is None:
+        cfg = list(padding_config)
+        cfg.insert(dx, (0, 0, 0))
+        return pad_p.bind(x, pv, padding_config=tuple(cfg)), dx
+    # a batched padding value: pad with zeros, then select it where a padded mask is False
+    from .elementwise import select_n_p
+    x = _batching.bdim_at_front(x, dx, n)
+    a = _batching.aval_of(x)
+    cfg = ((0, 0, 0),) + tuple(padding_config)
+    padded = pad_p.bind(x, np.zeros((), a.dtype), padding_config=cfg)
+    ones = broadcast_in_dim_p.bind(np.bool_(True), shape=a.shape, broadcast_dimensions=(), sharding=None)
+    mask = pad_p.bind(ones, np.bool_(False), padding_config=cfg)
+    shape = _batching.aval_of(padded).shape
+    fill = broadcast_in_dim_p.bind(pv, shape=shape, broadcast_dimensions=(0,), sharding=None)
+    return select_n_p.bind(mask, fill, padded), 0
+
+
+pad_p.batch = _pad_batch
+
 # --------------------------------------------------------------------------- concatenate
 
 concatenate_p = Primitive("concatenate")
@@ -341,6 +432,15 @@ def _concat_fuse(kb, idx, read, in_avals, out_aval, dimension):
 
 concatenate_p.reference = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 
+
+def _concat_batch(args, dims, dimension):
+    n = _batching.axis_size(args, dims)
+    xs = [_batching.bdim_at_front(x, d, n) for x, d in zip(args, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + 1), 0
+
+
+concatenate_p.batch = _concat_batch
+
 # --------------------------------------------------------------------------- clamp
 
 clamp_p = Primitive("clamp")
@@ -367,6 +467,8 @@ def _clamp_fuse(kb, idx, read, in_avals, out_aval):
 
 
 clamp_p.reference = lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)
+
+_batching.defbroadcasting(clamp_p)
 
 # --------------------------------------------------------------------------- dynamic slicing
 
@@ -410,6 +512,45 @@ def _dslice_ref(x, *starts, slice_sizes):
 
 dynamic_slice_p.reference = _dslice_ref
 
+
+
+def _index_vectors(starts, dims, n):
+    """Start indices (scalars, some batched) as one int32 array of shape [n, len(starts)]."""
+    from .elementwise import convert_element_type_p
+    cols = []
+    for s, d in zip(starts, dims):
+        if _batching.aval_of(s).dtype != np.int32:
+            s = convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32), weak_type=False)
+        cols.append(broadcast_in_dim_p.bind(s, shape=(n, 1), broadcast_dimensions=() if d is None else (0,),
+                                            sharding=None))
+    return cols[0] if len(cols) == 1 else concatenate_p.bind(*cols, dimension=1)
+
+
+def _dslice_batch(args, dims, slice_sizes):
+    (x, *starts), (dx, *ds) = args, dims
+    n = _batching.axis_size(args, dims)
+    if all(d is None for d in ds):
+        starts.insert(dx, np.int32(0))
+        sizes = list(slice_sizes)
+        sizes.insert(dx, n)
+        return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes)), dx
+    # batched starts: a gather of one window per example (clamped like dynamic_slice)
+    from .indexing import GatherDimensionNumbers, gather_p
+    idx = _index_vectors(starts, ds, n)
+    k = len(starts)
+    if dx is None:
+        dn = GatherDimensionNumbers(tuple(range(1, k + 1)), (), tuple(range(k)))
+        sizes = tuple(slice_sizes)
+    else:
+        x = _batching.bdim_at_front(x, dx, n)
+        dn = GatherDimensionNumbers(tuple(range(1, k + 1)), (), tuple(range(1, k + 1)), (0,), (0,))
+        sizes = (1,) + tuple(slice_sizes)
+    return gather_p.bind(x, idx, dimension_numbers=dn, slice_sizes=sizes, mode="clip", fill_value=None,
+                         indices_are_sorted=False, unique_indices=False), 0
+
+
+dynamic_slice_p.batch = _dslice_batch
+
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 
 
@@ -448,3 +589,30 @@ def _dus_ref(x, update, *starts):
 
 
 dynamic_update_slice_p.reference = _dus_ref
+
+
+
+def _dus_batch(args, dims):
+    (x, u, *starts), (dx, du, *ds) = args, dims
+    n = _batching.axis_size(args, dims)
+    xs, us = _batching.unbatched_shape(x, dx), _batching.unbatched_shape(u, du)
+    x = _batching.bdim_at_front(x, dx, n)
+    u = _batching.bdim_at_front(u, du, n)
+    if all(d is None for d in ds):
+        return dynamic_update_slice_p.bind(x, u, np.int32(0), *starts), 0
+    # batched starts: a scatter of one window per example, starts clamped as dynamic_update_slice does
+    from .elementwise import convert_element_type_p
+    from .indexing import ScatterDimensionNumbers, scatter_p
+    clamped = []
+    for s, sx, su in zip(starts, xs, us):
+        if _batching.aval_of(s).dtype != np.int32:
+            s = convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32), weak_type=False)
+        clamped.append(clamp_p.bind(np.int32(0), s, np.int32(max(sx - su, 0))))
+    idx = _index_vectors(clamped, ds, n)
+    k = len(starts)
+    dn = ScatterDimensionNumbers(tuple(range(1, k + 1)), (), tuple(range(1, k + 1)), (0,), (0,))
+    return scatter_p.bind(x, idx, u, dimension_numbers=dn, indices_are_sorted=True, unique_indices=True,
+                          mode="clip", update_jaxpr=None, update_consts=()), 0
+
+
+dynamic_update_slice_p.batch = _dus_batch

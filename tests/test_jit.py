@@ -1,0 +1,355 @@
+"""Tracing, make_jaxpr, jit: caching, static arguments, errors, fusion and limits."""
+import logging
+import re
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax.backend import execute, lower, runtime
+from wjax.ir import ClosedJaxpr, typecheck
+
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+
+def norm(X):
+    X = X - X.mean(0)
+    return X / X.std(0)
+
+
+def softmax(x):
+    e = jnp.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def n_kernels(f, *args, **kw):
+    return len(wjax.jit(f, **kw).lower(*args).compile().plan.steps)
+
+
+def run_with_limits(f, args, **limits):
+    """Lowers ``f`` with forced device limits and runs the plan on real buffers."""
+    closed = wjax.make_jaxpr(f)(*args)
+    rt = runtime.get()
+    lim = dict(rt.limits)
+    lim.update(limits)
+    jaxpr, consts = lower.flatten_closed(closed)
+    plan = lower.lower_jaxpr(jaxpr, lim)
+    arrays = [execute._to_array(c) for c in consts] + [jnp.asarray(a) for a in args]
+    outs = execute.run_plan(plan, [a.buffer for a in arrays])
+    res = [wjax.Array(o, v.aval) for o, v in zip(outs, jaxpr.outvars)]
+    return res, plan
+
+
+# --------------------------------------------------------------------------- tracing
+
+def test_tracer_repr_and_static_shape():
+    seen = {}
+
+    def f(x):
+        seen["repr"] = repr(x)
+        seen["shape"] = x.shape
+        return x * 2
+
+    wjax.jit(f)(jnp.ones((3, 4)))
+    assert seen["repr"] == "Traced<ShapedArray(float32[3,4])>with<DynamicJaxprTrace>"
+    assert seen["shape"] == (3, 4)
+
+
+def test_make_jaxpr_format():
+    def f(x):
+        return jnp.where(x > 0, x, 0.0) * 2.0
+
+    j = wjax.make_jaxpr(f)(jnp.arange(5.0))
+    s = str(j)
+    assert s.startswith("{ lambda ; a:f32[5]. let")
+    assert "b:bool[5] = gt a 0.0" in s
+    assert s.rstrip().endswith("in (d,) }") or re.search(r"in \([a-z]+,\) }$", s.strip())
+    typecheck(j.jaxpr)
+
+
+def test_make_jaxpr_nested_pjit_and_consts():
+    c = jnp.arange(3.0)
+
+    @wjax.jit
+    def inner(y):
+        return y + c
+
+    j = wjax.make_jaxpr(lambda x: inner(x) * 3)(jnp.ones(3))
+    s = str(j)
+    assert "pjit[name=inner jaxpr={ lambda" in s
+    typecheck(j.jaxpr)
+
+
+def test_make_jaxpr_python_scalar_is_weak():
+    j = wjax.make_jaxpr(lambda x: x + 1)(3.0)
+    assert j.in_avals[0].weak_type
+    assert str(j) == "{ lambda ; a:f32[]. let b:f32[] = add a 1.0 in (b,) }" or "add a 1.0" in str(j)
+
+
+# --------------------------------------------------------------------------- jit semantics
+
+def test_jit_matches_eager_and_numpy():
+    x = jnp.linspace(-3, 3, 101)
+    np.testing.assert_allclose(np.asarray(wjax.jit(selu)(x)), np.asarray(selu(x)), rtol=1e-6)
+    xn = np.asarray(x)
+    ref = 1.05 * np.where(xn > 0, xn, 1.67 * np.exp(xn) - 1.67)
+    np.testing.assert_allclose(np.asarray(wjax.jit(selu)(x)), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_jit_pytrees_kwargs_and_cache():
+    calls = []
+
+    @wjax.jit
+    def f(params, x, *, scale):
+        calls.append(1)
+        return {"y": params["w"] * x + params["b"], "s": (x * scale).sum()}
+
+    p = {"w": jnp.float32(2.0), "b": jnp.float32(1.0)}
+    out = f(p, jnp.arange(3.0), scale=2.0)
+    assert set(out) == {"y", "s"}
+    np.testing.assert_allclose(np.asarray(out["y"]), [1, 3, 5])
+    assert float(out["s"]) == 6.0
+    f(p, jnp.arange(3.0) + 1, scale=3.0)
+    assert len(calls) == 1          # same avals: no retrace
+    f(p, jnp.arange(4.0), scale=2.0)
+    assert len(calls) == 2          # new shape: retrace
+    f(p, jnp.arange(4, dtype=jnp.int32), scale=2.0)
+    assert len(calls) == 3          # new dtype: retrace
+
+
+def test_jit_weak_type_in_cache_key():
+    calls = []
+
+    @wjax.jit
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    r1 = f(3.0)
+    r2 = f(jnp.float32(3.0))
+    assert len(calls) == 2
+    assert r1.weak_type and not r2.weak_type
+
+
+def test_static_argnums_and_argnames():
+    calls = []
+
+    def f(x, n, mode="a"):
+        calls.append((n, mode))
+        return x * n if mode == "a" else x + n
+
+    g = wjax.jit(f, static_argnums=1, static_argnames="mode")
+    assert float(g(jnp.float32(2.0), 3)) == 6.0
+    assert float(g(jnp.float32(2.0), 3)) == 6.0
+    assert len(calls) == 1
+    assert float(g(jnp.float32(2.0), 4)) == 8.0
+    assert float(g(jnp.float32(2.0), 4, mode="b")) == 6.0
+    assert len(calls) == 3
+    h = wjax.jit(f, static_argnames=("n",))
+    assert float(h(jnp.float32(2.0), n=5)) == 10.0
+
+
+def test_static_unhashable_is_clear_error():
+    g = wjax.jit(lambda x, s: x, static_argnums=1)
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        g(1.0, [1, 2])
+
+
+def test_side_effect_once_and_frozen_global():
+    box = {"k": 2.0}
+    log = []
+
+    @wjax.jit
+    def f(x):
+        log.append("traced")
+        return x * box["k"]
+
+    assert float(f(jnp.float32(1.0))) == 2.0
+    box["k"] = 10.0
+    assert float(f(jnp.float32(1.0))) == 2.0   # frozen until retrace
+    assert log == ["traced"]
+    assert float(f(jnp.ones(2))[0]) == 10.0     # new signature picks up the new global
+
+
+def test_lower_as_text_and_compile():
+    lowered = wjax.jit(selu).lower(jnp.ones(8))
+    text = lowered.as_text()
+    assert "@compute" in text and "exp(" in text
+    comp = lowered.compile()
+    assert len(comp.plan.steps) == 1
+
+
+def test_log_compiles(caplog):
+    wjax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="wjax"):
+            wjax.jit(lambda x: x + 41)(jnp.ones(7))
+        assert any("Compiling" in r.message for r in caplog.records)
+    finally:
+        wjax.config.update("jax_log_compiles", False)
+
+
+def test_disable_jit():
+    seen = []
+
+    def f(x):
+        seen.append(type(x).__name__)
+        return x + 1
+
+    with wjax.disable_jit():
+        wjax.jit(f)(jnp.ones(2))
+    assert seen == ["Array"]
+
+
+def test_jit_async_returns_before_sync():
+    x = jnp.ones(1024)
+    f = wjax.jit(lambda x: x * 2 + 1)
+    y = f(x)
+    for _ in range(20):
+        y = f(y)
+    assert float(y.block_until_ready()[0]) == 2 ** 22 - 1
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_concretization_error_names_function_and_argument():
+    def f(x, flag):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(wjax.errors.TracerBoolConversionError) as e:
+        wjax.jit(f)(jnp.float32(1.0), 2)
+    msg = str(e.value)
+    assert "tracing the function f" in msg
+    assert "argument x" in msg
+    assert "static_argnums" in msg
+    assert isinstance(e.value, wjax.errors.ConcretizationTypeError)
+
+
+def test_int_float_of_tracer_errors():
+    with pytest.raises(wjax.errors.ConcretizationTypeError):
+        wjax.jit(lambda x: float(x))(jnp.float32(1.0))
+    with pytest.raises(wjax.errors.ConcretizationTypeError):
+        wjax.jit(lambda x: int(x))(jnp.float32(1.0))
+    with pytest.raises(wjax.errors.TracerIntegerConversionError):
+        wjax.jit(lambda x: [1, 2, 3][x])(jnp.int32(1))
+    with pytest.raises(wjax.errors.TracerArrayConversionError):
+        wjax.jit(lambda x: np.asarray(x))(jnp.ones(2))
+
+
+def test_boolean_mask_under_jit():
+    with pytest.raises(wjax.errors.NonConcreteBooleanIndexError):
+        wjax.jit(lambda x: x[x < 0])(jnp.arange(-2.0, 2.0))
+    assert isinstance(wjax.errors.NonConcreteBooleanIndexError("x"), IndexError)
+    # outside jit it works
+    np.testing.assert_array_equal(np.asarray(jnp.arange(-2.0, 2.0)[jnp.arange(-2.0, 2.0) < 0]), [-2, -1])
+
+
+def test_traced_reshape_size():
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+        wjax.jit(lambda x, n: x.reshape((n, 2)))(jnp.ones(4), 2)
+    assert wjax.jit(lambda x, n: x.reshape((n, 2)), static_argnums=1)(jnp.ones(4), 2).shape == (2, 2)
+
+
+def test_leaked_tracer():
+    leaked = []
+
+    @wjax.jit
+    def f(x):
+        leaked.append(x)
+        return x + 1
+
+    f(jnp.ones(3))
+    with pytest.raises(wjax.errors.UnexpectedTracerError, match="unexpected tracer"):
+        leaked[0] + 1
+
+
+# --------------------------------------------------------------------------- fusion
+
+def test_selu_is_one_kernel():
+    assert n_kernels(selu, jnp.ones(1000)) == 1
+
+
+def test_norm_kernels():
+    assert n_kernels(norm, jnp.ones((100, 10))) <= 4
+
+
+def test_softmax_kernels():
+    assert n_kernels(softmax, jnp.ones((8, 16))) <= 3
+    x = np.random.RandomState(0).randn(8, 16).astype(np.float32)
+    ref = np.exp(x - x.max(-1, keepdims=True))
+    ref /= ref.sum(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(wjax.jit(softmax)(x)), ref, rtol=1e-5, atol=1e-7)
+
+
+def test_multi_output_kernel():
+    f = lambda x: (jnp.sin(x), jnp.cos(x) * 2, x + 1)
+    assert n_kernels(f, jnp.ones(100)) == 1
+    a, b, c = wjax.jit(f)(jnp.arange(4.0))
+    np.testing.assert_allclose(np.asarray(b), 2 * np.cos(np.arange(4.0)), rtol=1e-6)
+
+
+def test_views_fuse_without_copies():
+    f = lambda x: (x.T.reshape(-1)[::2] * 3)[None, :].sum(0)
+    x = jnp.arange(12.0).reshape(3, 4)
+    assert n_kernels(f, x) == 1
+    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x)), (np.arange(12.0).reshape(3, 4).T.reshape(-1)[::2] * 3))
+
+
+def test_reduction_fuses_producer():
+    f = lambda x: jnp.sum(jnp.exp(x) * 2)
+    assert n_kernels(f, jnp.ones(64)) == 1
+    np.testing.assert_allclose(float(wjax.jit(f)(jnp.zeros(64))), 128.0)
+
+
+def test_cse_and_folding():
+    f = lambda x: jnp.sin(x) * (2.0 * 3.0) + jnp.sin(x) * 6.0
+    j = wjax.make_jaxpr(f)(jnp.ones(3))
+    plan = lower.lower_jaxpr(lower.flatten_closed(j)[0], runtime.get().limits)
+    assert plan.wgsl_text().count("sin(") == 1
+
+
+# --------------------------------------------------------------------------- limits
+
+def test_storage_buffer_limit_splitting():
+    xs = [np.arange(6.0, dtype=np.float32) + i for i in range(13)]
+    f = lambda *a: sum(a[1:], a[0]) * 2
+    (out,), plan = run_with_limits(f, xs, **{"max-storage-buffers-per-shader-stage": 8})
+    assert all(len(d.keys) <= 8 for d in plan.steps)
+    assert len(plan.steps) > 1
+    np.testing.assert_allclose(np.asarray(out), 2 * np.sum(xs, 0))
+
+
+def test_storage_limit_with_reduction_operand():
+    xs = [np.arange(6.0, dtype=np.float32) * (i + 1) for i in range(10)]
+    f = lambda *a: jnp.sum(sum(a[1:], a[0]))
+    (out,), plan = run_with_limits(f, xs, **{"max-storage-buffers-per-shader-stage": 8})
+    assert all(len(d.keys) <= 8 for d in plan.steps)
+    np.testing.assert_allclose(float(out), float(np.sum(xs)))
+
+
+def test_grid_limit_two_dimensional():
+    x = np.arange(5000, dtype=np.float32)
+    (out,), plan = run_with_limits(lambda a: a * 2 + 1, [x], **{"max-compute-workgroups-per-dimension": 4})
+    assert any(d.grid[1] > 1 for d in plan.steps)
+    np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
+    (s,), _ = run_with_limits(lambda a: jnp.sum(a.reshape(50, 100), axis=1), [x],
+                              **{"max-compute-workgroups-per-dimension": 4})
+    np.testing.assert_allclose(np.asarray(s), x.reshape(50, 100).sum(1))
+
+
+def test_one_command_buffer_per_call():
+    f = wjax.jit(lambda x: jnp.sum(x) + jnp.max(x))
+    x = jnp.ones(100)
+    f(x).block_until_ready()
+    rt = runtime.get()
+    rt.synchronize()
+    before = rt.stats["submits"]
+    y = f(x)
+    assert rt.stats["submits"] == before    # recorded, not yet submitted
+    assert float(y) == 101.0

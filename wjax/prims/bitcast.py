@@ -1,0 +1,47 @@
+"""bitcast_convert_type: reinterpret the bits of an array as another dtype of the same width.
+
+Fusable: a WGSL ``bitcast<T>(x)`` for 32-bit types.  Narrow integers (held
+widened in 32-bit lanes) reinterpret by re-wrapping to the new width.  Casts
+between widths (which change the shape in JAX) and float16 are not supported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..ir import ShapedArray
+from ..primitive import Primitive
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _check(x_dtype, new_dtype):
+    src, dst = np.dtype(x_dtype), np.dtype(new_dtype)
+    if src == np.bool_ or dst == np.bool_:
+        raise TypeError("bitcast_convert_type does not accept bool operands or results")
+    if src.itemsize != dst.itemsize:
+        raise NotImplementedError(
+            f"wjax: bitcast_convert_type between widths ({src.name} -> {dst.name}) is not supported")
+    if (src == np.float16) != (dst == np.float16):
+        raise NotImplementedError("wjax: bitcast_convert_type to or from float16 is not supported")
+    return dst
+
+
+@bitcast_convert_type_p.def_abstract_eval
+def _bitcast_abstract(x, new_dtype):
+    return ShapedArray(x.shape, _check(x.dtype, dtypes.check_supported(new_dtype)))
+
+
+@bitcast_convert_type_p.def_fuse
+def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
+    src, dst = np.dtype(in_avals[0].dtype), np.dtype(out_aval.dtype)
+    e = read[0](idx)
+    if src == dst:
+        return e
+    if src.itemsize == 4 or W.storage_type(src) != W.storage_type(dst):
+        return W.wrap_narrow(f"bitcast<{W.value_type(dst)}>({e})", dst)
+    return W.wrap_narrow(e, dst)
+
+
+bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype))

@@ -1,0 +1,326 @@
+"""conv_general_dilated, lowered onto the register-blocked matmul in shaders/matmul.wgsl.
+
+A convolution is a batched matrix product once its operands are read through
+index maps (an implicit im2col that is never materialized):
+
+    batch  b  = group (feature groups or batch groups)
+    rows   m  = (output batch, output spatial position)
+    cols   n  = output feature within the group
+    depth  k  = (input feature within the group, kernel spatial position)
+
+``rdA(b, m, k)`` reads the lhs at the dilated, strided, padded position (zero
+outside the input or off the lhs-dilation lattice), ``rdB(b, k, n)`` reads the
+kernel, and the epilogue writes the output in ``out_spec`` layout.  Fused
+elementwise producers of either operand are inlined into the reads.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import convert_expr, kind
+from .linalg import _acc_dtype
+
+
+class ConvDimensionNumbers(NamedTuple):
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+
+def conv_general_permutations(dimension_numbers):
+    """('NCHW', 'OIHW', 'NCHW')-style strings to (lhs_perm, rhs_perm, out_perm), as in JAX."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    charpairs = (("N", "C"), ("O", "I"), ("N", "C"))
+    for i, (a, b) in enumerate(charpairs):
+        if not dimension_numbers[i].count(a) == dimension_numbers[i].count(b) == 1:
+            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters "
+                            f"'{a}' and '{b}' exactly once, got {dimension_numbers[i]}.")
+        if len(dimension_numbers[i]) != len(set(dimension_numbers[i])):
+            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate characters, "
+                            f"got {dimension_numbers[i]}.")
+    if not (set(lhs_spec) - {"N", "C"} == set(rhs_spec) - {"O", "I"} == set(out_spec) - {"N", "C"}):
+        raise TypeError("convolution dimension_numbers elements must each have the same set of "
+                        f"spatial characters, got {dimension_numbers}.")
+
+    def getperm(spec, pair):
+        spatial = [i for i, c in enumerate(spec) if c not in pair]
+        if spec is not rhs_spec:
+            spatial = sorted(spatial, key=lambda i: rhs_spec.index(spec[i]))
+        return (spec.index(pair[0]), spec.index(pair[1])) + tuple(spatial)
+
+    return tuple(getperm(s, p) for s, p in zip(dimension_numbers, charpairs))
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return dimension_numbers
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} "
+                        f"and {len(rhs_shape)}.")
+    if dimension_numbers is None:
+        iota = tuple(range(len(lhs_shape)))
+        return ConvDimensionNumbers(iota, iota, iota)
+    if isinstance(dimension_numbers, (list, tuple)):
+        if len(dimension_numbers) != 3:
+            raise TypeError(f"convolution dimension_numbers list/tuple must be length 3, got "
+                            f"{len(dimension_numbers)}.")
+        if all(isinstance(e, (tuple, list)) for e in dimension_numbers):
+            return ConvDimensionNumbers(*[tuple(int(i) for i in e) for e in dimension_numbers])
+        if not all(isinstance(e, str) for e in dimension_numbers):
+            raise TypeError("convolution dimension_numbers elements must be strings, got "
+                            f"{tuple(map(type, dimension_numbers))}.")
+        for i, e in enumerate(dimension_numbers):
+            if len(e) != len(lhs_shape):
+                raise TypeError(f"convolution dimension_numbers[{i}] must have len equal to the ndim "
+                                f"of lhs and rhs, got {len(e)} for lhs and rhs shapes {tuple(lhs_shape)} "
+                                f"and {tuple(rhs_shape)}.")
+        return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
+    raise TypeError(f"convolution dimension_numbers must be tuple/list or None, got "
+                    f"{type(dimension_numbers)}.")
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    """'SAME' / 'SAME_LOWER' / 'VALID' to explicit (lo, hi) pairs, as in JAX."""
+    p = padding.upper() if isinstance(padding, str) else padding
+    if p in ("SAME", "SAME_LOWER"):
+        out = [-(-int(i) // int(s)) for i, s in zip(in_shape, window_strides)]
+        sizes = [max((o - 1) * s + w - i, 0) for o, s, w, i in zip(out, window_strides, window_shape, in_shape)]
+        if p == "SAME":
+            return tuple((s // 2, s - s // 2) for s in sizes)
+        return tuple((s - s // 2, s // 2) for s in sizes)
+    if p == "VALID":
+        return tuple((0, 0) for _ in in_shape)
+    raise ValueError(f"Unknown padding type: {padding}.")
+
+
+def _dilate(n, d):
+    return 0 if n == 0 else 1 + d * (n - 1)
+
+
+conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.fuse_inputs = (0, 1)
+
+
+@conv_general_dilated_p.def_abstract_eval
+def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                   dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+                   preferred_element_type=None, out_sharding=None):
+    dn = dimension_numbers
+    if lhs.ndim != rhs.ndim:
+        raise ValueError(f"conv_general_dilated lhs and rhs must have the same number of dimensions, "
+                         f"but got {lhs.shape} and {rhs.shape}.")
+    if lhs.ndim < 2:
+        raise ValueError(f"conv_general_dilated operands must have rank at least 2, got shapes "
+                         f"{lhs.shape} and {rhs.shape}")
+    if lhs.dtype != rhs.dtype and preferred_element_type is None:
+        raise TypeError(f"conv_general_dilated requires arguments to have the same dtypes, got "
+                        f"{np.dtype(lhs.dtype).name}, {np.dtype(rhs.dtype).name}.")
+    if kind(lhs.dtype) == "b":
+        raise TypeError("conv_general_dilated does not accept dtype bool")
+    nsp = lhs.ndim - 2
+    for nm, v in (("window_strides", window_strides), ("padding", padding),
+                  ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        if len(v) != nsp:
+            raise ValueError(f"conv_general_dilated {nm} must have one entry per spatial dimension "
+                             f"({nsp}), got {nm}={tuple(v)} for lhs shape {lhs.shape} and rhs shape "
+                             f"{rhs.shape}")
+    for nm, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                  ("rhs_dilation", rhs_dilation)):
+        if any(int(s) < 1 for s in v):
+            raise ValueError(f"conv_general_dilated {nm} must be positive, got {tuple(v)}")
+    fgc, bgc = feature_group_count, batch_group_count
+    if fgc < 1:
+        raise ValueError(f"conv_general_dilated feature_group_count must be a positive integer, got {fgc}.")
+    if bgc < 1:
+        raise ValueError(f"conv_general_dilated batch_group_count must be a positive integer, got {bgc}.")
+    if fgc > 1 and bgc > 1:
+        raise ValueError("At most one of batch_group_count and feature_group_count may be > 1, got "
+                         f"batch_group_count={bgc} and feature_group_count={fgc}")
+    lhs_c = lhs.shape[dn.lhs_spec[1]]
+    if lhs_c % fgc:
+        raise ValueError(f"conv_general_dilated feature_group_count must divide lhs feature dimension "
+                         f"size, but {fgc} does not divide {lhs_c}.")
+    if lhs_c // fgc != rhs.shape[dn.rhs_spec[1]]:
+        raise ValueError(f"conv_general_dilated lhs feature dimension size divided by feature_group_count "
+                         f"must equal the rhs input feature dimension size, but {lhs_c} // {fgc} != "
+                         f"{rhs.shape[dn.rhs_spec[1]]} (lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+    O = rhs.shape[dn.rhs_spec[0]]
+    if O % fgc:
+        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+                         f"feature_group_count, but {O} is not a multiple of {fgc}.")
+    lhs_n = lhs.shape[dn.lhs_spec[0]]
+    if bgc > 1 and lhs_n % bgc:
+        raise ValueError(f"conv_general_dilated batch_group_count must divide lhs batch dimension size, "
+                         f"but {bgc} does not divide {lhs_n}.")
+    if O % bgc:
+        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+                         f"batch_group_count, but {O} is not a multiple of {bgc}.")
+    lhs_sp = [_dilate(lhs.shape[d], ld) for d, ld in zip(dn.lhs_spec[2:], lhs_dilation)]
+    rhs_sp = [_dilate(rhs.shape[d], rd) for d, rd in zip(dn.rhs_spec[2:], rhs_dilation)]
+    padded = [n + lo + hi for n, (lo, hi) in zip(lhs_sp, padding)]
+    if any(p < 0 for p in padded):
+        raise ValueError(f"Negative padding is larger than the size of the corresponding dimension: "
+                         f"got padding={tuple(tuple(p) for p in padding)} for lhs spatial shape "
+                         f"{tuple(lhs.shape[d] for d in dn.lhs_spec[2:])}")
+    out_sp = [max(0, (p - w) // s + 1) if p >= w else 0 for p, w, s in zip(padded, rhs_sp, window_strides)]
+    out_trans = [lhs_n // bgc, O] + out_sp
+    shape = [0] * lhs.ndim
+    for i, d in enumerate(dn.out_spec):
+        shape[d] = out_trans[i]
+    dt = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn, fgc, bgc):
+    nsp = lhs.ndim - 2
+    G = fgc * bgc
+    out_n = out.shape[dn.out_spec[0]]
+    out_sp = [out.shape[d] for d in dn.out_spec[2:]]
+    k_sp = [rhs.shape[d] for d in dn.rhs_spec[2:]]
+    in_sp = [lhs.shape[d] for d in dn.lhs_spec[2:]]
+    Cg = rhs.shape[dn.rhs_spec[1]]
+    Og = rhs.shape[dn.rhs_spec[0]] // G
+    return dict(G=G, out_n=out_n, out_sp=out_sp, k_sp=k_sp, in_sp=in_sp, Cg=Cg, Og=Og, nsp=nsp)
+
+
+@conv_general_dilated_p.def_kernel
+def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                 dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+                 preferred_element_type=None, out_sharding=None):
+    dn = dimension_numbers
+    out = ctx.eqn.outvars[0].aval
+    g = _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn,
+                  feature_group_count, batch_group_count)
+    G, out_n, out_sp, k_sp, in_sp, Cg, Og = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "in_sp", "Cg", "Og"))
+    M = out_n * int(np.prod(out_sp, dtype=np.int64))
+    N = Og
+    K = Cg * int(np.prod(k_sp, dtype=np.int64))
+    acc = _acc_dtype(lhs.dtype)
+    kb = ctx.new_kb()
+
+    # rdA(b, m, k): lhs at (batch, feature, dilated/strided/padded position) -------------
+    saved, kb.lines = kb.lines, []
+    md = Index(kb, [out_n] + out_sp, flat="m").dims()
+    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
+    n_idx, osp = md[0], md[1:]
+    c_idx, wsp = kd[0], kd[1:]
+    dims = [None] * lhs.ndim
+    if batch_group_count > 1:
+        dims[dn.lhs_spec[0]] = kb.let(f"b * {out_n}u + {n_idx}", "u32")
+    else:
+        dims[dn.lhs_spec[0]] = n_idx
+    dims[dn.lhs_spec[1]] = kb.let(f"b * {Cg}u + {c_idx}", "u32") if feature_group_count > 1 else c_idx
+    conds = []
+    for s in range(len(in_sp)):
+        st, (lo, _), ld, rd = window_strides[s], padding[s], lhs_dilation[s], rhs_dilation[s]
+        pos = kb.let(f"i32({osp[s]}) * {st} - ({lo}) + i32({wsp[s]}) * {rd}", "i32")
+        if ld > 1:
+            conds.append(f"({pos} % {ld}) == 0")
+            q = kb.let(f"{pos} / {ld}", "i32")
+        else:
+            q = pos
+        conds.append(f"{q} >= 0 && {q} < {in_sp[s]}")
+        dims[dn.lhs_spec[2 + s]] = f"u32(clamp({q}, 0, {max(in_sp[s] - 1, 0)}))"
+    v = ctx.reader(kb, 0, ctx.fuser(kb))(Index(kb, lhs.shape, dims=dims))
+    v = convert_expr(v, lhs.dtype, acc)
+    inside = " && ".join(f"({c})" for c in conds) if conds else "true"
+    read_a = "  " + "\n  ".join(kb.lines + [f"return select({W.zero(acc)}, {v}, {inside});"])
+    kb.lines = []
+
+    # rdB(b, k, n): kernel[o = b * Og + n, i = c, spatial] -------------------------------------
+    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
+    dims = [None] * rhs.ndim
+    dims[dn.rhs_spec[0]] = kb.let(f"b * {Og}u + n", "u32") if G > 1 else "n"
+    dims[dn.rhs_spec[1]] = kd[0]
+    for s in range(len(k_sp)):
+        dims[dn.rhs_spec[2 + s]] = kd[1 + s]
+    v = ctx.reader(kb, 1, ctx.fuser(kb))(Index(kb, rhs.shape, dims=dims))
+    read_b = "  " + "\n  ".join(kb.lines + [f"return {convert_expr(v, rhs.dtype, acc)};"])
+    kb.lines = []
+
+    # epilogue: out[n, b * Og + n_mm, spatial] --------------------------------------------------
+    md = Index(kb, [out_n] + out_sp, flat="m").dims()
+    dims = [None] * out.ndim
+    dims[dn.out_spec[0]] = md[0]
+    dims[dn.out_spec[1]] = kb.let(f"b * {Og}u + n", "u32") if G > 1 else "n"
+    for s in range(len(out_sp)):
+        dims[dn.out_spec[2 + s]] = md[1 + s]
+    flat = Index(kb, out.shape, dims=dims).flat()
+    name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+    res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
+    write = "\n".join("        " + ln for ln in kb.lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"])
+    kb.lines = saved
+
+    big = M * N >= 4096
+    WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
+    TM, TN = WY * RM, WX * RN
+    tiles = G * (-(-M // TM)) * (-(-N // TN))
+    grid = W.grid_for(tiles, kb.max_groups)
+    src = W.load_shader("matmul.wgsl")
+    for k, val in {"HEADER": kb.header(), "ACC": W.value_type(acc), "READ_A": read_a, "READ_B": read_b,
+                   "WX": WX, "WY": WY, "RM": RM, "RN": RN, "TM": TM, "TN": TN, "M": M, "N": N, "K": K,
+                   "B": G, "NX": grid[0], "WRITE": write}.items():
+        src = src.replace("{{" + k + "}}", str(val))
+    ctx.dispatch(kb, src, grid)
+
+
+def _conv_ref(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+              feature_group_count=1, batch_group_count=1, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    dn = dimension_numbers
+    out_aval = _conv_abstract(ShapedArray(lhs.shape, lhs.dtype), ShapedArray(rhs.shape, rhs.dtype),
+                              window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+                              rhs_dilation=rhs_dilation, dimension_numbers=dn,
+                              feature_group_count=feature_group_count,
+                              batch_group_count=batch_group_count,
+                              preferred_element_type=preferred_element_type)
+    accdt = np.float64 if lhs.dtype.kind == "f" else np.int64
+    x = np.transpose(lhs, dn.lhs_spec).astype(accdt)     # N C spatial
+    w = np.transpose(rhs, dn.rhs_spec).astype(accdt)     # O I spatial
+    nsp = x.ndim - 2
+    # dilate lhs, pad (possibly negatively)
+    xs = x.shape
+    dil = np.zeros(xs[:2] + tuple(_dilate(n, d) for n, d in zip(xs[2:], lhs_dilation)), accdt)
+    dil[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in lhs_dilation)] = x
+    for s, (lo, hi) in enumerate(padding):
+        ax = 2 + s
+        if lo < 0:
+            dil = np.take(dil, np.arange(-lo, dil.shape[ax]), axis=ax)
+            lo = 0
+        if hi < 0:
+            dil = np.take(dil, np.arange(0, dil.shape[ax] + hi), axis=ax)
+            hi = 0
+        pw = [(0, 0)] * dil.ndim
+        pw[ax] = (lo, hi)
+        dil = np.pad(dil, pw)
+    wd = np.zeros(w.shape[:2] + tuple(_dilate(n, d) for n, d in zip(w.shape[2:], rhs_dilation)), accdt)
+    wd[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in rhs_dilation)] = w
+    fgc, bgc = feature_group_count, batch_group_count
+    G = fgc * bgc
+    O = w.shape[0]
+    Og, Cg = O // G, w.shape[1]
+    out_n = x.shape[0] // bgc
+    out_sp = [max(0, (dil.shape[2 + s] - wd.shape[2 + s]) // window_strides[s] + 1)
+              if dil.shape[2 + s] >= wd.shape[2 + s] else 0 for s in range(nsp)]
+    res = np.zeros([out_n, O] + out_sp, accdt)
+    for o in range(O):
+        grp = o // Og
+        for pos in np.ndindex(*out_sp):
+            sl = tuple(slice(p * st, p * st + k) for p, st, k in zip(pos, window_strides, wd.shape[2:]))
+            if bgc > 1:
+                patch = dil[grp * out_n:(grp + 1) * out_n, :][(slice(None), slice(None)) + sl]
+            else:
+                patch = dil[:, grp * Cg:(grp + 1) * Cg][(slice(None), slice(None)) + sl]
+            res[(slice(None), o) + pos] = np.sum(patch * wd[o][None], axis=tuple(range(1, patch.ndim)))
+    inv = np.argsort(dn.out_spec)
+    return np.transpose(res, inv).astype(out_aval.dtype)
+
+
+conv_general_dilated_p.reference = _conv_ref

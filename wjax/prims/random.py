@@ -1,0 +1,358 @@
+"""Random-number primitives: threefry2x32 in WGSL and the key operations built on it.
+
+Keys are raw ``uint32[..., 2]`` arrays here (typed keys are a thin wrapper
+in ``wjax.random``).  Every primitive is *fusable*: the value at an output
+index is a threefry2x32 hash (a WGSL helper, 20 rounds of u32 add/rotate/xor)
+of the key and a counter derived from the index, so a sampler such as
+``normal`` compiles to a single kernel with the bits computed on the device.
+
+The counters follow JAX exactly (``jax/_src/random/threefry2x32.py``):
+
+* partitionable mode (``jax_threefry_partitionable=True``, the default):
+  the element at flat position ``n`` of the sample hashes the counter pair
+  ``(n >> 32, n & 0xffffffff)`` (``iota_2x32_shape``); random bits are the
+  xor of the two output words, a split key is the two words.
+* original mode: ``threefry_2x32(key, iota(N))`` hashes the pairs
+  ``(i, i + ceil(N/2))`` (the second half padded with a 0 when N is odd) and
+  concatenates the first words then the second words.  Position ``m`` of
+  that stream is therefore one word of one hash, computed per element.
+
+``random_fold_in`` hashes ``(0, data)`` in both modes.
+
+Also here: ``lgamma`` (Lanczos, as XLA), which ``wjax.scipy.special.gammaln``
+needs and lax does not have yet.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..ir import ShapedArray
+from ..primitive import Primitive
+from .elementwise import T, unop
+
+ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+KS_PARITY = 0x1BD11BDA
+
+
+def _threefry_wgsl() -> str:
+    ks = ("k0", "k1", "k2")
+    out = ["fn wj_threefry2x32(k0: u32, k1: u32, c0: u32, c1: u32) -> vec2<u32> {",
+           f"  let k2 = k0 ^ k1 ^ {KS_PARITY}u;",
+           "  var x0 = c0 + k0;",
+           "  var x1 = c1 + k1;"]
+    for g in range(5):
+        for r in ROTATIONS[g % 2]:
+            out.append(f"  x0 = x0 + x1; x1 = (x1 << {r}u) | (x1 >> {32 - r}u); x1 = x1 ^ x0;")
+        out.append(f"  x0 = x0 + {ks[(g + 1) % 3]}; x1 = x1 + {ks[(g + 2) % 3]} + {g + 1}u;")
+    out += ["  return vec2<u32>(x0, x1);", "}"]
+    return "\n".join(out)
+
+
+W.helper("wj_threefry2x32", _threefry_wgsl())
+
+
+def threefry2x32_np(k0, k1, c0, c1):
+    """NumPy threefry2x32 (the reference rules' spec): uint32 arrays in, two out."""
+    k0, k1, c0, c1 = (np.asarray(a, np.uint32) for a in (k0, k1, c0, c1))
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(KS_PARITY))
+    x0 = c0 + ks[0]
+    x1 = c1 + ks[1]
+    for g in range(5):
+        for r in ROTATIONS[g % 2]:
+            x0 = x0 + x1
+            x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
+            x1 = x1 ^ x0
+        x0 = x0 + ks[(g + 1) % 3]
+        x1 = x1 + ks[(g + 2) % 3] + np.uint32(g + 1)
+    return x0, x1
+
+
+# --------------------------------------------------------------------------- index helpers
+
+def _split_index(kb, idx: Index, out_shape, nk: int):
+    """(key-batch coordinates, flat offset within the trailing sample dims)."""
+    if nk == 0:
+        return [], idx.flat()
+    dims = idx.dims()
+    tail = out_shape[nk:]
+    st = W.strides_of(tail)
+    terms = [d if s == 1 else f"{d} * {s}u" for d, s, n in zip(dims[nk:], st, tail) if n != 1]
+    flat = kb.let(" + ".join(terms) if terms else "0u", "u32")
+    return dims[:nk], flat
+
+
+def _read_key(kb, read, key_aval, kdims):
+    """The two u32 words of the key at key-batch coordinates ``kdims``."""
+    if not kdims:
+        return (read(Index(kb, key_aval.shape, flat="0u")),
+                read(Index(kb, key_aval.shape, flat="1u")))
+    return (read(Index(kb, key_aval.shape, dims=list(kdims) + ["0u"])),
+            read(Index(kb, key_aval.shape, dims=list(kdims) + ["1u"])))
+
+
+def _hash(kb, k0, k1, c0, c1) -> str:
+    kb.use_helper("wj_threefry2x32")
+    return kb.let(f"wj_threefry2x32({k0}, {k1}, {c0}, {c1})", "vec2<u32>")
+
+
+def _iota_stream_word(kb, k0, k1, m: str, n: int) -> str:
+    """Word ``m`` of ``threefry_2x32(key, iota(n))`` (JAX's original layout)."""
+    h = (n + 1) // 2
+    lo = kb.let(f"{m} < {h}u", "bool")
+    i = kb.let(f"select({m} - {h}u, {m}, {lo})", "u32")
+    c1 = f"{i} + {h}u"
+    if n % 2:   # the odd element is paired with a padding 0
+        c1 = kb.let(f"select(0u, {c1}, {c1} < {n}u)", "u32")
+    w = _hash(kb, k0, k1, i, c1)
+    return f"select({w}.y, {w}.x, {lo})"
+
+
+def _iota_stream_np(k0, k1, n: int):
+    c = np.arange(n, dtype=np.uint32)
+    if n % 2:
+        c = np.concatenate([c, np.zeros(1, np.uint32)])
+    h = c.size // 2
+    a, b = threefry2x32_np(k0, k1, c[:h], c[h:])
+    return np.concatenate([a, b])[:n]
+
+
+def _check_keys(name, keys):
+    if np.dtype(keys.dtype) != np.uint32 or keys.ndim < 1 or keys.shape[-1] != 2:
+        raise TypeError(f"{name} expects threefry key data of dtype uint32 and trailing shape (2,), "
+                        f"got {keys.str_short()}")
+
+
+UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)}
+
+
+# --------------------------------------------------------------------------- random_bits
+
+random_bits_p = Primitive("random_bits")
+
+
+@random_bits_p.def_abstract_eval
+def _bits_abstract(keys, bit_width, shape, _partitionable=True):
+    _check_keys("random_bits", keys)
+    if bit_width not in UINT_DTYPES:
+        raise TypeError(f"random_bits: bit_width must be 8, 16 or 32 (wjax has no 64-bit types), "
+                        f"got {bit_width}")
+    return ShapedArray(keys.shape[:-1] + tuple(shape), UINT_DTYPES[bit_width])
+
+
+@random_bits_p.def_fuse
+def _bits_fuse(kb, idx, read, in_avals, out_aval, bit_width, shape, _partitionable=True):
+    key_aval = in_avals[0]
+    nk = key_aval.ndim - 1
+    kdims, n = _split_index(kb, idx, out_aval.shape, nk)
+    k0, k1 = _read_key(kb, read[0], key_aval, kdims)
+    mask = (1 << bit_width) - 1
+    if _partitionable:
+        w = _hash(kb, k0, k1, "0u", n)
+        v = f"({w}.x ^ {w}.y)"
+        return v if bit_width == 32 else f"({v} & {mask}u)"
+    size = int(np.prod(shape, dtype=np.int64))
+    count = -(-bit_width * size // 32)
+    if bit_width == 32:
+        return _iota_stream_word(kb, k0, k1, n, count)
+    per = 32 // bit_width
+    word = _iota_stream_word(kb, k0, k1, f"({n} / {per}u)", count)
+    return f"(({word} >> ({bit_width}u * ({n} % {per}u))) & {mask}u)"
+
+
+def _bits_ref(keys, bit_width, shape, _partitionable=True):
+    kshape = keys.shape[:-1]
+    flat = keys.reshape(-1, 2)
+    size = int(np.prod(shape, dtype=np.int64))
+    outs = []
+    for k0, k1 in flat:
+        if _partitionable:
+            a, b = threefry2x32_np(k0, k1, np.zeros(size, np.uint32), np.arange(size, dtype=np.uint32))
+            bits = a ^ b
+        else:
+            count = -(-bit_width * size // 32)
+            words = _iota_stream_np(k0, k1, count)
+            if bit_width == 32:
+                bits = words
+            else:
+                per = 32 // bit_width
+                j = np.arange(size)
+                bits = words[j // per] >> (bit_width * (j % per)).astype(np.uint32)
+        outs.append((bits & np.uint32((1 << bit_width) - 1)).astype(UINT_DTYPES[bit_width]))
+    return np.stack(outs).reshape(kshape + tuple(shape)) if outs else \
+        np.zeros(kshape + tuple(shape), UINT_DTYPES[bit_width])
+
+
+random_bits_p.reference = _bits_ref
+
+# --------------------------------------------------------------------------- random_split
+
+random_split_p = Primitive("random_split")
+
+
+@random_split_p.def_abstract_eval
+def _split_abstract(keys, shape, _partitionable=True):
+    _check_keys("random_split", keys)
+    return ShapedArray(keys.shape[:-1] + tuple(shape) + (2,), np.uint32)
+
+
+@random_split_p.def_fuse
+def _split_fuse(kb, idx, read, in_avals, out_aval, shape, _partitionable=True):
+    key_aval = in_avals[0]
+    nk = key_aval.ndim - 1
+    kdims, m = _split_index(kb, idx, out_aval.shape, nk)   # m = flat over shape + (2,)
+    k0, k1 = _read_key(kb, read[0], key_aval, kdims)
+    if _partitionable:
+        n = kb.let(f"{m} >> 1u", "u32")
+        w = _hash(kb, k0, k1, "0u", n)
+        return f"select({w}.y, {w}.x, ({m} & 1u) == 0u)"
+    num = int(np.prod(shape, dtype=np.int64))
+    return _iota_stream_word(kb, k0, k1, m, 2 * num)
+
+
+def _split_ref(keys, shape, _partitionable=True):
+    kshape = keys.shape[:-1]
+    num = int(np.prod(shape, dtype=np.int64))
+    outs = []
+    for k0, k1 in keys.reshape(-1, 2):
+        if _partitionable:
+            a, b = threefry2x32_np(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
+            outs.append(np.stack([a, b], -1))
+        else:
+            outs.append(_iota_stream_np(k0, k1, 2 * num).reshape(num, 2))
+    return np.stack(outs).reshape(kshape + tuple(shape) + (2,)).astype(np.uint32) if outs else \
+        np.zeros(kshape + tuple(shape) + (2,), np.uint32)
+
+
+random_split_p.reference = _split_ref
+
+# --------------------------------------------------------------------------- random_fold_in
+
+random_fold_in_p = Primitive("random_fold_in")
+
+
+@random_fold_in_p.def_abstract_eval
+def _fold_abstract(keys, msgs):
+    _check_keys("random_fold_in", keys)
+    if np.dtype(msgs.dtype) != np.uint32:
+        raise TypeError(f"random_fold_in expects uint32 data, got {msgs.str_short()}")
+    if msgs.ndim and msgs.shape != keys.shape[:-1]:
+        raise TypeError(f"random_fold_in: data of shape {msgs.shape} does not match keys of shape "
+                        f"{keys.shape[:-1]}")
+    return ShapedArray(keys.shape, np.uint32)
+
+
+@random_fold_in_p.def_fuse
+def _fold_fuse(kb, idx, read, in_avals, out_aval):
+    key_aval, msg_aval = in_avals
+    nk = key_aval.ndim - 1
+    kdims, j = _split_index(kb, idx, out_aval.shape, nk)
+    k0, k1 = _read_key(kb, read[0], key_aval, kdims)
+    if msg_aval.ndim == 0:
+        d = read[1](Index(kb, ()))
+    else:
+        d = read[1](Index(kb, msg_aval.shape, dims=kdims))
+    w = _hash(kb, k0, k1, "0u", d)
+    return f"select({w}.y, {w}.x, {j} == 0u)"
+
+
+def _fold_ref(keys, msgs):
+    msgs = np.broadcast_to(msgs, keys.shape[:-1])
+    a, b = threefry2x32_np(keys[..., 0], keys[..., 1], np.zeros_like(msgs, np.uint32), msgs)
+    return np.stack([a, b], -1).astype(np.uint32)
+
+
+random_fold_in_p.reference = _fold_ref
+
+
+# --------------------------------------------------------------------------- batching, autodiff
+# Keys and bits are integers: their tangents are symbolic zeros.  A batch of keys is just more
+# leading key dimensions, which every rule above handles.
+
+def _keys_batch(p):
+    def batch(args, dims, **params):
+        from ..transforms.batching import axis_size, move_batch_axis
+        from .shape import broadcast_in_dim_p
+        size = axis_size(args, dims)
+        keys = move_batch_axis(args[0], dims[0], 0, size)
+        if len(args) == 1:
+            return p.bind(keys, **params), 0
+        msgs, md = args[1], dims[1]
+        kshape = tuple(keys.shape[:-1])
+        if md is None:
+            bd = tuple(range(1, 1 + len(msgs.shape)))
+        else:
+            msgs = move_batch_axis(msgs, md, 0, size)
+            bd = tuple(range(len(msgs.shape)))
+        if tuple(msgs.shape) != kshape:
+            msgs = broadcast_in_dim_p.bind(msgs, shape=kshape, broadcast_dimensions=bd, sharding=None)
+        return p.bind(keys, msgs, **params), 0
+    return batch
+
+
+def _zero_jvp(p):
+    from ..transforms.ad import defjvp_zero
+    defjvp_zero(p)
+
+
+for _p in (random_bits_p, random_split_p, random_fold_in_p):
+    _p.batch = _keys_batch(_p)
+    _zero_jvp(_p)
+
+
+# --------------------------------------------------------------------------- lgamma
+
+_LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+            771.3234287776530788486528258894, -176.61502916214059906584551354,
+            12.507343278686904814458936853, -0.13857109526572011689554707,
+            9.984369578019570859563e-6, 1.50563273514931155834e-7)
+
+
+def _lgamma_wgsl() -> str:
+    terms = "\n".join(f"  x = x + {c!r} / ((z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS))
+    return f"""
+fn wj_lgamma(v: f32) -> f32 {{
+  // Lanczos approximation (g = 7), as XLA's Lgamma
+  if (wj_isnan(v)) {{ return v; }}
+  if (wj_isinf(v)) {{ return bitcast<f32>(0x7f800000u); }}
+  let reflect = v < 0.5;
+  let z = select(v - 1.0, -v, reflect);
+  var x: f32 = 0.99999999999980993227684700473478;
+{terms}
+  let t = 7.5 + z;
+  let log_t = {math.log(7.5)!r} + wj_log1p(z / 7.5);
+  let log_y = {(math.log(2) + math.log(math.pi)) / 2!r} + (z + 0.5 - t / log_t) * log_t + log(x);
+  if (!reflect) {{ return log_y; }}
+  let a = abs(v);
+  let frac = a - floor(a);
+  let red = select(frac, 1.0 - frac, frac > 0.5);
+  if (red == 0.0) {{ return bitcast<f32>(0x7f800000u); }}
+  let denom = log(sin({math.pi!r} * red));
+  return {math.log(math.pi)!r} - denom - log_y;
+}}"""
+
+
+W.helper("wj_lgamma", _lgamma_wgsl())
+
+
+def _lgamma_ref(x):
+    return np.vectorize(lambda v: math.lgamma(v) if np.isfinite(v) and not (v <= 0 and v == int(v))
+                        else (np.inf if not np.isnan(v) else np.nan), otypes=[x.dtype])(x)
+
+
+lgamma_p = unop("lgamma", T("f", "wj_lgamma({0})"), _lgamma_ref)
+
+
+def _lgamma_rules():
+    from ..transforms.batching import defvectorized
+    defvectorized(lgamma_p)
+    digamma = getattr(__import__("wjax.prims.special", fromlist=["x"]), "digamma_p", None)
+    if digamma is not None:
+        from ..transforms.ad import defjvp
+        defjvp(lgamma_p, lambda g, x: g * digamma.bind(x))
+
+
+_lgamma_rules()

@@ -1,0 +1,1 @@
+"""Transformations as jaxpr rewrites: jvp, vmap, partial_eval, transpose, dce."""

@@ -1,0 +1,54 @@
+"""Dead-code elimination: a Jaxpr -> Jaxpr rewrite, run after each autodiff step.
+
+``dce_jaxpr(jaxpr, used_outputs)`` drops the outputs not used and every
+equation whose results nobody needs (effectful primitives are kept), descends
+into ``pjit``/``checkpoint`` calls to prune their unused outputs and operands,
+and reports which inputs are still used.
+"""
+from __future__ import annotations
+
+from ..ir import ClosedJaxpr, Eqn, Jaxpr, Var
+
+# call primitives whose inner jaxpr may be pruned (custom_jvp/vjp calls carry rules tied
+# to their signature, so they are kept whole)
+PRUNABLE_CALLS = ("pjit", "checkpoint")
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
+    """Returns ``(new_jaxpr, used_inputs)``; with ``prune_invars`` unused invars are dropped."""
+    if used_outputs is None:
+        used_outputs = [True] * len(jaxpr.outvars)
+    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    live = {a.id for a in outvars if isinstance(a, Var)}
+    keep = []
+    for e in reversed(jaxpr.eqns):
+        used = [v.id in live for v in e.outvars]
+        if not any(used) and not getattr(e.prim, "effectful", False):
+            continue
+        if e.prim.name in PRUNABLE_CALLS and not all(used) and "jaxpr" in e.params:
+            e = _prune_call(e, used)
+        keep.append(e)
+        live.update(a.id for a in e.invars if isinstance(a, Var))
+    used_inputs = [v.id in live for v in jaxpr.invars]
+    invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_invars else jaxpr.invars
+    constvars = jaxpr.constvars
+    return Jaxpr(constvars, invars, outvars, keep[::-1]), used_inputs
+
+
+def _prune_call(e: Eqn, used) -> Eqn:
+    closed: ClosedJaxpr = e.params["jaxpr"]
+    inner, used_in = dce_jaxpr(closed.jaxpr, used, prune_invars=True)
+    params = dict(e.params)
+    params["jaxpr"] = ClosedJaxpr(inner, closed.consts)
+    return Eqn(e.prim, [a for a, u in zip(e.invars, used_in) if u],
+               [v for v, u in zip(e.outvars, used) if u], params)
+
+
+def dce_closed(closed: ClosedJaxpr, used_outputs=None, prune_invars: bool = False):
+    """DCE of a closed jaxpr; unused constvars are dropped with their consts."""
+    j, used_in = dce_jaxpr(closed.jaxpr, used_outputs, prune_invars)
+    live = {a.id for e in j.eqns for a in e.invars if isinstance(a, Var)}
+    live |= {a.id for a in j.outvars if isinstance(a, Var)}
+    keep = [(v, c) for v, c in zip(j.constvars, closed.consts) if v.id in live]
+    j = Jaxpr([v for v, _ in keep], j.invars, j.outvars, j.eqns)
+    return ClosedJaxpr(j, [c for _, c in keep]), used_in

@@ -1,0 +1,395 @@
+"""vmap as a jaxpr rewrite.
+
+``vmap_jaxpr(jaxpr, in_dims, axis_size)`` takes a Jaxpr and the batched axis of
+each input (``None`` for an input shared by all examples) and returns a Jaxpr
+over the batched inputs and the batched axis of each output.  It walks the
+equations like ``eval_jaxpr``: an equation whose operands are all unbatched is
+copied as it is; otherwise the primitive's ``batch`` rule rewrites it (see
+``wjax/transforms/batching.py`` for the rule signature).  The constvars of the
+jaxpr stay unbatched constvars of the result.
+
+``vmap(fun, in_axes, out_axes, ...)`` (exported as ``wjax.vmap``) traces ``fun``
+at the unbatched avals, rewrites the jaxpr with ``vmap_jaxpr`` and evaluates the
+result: recorded into the enclosing trace (under ``jit``, ``grad``, another
+``vmap``), or, when eager, compiled once into one fused plan and run.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var, WeakScalar
+from ..staging import DebugInfo, Tracer, arg_names_of, current_builder, eval_jaxpr, new_builder, \
+    trace_flat
+from . import batching
+
+# --------------------------------------------------------------------------- the rewrite
+
+
+def batched_aval(aval: ShapedArray, d, size: int) -> ShapedArray:
+    if d is None:
+        return aval
+    shape = list(aval.shape)
+    shape.insert(d, size)
+    return aval.update(shape=tuple(shape))
+
+
+def _read_lit(a: Lit):
+    return WeakScalar(a.val) if a.aval.weak_type else a.val
+
+
+def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
+    """Evaluates ``jaxpr`` on batched values (binding primitives into the current trace).
+
+    Returns the outputs and the batched axis of each (``None``: shared by all examples)."""
+    env: dict[int, Any] = {}
+
+    def read(a):
+        return (_read_lit(a), None) if isinstance(a, Lit) else env[a.id]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v.id] = (c, None)
+    for v, x, d in zip(jaxpr.invars, args, dims):
+        env[v.id] = (x, d)
+    for eqn in jaxpr.eqns:
+        vals, ds = [], []
+        for a in eqn.invars:
+            x, d = read(a)
+            vals.append(x)
+            ds.append(d)
+        prim = eqn.prim
+        if all(d is None for d in ds):
+            out = prim.bind(*vals, **eqn.params)
+            out_dims = [None] * len(eqn.outvars) if prim.multiple_results else None
+        else:
+            if prim.batch is None:
+                raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+            out, out_dims = prim.batch(vals, ds, **eqn.params)
+        if prim.multiple_results:
+            for v, o, d in zip(eqn.outvars, out, out_dims):
+                env[v.id] = (o, d)
+        else:
+            env[eqn.outvars[0].id] = (out, out_dims)
+    res = [read(a) for a in jaxpr.outvars]
+    return [r[0] for r in res], [r[1] for r in res]
+
+
+def _infer_size(avals, dims, axis_size):
+    for a, d in zip(avals, dims):
+        if d is not None:
+            if axis_size is not None and a.shape[d] != axis_size:
+                raise ValueError(f"vmap_jaxpr: axis {d} of an input has size {a.shape[d]}, "
+                                 f"expected {axis_size}")
+            axis_size = a.shape[d] if axis_size is None else axis_size
+    if axis_size is None:
+        raise ValueError("vmap_jaxpr needs axis_size when no input is batched")
+    return axis_size
+
+
+def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None):
+    """The batched version of ``jaxpr``: ``in_dims[i]`` is the axis of invar ``i`` that is
+    inserted (of size ``axis_size``) or ``None``.  Returns ``(batched_jaxpr, out_dims)``;
+    the constvars of ``jaxpr`` are the (unbatched) constvars of the result."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        raise TypeError("vmap_jaxpr takes a Jaxpr; use vmap_closed_jaxpr for a ClosedJaxpr")
+    in_dims = list(in_dims)
+    if len(in_dims) != len(jaxpr.invars):
+        raise ValueError(f"vmap_jaxpr: {len(in_dims)} in_dims for {len(jaxpr.invars)} inputs")
+    if axis_size is None:
+        axis_size = _infer_size([v.aval for v in jaxpr.invars], [None] * len(in_dims), None) \
+            if all(d is None for d in in_dims) else next(
+                v.aval.shape[d] for v, d in zip(jaxpr.invars, in_dims) if d is not None)
+    in_dims = [None if d is None else d % (v.aval.ndim + 1) for v, d in zip(jaxpr.invars, in_dims)]
+    in_avals = [batched_aval(v.aval, d, axis_size) for v, d in zip(jaxpr.invars, in_dims)]
+    const_avals = [v.aval for v in jaxpr.constvars]
+    box = []
+
+    def flat(*tracers):
+        cs, xs = tracers[:len(const_avals)], tracers[len(const_avals):]
+        outs, out_dims = batch_eval(jaxpr, cs, xs, in_dims, axis_size)
+        box.append(out_dims)
+        return outs
+
+    closed = trace_flat(flat, const_avals + in_avals, DebugInfo("vmap", None))
+    j = closed.jaxpr
+    if j.constvars:
+        raise AssertionError(
+            "vmap_jaxpr: a batching rule captured an array constant ("
+            + ", ".join(v.aval.str_short() for v in j.constvars) + "); rules must build arrays "
+            "from primitives (iota, broadcast_in_dim of a literal)")
+    n = len(const_avals)
+    return Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), box[0]
+
+
+def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int | None = None):
+    j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size)
+    return ClosedJaxpr(j, closed.consts), out_dims
+
+
+# --------------------------------------------------------------------------- eager plans
+# An eager vmap call traces ``fun`` again on every call (its closure may have changed),
+# but compiles each distinct batched program once: plans are cached by the structure of
+# the final jaxpr, with its constants passed as inputs.
+
+_plan_cache: dict = {}
+
+
+def _param_key(v, keep):
+    if isinstance(v, ClosedJaxpr):
+        keep.append(v)
+        return ("closed", _jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
+    if isinstance(v, Jaxpr):
+        return ("jaxpr", _jaxpr_key(v, keep))
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_param_key(x, keep) for x in v)
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes())
+    try:
+        hash(v)
+        if callable(v) and not isinstance(v, (type, np.dtype)):
+            keep.append(v)
+            return ("id", id(v))
+        return v
+    except TypeError:
+        keep.append(v)
+        return ("id", id(v))
+
+
+def _jaxpr_key(jaxpr: Jaxpr, keep) -> tuple:
+    ids: dict[int, int] = {}
+
+    def atom(a):
+        if isinstance(a, Lit):
+            return ("lit", a.val.tobytes(), a.val.dtype.str, a.aval.weak_type)
+        if a.id not in ids:
+            ids[a.id] = len(ids)
+        return ids[a.id]
+
+    parts: list = [tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars)]
+    for v in jaxpr.constvars + jaxpr.invars:
+        atom(v)
+    for e in jaxpr.eqns:
+        params = tuple((k, _param_key(p, keep)) for k, p in sorted(e.params.items()))
+        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params,
+                      tuple(o.aval for o in e.outvars)))
+        for o in e.outvars:
+            atom(o)
+    parts.append(tuple(atom(a) for a in jaxpr.outvars))
+    return tuple(parts)
+
+
+def run_eager(closed: ClosedJaxpr, args, name: str = "vmap"):
+    """Runs a closed jaxpr as one compiled plan, cached by structure."""
+    from ..array import Array, asarray_device
+    from ..backend.execute import Compiled
+    j = closed.jaxpr
+    keep: list = []
+    try:
+        key = _jaxpr_key(j, keep)
+        hash(key)
+    except TypeError:
+        key = None
+    hit = _plan_cache.get(key) if key is not None else None
+    if hit is None:
+        open_j = Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns)
+        comp = Compiled(ClosedJaxpr(open_j, []), name)
+        if key is not None:
+            if len(_plan_cache) > 512:
+                _plan_cache.clear()
+            _plan_cache[key] = (comp, keep)
+    else:
+        comp = hit[0]
+    arrays = [a if isinstance(a, Array) else asarray_device(a) for a in list(closed.consts) + list(args)]
+    return comp(arrays)
+
+
+# --------------------------------------------------------------------------- API
+
+
+def _check_axes_types(in_axes, out_axes):
+    from .. import tree_util
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments passed to the function, but got {in_axes}.")
+    for what, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
+        leaves = tree_util.tree_leaves(axes)
+        if not all(type(l) is int or isinstance(l, np.integer) for l in leaves):
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container "
+                            f"with those types as leaves, but got {axes}.")
+
+
+def _flatten_axes(what, axes, tree, shown_axes=None, shown_tree=None):
+    from .. import tree_util
+    try:
+        return tree_util.broadcast_prefix(axes, tree, none_is_leaf=True)
+    except ValueError as e:
+        detail = str(e)
+        if shown_tree is not None:     # name the positional arguments, not the (args, kwargs) pair
+            try:
+                tree_util.broadcast_prefix(shown_axes, shown_tree, none_is_leaf=True)
+            except ValueError as e2:
+                detail = str(e2)
+            axes, tree = shown_axes, shown_tree
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                         f"value; got specification {axes} for value tree "
+                         f"{tree_util.tree_structure(tree)}.\n  Mismatch details: {detail}") from None
+
+
+def _arg_paths(fun, args, kwargs):
+    """One description per leaf, like JAX's: 'argument x of type float32[3]'."""
+    from .. import tree_util
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = None
+    out = []
+    pairs, _ = tree_util.tree_flatten_with_path(tuple(args))
+    for path, leaf in pairs:
+        i = path[0].idx
+        if params is None or i >= len(params):
+            name = f"args{tree_util.keystr(path)}"
+        else:
+            name = f"argument {params[i]}" + tree_util.keystr(tuple(path[1:]))
+        out.append(f"{name} of type {_type_str(leaf)}")
+    pairs, _ = tree_util.tree_flatten_with_path(kwargs)
+    for path, leaf in pairs:
+        out.append(f"kwargs{tree_util.keystr(path)} of type {_type_str(leaf)}")
+    return out
+
+
+def _type_str(x):
+    try:
+        a = _abstractify(x)
+        return f"{np.dtype(a.dtype).name}[{','.join(map(str, a.shape))}]"
+    except TypeError:
+        return "unknown"
+
+
+def _abstractify(x):
+    from ..api import _abstractify as abst
+    return abst(x)
+
+
+def _mapped_size(fun, args, kwargs, leaves, dims, axis_size):
+    sizes = [None if d is None else _abstractify(x).shape[d] for x, d in zip(leaves, dims)]
+    distinct = sorted({s for s in sizes if s is not None} | ({axis_size} if axis_size is not None else set()))
+    if len(distinct) == 1:
+        return distinct[0]
+    if not distinct:
+        raise ValueError("vmap must have at least one non-None value in in_axes or axis_size must "
+                         "be specified")
+    paths = _arg_paths(fun, args, kwargs)
+    counts = collections.Counter(s for s in sizes if s is not None).most_common()
+    msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
+    if axis_size is not None:
+        msg.append(f"  * the `axis_size` argument was {axis_size};\n")
+    for k, (sz, ct) in enumerate(counts):
+        i = sizes.index(sz)
+        if ct == 1:
+            msg.append(f"  * one axis had size {sz}: axis {dims[i]} of {paths[i]};\n")
+        elif k == 0:
+            msg.append(f"  * most axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n")
+        else:
+            msg.append(f"  * some axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n")
+    raise ValueError("".join(msg)[:-2])
+
+
+def _normalize_in_dim(x, d):
+    if d is None:
+        return None
+    shape = _abstractify(x).shape
+    nd = len(shape)
+    if not -nd <= d < nd:
+        min_rank = d + 1 if d >= 0 else -d
+        raise ValueError(f"vmap was requested to map its argument along axis {d}, which implies "
+                         f"that its rank should be at least {min_rank}, but is only {nd} (its "
+                         f"shape is {tuple(shape)})")
+    return int(d) % nd
+
+
+def _move_out(x, d, target, size, path):
+    if target is None:
+        if d is not None:
+            raise ValueError(f"vmap has mapped output but out_axes is None (at vmap out_axes{path}, "
+                             f"got axis spec None but output was batched on axis {d})")
+        return x
+    nd = batching.aval_of(x).ndim + (1 if d is None else 0)
+    if not -nd <= target < nd:
+        raise ValueError(f"axis {target} is out of bounds for array of dimension {nd}")
+    return batching.move_batch_axis(x, d, int(target) % nd, size)
+
+
+class _Vmapped:
+    def __init__(self, fun, in_axes, out_axes, axis_name, axis_size):
+        functools.update_wrapper(self, fun)
+        self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
+        self.axis_name, self.axis_size = axis_name, axis_size
+
+    def __call__(self, *args, **kwargs):
+        from .. import tree_util
+        in_axes = self.in_axes
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                             "to the positional arguments passed to the function, but got "
+                             f"len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), in_axes, args)
+        dims = [_normalize_in_dim(x, d) for x, d in zip(leaves, dims)]
+        size = _mapped_size(self.fun, args, kwargs, leaves, dims, self.axis_size)
+        avals = []
+        for x, d in zip(leaves, dims):
+            a = _abstractify(x)
+            if d is not None:
+                a = a.update(shape=a.shape[:d] + a.shape[d + 1:])
+            avals.append(a)
+        out_tree_box = []
+
+        def flat(*tracers):
+            a, kw = tree_util.tree_unflatten(in_tree, list(tracers))
+            out = self.fun(*a, **kw)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        per_arg = [len(tree_util.tree_leaves(a)) for a in args]
+        names = arg_names_of(self.fun, per_arg) + [k for k in kwargs for _ in
+                                                   tree_util.tree_leaves(kwargs[k])]
+        closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names))
+        out_tree = out_tree_box[0]
+        dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+        out_axes = _flatten_axes("out_axes", self.out_axes, dummy)
+        paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+        batched, out_dims = vmap_jaxpr(closed.jaxpr, dims, size)
+
+        def run(*xs):
+            outs = eval_jaxpr(batched, closed.consts, *xs)
+            outs = [_read_lit(a) if isinstance(a, Lit) else o for a, o in zip(batched.outvars, outs)]
+            return [_move_out(o, d, t, size, p) for o, d, t, p in zip(outs, out_dims, out_axes, paths)]
+
+        if current_builder() is not None:
+            outs = run(*leaves)
+        else:
+            in_avals = [batched_aval(a, d, size) for a, d in zip(avals, dims)]
+            final = trace_flat(run, in_avals, DebugInfo("vmap", self.fun, names))
+            outs = run_eager(final, leaves, getattr(self.fun, "__name__", "vmap"))
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorizing map (JAX's ``jax.vmap``): ``fun`` mapped over the ``in_axes`` of its
+    arguments, with the mapped axis of each output at ``out_axes``."""
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable, got {fun!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    _check_axes_types(in_axes, out_axes)
+    return _Vmapped(fun, in_axes, out_axes, axis_name, axis_size)
