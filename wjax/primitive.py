@@ -31,6 +31,8 @@ class Primitive:
         self.fuse = None          # fusable op: expression template
         self.kernel = None        # whole-kernel op
         self.fuse_inputs = ()     # kernel ops: operand positions that accept fused producers
+        self.merge_key = None     # kernel ops: eqn -> key; equal keys at one level share a kernel
+        self.kernel_many = None   # ... emitted together by kernel_many(list of KernelContext)
         self.jvp = None
         self.transpose = None
         self.batch = None

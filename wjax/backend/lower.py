@@ -317,7 +317,11 @@ class Lowering:
             if e.prim.kernel is not None:
                 kernels_by_level.setdefault(self.level[e.outvars[0].id], []).append(e)
         for L in range(max_level + 1):
-            for e in kernels_by_level.get(L, []):
+            for batch in self._merged(kernels_by_level.get(L, [])):
+                if len(batch) > 1:
+                    batch[0].prim.kernel_many([KernelContext(self, e) for e in batch])
+                    continue
+                e = batch[0]
                 if all(v.aval.size == 0 for v in e.outvars):
                     continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
@@ -333,6 +337,24 @@ class Lowering:
             for k in d.keys:
                 plan.last_use[k] = i
         return plan
+
+    MAX_MERGE = 4
+
+    def _merged(self, eqns):
+        """Kernel eqns of one level, batched by merge key (at most MAX_MERGE per batch)."""
+        out, open_ = [], {}
+        for e in eqns:
+            key = e.prim.merge_key(e) if (e.prim.merge_key and e.prim.kernel_many
+                                          and all(v.aval.size for v in e.outvars)) else None
+            if key is None:
+                out.append([e])
+                continue
+            b = open_.get(key)
+            if b is None or len(b) >= self.MAX_MERGE:
+                b = open_[key] = []
+                out.append(b)
+            b.append(e)
+        return out
 
     def _gen_fused(self, roots, shape, level, vec=1):
         kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))

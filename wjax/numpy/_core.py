@@ -844,11 +844,23 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     dt = dtypes.check_supported(dtype) if dtype is not None else (
         a.dtype if dtypes.is_float(a.dtype) else np.dtype(np.float32))
     a = astype(a, dt) if a.dtype != dt else a
+    axes = _axes(axis, a.ndim)
+    n = int(np.prod([a.shape[i] for i in axes])) if where is None else None
+    if n:
+        # One pass, shifted by the first element along the axes: the sum and the sum of
+        # squares share one kernel (DESIGN.md: norm-style statistics in one pass), and the
+        # shift keeps the subtraction from cancelling when the mean is large.
+        first = lax.slice(a, [0] * a.ndim, [1 if i in axes else s for i, s in enumerate(a.shape)])
+        d = subtract(a, first)
+        s1 = lax.reduce_sum(d, axes)
+        s2 = lax.reduce_sum(multiply(d, d), axes)
+        v = lax.div(lax.sub(s2, lax.div(lax.mul(s1, s1), WeakScalar(np.asarray(n, dt)))),
+                    WeakScalar(np.asarray(builtins.max(n - ddof, 0), dt)))
+        v = lax.max(v, WeakScalar(np.asarray(0, dt)))
+        return lax.expand_dims(v, axes) if keepdims else v
     m = mean(a, axis=axis, keepdims=True, where=where)
     d = subtract(a, m)
     sq = multiply(d, d)
-    axes = _axes(axis, a.ndim)
-    n = int(np.prod([a.shape[i] for i in axes])) if where is None else None
     s = sum(sq, axis=axis, keepdims=keepdims, where=where)
     if n is not None:
         return lax.div(s, WeakScalar(np.asarray(builtins.max(n - ddof, 0), dt)))

@@ -279,6 +279,40 @@ def _clz_ref(x):
     return out
 
 
+# autodiff rules (unary) -------------------------------------------------------
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import const as _c, lax as _lax  # noqa: E402
+
+_ad.deflinear(neg_p, lambda ct, x: [_lax.neg(ct)])
+for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p, population_count_p, clz_p):
+    _ad.defjvp_zero(_p)
+_ad.defjvp(abs_p, lambda g, x: _lax.select(_lax.ge(x, _c(x, 0)), g, _lax.neg(g)))
+_ad.defjvp2(exp_p, lambda g, ans, x: _lax.mul(g, ans))
+_ad.defjvp2(exp2_p, lambda g, ans, x: _lax.mul(g, _lax.mul(ans, _c(x, np.log(2)))))
+_ad.defjvp(log_p, lambda g, x: _lax.div(g, x))
+_ad.defjvp(log1p_p, lambda g, x: _lax.div(g, _lax.add(x, _c(x, 1))))
+_ad.defjvp2(expm1_p, lambda g, ans, x: _lax.mul(g, _lax.add(ans, _c(x, 1))))
+_ad.defjvp2(tanh_p, lambda g, ans, x: _lax.mul(_lax.add(g, _lax.mul(g, ans)), _lax.sub(_c(x, 1), ans)))
+_ad.defjvp2(logistic_p, lambda g, ans, x: _lax.mul(g, _lax.mul(ans, _lax.sub(_c(x, 1), ans))))
+_ad.defjvp(sin_p, lambda g, x: _lax.mul(g, _lax.cos(x)))
+_ad.defjvp(cos_p, lambda g, x: _lax.neg(_lax.mul(g, _lax.sin(x))))
+_ad.defjvp2(tan_p, lambda g, ans, x: _lax.mul(g, _lax.add(_c(x, 1), _lax.mul(ans, ans))))
+_ad.defjvp(asin_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.sub(_c(x, 1), _lax.mul(x, x)))))
+_ad.defjvp(acos_p, lambda g, x: _lax.neg(_lax.mul(g, _lax.rsqrt(_lax.sub(_c(x, 1), _lax.mul(x, x))))))
+_ad.defjvp(atan_p, lambda g, x: _lax.div(g, _lax.add(_c(x, 1), _lax.mul(x, x))))
+_ad.defjvp(sinh_p, lambda g, x: _lax.mul(g, _lax.cosh(x)))
+_ad.defjvp(cosh_p, lambda g, x: _lax.mul(g, _lax.sinh(x)))
+_ad.defjvp(asinh_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.add(_lax.mul(x, x), _c(x, 1)))))
+_ad.defjvp(acosh_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.mul(_lax.sub(x, _c(x, 1)), _lax.add(x, _c(x, 1))))))
+_ad.defjvp(atanh_p, lambda g, x: _lax.mul(_lax.reciprocal(_lax.add(_c(x, 1), x)),
+                                          _lax.div(g, _lax.sub(_c(x, 1), x))))
+_ad.defjvp2(sqrt_p, lambda g, ans, x: _lax.mul(g, _lax.div(_c(x, 0.5), ans)))
+_ad.defjvp2(rsqrt_p, lambda g, ans, x: _lax.mul(g, _lax.mul(_c(x, -0.5), _lax.div(ans, x))))
+_ad.defjvp2(cbrt_p, lambda g, ans, x: _lax.mul(g, _lax.mul(_c(x, 1 / 3), _lax.integer_pow(ans, -2))))
+_ad.defjvp(erf_p, lambda g, x: _lax.mul(_c(x, 2 / np.sqrt(np.pi)),
+                                        _lax.mul(g, _lax.exp(_lax.neg(_lax.mul(x, x))))))
+
+
 # --------------------------------------------------------------------------- binary
 
 add_p = binop("add", {"f": "({0} + {1})", "i": "({0} + {1})", "u": "({0} + {1})"}, np.add)
@@ -358,6 +392,72 @@ def _shift_ref(x, y, how):
         else (r & ((1 << bits) - 1)).astype(x.dtype)
 
 
+# autodiff rules (binary) ------------------------------------------------------
+def _undef(x):
+    return _ad.is_undefined_primal(x)
+
+
+def _add_transpose(ct, x, y):
+    return [_ad.unbroadcast(ct, x.aval) if _undef(x) else None,
+            _ad.unbroadcast(ct, y.aval) if _undef(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [_ad.unbroadcast(ct, x.aval) if _undef(x) else None,
+            _ad.unbroadcast(_lax.neg(ct), y.aval) if _undef(y) else None]
+
+
+def _div_transpose(ct, x, y):
+    if _undef(y):
+        raise TypeError("div is not linear in its divisor: cannot transpose it")
+    return [_ad.unbroadcast(_lax.div(ct, y), x.aval), None]
+
+
+def _replace_zero(x):
+    return _lax.select(_lax.eq(x, _c(x, 0)), np.ones((), _ad.aval_of(x).dtype), x)
+
+
+def _pow_jvp_lhs(g, ans, x, y):
+    jac = _lax.select(_lax.eq(y, _c(y, 0)), np.zeros((), _ad.aval_of(y).dtype),
+                      _lax.mul(_replace_zero(y), _lax.pow(x, _lax.sub(y, _c(y, 1)))))
+    return _lax.mul(g, jac)
+
+
+def _pow_jvp_rhs(g, ans, x, y):
+    return _lax.mul(g, _lax.mul(_lax.log(_replace_zero(x)), ans))
+
+
+def _balanced_eq(x, z, y):
+    dt = _ad.aval_of(z).dtype
+    one, half, zero = (np.asarray(v, dt) for v in (1, 0.5, 0))
+    return _lax.select(_lax.eq(x, z), _lax.select(_lax.eq(y, z), half, one), zero)
+
+
+_ad.defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
+add_p.transpose = _add_transpose
+_ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: _lax.neg(g))
+sub_p.transpose = _sub_transpose
+_ad.defbilinear(mul_p, lambda ct, x, y: _ad.unbroadcast(_lax.mul(ct, y), x.aval),
+                lambda ct, x, y: _ad.unbroadcast(_lax.mul(x, ct), y.aval))
+_ad.defjvp(div_p, lambda g, x, y: _lax.div(g, y),
+           lambda g, x, y: _lax.mul(_lax.mul(_lax.neg(g), x), _lax.integer_pow(y, -2)))
+div_p.transpose = _div_transpose
+_ad.defjvp(rem_p, lambda g, x, y: g,
+           lambda g, x, y: _lax.mul(_lax.neg(g), _lax.mul(_lax.sign(_lax.div(x, y)),
+                                                          _lax.floor(_lax.abs(_lax.div(x, y))))))
+_ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+_ad.defjvp2(max_p, lambda g, ans, x, y: _lax.mul(g, _balanced_eq(x, ans, y)),
+            lambda g, ans, x, y: _lax.mul(g, _balanced_eq(y, ans, x)))
+_ad.defjvp2(min_p, lambda g, ans, x, y: _lax.mul(g, _balanced_eq(x, ans, y)),
+            lambda g, ans, x, y: _lax.mul(g, _balanced_eq(y, ans, x)))
+_ad.defjvp(atan2_p,
+           lambda g, x, y: _lax.mul(g, _lax.div(y, _lax.add(_lax.mul(x, x), _lax.mul(y, y)))),
+           lambda g, x, y: _lax.mul(g, _lax.div(_lax.neg(x), _lax.add(_lax.mul(x, x), _lax.mul(y, y)))))
+for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p,
+           eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    _ad.defjvp_zero(_p)
+
+
 # --------------------------------------------------------------------------- select, convert
 
 select_n_p = Primitive("select_n")
@@ -389,6 +489,34 @@ def _select_fuse(kb, idx, read, in_avals, out_aval):
 
 
 select_n_p.reference = lambda pred, *cases: np.choose(pred.astype(np.int32), cases) if len(cases) > 1 else cases[0]
+
+
+def _select_jvp(primals, tangents):
+    pred, *cases = primals
+    ans = select_n_p.bind(pred, *cases)
+    tcases = tangents[1:]
+    if all(isinstance(t, _ad.Zero) for t in tcases):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    ts = [np.zeros((), _ad.aval_of(c).dtype) if isinstance(t, _ad.Zero) else t for c, t in zip(cases, tcases)]
+    return ans, _ad.bcast_to(select_n_p.bind(pred, *ts), _ad.aval_of(ans).shape)
+
+
+def _select_transpose(ct, pred, *cases):
+    if _ad.is_undefined_primal(pred):
+        raise TypeError("select_n is not linear in its predicate")
+    zero = np.zeros((), _ad.aval_of(ct).dtype)
+    out = [None]
+    for i, c in enumerate(cases):
+        if _ad.is_undefined_primal(c):
+            args = [ct if j == i else zero for j in range(len(cases))]
+            out.append(_ad.unbroadcast(select_n_p.bind(pred, *args), c.aval))
+        else:
+            out.append(None)
+    return out
+
+
+select_n_p.jvp = _select_jvp
+select_n_p.transpose = _select_transpose
 _batching.defbroadcasting(select_n_p)
 
 convert_element_type_p = Primitive("convert_element_type")
@@ -443,6 +571,26 @@ def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
 
 
 convert_element_type_p.reference = _convert_ref
+
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False, sharding=None):
+    x, = primals
+    t, = tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+    if not (_ad.is_differentiable(_ad.aval_of(x)) and _ad.is_differentiable(_ad.aval_of(ans))):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+
+
+def _convert_transpose(ct, x, new_dtype, weak_type=False, sharding=None):
+    a = x.aval
+    if _ad.aval_of(ct).dtype == a.dtype:
+        return [ct]
+    return [convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type, sharding=sharding)]
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = _convert_transpose
 _batching.defbroadcasting(convert_element_type_p)
 
 integer_pow_p = Primitive("integer_pow")
@@ -473,4 +621,15 @@ def _ipow_fuse(kb, idx, read, in_avals, out_aval, y):
 
 
 integer_pow_p.reference = lambda x, y: np.power(x, y) if y >= 0 else 1 / np.power(x, -y)
+
+
+def _ipow_jvp(g, x, y):
+    if y == 0:
+        return _ad.Zero(_ad.aval_of(x))
+    if y == 1:
+        return g
+    return _lax.mul(g, _lax.mul(_c(x, y), _lax.integer_pow(x, y - 1)))
+
+
+_ad.defjvp(integer_pow_p, _ipow_jvp)
 _batching.defbroadcasting(integer_pow_p)

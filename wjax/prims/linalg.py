@@ -152,3 +152,58 @@ def _dot_batch(args, dims, dimension_numbers, **params):
 
 
 dot_general_p.batch = _dot_batch
+
+
+# --------------------------------------------------------------------------- autodiff
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import lax as _lax  # noqa: E402
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield tuple(range(start, start + len(x)))
+        start += len(x)
+
+
+def _remaining(n, *removed):
+    rm = set(i for r in removed for i in r)
+    return [i for i in range(n) if i not in rm]
+
+
+def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans=False, preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_ndim = _ad.aval_of(x).ndim
+    y_ndim = _ad.aval_of(y).ndim
+    x_kept = _remaining(x_ndim, x_contract, x_batch)
+    y_kept = _remaining(y_ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+    x_contract_sorted_by_y = list(np.take(x_contract, np.argsort(y_contract))) if len(x_contract) else []
+    out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
+    yv = y
+    xdt = _ad.aval_of(x).dtype
+    if _ad.aval_of(g).dtype != _ad.aval_of(yv).dtype:
+        g = _lax.convert_element_type(g, _ad.aval_of(yv).dtype)
+    r = _lax.dot_general(g, yv, dims)
+    r = _lax.transpose(r, tuple(int(i) for i in out_axes))
+    if _ad.aval_of(r).dtype != xdt:
+        r = _lax.convert_element_type(r, xdt)
+    return r
+
+
+def _dot_transpose_rhs(g, x, y, dimension_numbers, preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_transpose_lhs(g, y, x, swapped, swap_ans=True)
+
+
+_ad.defbilinear(
+    dot_general_p,
+    lambda ct, x, y, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None:
+        _dot_transpose_lhs(ct, x, y, dimension_numbers),
+    lambda ct, x, y, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None:
+        _dot_transpose_rhs(ct, x, y, dimension_numbers))

@@ -268,6 +268,149 @@ def _fold_ref(keys, msgs):
 random_fold_in_p.reference = _fold_ref
 
 
+# --------------------------------------------------------------------------- random_gamma
+# JAX's _gamma_one (Marsaglia-Tsang with rejection loops) per element, in WGSL: each element
+# has its own key (the caller splits the key to the shape of ``a``) and runs the loops with
+# exactly JAX's key splits, uniform and normal draws, so the samples agree with JAX's up to
+# float32 rounding of log/erf_inv (which could, rarely, flip an accept/reject decision).
+
+W.helper("wj_tf_stream", """
+fn wj_tf_stream(k0: u32, k1: u32, m: u32, n: u32) -> u32 {
+  // word m of threefry_2x32(key, iota(n)) (the original counter layout)
+  let h = (n + 1u) / 2u;
+  let lo = m < h;
+  let i = select(m - h, m, lo);
+  var c1 = i + h;
+  if (c1 >= n) { c1 = 0u; }
+  let w = wj_threefry2x32(k0, k1, i, c1);
+  return select(w.y, w.x, lo);
+}""")
+
+W.helper("wj_u01", """
+fn wj_u01(b: u32) -> f32 { return bitcast<f32>((b >> 9u) | 0x3f800000u) - 1.0; }""")
+
+
+def _gamma_helpers(part: bool, log_space: bool) -> str:
+    sfx = "p" if part else "o"
+    name = f"wj_gamma_{'log' if log_space else 'lin'}_{sfx}"
+    if name in W.HELPERS:
+        return name
+    if part:
+        W.helper(f"wj_ksplit_{sfx}", f"""
+fn wj_ksplit_{sfx}(k0: u32, k1: u32, i: u32, n: u32) -> vec2<u32> {{
+  return wj_threefry2x32(k0, k1, 0u, i);
+}}""")
+        W.helper(f"wj_bits1_{sfx}", f"""
+fn wj_bits1_{sfx}(k0: u32, k1: u32) -> u32 {{
+  let w = wj_threefry2x32(k0, k1, 0u, 0u);
+  return w.x ^ w.y;
+}}""")
+    else:
+        W.helper(f"wj_ksplit_{sfx}", f"""
+fn wj_ksplit_{sfx}(k0: u32, k1: u32, i: u32, n: u32) -> vec2<u32> {{
+  return vec2<u32>(wj_tf_stream(k0, k1, 2u * i, 2u * n), wj_tf_stream(k0, k1, 2u * i + 1u, 2u * n));
+}}""")
+        W.helper(f"wj_bits1_{sfx}", f"""
+fn wj_bits1_{sfx}(k0: u32, k1: u32) -> u32 {{
+  return wj_threefry2x32(k0, k1, 0u, 0u).x;
+}}""")
+    W.helper(f"wj_normal1_{sfx}", f"""
+fn wj_normal1_{sfx}(k0: u32, k1: u32) -> f32 {{
+  let lo = bitcast<f32>(0xbf7fffffu);
+  let hi: f32 = 1.0;
+  let span = hi - lo;
+  let u = max(lo, wj_u01(wj_bits1_{sfx}(k0, k1)) * span + lo);
+  return 1.4142135 * wj_erfinv(u);
+}}""")
+    if log_space:
+        tail = f"""
+  let u = wj_u01(wj_bits1_{sfx}(sub.x, sub.y));
+  let log_samples = wj_log1p(-u);
+  var log_boost = log_samples * (1.0 / alpha_orig);
+  if (boost_mask || log_samples == 0.0) {{ log_boost = 0.0; }}
+  return (log(d) + log(V)) + log_boost;"""
+    else:
+        tail = f"""
+  let samples = 1.0 - wj_u01(wj_bits1_{sfx}(sub.x, sub.y));
+  var boost: f32 = 1.0;
+  if (!boost_mask) {{ boost = wj_pow_f(samples, 1.0 / alpha_orig); }}
+  return (d * V) * boost;"""
+    W.helper(name, f"""
+fn {name}(k0: u32, k1: u32, alpha_orig: f32) -> f32 {{
+  let boost_mask = alpha_orig >= 1.0;
+  let alpha = select(alpha_orig + 1.0, alpha_orig, boost_mask);
+  let third: f32 = 0.33333334;
+  let d = alpha - third;
+  let c = third / sqrt(d);
+  var key = wj_ksplit_{sfx}(k0, k1, 0u, 2u);
+  let sub = wj_ksplit_{sfx}(k0, k1, 1u, 2u);
+  var X: f32 = 0.0;
+  var V: f32 = 1.0;
+  var U: f32 = 2.0;
+  loop {{
+    let c1 = U >= 1.0 - 0.0331 * (X * X);
+    let c2 = log(U) >= X * 0.5 + d * ((1.0 - V) + log(V));
+    if (!(c1 && c2)) {{ break; }}
+    let xkey0 = wj_ksplit_{sfx}(key.x, key.y, 1u, 3u);
+    let ukey = wj_ksplit_{sfx}(key.x, key.y, 2u, 3u);
+    key = wj_ksplit_{sfx}(key.x, key.y, 0u, 3u);
+    var xk = xkey0;
+    var x: f32 = 0.0;
+    var v: f32 = -1.0;
+    loop {{
+      if (!(v <= 0.0)) {{ break; }}
+      let nsub = wj_ksplit_{sfx}(xk.x, xk.y, 1u, 2u);
+      xk = wj_ksplit_{sfx}(xk.x, xk.y, 0u, 2u);
+      x = wj_normal1_{sfx}(nsub.x, nsub.y);
+      v = 1.0 + x * c;
+    }}
+    X = x * x;
+    V = (v * v) * v;
+    U = wj_u01(wj_bits1_{sfx}(ukey.x, ukey.y));
+  }}{tail}
+}}""")
+    return name
+
+
+random_gamma_p = Primitive("random_gamma")
+
+
+@random_gamma_p.def_abstract_eval
+def _gamma_abstract(keys, a, log_space=False, _partitionable=True):
+    _check_keys("random_gamma", keys)
+    if np.dtype(a.dtype) != np.float32:
+        raise TypeError(f"random_gamma: wjax samples gamma in float32, got {a.str_short()}")
+    if keys.shape[:-1] != a.shape:
+        raise TypeError(f"random_gamma: keys of shape {keys.shape[:-1]} do not match a of shape "
+                        f"{a.shape}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+@random_gamma_p.def_fuse
+def _gamma_fuse(kb, idx, read, in_avals, out_aval, log_space=False, _partitionable=True):
+    key_aval = in_avals[0]
+    kdims, _ = _split_index(kb, idx, out_aval.shape, key_aval.ndim - 1)
+    k0, k1 = _read_key(kb, read[0], key_aval, kdims)
+    a = read[1](idx)
+    name = _gamma_helpers(bool(_partitionable), bool(log_space))
+    kb.use_helper(name)
+    return f"{name}({k0}, {k1}, {a})"
+
+
+random_gamma_p.reference = None
+
+
+def _gamma_batch(args, dims, **params):
+    from ..transforms.batching import axis_size, move_batch_axis
+    size = axis_size(args, dims)
+    keys = move_batch_axis(args[0], dims[0], 0, size)
+    a = move_batch_axis(args[1], dims[1], 0, size)
+    return random_gamma_p.bind(keys, a, **params), 0
+
+
+random_gamma_p.batch = _gamma_batch
+
+
 # --------------------------------------------------------------------------- batching, autodiff
 # Keys and bits are integers: their tangents are symbolic zeros.  A batch of keys is just more
 # leading key dimensions, which every rule above handles.

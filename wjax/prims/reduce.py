@@ -126,72 +126,114 @@ def _is_cpu(ctx) -> bool:
         return True
 
 
+def _words(m: Monoid) -> int:
+    return 2 if (m.kahan or hasattr(m, "struct")) else 1
+
+
+def _to_words(m: Monoid, e: str) -> list:
+    if m.kahan:
+        return [f"bitcast<u32>({e}.x)", f"bitcast<u32>({e}.y)"]
+    if hasattr(m, "struct"):
+        vt = m.struct.split("v: ")[1].split(",")[0]
+        return [_bits(f"{e}.v", vt), f"{e}.i"]
+    return [_bits(e, m.state)]
+
+
+def _from_words(m: Monoid, ws: list) -> str:
+    if m.kahan:
+        return f"vec2<f32>(bitcast<f32>({ws[0]}), bitcast<f32>({ws[1]}))"
+    if hasattr(m, "struct"):
+        vt = m.struct.split("v: ")[1].split(",")[0]
+        return f"{m.state}({_from_bits(ws[0], vt)}, {ws[1]})"
+    return _from_bits(ws[0], m.state)
+
+
+class Job:
+    """One reduction to emit: its equation's context, op, operand position and output."""
+
+    def __init__(self, ctx, op, x_aval, axes, out_key, out_dtype, index_dtype=None, reader_index=0):
+        self.ctx, self.op, self.x_aval, self.axes = ctx, op, x_aval, tuple(sorted(axes))
+        self.out_key, self.out_dtype, self.reader_index = out_key, out_dtype, reader_index
+        self.mono = _monoid(op, x_aval.dtype, index_dtype)
+
+
 def emit_reduction(ctx, op, x_aval: ShapedArray, axes, out_key, out_dtype, index_dtype=None,
                    reader_index=0, wg=256):
     """Emits the dispatches of one reduction over ``axes`` of operand ``reader_index``."""
-    axes = tuple(sorted(axes))
+    emit_reductions([Job(ctx, op, x_aval, axes, out_key, out_dtype, index_dtype, reader_index)], wg)
+
+
+def emit_reductions(jobs: list, wg=256):
+    """Emits several reductions over the same iteration space as ONE kernel (per pass):
+    the state is a struct with one field per reduction (e.g. the sum and the sum of
+    squares of a one-pass variance)."""
+    ctx, x_aval, axes = jobs[0].ctx, jobs[0].x_aval, jobs[0].axes
     kept = [d for d in range(x_aval.ndim) if d not in axes]
     kept_shape = [x_aval.shape[d] for d in kept]
     red_shape = [x_aval.shape[d] for d in axes]
     M = int(np.prod(kept_shape, dtype=np.int64))
     N = int(np.prod(red_shape, dtype=np.int64))
-    mono = _monoid(op, x_aval.dtype, index_dtype)
     cpu = _is_cpu(ctx)
     target = 16 if cpu else 2048
     # two passes only when few outputs each reduce many elements
     parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))), -(-N // (wg * 4))))
     slice_n = -(-N // parts) if N else 0
     trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
+    monos = [j.mono for j in jobs]
+    words = [_words(m) for m in monos]
+    offs = [sum(words[:k]) for k in range(len(words))]
+    W_TOTAL = sum(words)
 
-    def element(kb, fuser, o, r):
+    def element_index(kb):
         if trailing:
-            idx = Index(kb, x_aval.shape, flat=kb.let(f"{o} * {N}u + {r}", "u32"))
-        else:
-            od = Index(kb, kept_shape, flat=o).dims() if kept_shape else []
-            rd = Index(kb, red_shape, flat=r).dims() if red_shape else []
-            dims = [None] * x_aval.ndim
-            for d, e in zip(kept, od):
-                dims[d] = e
-            for d, e in zip(axes, rd):
-                dims[d] = e
-            idx = Index(kb, x_aval.shape, dims=dims)
-        return ctx.reader(kb, reader_index, fuser)(idx)
+            return Index(kb, x_aval.shape, flat=kb.let(f"o * {N}u + r", "u32"))
+        od = Index(kb, kept_shape, flat="o").dims() if kept_shape else []
+        rd = Index(kb, red_shape, flat="r").dims() if red_shape else []
+        dims = [None] * x_aval.ndim
+        for d, e in zip(kept, od):
+            dims[d] = e
+        for d, e in zip(axes, rd):
+            dims[d] = e
+        return Index(kb, x_aval.shape, dims=dims)
+
+    def write_outputs(kb):
+        lines = []
+        for k, (j, m) in enumerate(zip(jobs, monos)):
+            name = kb.bind(j.out_key, j.out_dtype, "read_write")
+            val = W.wrap_narrow(m.result(f"res.m{k}"), j.out_dtype)
+            lines.append(f"    {name}[o] = {W.store_expr(val, j.out_dtype)};")
+        return "\n".join(lines)
 
     two_pass = parts > 1
-    partial_key = ctx.scratch(ShapedArray((M * parts,), np.float32)) if two_pass else None
-    # pass 1 -----------------------------------------------------------------
+    # pass 1 -------------------------------------------------------------------
     kb = ctx.new_kb()
-    fuser = ctx.fuser(kb)
-    saved = kb.lines
-    kb.lines = []
-    v = element(kb, fuser, "o", "r")
-    lifted = mono.lift(v, "r")
-    body = kb.lines
-    kb.lines = saved
+    saved, kb.lines = kb.lines, []
+    idx = element_index(kb)
+    lifted = []
+    for j, m in zip(jobs, monos):
+        v = j.ctx.reader(kb, j.reader_index, j.ctx.fuser(kb))(idx)
+        lifted.append(m.lift(v, "r"))
+    body, kb.lines = kb.lines, saved
     if two_pass:
-        # partial states are stored in scratch as raw 32-bit words (2 per arg state)
-        words = 2 if op in ("argmax", "argmin") or mono.kahan else 1
-        ctx.lw.plan.avals[partial_key] = ShapedArray((M * parts * words,), np.uint32)
-        out_name = kb.bind(partial_key, np.uint32, "read_write")
-        write = _write_state(mono, out_name, "g", words)
+        partial_key = ctx.scratch(ShapedArray((M * parts * W_TOTAL,), np.uint32))
+        pn = kb.bind(partial_key, np.uint32, "read_write")
+        write = "\n".join(f"    {pn}[g * {W_TOTAL}u + {offs[k] + w}u] = {e};"
+                          for k, m in enumerate(monos) for w, e in enumerate(_to_words(m, f"res.m{k}")))
     else:
-        out_name = kb.bind(out_key, out_dtype, "read_write")
-        write = f"    {out_name}[o] = {W.store_expr(W.wrap_narrow(mono.result('res'), out_dtype), out_dtype)};"
-    loop = _loop(mono, body, lifted, cpu, wg)
-    src = _fill(kb, mono, wg, M * parts, parts, slice_n, N, loop, write)
-    ctx.dispatch(kb, src[0], src[1])
+        write = write_outputs(kb)
+    src = _fill(kb, monos, wg, M * parts, parts, slice_n, N, _loop(body, lifted, cpu, wg), write)
+    ctx.dispatch(kb, *src)
     if not two_pass:
         return
-    # pass 2: fold the partial states ----------------------------------------
+    # pass 2: fold the partial states ------------------------------------------
     kb = ctx.new_kb()
-    words = 2 if op in ("argmax", "argmin") or mono.kahan else 1
     inp = kb.bind(partial_key, np.uint32, "read")
-    out_name = kb.bind(out_key, out_dtype, "read_write")
-    read_state = _read_state(mono, inp, "(o * {P}u + r)".replace("{P}", str(parts)), words)
-    loop = _loop(mono, [], read_state, cpu, wg, lifted_is_state=True)
-    write = f"    {out_name}[o] = {W.store_expr(W.wrap_narrow(mono.result('res'), out_dtype), out_dtype)};"
-    src = _fill(kb, mono, wg, M, 1, parts, parts, loop, write)
-    ctx.dispatch(kb, src[0], src[1])
+    at = f"(o * {parts}u + r) * {W_TOTAL}u"
+    states = [_from_words(m, [f"{inp}[{at} + {offs[k] + w}u]" for w in range(words[k])])
+              for k, m in enumerate(monos)]
+    src = _fill(kb, monos, wg, M, 1, parts, parts, _loop([], states, cpu, wg, lifted_is_state=True),
+                write_outputs(kb))
+    ctx.dispatch(kb, *src)
 
 
 def _bits(expr, ty):
@@ -202,29 +244,9 @@ def _from_bits(expr, ty):
     return f"bitcast<{ty}>({expr})" if ty in ("f32", "i32") else (f"({expr} != 0u)" if ty == "bool" else expr)
 
 
-def _write_state(mono, name, at, words):
-    if mono.kahan:
-        return (f"    {name}[{at} * 2u] = bitcast<u32>(res.x);\n"
-                f"    {name}[{at} * 2u + 1u] = bitcast<u32>(res.y);")
-    if words == 2:
-        vt = mono.struct.split("v: ")[1].split(",")[0]
-        return (f"    {name}[{at} * 2u] = {_bits('res.v', vt)};\n"
-                f"    {name}[{at} * 2u + 1u] = res.i;")
-    return f"    {name}[{at}] = {_bits('res', mono.state)};"
-
-
-def _read_state(mono, name, at, words):
-    if mono.kahan:
-        return f"vec2<f32>(bitcast<f32>({name}[{at} * 2u]), bitcast<f32>({name}[{at} * 2u + 1u]))"
-    if words == 2:
-        vt = mono.struct.split("v: ")[1].split(",")[0]
-        return f"{mono.state}({_from_bits(f'{name}[{at} * 2u]', vt)}, {name}[{at} * 2u + 1u])"
-    return _from_bits(f"{name}[{at}]", mono.state)
-
-
-def _loop(mono, body_lines, lifted, cpu, wg, lifted_is_state=False):
+def _loop(body_lines, lifted, cpu, wg, lifted_is_state=False):
     inner = "\n      ".join(body_lines)
-    step = f"acc = combine(acc, {lifted});"
+    step = f"acc = combine(acc, RState({', '.join(lifted)}));"
     if cpu:
         first, nxt = "lo + lid * per", "r + 1u"
         pre = (f"let per = (hi - lo + {wg - 1}u) / {wg}u;\n  let r1 = min(lo + lid * per + per, hi);\n  ")
@@ -234,23 +256,41 @@ def _loop(mono, body_lines, lifted, cpu, wg, lifted_is_state=False):
     return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
 
 
-def _fill(kb, mono, wg, groups, parts, slice_n, n, loop, write):
-    for h in mono.helpers:
+def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
+    helpers = [h for m in monos for h in m.helpers]
+    for h in helpers:
         kb.use_helper(h)
-    if hasattr(mono, "struct"):
-        kb.decls.append(mono.struct)
+    for m in monos:
+        if hasattr(m, "struct") and m.struct not in kb.decls:
+            kb.decls.append(m.struct)
+    fields = ", ".join(f"m{k}: {m.state}" for k, m in enumerate(monos))
+    kb.decls.append(f"struct RState {{ {fields} }}")
+    for k, m in enumerate(monos):
+        kb.decls.append(f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+    combine = "  return RState(" + ", ".join(f"combine{k}(a.m{k}, b.m{k})" for k in range(len(monos))) + ");"
+    identity = "RState(" + ", ".join(m.identity for m in monos) + ")"
     grid = W.grid_for(groups, kb.max_groups)
     src = _template()
-    for k, v in {"HEADER": kb.header(), "STATE": mono.state, "WG": str(wg), "EXTRA_SHARED": "",
-                 "COMBINE": mono.combine, "NX": str(grid[0]), "GROUPS": str(groups),
+    for k, v in {"HEADER": kb.header(), "STATE": "RState", "WG": str(wg), "EXTRA_SHARED": "",
+                 "COMBINE": combine, "NX": str(grid[0]), "GROUPS": str(groups),
                  "PARTS": str(parts), "SLICE": str(max(slice_n, 1)), "N": str(n),
-                 "IDENTITY": mono.identity, "LOOP": loop, "WRITE": write,
-                 "PROLOGUE": "wj_zero = wid.z;" if "wj_opq" in mono.helpers else ""}.items():
+                 "IDENTITY": identity, "LOOP": loop, "WRITE": write,
+                 "PROLOGUE": "wj_zero = wid.z;" if "wj_opq" in helpers else ""}.items():
         src = src.replace("{{" + k + "}}", v)
     return src, grid
 
 
 # --------------------------------------------------------------------------- primitives
+
+def _merge_key(eqn):
+    """Reductions of equal-shaped operands over the same axes share one kernel."""
+    return ("reduce", eqn.invars[0].aval.shape, tuple(sorted(eqn.params["axes"])))
+
+
+def _kernel_many(ctxs):
+    emit_reductions([Job(c, c.eqn.prim.monoid, c.eqn.invars[0].aval, c.eqn.params["axes"],
+                         c.out_key(0), c.eqn.outvars[0].aval.dtype) for c in ctxs])
+
 
 def _reducer(name, op, np_ref, accepts):
     p = Primitive(name)
@@ -270,6 +310,8 @@ def _reducer(name, op, np_ref, accepts):
 
     p.abstract_eval, p.kernel, p.reference = abstract, kernel, reference
     p.monoid = op
+    p.merge_key = _merge_key
+    p.kernel_many = _kernel_many
     _batching.defreducer(p)   # vmap: shift the axes past the batch axis
     return p
 
@@ -316,3 +358,60 @@ def _arg(name, op):
 
 argmax_p = _arg("argmax", "argmax")
 argmin_p = _arg("argmin", "argmin")
+
+
+# --------------------------------------------------------------------------- autodiff
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import lax as _lax  # noqa: E402
+
+
+def _kept(x_aval, axes):
+    return tuple(d for d in range(x_aval.ndim) if d not in axes)
+
+
+def _sum_transpose(ct, x, axes, out_sharding=None):
+    a = x.aval
+    return [_lax.broadcast_in_dim(ct, a.shape, _kept(a, axes))]
+
+
+def _chooser_jvp(prim):
+    """max/min: the tangent is the mean of the tangents at the positions that attain the result."""
+    def rule(primals, tangents, axes, out_sharding=None):
+        x, = primals
+        t, = tangents
+        ans = prim.bind(x, axes=axes, out_sharding=out_sharding)
+        a = _ad.aval_of(x)
+        if not _ad.is_differentiable(a):
+            return ans, _ad.Zero(_ad.aval_of(ans))
+        loc = _lax.convert_element_type(_lax.eq(x, _lax.broadcast_in_dim(ans, a.shape, _kept(a, axes))), a.dtype)
+        counts = _lax.reduce_sum(loc, axes)
+        return ans, _lax.div(_lax.reduce_sum(_lax.mul(t, loc), axes), counts)
+    return rule
+
+
+def _prod_jvp(primals, tangents, axes, out_sharding=None):
+    """d prod / d x_i = product of the others, computed without dividing by zeros."""
+    x, = primals
+    t, = tangents
+    ans = reduce_prod_p.bind(x, axes=axes, out_sharding=out_sharding)
+    a = _ad.aval_of(x)
+    if not _ad.is_differentiable(a):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    dt = a.dtype
+    kept = _kept(a, axes)
+    is0 = _lax.eq(x, np.zeros((), dt))
+    nz = _lax.select(is0, np.ones((), dt), x)
+    p_nz = _lax.broadcast_in_dim(_lax.reduce_prod(nz, axes), a.shape, kept)
+    n0 = _lax.broadcast_in_dim(_lax.reduce_sum(_lax.convert_element_type(is0, dt), axes), a.shape, kept)
+    others = _lax.select(_lax.eq(n0, np.zeros((), dt)), _lax.div(p_nz, nz),
+                         _lax.select(_lax.bitwise_and(_lax.eq(n0, np.ones((), dt)), is0), p_nz,
+                                     np.zeros((), dt)))
+    return ans, _lax.reduce_sum(_lax.mul(t, others), axes)
+
+
+_ad.deflinear(reduce_sum_p, _sum_transpose)
+reduce_max_p.jvp = _chooser_jvp(reduce_max_p)
+reduce_min_p.jvp = _chooser_jvp(reduce_min_p)
+reduce_prod_p.jvp = _prod_jvp
+for _p in (reduce_and_p, reduce_or_p, argmax_p, argmin_p):
+    _ad.defjvp_zero(_p)

@@ -63,6 +63,22 @@ def _bcast_ref(x, shape, broadcast_dimensions, sharding=None):
 
 broadcast_in_dim_p.reference = _bcast_ref
 
+# autodiff
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import lax as _lax  # noqa: E402
+
+
+def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
+    a = x.aval
+    bd = tuple(broadcast_dimensions)
+    unit = [bd[i] for i, s in enumerate(a.shape) if s == 1 and shape[bd[i]] != 1]
+    dims = sorted([d for d in range(len(shape)) if d not in bd] + unit)
+    r = _lax.reduce_sum(ct, dims) if dims else ct
+    return [_lax.reshape(r, a.shape)]
+
+
+_ad.deflinear(broadcast_in_dim_p, _bcast_transpose)
+
 
 def _bcast_batch(args, dims, shape, broadcast_dimensions, sharding=None):
     n = _batching.axis_size(args, dims)
@@ -93,6 +109,8 @@ def _reshape_fuse(kb, idx, read, in_avals, out_aval, new_sizes, dimensions=None,
 
 
 reshape_p.reference = lambda x, new_sizes, dimensions=None, sharding=None: np.reshape(x, new_sizes)
+_ad.deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None, sharding=None:
+              [_lax.reshape(ct, x.aval.shape)])
 
 
 def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
@@ -122,6 +140,7 @@ def _squeeze_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 squeeze_p.reference = lambda x, dimensions: np.squeeze(x, tuple(dimensions))
+_ad.deflinear(squeeze_p, lambda ct, x, dimensions: [_lax.reshape(ct, x.aval.shape)])
 
 
 def _squeeze_batch(args, dims, dimensions):
@@ -150,6 +169,7 @@ def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
+_ad.deflinear(expand_dims_p, lambda ct, x, dimensions: [_lax.reshape(ct, x.aval.shape)])
 
 
 def _expand_batch(args, dims, dimensions):
@@ -185,6 +205,7 @@ def _transpose_fuse(kb, idx, read, in_avals, out_aval, permutation):
 
 
 transpose_p.reference = lambda x, permutation: np.transpose(x, permutation)
+_ad.deflinear(transpose_p, lambda ct, x, permutation: [_lax.transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
 
 
 def _transpose_batch(args, dims, permutation):
@@ -251,6 +272,19 @@ def _rev_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 rev_p.reference = lambda x, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x
 
 
+def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
+    shape = x.aval.shape
+    strides = strides or (1,) * len(shape)
+    ct_shape = _ad.aval_of(ct).shape
+    real_limits = [s + (0 if n == 0 else (n - 1) * st + 1) for s, n, st in zip(start_indices, ct_shape, strides)]
+    cfg = [(s, d - rl, st - 1) for s, d, rl, st in zip(start_indices, shape, real_limits, strides)]
+    return [_lax.pad(ct, np.zeros((), x.aval.dtype), cfg)]
+
+
+_ad.deflinear(slice_p, _slice_transpose)
+_ad.deflinear(rev_p, lambda ct, x, dimensions: [_lax.rev(ct, dimensions)])
+
+
 def _slice_batch(args, dims, start_indices, limit_indices, strides=None):
     (x,), (d,) = args, dims
     n = _batching.axis_size(args, dims)
@@ -291,6 +325,7 @@ def _iota_ref(dtype, shape, dimension, sharding=None):
 
 
 iota_p.reference = _iota_ref
+_ad.defjvp_zero(iota_p)
 
 _batching.defunbatched(iota_p)
 
@@ -359,6 +394,23 @@ def _pad_ref(x, padval, padding_config):
 
 
 pad_p.reference = _pad_ref
+
+
+def _pad_transpose(ct, x, padval, padding_config):
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    ca = _ad.aval_of(ct)
+    zero = np.zeros((), ca.dtype)
+    unpad = _lax.pad(ct, zero, [(-l, -h, 0) for l, h in zip(lo, hi)])
+    ua = _ad.aval_of(unpad)
+    t_x = _lax.slice(unpad, [0] * ua.ndim, ua.shape, [i + 1 for i in interior])
+    t_pv = None
+    if _ad.is_undefined_primal(padval):
+        t_pv = _lax.sub(_lax.reduce_sum(ct, tuple(range(ca.ndim))),
+                        _lax.reduce_sum(t_x, tuple(range(ca.ndim))))
+    return [t_x if _ad.is_undefined_primal(x) else None, t_pv]
+
+
+_ad.deflinear(pad_p, _pad_transpose)
 
 
 def _pad_batch(args, dims, padding_config):
@@ -433,6 +485,24 @@ def _concat_fuse(kb, idx, read, in_avals, out_aval, dimension):
 concatenate_p.reference = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 
 
+def _concat_transpose(ct, *xs, dimension):
+    shape = _ad.aval_of(ct).shape
+    out, off = [], 0
+    for x in xs:
+        n = _ad.aval_of(x).shape[dimension]
+        if _ad.is_undefined_primal(x):
+            start, limit = [0] * len(shape), list(shape)
+            start[dimension], limit[dimension] = off, off + n
+            out.append(_lax.slice(ct, start, limit))
+        else:
+            out.append(None)
+        off += n
+    return out
+
+
+_ad.deflinear(concatenate_p, _concat_transpose)
+
+
 def _concat_batch(args, dims, dimension):
     n = _batching.axis_size(args, dims)
     xs = [_batching.bdim_at_front(x, d, n) for x, d in zip(args, dims)]
@@ -467,6 +537,16 @@ def _clamp_fuse(kb, idx, read, in_avals, out_aval):
 
 
 clamp_p.reference = lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)
+
+
+def _zero_of(x):
+    return np.zeros((), _ad.aval_of(x).dtype)
+
+
+_ad.defjvp(clamp_p,
+           lambda g, lo, x, hi: _lax.select(_lax.bitwise_and(_lax.gt(lo, x), _lax.lt(lo, hi)), g, _zero_of(x)),
+           lambda g, lo, x, hi: _lax.select(_lax.bitwise_and(_lax.gt(x, lo), _lax.lt(x, hi)), g, _zero_of(x)),
+           lambda g, lo, x, hi: _lax.select(_lax.lt(hi, x), g, _zero_of(x)))
 
 _batching.defbroadcasting(clamp_p)
 
@@ -511,6 +591,24 @@ def _dslice_ref(x, *starts, slice_sizes):
 
 
 dynamic_slice_p.reference = _dslice_ref
+
+
+def _dslice_jvp(primals, tangents, slice_sizes):
+    x, *starts = primals
+    ans = dynamic_slice_p.bind(x, *starts, slice_sizes=slice_sizes)
+    if isinstance(tangents[0], _ad.Zero):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    return ans, dynamic_slice_p.bind(tangents[0], *starts, slice_sizes=slice_sizes)
+
+
+def _dslice_transpose(ct, x, *starts, slice_sizes):
+    if any(_ad.is_undefined_primal(s) for s in starts):
+        raise TypeError("dynamic_slice is not linear in its start indices")
+    return [dynamic_update_slice_p.bind(_ad.zeros(x.aval), ct, *starts)] + [None] * len(starts)
+
+
+dynamic_slice_p.jvp = _dslice_jvp
+dynamic_slice_p.transpose = _dslice_transpose
 
 
 
@@ -589,6 +687,29 @@ def _dus_ref(x, update, *starts):
 
 
 dynamic_update_slice_p.reference = _dus_ref
+
+
+def _dus_jvp(primals, tangents):
+    x, u, *starts = primals
+    tx, tu = tangents[:2]
+    ans = dynamic_update_slice_p.bind(x, u, *starts)
+    if isinstance(tx, _ad.Zero) and isinstance(tu, _ad.Zero):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    return ans, dynamic_update_slice_p.bind(_ad.instantiate(tx), _ad.instantiate(tu), *starts)
+
+
+def _dus_transpose(ct, x, u, *starts):
+    if any(_ad.is_undefined_primal(s) for s in starts):
+        raise TypeError("dynamic_update_slice is not linear in its start indices")
+    ua = _ad.aval_of(u)
+    t_x = dynamic_update_slice_p.bind(ct, _ad.zeros(ua), *starts) if _ad.is_undefined_primal(x) else None
+    t_u = (dynamic_slice_p.bind(ct, *starts, slice_sizes=ua.shape)
+           if _ad.is_undefined_primal(u) else None)
+    return [t_x, t_u] + [None] * len(starts)
+
+
+dynamic_update_slice_p.jvp = _dus_jvp
+dynamic_update_slice_p.transpose = _dus_transpose
 
 
 
