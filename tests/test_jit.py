@@ -354,3 +354,18 @@ def test_one_command_buffer_per_call():
     y = f(x)
     assert rt.stats["submits"] == before    # recorded, not yet submitted
     assert float(y) == 101.0
+
+
+def test_binding_size_limit_splits_elementwise():
+    x = np.arange(5000, dtype=np.float32)
+    y = np.ones(5000, dtype=np.float32)
+    (out,), plan = run_with_limits(lambda a, b: a * 2 + b, [x, y],
+                                   **{"max-storage-buffer-binding-size": 4096})
+    assert len(plan.steps) == 5 and all(d.ranges is not None for d in plan.steps)
+    np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
+
+
+def test_binding_size_limit_index_math_is_clear_error():
+    x = np.arange(5000, dtype=np.float32)
+    with pytest.raises(MemoryError, match="max-storage-buffer-binding-size"):
+        run_with_limits(lambda a: a[::-1] * 2, [x], **{"max-storage-buffer-binding-size": 4096})

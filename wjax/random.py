@@ -28,7 +28,7 @@ from . import numpy as jnp
 from .api import jit
 from .array import Array
 from .config import config
-from .prims.random import random_bits_p, random_fold_in_p, random_split_p
+from .prims.random import fma_p, random_bits_p, random_fold_in_p, random_split_p
 from .staging import Tracer, concrete_or_error
 from .tree_util import register_pytree_node
 
@@ -415,7 +415,10 @@ def _uniform(data, minval, maxval, shape, dtype):
         fb = lax.shift_right_logical(rbits, np.uint32(nbits - nmant))
         fb = lax.bitwise_or(fb, np.array(1.0, dtype).view(np.uint32))
         floats = lax.sub(lax.bitcast_convert_type(fb, dtype), _const(1.0, dtype))
-    return jnp.maximum(minval, jnp.reshape(floats * (maxval - minval) + minval, shape))
+    floats = jnp.reshape(floats, shape)
+    span = jnp.broadcast_to(maxval - minval, shape)
+    lo = jnp.broadcast_to(minval, shape)
+    return jnp.maximum(minval, fma_p.bind(floats, span, lo))
 
 
 _uniform_jit = jit(lambda data, minval, maxval, shape, dtype, mode:

@@ -20,6 +20,10 @@ def nbytes_of(aval: ShapedArray) -> int:
     return aval.size * storage_itemsize(aval.dtype)
 
 
+def _align4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
 def run_plan(plan: Plan, in_buffers: list, rt=None) -> list:
     """Records the plan's dispatches; returns the output Buffers (or Lits)."""
     rt = rt or runtime.get()
@@ -32,7 +36,12 @@ def run_plan(plan: Plan, in_buffers: list, rt=None) -> list:
             if b is None:
                 b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
             bufs.append(b)
-        rt.dispatch(d.wgsl, bufs, d.grid)
+        ranges = None
+        if d.ranges is not None:
+            ranges = [None if r is None else
+                      (r[0] * storage_itemsize(plan.avals[k].dtype), _align4(r[1] * storage_itemsize(plan.avals[k].dtype)))
+                      for k, r in zip(d.keys, d.ranges)]
+        rt.dispatch(d.wgsl, bufs, d.grid, ranges)
         for k in d.keys:
             if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
                 del env[k]

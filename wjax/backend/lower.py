@@ -27,10 +27,13 @@ ALIAS_PRIMS = {"reshape", "squeeze", "expand_dims"}   # contiguous views: share 
 
 
 class Dispatch:
-    __slots__ = ("wgsl", "keys", "grid", "writes")
+    """One kernel launch; ``ranges`` (per binding: None or (element offset, count)) bind
+    windows of buffers when an elementwise kernel is split over the binding-size limit."""
 
-    def __init__(self, wgsl, keys, grid, writes):
-        self.wgsl, self.keys, self.grid, self.writes = wgsl, keys, grid, writes
+    __slots__ = ("wgsl", "keys", "grid", "writes", "ranges")
+
+    def __init__(self, wgsl, keys, grid, writes, ranges=None):
+        self.wgsl, self.keys, self.grid, self.writes, self.ranges = wgsl, keys, grid, writes, ranges
 
 
 class Plan:
@@ -195,6 +198,7 @@ class Fuser:
             flat = idx.flat()
             if flat != "i":
                 self.kb.vec_ok = False
+                self.kb.nonflat_keys.add(k)
             expr = self.kb.load(f"{name}[{flat}]", aval.dtype)
         out = self.kb.let(expr, self.kb.vt(aval.dtype))
         self.memo[key] = out
@@ -388,6 +392,8 @@ class Lowering:
             kb = self._gen_fused(current, shape, level)
             if len(kb.bindings) > self.max_storage:
                 raise BindingOverflow(current[0], len(kb.bindings))
+            if self._too_big(kb, n):
+                return self._emit_chunked(current, shape, level, kb, n)
             if kb.vec_ok and not kb.helpers and n % 4 == 0 and n >= 4096:
                 vkb = self._gen_fused(current, shape, level, vec=4)
                 src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
@@ -395,6 +401,34 @@ class Lowering:
                     self.add_dispatch(vkb, src, grid)
                     return
             self._emit_fused(kb, n)
+
+    def _max_binding(self) -> int:
+        return int(self.limits.get("max-storage-buffer-binding-size", 1 << 27))
+
+    def _too_big(self, kb: KernelBuilder, n: int) -> bool:
+        return any(self.plan.avals[k].size * W.storage_itemsize(self.plan.avals[k].dtype) > self._max_binding()
+                   for k, _, _ in kb.bindings)
+
+    def _emit_chunked(self, roots, shape, level, kb: KernelBuilder, n: int):
+        """An elementwise kernel over arrays larger than one binding may hold: dispatch it in
+        chunks, binding a window of every flat-indexed buffer per chunk."""
+        big = [k for k, _, _ in kb.bindings
+               if self.plan.avals[k].size * W.storage_itemsize(self.plan.avals[k].dtype) > self._max_binding()]
+        if any(k in kb.nonflat_keys for k in big):
+            raise MemoryError(
+                f"wjax: a fused kernel reads an array of more than {self._max_binding()} bytes (the "
+                f"adapter's max-storage-buffer-binding-size) with index math; only purely "
+                f"elementwise kernels are split over that limit")
+        itemsize = max(W.storage_itemsize(self.plan.avals[k].dtype) for k, _, _ in kb.bindings)
+        chunk = 1 << ((self._max_binding() // itemsize).bit_length() - 1)
+        for start in range(0, n, chunk):
+            cnt = min(chunk, n - start)
+            src, grid = kb.elementwise_kernel(cnt)
+            keys = [k for k, _, _ in kb.bindings]
+            ranges = [None if (k in kb.nonflat_keys or self.plan.avals[k].size != n) else (start, cnt)
+                      for k in keys]
+            writes = [k for k, acc, _ in kb.bindings if acc != "read"]
+            self.plan.steps.append(Dispatch(src, keys, tuple(grid), writes, ranges))
 
     @staticmethod
     def _compiles(src: str) -> bool:

@@ -237,14 +237,22 @@ class Runtime:
         if self._pending >= _BATCH:
             self.flush()
 
-    def dispatch(self, wgsl: str, buffers, grid) -> None:
-        """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order."""
+    def dispatch(self, wgsl: str, buffers, grid, ranges=None) -> None:
+        """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order, whole or
+        as the (byte offset, byte size) window given in ``ranges``."""
+        ranges = ranges or [None] * len(buffers)
+        entries = []
+        for i, (b, r) in enumerate(zip(buffers, ranges)):
+            off, size = r if r is not None else (0, b.gpu.size)
+            if size > self.max_binding:
+                raise MemoryError(
+                    f"wjax: a kernel would bind {size} bytes of one buffer, more than this "
+                    f"adapter's max-storage-buffer-binding-size of {self.max_binding} bytes "
+                    f"({self.describe()}); only elementwise kernels are split automatically")
+            entries.append({"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}})
         pipe = self.pipeline(wgsl)
         with self._lock:
-            bg = self.device.create_bind_group(
-                layout=pipe.get_bind_group_layout(0),
-                entries=[{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.gpu.size}}
-                         for i, b in enumerate(buffers)])
+            bg = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=entries)
             if self._pass is None:
                 self._pass = self._get_encoder().begin_compute_pass()
             self._pass.set_pipeline(pipe)

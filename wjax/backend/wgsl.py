@@ -155,6 +155,7 @@ class KernelBuilder:
         # kernels only); vec_ok turns False as soon as index math or a scalar read appears
         self.vec = 1
         self.vec_ok = True
+        self.nonflat_keys: set = set()   # buffers read at an index other than the flat i
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)

@@ -12,6 +12,7 @@ from .. import dtypes
 from ..backend import wgsl as W
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
@@ -45,3 +46,4 @@ def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
 
 
 bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype))
+_batching.defvectorized(bitcast_convert_type_p)

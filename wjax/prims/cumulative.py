@@ -15,6 +15,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 
 _TEMPLATE = None
@@ -209,6 +210,7 @@ def _cumulative(name, op):
     p.abstract_eval, p.kernel = abstract, kernel
     p.reference = lambda x, axis, reverse=False: _ref(op, x, axis, reverse)
     p.monoid = op
+    _batching.defaxis(p)   # vmap: shift the axis past the batch axis
     return p
 
 

@@ -378,3 +378,179 @@ scatter_add_p = _make_scatter("scatter_add")
 scatter_mul_p = _make_scatter("scatter_mul")
 scatter_min_p = _make_scatter("scatter_min")
 scatter_max_p = _make_scatter("scatter_max")
+
+
+# --------------------------------------------------------------------------- autodiff
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import lax as _lax  # noqa: E402
+
+
+def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    return ScatterDimensionNumbers(
+        update_window_dims=tuple(dn.offset_dims), inserted_window_dims=tuple(dn.collapsed_slice_dims),
+        scatter_dims_to_operand_dims=tuple(dn.start_index_map),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+
+
+def _gather_dn_of(dn: ScatterDimensionNumbers, operand_shape, updates_shape):
+    gdn = GatherDimensionNumbers(
+        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    sizes, pos = [], 0
+    for i in range(len(operand_shape)):
+        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+            sizes.append(1)
+        else:
+            sizes.append(updates_shape[dn.update_window_dims[pos]])
+            pos += 1
+    return gdn, tuple(sizes)
+
+
+def _gather_at(x, indices, dn: ScatterDimensionNumbers, updates_shape):
+    """The values of ``x`` at the positions a scatter with ``dn`` writes (0 where dropped)."""
+    xa = _ad.aval_of(x)
+    gdn, sizes = _gather_dn_of(dn, xa.shape, updates_shape)
+    return gather_p.bind(x, indices, dimension_numbers=gdn, slice_sizes=sizes, mode="fill",
+                         fill_value=0, indices_are_sorted=False, unique_indices=False)
+
+
+def _window_starts(indices, op_shape, start_index_map, slice_sizes, mode):
+    """Gather's window starts made explicit for a scatter (which drops out-of-bounds elements):
+    clamped for 'clip'; for 'fill' an out-of-bounds window is moved wholly out of bounds."""
+    ia = _ad.aval_of(indices)
+    dt = ia.dtype
+    hi = np.asarray([op_shape[od] - slice_sizes[od] for od in start_index_map], dt)
+    last = (ia.ndim - 1,)
+    hi_b = _lax.broadcast_in_dim(hi, ia.shape, last)
+    if mode == "clip":
+        return _lax.clamp(np.zeros((), dt), indices, hi_b)
+    ok = _lax.bitwise_and(_lax.ge(indices, np.zeros((), dt)), _lax.le(indices, hi_b))
+    ok = _lax.broadcast_in_dim(_lax.reduce_and(ok, last), ia.shape, tuple(range(ia.ndim - 1)))
+    big = _lax.broadcast_in_dim(np.asarray([op_shape[od] for od in start_index_map], dt), ia.shape, last)
+    return _lax.select(ok, indices, big)
+
+
+def _gather_jvp(primals, tangents, **params):
+    x, idx = primals
+    ans = gather_p.bind(x, idx, **params)
+    if isinstance(tangents[0], _ad.Zero):
+        return ans, _ad.Zero(_ad.aval_of(ans))
+    tp = dict(params)
+    if _mode(params.get("mode")) == "fill":
+        tp["fill_value"] = 0
+    return ans, gather_p.bind(tangents[0], idx, **tp)
+
+
+def _gather_transpose(ct, operand, indices, dimension_numbers, slice_sizes, mode=None, fill_value=None,
+                      indices_are_sorted=False, unique_indices=False):
+    if _ad.is_undefined_primal(indices):
+        raise TypeError("gather is not linear in its indices")
+    a = operand.aval
+    dn = dimension_numbers
+    idx = _window_starts(indices, a.shape, dn.start_index_map, slice_sizes, _mode(mode))
+    out = scatter_add_p.bind(_ad.zeros(a), idx, ct, dimension_numbers=_scatter_dn_of(dn),
+                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                             mode="fill", update_jaxpr=None, update_consts=())
+    return [out, None]
+
+
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
+
+
+def _scatter_linear_jvp(prim):
+    """scatter_add, and scatter (its 'last update wins' choice is the same for the tangents)."""
+    def rule(primals, tangents, **params):
+        x, idx, u = primals
+        tx, _, tu = tangents
+        ans = prim.bind(x, idx, u, **params)
+        if isinstance(tx, _ad.Zero) and isinstance(tu, _ad.Zero):
+            return ans, _ad.Zero(_ad.aval_of(ans))
+        return ans, prim.bind(_ad.instantiate(tx), idx, _ad.instantiate(tu), **params)
+    return rule
+
+
+def _scatter_add_transpose(ct, x, indices, u, dimension_numbers, **params):
+    t_x = ct if _ad.is_undefined_primal(x) else None
+    t_u = None
+    if _ad.is_undefined_primal(u):
+        t_u = _gather_at(ct, indices, dimension_numbers, u.aval.shape)
+    return [t_x, None, t_u]
+
+
+def _scatter_transpose(ct, x, indices, u, dimension_numbers, **params):
+    ua = _ad.aval_of(u)
+    t_x = t_u = None
+    if _ad.is_undefined_primal(x):
+        t_x = scatter_p.bind(ct, indices, _ad.zeros(ua), dimension_numbers=dimension_numbers, **params)
+    if _ad.is_undefined_primal(u):
+        # only the update that won a position receives its cotangent
+        ids = _lax.add(_lax.reshape(_lax.iota(np.int32, ua.size), ua.shape), np.ones((), np.int32))
+        winners = scatter_p.bind(_ad.zeros(ShapedArray(_ad.aval_of(ct).shape, np.int32)), indices, ids,
+                                 dimension_numbers=dimension_numbers, **params)
+        won = _lax.eq(_gather_at(winners, indices, dimension_numbers, ua.shape), ids)
+        t_u = _lax.select(won, _gather_at(ct, indices, dimension_numbers, ua.shape), np.zeros((), ua.dtype))
+    return [t_x, None, t_u]
+
+
+def _scatter_mul_jvp(primals, tangents, **params):
+    x, idx, u = primals
+    tx, _, tu = tangents
+    ans = scatter_mul_p.bind(x, idx, u, **params)
+    t = _ad.Zero(_ad.aval_of(ans))
+    if not isinstance(tx, _ad.Zero):
+        t = scatter_mul_p.bind(tx, idx, u, **params)
+    if not isinstance(tu, _ad.Zero):
+        zeros = _ad.zeros(_ad.aval_of(x))
+        dn = params["dimension_numbers"]
+        rest = {k: v for k, v in params.items() if k != "dimension_numbers"}
+        if params.get("unique_indices"):
+            tu_t = _lax.mul(x, scatter_add_p.bind(zeros, idx, tu, dimension_numbers=dn, **rest))
+        else:   # out * sum_i tu_i / u_i (exact where the updates are nonzero)
+            tu_t = _lax.mul(ans, scatter_add_p.bind(zeros, idx, _lax.div(tu, u), dimension_numbers=dn, **rest))
+        t = _ad.add_tangents(t, tu_t)
+    return ans, t
+
+
+def _scatter_mul_transpose(ct, x, indices, u, **params):
+    if _ad.is_undefined_primal(u):
+        raise TypeError("scatter_mul is not linear in its updates")
+    return [scatter_mul_p.bind(ct, indices, u, **params), None, None]
+
+
+def _scatter_extremal_jvp(prim):
+    """scatter_min/max: the mean of the tangents of the values that attain each result."""
+    def rule(primals, tangents, **params):
+        x, idx, u = primals
+        tx, _, tu = tangents
+        ans = prim.bind(x, idx, u, **params)
+        xa, ua = _ad.aval_of(x), _ad.aval_of(u)
+        dn = params["dimension_numbers"]
+        rest = {k: v for k, v in params.items() if k != "dimension_numbers"}
+        tx, tu = _ad.instantiate(tx), _ad.instantiate(tu)
+        dt = xa.dtype
+        zero = np.zeros((), dt)
+        x_wins = _lax.eq(x, ans)
+        u_wins = _lax.eq(u, _gather_at(ans, idx, dn, ua.shape))
+        zeros = _ad.zeros(xa)
+        num = _lax.add(_lax.convert_element_type(x_wins, dt),
+                       scatter_add_p.bind(zeros, idx, _lax.convert_element_type(u_wins, dt),
+                                          dimension_numbers=dn, **rest))
+        tsum = _lax.add(_lax.select(x_wins, tx, zero),
+                        scatter_add_p.bind(zeros, idx, _lax.select(u_wins, tu, zero),
+                                           dimension_numbers=dn, **rest))
+        return ans, _lax.div(tsum, num)
+    return rule
+
+
+scatter_add_p.jvp = _scatter_linear_jvp(scatter_add_p)
+scatter_add_p.transpose = _scatter_add_transpose
+scatter_p.jvp = _scatter_linear_jvp(scatter_p)
+scatter_p.transpose = _scatter_transpose
+scatter_mul_p.jvp = _scatter_mul_jvp
+scatter_mul_p.transpose = _scatter_mul_transpose
+scatter_min_p.jvp = _scatter_extremal_jvp(scatter_min_p)
+scatter_max_p.jvp = _scatter_extremal_jvp(scatter_max_p)

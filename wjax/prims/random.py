@@ -32,6 +32,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import T, unop
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -187,6 +188,7 @@ def _bits_ref(keys, bit_width, shape, _partitionable=True):
 
 
 random_bits_p.reference = _bits_ref
+_batching.deffront(random_bits_p)   # vmap: keys' leading dims batch the result
 
 # --------------------------------------------------------------------------- random_split
 
@@ -228,6 +230,7 @@ def _split_ref(keys, shape, _partitionable=True):
 
 
 random_split_p.reference = _split_ref
+_batching.deffront(random_split_p)
 
 # --------------------------------------------------------------------------- random_fold_in
 
@@ -266,6 +269,62 @@ def _fold_ref(keys, msgs):
 
 
 random_fold_in_p.reference = _fold_ref
+
+
+def _fold_batch(args, dims):
+    (keys, msgs), (dk, dm) = args, dims
+    n = _batching.axis_size(args, dims)
+    keys = _batching.bdim_at_front(keys, dk, n)
+    target = _batching.aval_of(keys).shape[:-1]
+    if dm is not None or _batching.aval_of(msgs).ndim:
+        msgs = _batching.bdim_at_front(msgs, dm, n)
+        if _batching.aval_of(msgs).shape != target:     # a batched scalar: [n] -> keys' shape
+            from .shape import broadcast_in_dim_p
+            msgs = broadcast_in_dim_p.bind(msgs, shape=target, broadcast_dimensions=(0,), sharding=None)
+    return random_fold_in_p.bind(keys, msgs), 0
+
+
+random_fold_in_p.batch = _fold_batch
+
+
+# --------------------------------------------------------------------------- fma
+# ``uniform`` scales its [0, 1) floats by ``u * (maxval - minval) + minval``.  XLA contracts that
+# multiply-add into one fused multiply-add on CPU and GPU, so matching JAX's uniforms bit for bit
+# takes a real fma (a single rounding).
+
+fma_p = Primitive("fma")
+
+
+@fma_p.def_abstract_eval
+def _fma_abstract(x, y, z):
+    from .elementwise import _check_kind, _same_dtypes, elementwise_shape
+    _same_dtypes("fma", [x, y, z])
+    _check_kind("fma", x.dtype, ("f",))
+    return ShapedArray(elementwise_shape("fma", x, y, z), x.dtype,
+                       x.weak_type and y.weak_type and z.weak_type)
+
+
+@fma_p.def_fuse
+def _fma_fuse(kb, idx, read, in_avals, out_aval):
+    return f"fma({read[0](idx)}, {read[1](idx)}, {read[2](idx)})"
+
+
+def _fma_ref(x, y, z):
+    return (x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)).astype(x.dtype)
+
+
+fma_p.reference = _fma_ref
+_batching.defbroadcasting(fma_p)
+
+
+def _fma_rules():
+    from ..transforms.ad import defjvp
+    from ..transforms.batching import defbroadcasting
+    defbroadcasting(fma_p)
+    defjvp(fma_p, lambda g, x, y, z: g * y, lambda g, x, y, z: x * g, lambda g, x, y, z: g)
+
+
+_fma_rules()
 
 
 # --------------------------------------------------------------------------- random_gamma
@@ -398,6 +457,7 @@ def _gamma_fuse(kb, idx, read, in_avals, out_aval, log_space=False, _partitionab
 
 
 random_gamma_p.reference = None
+_batching.deffront(random_gamma_p)
 
 
 def _gamma_batch(args, dims, **params):

@@ -17,6 +17,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import kind
 
 W.helper("wj_sortkey_f", """
@@ -256,6 +257,18 @@ def _sort_ref(*operands, dimension, is_stable=True, num_keys=1):
 
 sort_p.reference = _sort_ref
 
+
+def _sort_batch(args, dims, dimension, **params):
+    """vmap: every operand gets the batch axis where the first batched one has it."""
+    n = _batching.axis_size(args, dims)
+    d = next(d for d in dims if d is not None)
+    ops = [_batching.move_batch_axis(x, e, d, n) for x, e in zip(args, dims)]
+    outs = sort_p.bind(*ops, dimension=dimension + (dimension >= d), **params)
+    return outs, [d] * len(outs)
+
+
+sort_p.batch = _sort_batch
+
 # --------------------------------------------------------------------------- top_k
 
 top_k_p = Primitive("top_k", multiple_results=True)
@@ -294,3 +307,4 @@ def _top_k_ref(x, k, axis=-1):
 
 
 top_k_p.reference = _top_k_ref
+_batching.defaxis(top_k_p)

@@ -8,6 +8,7 @@ import numpy as np
 from ..backend import wgsl as W
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import F, T, _check_kind, kind, unop
 
 # Giles' single-precision erfinv, the approximation XLA uses.
@@ -137,3 +138,4 @@ def _rp_ref(x, exponent_bits, mantissa_bits):
 
 
 reduce_precision_p.reference = _rp_ref
+_batching.defvectorized(reduce_precision_p)

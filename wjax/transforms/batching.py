@@ -128,3 +128,29 @@ def defunbatched(prim):
         return out, ([None] * len(out) if prim.multiple_results else None)
     prim.batch = rule
     return prim
+
+
+def defaxis(prim, axis_param="axis", default=-1):
+    """Primitives acting along one ``axis`` parameter (cumulative ops, top_k): shift it past the
+    batch axis; every result keeps the batch axis where the operand had it."""
+    def rule(args, dims, **params):
+        (x,), (d,) = args, dims
+        nd = aval_of(x).ndim - 1
+        ax = params.get(axis_param, default) % max(nd, 1)
+        params = dict(params)
+        params[axis_param] = ax + (ax >= d)
+        out = prim.bind(x, **params)
+        return out, ([d] * len(out) if prim.multiple_results else d)
+    prim.batch = rule
+    return prim
+
+
+def deffront(prim, out_dims=0):
+    """Primitives whose leading operand dimensions are batch-like (keys of random ops): every
+    operand gets the batch axis first (unbatched ones broadcast); so does every result."""
+    def rule(args, dims, **params):
+        n = axis_size(args, dims)
+        out = prim.bind(*[bdim_at_front(x, d, n) for x, d in zip(args, dims)], **params)
+        return out, ([out_dims] * len(out) if prim.multiple_results else out_dims)
+    prim.batch = rule
+    return prim
