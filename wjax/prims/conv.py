@@ -24,6 +24,7 @@ from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
 from ..primitive import Primitive
+from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from .linalg import _acc_dtype
 
@@ -324,3 +325,67 @@ def _conv_ref(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, 
 
 
 conv_general_dilated_p.reference = _conv_ref
+
+
+def _reshape_axis_into(src, dst, x):
+    """Merges axis ``src`` into axis ``dst`` (numbered after removing ``src``), ``src`` major."""
+    from .shape import reshape_p, transpose_p
+    shape = _batching.aval_of(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new = [shape[i] for i in range(len(shape)) if i != src]
+    new[dst] *= shape[src]
+    if perm != list(range(len(shape))):
+        x = transpose_p.bind(x, permutation=tuple(perm))
+    return reshape_p.bind(x, new_sizes=tuple(new), dimensions=None, sharding=None)
+
+
+def _reshape_axis_out_of(src, size1, x):
+    from .shape import reshape_p
+    shape = list(_batching.aval_of(x).shape)
+    shape[src:src + 1] = [size1, shape[src] // size1]
+    return reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
+
+
+def _conv_batch(args, dims, *, dimension_numbers, feature_group_count=1, batch_group_count=1, **params):
+    """vmap (JAX's rule): fold the batch axis into the lhs batch dimension, the rhs output
+    features, or (both batched) feature groups; then split it back out of the result."""
+    (lhs, rhs), (ld, rd) = args, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    fgc, bgc = feature_group_count, batch_group_count
+    n = _batching.axis_size(args, dims)
+
+    def conv(l, r, fgc, bgc):
+        return conv_general_dilated_p.bind(l, r, dimension_numbers=dimension_numbers,
+                                           feature_group_count=fgc, batch_group_count=bgc, **params)
+
+    if ld is not None and rd is not None:
+        if bgc > 1:
+            new_lhs, bgc = _reshape_axis_into(ld, lhs_spec[0], lhs), bgc * n
+        else:
+            new_lhs, fgc = _reshape_axis_into(ld, lhs_spec[1], lhs), fgc * n
+        out = conv(new_lhs, _reshape_axis_into(rd, rhs_spec[0], rhs), fgc, bgc)
+        return _reshape_axis_out_of(out_spec[1], n, out), out_spec[1]
+    if ld is not None:
+        if bgc == 1:
+            out = conv(_reshape_axis_into(ld, lhs_spec[0], lhs), rhs, fgc, bgc)
+            return _reshape_axis_out_of(out_spec[0], n, out), out_spec[0]
+        new_lhs = _reshape_axis_out_of(lhs_spec[0] + int(ld <= lhs_spec[0]), bgc, lhs)
+        new_lhs = _reshape_axis_into(ld + int(lhs_spec[0] < ld), lhs_spec[0] + 1, new_lhs)
+        new_lhs = _reshape_axis_into(lhs_spec[0], lhs_spec[0], new_lhs)
+        out = conv(new_lhs, rhs, fgc, bgc)
+        return _reshape_axis_out_of(out_spec[0], n, out), out_spec[0]
+    if fgc == 1 and bgc == 1:
+        out = conv(lhs, _reshape_axis_into(rd, rhs_spec[0], rhs), fgc, bgc)
+        return _reshape_axis_out_of(out_spec[1], n, out), out_spec[1]
+    groups = fgc if fgc > 1 else bgc
+    new_rhs = _reshape_axis_out_of(rhs_spec[0] + int(rd <= rhs_spec[0]), groups, rhs)
+    new_rhs = _reshape_axis_into(rd + int(rhs_spec[0] < rd), rhs_spec[0] + 1, new_rhs)
+    new_rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[0], new_rhs)
+    out = conv(lhs, new_rhs, fgc, bgc)
+    out = _reshape_axis_out_of(out_spec[1], groups, out)
+    out = _reshape_axis_out_of(out_spec[1] + 1, n, out)
+    return _reshape_axis_into(out_spec[1], out_spec[1] + 1, out), out_spec[1]
+
+
+conv_general_dilated_p.batch = _conv_batch

@@ -36,7 +36,19 @@ def _check_kind(name, dtype, table):
 
 
 def _fill(kb, template: str, args, dtype) -> str:
-    return template.format(*args, T=kb.vt(dtype), Z=kb.lit(0, dtype), O=kb.lit(1, dtype))
+    """``{T}`` value type, ``{Z}``/``{O}`` zero/one, ``{B}`` bit width, ``{M}`` its u32 mask."""
+    bits = np.dtype(dtype).itemsize * 8 if kind(dtype) in "iu" else 32
+    return template.format(*args, T=kb.vt(dtype), Z=kb.lit(0, dtype), O=kb.lit(1, dtype),
+                           B=bits, M=hex((1 << bits) - 1))
+
+
+def _fill_f16_via_f32(kb, template, args, in_dtype, out_dtype) -> str:
+    """float16 ops compute in f32 and round once (as XLA's CPU backend does): the helpers are
+    f32-only, and f16 transcendental builtins are too coarse on some drivers."""
+    if np.dtype(in_dtype) != np.float16:
+        return _fill(kb, template, args, in_dtype)
+    e = _fill(kb, template, [f"f32({a})" for a in args], np.float32)
+    return f"f16({e})" if np.dtype(out_dtype) == np.float16 else e
 
 
 def elementwise_shape(name, *avals) -> tuple:
@@ -69,7 +81,8 @@ def unop(name, table: dict, reference, result_dtype=None):
     def fuse(kb, idx, read, in_avals, out_aval):
         for h in _helpers_in(table[kind(in_avals[0].dtype)]):
             kb.use_helper(h)
-        return _fill(kb, table[kind(in_avals[0].dtype)], [read[0](idx)], in_avals[0].dtype)
+        return _fill_f16_via_f32(kb, table[kind(in_avals[0].dtype)], [read[0](idx)],
+                                 in_avals[0].dtype, out_aval.dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
     p.reference = lambda x: np.asarray(reference(x))
@@ -93,7 +106,8 @@ def binop(name, table: dict, reference, result_dtype=None):
         t = table[kind(in_avals[0].dtype)]
         for h in _helpers_in(t):
             kb.use_helper(h)
-        return _fill(kb, t, [read[0](idx), read[1](idx)], in_avals[0].dtype)
+        return _fill_f16_via_f32(kb, t, [read[0](idx), read[1](idx)], in_avals[0].dtype,
+                                 out_aval.dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
     p.reference = lambda x, y: np.asarray(reference(x, y))
