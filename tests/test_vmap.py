@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import wjax
 import wjax.numpy as jnp
+import wjax.random  # noqa: F401
 from wjax import lax
 from wjax.ir import typecheck
 from wjax.primitive import REGISTRY
@@ -50,6 +51,8 @@ def _gen(rng, spec):
         return rng.uniform(0.5, 2.0, size=shape).astype(np.float32)
     if kind == "i":
         return rng.integers(spec[2], spec[3], size=shape).astype(np.int32)
+    if kind in ("key", "u"):
+        return rng.integers(0, 2**32, size=shape, dtype=np.uint64).astype(np.uint32)
     return rng.random(size=shape) > 0.5
 
 
@@ -81,6 +84,7 @@ OPS = {
     "int_ops": (lambda a, b: (a << 1) ^ (a & b) | lax.shift_right_arithmetic(a, np.int32(1)),
                 [_i((4,)), _i((4,))]),
     "clamp": (lambda lo, x: lax.clamp(lo, x, 1.0), [_f(()), _f((2, 3))]),
+    "select_scalar_pred": (lambda c, x: lax.select(c, x, -x), [_b(()), _f((2, 3))]),
     "integer_pow": (lambda x: x ** 3 + lax.integer_pow(x, -2), [_pos((3,))]),
     "convert": (lambda x: x.astype(jnp.int32) + 1, [_f((2, 3))]),
     "is_finite_not": (lambda x: ~jnp.isfinite(jnp.log(x)), [_f((3,))]),
@@ -91,6 +95,7 @@ OPS = {
     "argmax": (lambda x: jnp.argmax(x, axis=1), [_f((2, 4))]),
     "argmin": (lambda x: jnp.argmin(x), [_f((5,))]),
     "any_all": (lambda b: jnp.any(b, axis=0) & jnp.all(b, axis=0), [_b((3, 2))]),
+    "mean_var": (lambda x: jnp.mean(x, axis=0) + jnp.var(x, axis=0), [_f((4, 3))]),
     # shapes
     "reshape": (lambda x: x.reshape(3, 2), [_f((2, 3))]),
     "transpose": (lambda x: jnp.transpose(x, (2, 0, 1)), [_f((2, 3, 2))]),
@@ -115,6 +120,26 @@ OPS = {
     "vdot": (jnp.dot, [_f((3,)), _f((3,))]),
     # calls
     "jit": (wjax.jit(lambda x, y: jnp.sin(x) * y), [_f((2, 3)), _f((3,))]),
+    # cumulative, sort, conv, special, bitcast, random (other families' primitives)
+    "cumsum_cummax": (lambda x: lax.cumsum(x, axis=1) + lax.cummax(x, axis=0, reverse=True), [_f((2, 3))]),
+    "cumprod_cumlogsumexp": (lambda x: lax.cumprod(x, 0) - lax.cumlogsumexp(x, 0) + lax.cummin(x, 0),
+                             [_f((4,))]),
+    "sort": (lambda x: lax.sort(x, dimension=0), [_f((4, 2))]),
+    "sort_key_val": (lambda k, v: lax.sort_key_val(k, v)[1], [_f((5,)), _i((5,))]),
+    "top_k": (lambda x: lax.top_k(x, 2)[0] + lax.top_k(x, 2)[1].astype(jnp.float32), [_f((2, 4))]),
+    "conv": (lambda l, r: lax.conv_general_dilated(l, r, (1,), [(1, 0)]), [_f((1, 2, 5)), _f((3, 2, 2))]),
+    "conv_groups": (lambda l, r: lax.conv_general_dilated(l, r, (2,), "SAME", feature_group_count=2),
+                    [_f((2, 4, 5)), _f((4, 2, 3))]),
+    "conv_batch_groups": (lambda l, r: lax.conv_general_dilated(l, r, (1,), "VALID", batch_group_count=2),
+                          [_f((2, 2, 4)), _f((2, 2, 2))]),
+    "conv_nhwc": (lambda l, r: lax.conv_general_dilated(l, r, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                  [_f((1, 3, 3, 2)), _f((2, 2, 2, 3))]),
+    "erf_inv_reduce_precision": (lambda x: lax.erf_inv(x * 0.5) + lax.reduce_precision(x, 5, 10), [_f((3,))]),
+    "bitcast": (lambda x: lax.bitcast_convert_type(x, jnp.int32), [_f((2, 2))]),
+    "random": (lambda k: wjax.random.normal(wjax.random.split(wjax.random.fold_in(k, 3))[1], (2,)),
+               [("key", (2,))]),
+    "random_fold_in_data": (lambda k, d: wjax.random.bits(wjax.random.fold_in(k, d), (3,)),
+                            [("key", (2,)), ("u", ())]),
 }
 
 
@@ -227,6 +252,20 @@ def test_pytree_in_axes_and_out_axes_vs_jax():
     got = wjax.vmap(lambda d, s, scale: f(jnp, d, s, scale)["v"][0], in_axes=({"a": 0, "b": [1]}, None))(
         {"a": a, "b": [b]}, c, scale=np.arange(3.0, dtype=np.float32))
     np.testing.assert_allclose(got, a.sum(1) * np.arange(3.0), rtol=1e-5)
+
+
+def test_random_keys_vs_jax():
+    import wjax.random as wrandom
+    keys = wrandom.split(wrandom.PRNGKey(0), 3)
+    got = wjax.vmap(lambda k: wrandom.uniform(k, (2,)))(keys)
+    typed = wjax.vmap(lambda k: wrandom.normal(k, (2,)))(wrandom.split(wrandom.key(1), 3))
+    assert got.shape == (3, 2) and typed.shape == (3, 2)
+    assert len({tuple(r) for r in np.asarray(got).tolist()}) == 3      # one stream per key
+    jax = pytest.importorskip("jax")
+    want = jax.vmap(lambda k: jax.random.uniform(k, (2,)))(jax.random.split(jax.random.PRNGKey(0), 3))
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+    want = jax.vmap(lambda k: jax.random.normal(k, (2,)))(jax.random.split(jax.random.key(1), 3))
+    np.testing.assert_allclose(typed, np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
 def test_negative_axes_and_axis_size():

@@ -15,6 +15,9 @@ from .ir import ShapedArray  # noqa: F401
 from .staging import make_jaxpr  # noqa: F401
 from .api import jit  # noqa: F401
 from .api import vmap  # noqa: F401
+from .api import grad, value_and_grad, jvp, vjp, linearize, jacfwd, jacrev, hessian  # noqa: F401
+from .custom_derivatives import custom_jvp, custom_vjp, closure_convert  # noqa: F401
+from .ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401
 from . import lax, numpy  # noqa: F401
 from .staging import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
                       TracerArrayConversionError, TracerBoolConversionError,

@@ -236,3 +236,542 @@ def _pjit_batch(args, dims, *, jaxpr, name):
 
 
 pjit_p.batch = _pjit_batch
+
+
+# =========================================================================== autodiff
+# jvp, linearize, vjp, grad and friends as jaxpr rewrites (wjax/transforms/): ``f`` is traced
+# to a jaxpr; ``jvp_jaxpr`` then ``partial_eval_jaxpr`` give linearize; ``transpose_jaxpr`` of the
+# linear part gives vjp.  Under another trace the rewritten jaxpr is evaluated into that trace;
+# eagerly it runs as one compiled plan.  The rewrites are cached by the structure of f's jaxpr
+# (its closed-over values are passed as inputs), so ``f`` is traced at each call but transformed
+# and compiled once per structure.
+
+import collections as _collections  # noqa: E402
+
+from .ir import Jaxpr as _Jaxpr  # noqa: E402
+from .transforms import ad as _ad  # noqa: E402
+
+
+def _memo_by_jaxpr(table, key, jaxpr, build):
+    hit = table.get(key)
+    if hit is None or hit[0] is not jaxpr:
+        if len(table) > 512:
+            table.clear()
+        hit = table[key] = (jaxpr, build())
+    return hit[1]
+
+
+_pjit_ad_memo: dict = {}
+
+
+def _pjit_jvp(primals, tangents, *, jaxpr, name):
+    from .transforms.jvp import jvp_jaxpr
+    nz = tuple(not isinstance(t, _ad.Zero) for t in tangents)
+    jc, out_nz = _memo_by_jaxpr(_pjit_ad_memo, ("jvp", id(jaxpr), nz), jaxpr,
+                                lambda: jvp_jaxpr(jaxpr, nz))
+    outs = pjit_p.bind(*primals, *[t for t in tangents if not isinstance(t, _ad.Zero)],
+                       jaxpr=jc, name=name)
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    return list(outs[:n]), [next(it) if z else _ad.Zero(a) for z, a in zip(out_nz, jaxpr.out_avals)]
+
+
+def _pjit_transpose(cts, *args, jaxpr, name):
+    from .transforms.transpose import transpose_jaxpr
+    lin = tuple(_ad.is_undefined_primal(a) for a in args)
+    tj = _memo_by_jaxpr(_pjit_ad_memo, ("T", id(jaxpr), lin), jaxpr, lambda: transpose_jaxpr(jaxpr, lin))
+    outs = pjit_p.bind(*[a for a in args if not _ad.is_undefined_primal(a)],
+                       *[_ad.instantiate(c) for c in cts], jaxpr=tj, name=f"transpose({name})")
+    it = iter(outs)
+    return [next(it) if l else None for l in lin]
+
+
+pjit_p.jvp = _pjit_jvp
+pjit_p.transpose = _pjit_transpose
+
+# --------------------------------------------------------------------------- running rewrites
+
+_ad_cache: "_collections.OrderedDict" = _collections.OrderedDict()
+
+
+def _ad_cached(key, keep, build):
+    hit = _ad_cache.get(key)
+    if hit is None:
+        hit = (build(), keep)
+        _ad_cache[key] = hit
+        if len(_ad_cache) > 256:
+            _ad_cache.popitem(last=False)
+    else:
+        _ad_cache.move_to_end(key)
+    return hit[0]
+
+
+def _run_closed(closed: ClosedJaxpr, args):
+    """Evaluates a closed jaxpr: into the current trace, or eagerly as one compiled plan."""
+    if current_builder() is not None or any(isinstance(a, Tracer) for a in args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    from .backend.execute import Compiled
+    comp = closed._compiled
+    if comp is None:
+        comp = closed._compiled = Compiled(closed, "ad")
+    return comp([a if isinstance(a, Array) else asarray_device(a) for a in args])
+
+
+class _Traced:
+    """``f`` traced for autodiff: ``conv`` takes (closed-over values, arguments) -> outputs."""
+
+    def __init__(self, conv, consts, key, keep, out, out_tree, n_main, aux_tree):
+        self.conv, self.consts, self.key, self.keep = conv, consts, key, keep
+        self.out, self.out_tree, self.n_main, self.aux_tree = out, out_tree, n_main, aux_tree
+
+    @property
+    def nc(self):
+        return len(self.consts)
+
+
+def _trace_for_ad(fun, leaves, make_args, has_aux, what):
+    """Traces ``fun(*make_args(tracers))``; the closed-over values become leading inputs."""
+    avals = [_abstractify(x) for x in leaves]
+    box = []
+
+    def flat(*tracers):
+        args, kwargs = make_args(list(tracers))
+        out = fun(*args, **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError("expected function with aux output to return a two-element tuple, but "
+                                f"got type {type(out)} with value {out!r}")
+            main, aux = out
+            ml, mt = tree_util.tree_flatten(main)
+            al, at = tree_util.tree_flatten(aux)
+            box.append((main, mt, len(ml), at))
+            return ml + al
+        ol, ot = tree_util.tree_flatten(out)
+        box.append((out, ot, len(ol), None))
+        return ol
+
+    closed = trace_flat(flat, avals, DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves))))
+    closed = _ad.hoist_call_consts(closed)
+    j = closed.jaxpr
+    conv = ClosedJaxpr(_Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
+    keep: list = []
+    key = _ad.jaxpr_key(conv.jaxpr, keep)
+    out, out_tree, n_main, aux_tree = box[0]
+    return _Traced(conv, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
+
+
+def _linearize_pieces(conv, nc, diff, out_diff):
+    """known: (consts, args) -> (outs, residuals); lin: (residuals, tangents) -> out tangents."""
+    from .transforms.dce import dce_closed
+    from .transforms.jvp import jvp_jaxpr
+    from .transforms.partial_eval import partial_eval_jaxpr
+    jc, out_nz = jvp_jaxpr(conv, [False] * nc + list(diff), instantiate_outs=list(out_diff))
+    n_out = len(out_diff)
+    jc, _ = dce_closed(jc, [True] * n_out + [d for d, nz in zip(out_diff, out_nz) if nz])
+    k = sum(diff)
+    known, lin, out_unk, nres = partial_eval_jaxpr(
+        jc, [False] * (nc + len(diff)) + [True] * k, instantiate=[False] * n_out + [True] * sum(out_diff))
+    if any(out_unk[:n_out]):
+        raise AssertionError("linearize: a primal output depends on the tangents")
+    return known, lin, nres
+
+
+def _vjp_pieces(conv, nc, diff, out_diff):
+    from .transforms.transpose import transpose_jaxpr
+    known, lin, nres = _linearize_pieces(conv, nc, diff, out_diff)
+    return known, transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)), nres
+
+
+def _grad_jaxpr(conv, nc, diff, out_diff, need_value=True):
+    """One jaxpr: (consts, args) -> (outs, gradients of the differentiable args); without
+    ``need_value`` the first output (the value) is left out."""
+    from .transforms.dce import dce_closed
+    known, tj, nres = _vjp_pieces(conv, nc, diff, out_diff)
+    n_out = len(out_diff)
+    seeds = [np.ones((), a.dtype) for a, d in zip(conv.out_avals, out_diff) if d]
+
+    def fused(*xs):
+        kr = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        return list(kr[:n_out]) + list(eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds))
+
+    used = [need_value] + [True] * (n_out - 1 + sum(diff))
+    return dce_closed(trace_flat(fused, conv.in_avals), used)[0]
+
+
+def _float0_zeros(aval):
+    return np.zeros(aval.shape, dtype=[("float0", "V")])
+
+
+def _is_float_aval(a) -> bool:
+    return _ad.is_differentiable(a)
+
+
+def _argnums_tuple(argnums, nargs, what="differentiating"):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums and not isinstance(argnums, int):
+        raise ValueError("argnums must be a non-empty tuple or an int, got ()")
+    for i in nums:
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+        if i >= nargs or i < -nargs:
+            raise TypeError(f"{what} with respect to argnums={argnums} requires at least "
+                            f"{max(nums) + 1} positional arguments to be passed by the caller, but got "
+                            f"only {nargs} positional arguments.")
+    return tuple(int(i) % nargs for i in nums)
+
+
+def _check_fun(fun, name):
+    if not callable(fun):
+        raise TypeError(f"{name} requires a callable argument, got {fun!r}")
+
+
+def _resolve_kwargs(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    try:
+        ba = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        raise TypeError("keyword arguments could not be resolved to positions") from None
+    ba.apply_defaults()
+    if ba.kwargs:
+        raise TypeError("keyword-only arguments are not supported here")
+    return tuple(ba.args)
+
+
+def _partial_args(args, kwargs, argnums):
+    """Leaves of ``args[argnums]`` and a function rebuilding the full argument list."""
+    dyn = tuple(args[i] for i in argnums)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+
+    def make(tracers):
+        d = tree_util.tree_unflatten(in_tree, tracers)
+        full = list(args)
+        for i, v in zip(argnums, d):
+            full[i] = v
+        return full, kwargs
+
+    return leaves, in_tree, make
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(),
+                   _need_value=True):
+    """``(f(*args), ∇f(*args))`` for a scalar-valued ``f``, w.r.t. the arguments ``argnums``."""
+    _check_fun(fun, "value_and_grad")
+    if holomorphic:
+        raise NotImplementedError("wjax has no complex dtypes: holomorphic=True is not supported")
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        leaves, in_tree, make = _partial_args(args, kwargs, nums)
+        for x in leaves:
+            a = _abstractify(x)
+            if not _is_float_aval(a) and not allow_int:
+                raise TypeError(
+                    f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.inexact), but got {np.dtype(a.dtype).name}. If you want to use Boolean- or "
+                    f"integer-valued inputs, use vjp or set allow_int to True.")
+        tr = _trace_for_ad(fun, leaves, make, has_aux, "grad")
+        out_avals = tr.conv.out_avals
+        if tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree):
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output was {tr.out!r}.")
+        if out_avals[0].shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                            f"{out_avals[0].shape}.")
+        if not _is_float_aval(out_avals[0]):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                            f"np.floating), but got {np.dtype(out_avals[0].dtype).name}. For "
+                            f"differentiation of non-holomorphic functions involving complex outputs, "
+                            f"use jax.vjp directly.")
+        diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
+        out_diff = (True,) + (False,) * (len(out_avals) - 1)
+        closed = _ad_cached(("grad", tr.key, diff, out_diff, _need_value), tr.keep,
+                            lambda: _grad_jaxpr(tr.conv, tr.nc, diff, out_diff, _need_value))
+        res = _run_closed(closed, tr.consts + list(leaves))
+        if not _need_value:
+            res = [None] + list(res)
+        n_out = len(out_avals)
+        it = iter(res[n_out:])
+        grads = [next(it) if d else _float0_zeros(a) for d, a in zip(diff, tr.conv.in_avals[tr.nc:])]
+        g = tree_util.tree_unflatten(in_tree, grads)
+        g = g[0] if isinstance(argnums, int) else g
+        value = res[0]
+        if has_aux:
+            return (value, tree_util.tree_unflatten(tr.aux_tree, list(res[1:n_out]))), g
+        return value, g
+
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """The gradient of a scalar-valued ``fun`` w.r.t. the arguments ``argnums``."""
+    _check_fun(fun, "grad")
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, _need_value=False)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        (v, g) = vg(*args, **kwargs)
+        if has_aux:
+            return g, v[1]
+        return g
+
+    return grad_f
+
+
+def _check_jvp_args(primals, tangents):
+    for nm, v in (("primal", primals), ("tangent", tangents)):
+        if not isinstance(v, (tuple, list)):
+            raise TypeError(f"{nm} and tangent arguments to jax.jvp must be tuples or lists; found "
+                            f"{type(primals).__name__} and {type(tangents).__name__}.")
+    pl, pt = tree_util.tree_flatten(tuple(primals))
+    tl, tt = tree_util.tree_flatten(tuple(tangents))
+    if pt != tt:
+        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree structure; "
+                        f"primals have tree structure {pt} whereas tangents have tree structure {tt}.")
+    out = []
+    for p, t in zip(pl, tl):
+        pa = _abstractify(p)
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            t = np.asarray(t, pa.dtype)
+        ta = _abstractify(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp called with different primal and tangent shapes;Got primal shape "
+                             f"{pa.shape} and tangent shape as {ta.shape}")
+        if _is_float_aval(pa) and np.dtype(ta.dtype) != np.dtype(pa.dtype):
+            raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, "
+                            f"or in case of int/bool primal dtype the tangent dtype must be float0.Got "
+                            f"primal dtype {np.dtype(pa.dtype).name} and so expected tangent dtype "
+                            f"{np.dtype(pa.dtype).name}, but got tangent dtype {np.dtype(ta.dtype).name} "
+                            f"instead.")
+        out.append(t)
+    return pl, pt, out
+
+
+def _has_custom_lin(jaxpr) -> bool:
+    from .ir import subjaxprs
+    return any(e.prim.name == "custom_lin" or any(_has_custom_lin(s) for s in subjaxprs(e.params))
+               for e in jaxpr.eqns)
+
+
+def _no_custom_vjp(closed):
+    if _has_custom_lin(closed.jaxpr):
+        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """``(fun(*primals), J·tangents)``: forward-mode differentiation."""
+    _check_fun(fun, "jvp")
+    from .transforms.jvp import jvp_jaxpr
+    pl, in_tree, tl = _check_jvp_args(primals, tangents)
+    nargs = len(primals)
+    make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
+    tr = _trace_for_ad(fun, pl, make, has_aux, "jvp")
+    diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
+    n_main = tr.n_main
+    n_out = len(tr.conv.out_avals)
+    inst = [True] * n_main + [False] * (n_out - n_main)
+
+    def build():
+        from .transforms.dce import dce_closed
+        jc, out_nz = jvp_jaxpr(tr.conv, [False] * tr.nc + list(diff), instantiate_outs=inst)
+        jc, _ = dce_closed(jc, [True] * n_out + [i for i, nz in zip(inst, out_nz) if nz])
+        return jc
+
+    jc = _ad_cached(("jvp", tr.key, diff, n_main), tr.keep, build)
+    _no_custom_vjp(jc)
+    res = _run_closed(jc, tr.consts + list(pl) + [t for t, d in zip(tl, diff) if d])
+    outs, touts = res[:n_out], res[n_out:]
+    primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
+    tangent_out = tree_util.tree_unflatten(tr.out_tree, list(touts))
+    del nargs
+    if has_aux:
+        return primal_out, tangent_out, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+    return primal_out, tangent_out
+
+
+def linearize(fun, *primals, has_aux=False):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linearization at ``primals``."""
+    _check_fun(fun, "linearize")
+    pl, in_tree = tree_util.tree_flatten(tuple(primals))
+    make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
+    tr = _trace_for_ad(fun, pl, make, has_aux, "linearize")
+    diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
+    n_main, n_out = tr.n_main, len(tr.conv.out_avals)
+    out_diff = (True,) * n_main + (False,) * (n_out - n_main)
+    known, lin, nres = _ad_cached(("linearize", tr.key, diff, out_diff), tr.keep,
+                                  lambda: _linearize_pieces(tr.conv, tr.nc, diff, out_diff))
+    kr = _run_closed(known, tr.consts + list(pl))
+    outs, res = kr[:n_out], kr[n_out:]
+
+    def f_jvp(*tangents):
+        _, _, tl = _check_jvp_args(primals, tangents)
+        _no_custom_vjp(lin)
+        r = _run_closed(lin, list(res) + [t for t, d in zip(tl, diff) if d])
+        return tree_util.tree_unflatten(tr.out_tree, list(r))
+
+    primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
+    if has_aux:
+        return primal_out, f_jvp, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+    return primal_out, f_jvp
+
+
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+    """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` pulls a cotangent back to the primals."""
+    _check_fun(fun, "vjp")
+    pl, in_tree = tree_util.tree_flatten(tuple(primals))
+    make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
+    tr = _trace_for_ad(fun, pl, make, has_aux, "vjp")
+    in_avals = tr.conv.in_avals[tr.nc:]
+    diff = tuple(_is_float_aval(a) for a in in_avals)
+    n_main, n_out = tr.n_main, len(tr.conv.out_avals)
+    main_avals = tr.conv.out_avals[:n_main]
+    out_diff = tuple(_is_float_aval(a) for a in main_avals) + (False,) * (n_out - n_main)
+    known, tj, nres = _ad_cached(("vjp", tr.key, diff, out_diff), tr.keep,
+                                 lambda: _vjp_pieces(tr.conv, tr.nc, diff, out_diff))
+    kr = _run_closed(known, tr.consts + list(pl))
+    outs, res = kr[:n_out], kr[n_out:]
+    primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
+
+    def vjp_fn(ct):
+        cl, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != tr.out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure of "
+                            f"primal output {tr.out_tree}.")
+        cts = []
+        for c, a, d in zip(cl, main_avals, out_diff):
+            ca = _abstractify(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function {ca.shape} must be "
+                                 f"the same as the shape of corresponding primal input {a.shape}.")
+            if d:
+                if isinstance(c, (int, float)) or (not isinstance(c, (Array, Tracer))
+                                                   and np.dtype(ca.dtype) != np.dtype(a.dtype)):
+                    c = np.asarray(c, a.dtype)
+                cts.append(c)
+        gs = _run_closed(tj, list(res) + cts)
+        it = iter(gs)
+        full = [next(it) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)]
+        return tuple(tree_util.tree_unflatten(in_tree, full))
+
+    if has_aux:
+        return primal_out, vjp_fn, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+    return primal_out, vjp_fn
+
+
+# --------------------------------------------------------------------------- Jacobians
+
+def _std_basis(leaves):
+    """An identity over the flattened leaves, one (N,)+leaf.shape block per leaf."""
+    sizes = [int(np.prod(np.shape(x), dtype=np.int64)) for x in leaves]
+    n = sum(sizes)
+    dt = np.result_type(*[np.dtype(_abstractify(x).dtype) for x in leaves]) if leaves else np.float32
+    eye = np.eye(n, dtype=dt)
+    out, off = [], 0
+    for x, s in zip(leaves, sizes):
+        out.append(eye[:, off:off + s].reshape((n,) + tuple(np.shape(x))).astype(_abstractify(x).dtype))
+        off += s
+    return out, sizes
+
+
+def _check_real_inputs(leaves, name):
+    for x in leaves:
+        a = _abstractify(x)
+        if not _is_float_aval(a):
+            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
+                            f"np.floating), but got {np.dtype(a.dtype).name}. For holomorphic "
+                            f"differentiation, pass holomorphic=True. For differentiation of "
+                            f"non-holomorphic functions involving complex inputs or integer inputs, use "
+                            f"jax.jvp directly.")
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian of ``fun`` by forward mode: jvp mapped (vmap) over a basis of the inputs."""
+    _check_fun(fun, "jacfwd")
+    from . import numpy as jnp
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        leaves, in_tree, make = _partial_args(args, kwargs, nums)
+        _check_real_inputs(leaves, "jacfwd")
+        basis, sizes = _std_basis(leaves)
+
+        def f_flat(*xs):
+            a, kw = make(list(xs))
+            return fun(*a, **kw)
+
+        def pushfwd(*ts):
+            if has_aux:
+                y, t, aux = jvp(f_flat, tuple(leaves), tuple(ts), has_aux=True)
+                return y, t, aux
+            y, t = jvp(f_flat, tuple(leaves), tuple(ts))
+            return y, t
+
+        outs = vmap(pushfwd, in_axes=0, out_axes=0)(*basis)
+        y, jt = outs[0], outs[1]
+        y = tree_util.tree_map(lambda v: v[0], y)
+        yl, y_tree = tree_util.tree_flatten(y)
+        jl = tree_util.tree_leaves(jt)
+        blocks = []
+        for yv, j in zip(yl, jl):
+            yshape = tuple(np.shape(yv))
+            j = jnp.moveaxis(j, 0, -1) if j.ndim > 1 else j     # (*y, N)
+            per, off = [], 0
+            for x, s in zip(leaves, sizes):
+                b = j[..., off:off + s]
+                per.append(jnp.reshape(b, yshape + tuple(np.shape(x))))
+                off += s
+            t = tree_util.tree_unflatten(in_tree, per)
+            blocks.append(t[0] if isinstance(argnums, int) else t)
+        jac = tree_util.tree_unflatten(y_tree, blocks)
+        if has_aux:
+            return jac, tree_util.tree_map(lambda v: v[0], outs[2])
+        return jac
+
+    return jacfun
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian of ``fun`` by reverse mode: the vjp mapped (vmap) over a basis of the outputs."""
+    _check_fun(fun, "jacrev")
+    from . import numpy as jnp
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        leaves, in_tree, make = _partial_args(args, kwargs, nums)
+        _check_real_inputs(leaves, "jacrev")
+
+        def f_flat(*xs):
+            a, kw = make(list(xs))
+            return fun(*a, **kw)
+
+        if has_aux:
+            y, pullback, aux = vjp(f_flat, *leaves, has_aux=True)
+        else:
+            y, pullback = vjp(f_flat, *leaves)
+        yl, y_tree = tree_util.tree_flatten(y)
+        basis, ysizes = _std_basis(yl)
+        cts = vmap(lambda *bs: pullback(tree_util.tree_unflatten(y_tree, list(bs))))(*basis)
+        # cts: per input leaf, (M, *x.shape)
+        per_y = []
+        off = 0
+        for yv, s in zip(yl, ysizes):
+            per_x = []
+            for x, c in zip(leaves, cts):
+                b = c[off:off + s]
+                per_x.append(jnp.reshape(b, tuple(np.shape(yv)) + tuple(np.shape(x))))
+            t = tree_util.tree_unflatten(in_tree, per_x)
+            per_y.append(t[0] if isinstance(argnums, int) else t)
+            off += s
+        jac = tree_util.tree_unflatten(y_tree, per_y)
+        if has_aux:
+            return jac, aux
+        return jac
+
+    return jacfun
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

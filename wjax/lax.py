@@ -485,4 +485,19 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
                                 preferred_element_type=preferred_element_type)
 
 
+
+def stop_gradient(x):
+    """The identity, with a zero derivative (applied to every leaf of a pytree)."""
+    from . import tree_util
+    from .custom_derivatives import stop_gradient_p
+
+    def stop(v):
+        a = _aval(v)
+        if not dtypes.is_float(a.dtype):
+            return v
+        return stop_gradient_p.bind(v)
+
+    return tree_util.tree_map(stop, x)
+
+
 __all__ = [n for n in dir() if not n.startswith("_")]

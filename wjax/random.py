@@ -933,9 +933,7 @@ def _cumsum(x):
 
 
 def _searchsorted_left(sorted_1d, v):
-    f = getattr(jnp, "searchsorted", None)
-    if f is not None:
-        return f(sorted_1d, v)
+    # the left insertion point into a sorted vector: how many entries are < v
     return jnp.sum((sorted_1d < jnp.expand_dims(v, -1)).astype(np.int32), axis=-1)
 
 

@@ -3,6 +3,8 @@ from ._core import *  # noqa: F401,F403
 from ._core import (abs, all, any, divmod, max, min, round, sum, bool, bool_,  # noqa: F401
                     ndarray)
 from .indexing import getitem as _getitem  # noqa: F401
+from .extra import *  # noqa: F401,F403  (issue 3: more ufuncs, reductions, shapes, sort, ...)
+from .extra import __array_api_version__  # noqa: F401
 
 from . import linalg  # noqa: E402,F401
 
@@ -13,4 +15,6 @@ def _public(mod):
 
 from . import _core as __core  # noqa: E402
 
-__all__ = _public(__core)
+from . import extra as __extra  # noqa: E402
+
+__all__ = _public(__core) + list(__extra.__all__)

@@ -182,6 +182,7 @@ fn wj_expm1(x: f32) -> f32 {
 }""")
 W.helper("wj_log1p", """
 fn wj_log1p(x: f32) -> f32 {
+  if (wj_isnan(x) || x < -1.0) { return bitcast<f32>(0x7fc00000u); }
   let u = 1.0 + x;
   if (u == 1.0) { return x; }
   if (wj_isinf(u)) { return u; }
@@ -206,6 +207,10 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
     if ((ax > 1.0) == (y > 0.0)) { return bitcast<f32>(0x7f800000u); }
     return 0.0;
   }
+  if (wj_isinf(x)) {
+    if (y > 0.0) { return select(bitcast<f32>(0x7f800000u), x, odd); }
+    return select(0.0, bitcast<f32>(bitcast<u32>(x) & 0x80000000u), odd);
+  }
   if (x < 0.0) {
     if (!is_int) { return bitcast<f32>(0x7fc00000u); }
     let m = exp2(y * log2(-x));
@@ -222,9 +227,107 @@ fn wj_round_away(x: f32) -> f32 {
   return t;
 }""")
 W.helper("wj_sign_f", """
-fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x)) { return x; } return sign(x); }""")
+fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
 W.helper("wj_atan2", """
-fn wj_atan2(y: f32, x: f32) -> f32 { return atan2(y, x); }""")
+fn wj_atan2(y: f32, x: f32) -> f32 {
+  if (wj_isnan(y) || wj_isnan(x)) { return bitcast<f32>(0x7fc00000u); }
+  let neg = (bitcast<u32>(y) & 0x80000000u) != 0u;
+  var r: f32;
+  if (wj_isinf(x)) {
+    if (wj_isinf(y)) { r = select(0.78539816, 2.3561945, x < 0.0); }
+    else { r = select(0.0, 3.1415927, x < 0.0); }
+  } else if (wj_isinf(y)) {
+    r = 1.5707964;
+  } else if (y == 0.0) {
+    r = select(0.0, 3.1415927, (bitcast<u32>(x) & 0x80000000u) != 0u);
+  } else if (x == 0.0) {
+    r = 1.5707964;
+  } else {
+    let a = wj_atan_pos(abs(y / x));
+    r = select(a, 3.1415927 - a, x < 0.0);
+  }
+  return bitcast<f32>(bitcast<u32>(r) | select(0u, 0x80000000u, neg));
+}""")
+# Cephes' atanf (|rel err| ~2e-7): the atan builtin of some drivers (lavapipe) is off by 1e-5
+W.helper("wj_atan_pos", """
+fn wj_atan_pos(x: f32) -> f32 {
+  var y = 0.0;
+  var z = x;
+  if (x > 2.4142137) { y = 1.5707964; z = -1.0 / x; }
+  else if (x > 0.41421357) { y = 0.7853982; z = (x - 1.0) / (x + 1.0); }
+  let zz = z * z;
+  return y + ((((0.0805374449538 * zz - 0.138776856032) * zz + 0.199777106478) * zz
+               - 0.333329491539) * zz * z + z);
+}""")
+W.helper("wj_atan", """
+fn wj_atan(x: f32) -> f32 {
+  if (wj_isnan(x) || x == 0.0) { return x; }
+  let a = wj_atan_pos(abs(x));
+  return select(a, -a, x < 0.0);
+}""")
+# asin/acos through atan2: some drivers' (lavapipe's) builtins are off by ~6e-5
+W.helper("wj_asin", """
+fn wj_asin(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+}""")
+W.helper("wj_acos", """
+fn wj_acos(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+}""")
+W.helper("wj_cbrt", """
+fn wj_cbrt(x: f32) -> f32 {
+  if (wj_isnan(x) || wj_isinf(x) || x == 0.0) { return x; }
+  let m = pow(abs(x), 1.0 / 3.0);
+  return select(m, -m, x < 0.0);
+}""")
+# fmod, exact like C's (musl's fmodf on the bits): float tricks such as x - y * trunc(x / y)
+# lose the low bits once x / y rounds, and drivers may not fuse fma
+W.helper("wj_rem_f", """
+fn wj_rem_f(x: f32, y: f32) -> f32 {
+  if (wj_isnan(x) || wj_isnan(y) || wj_isinf(x) || y == 0.0) { return bitcast<f32>(0x7fc00000u); }
+  if (wj_isinf(y)) { return x; }
+  let ux = bitcast<u32>(x);
+  let uy = bitcast<u32>(y);
+  let sx = ux & 0x80000000u;
+  if ((ux << 1u) <= (uy << 1u)) {
+    if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); }
+    return x;
+  }
+  var ex = i32((ux >> 23u) & 0xffu);
+  var ey = i32((uy >> 23u) & 0xffu);
+  var mx = ux;
+  var my = uy;
+  if (ex == 0) {
+    var t = mx << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ex = ex - 1; t = t << 1u; }
+    mx = mx << u32(1 - ex);
+  } else { mx = (mx & 0x7fffffu) | 0x800000u; }
+  if (ey == 0) {
+    var t = my << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ey = ey - 1; t = t << 1u; }
+    my = my << u32(1 - ey);
+  } else { my = (my & 0x7fffffu) | 0x800000u; }
+  loop {
+    if (ex <= ey) { break; }
+    let d = mx - my;
+    if ((d >> 31u) == 0u) {
+      if (d == 0u) { return bitcast<f32>(sx); }
+      mx = d;
+    }
+    mx = mx << 1u;
+    ex = ex - 1;
+  }
+  let d = mx - my;
+  if ((d >> 31u) == 0u) {
+    if (d == 0u) { return bitcast<f32>(sx); }
+    mx = d;
+  }
+  loop { if ((mx >> 23u) != 0u) { break; } mx = mx << 1u; ex = ex - 1; }
+  if (ex > 0) { mx = (mx - 0x800000u) | (u32(ex) << 23u); } else { mx = mx >> u32(1 - ex); }
+  return bitcast<f32>(mx | sx);
+}""")
 W.helper("wj_erf", """
 fn wj_erf(x: f32) -> f32 {
   // Abramowitz-Stegun 7.1.26 is too coarse; use erf = 1 - erfc with a rational fit (|err| < 1.2e-7)
@@ -245,10 +348,11 @@ fn wj_erf(x: f32) -> f32 {
 # --------------------------------------------------------------------------- unary
 
 neg_p = unop("neg", {"f": "-({0})", "i": "-({0})", "u": "0u - ({0})"}, np.negative)
-sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u, 1u, {0} != 0u)"}, np.sign)
+sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u, 1u, {0} != 0u)"},
+               lambda x: np.where(x == 0, x, np.sign(x)))   # sign(-0.0) is -0.0 in XLA
 floor_p = unop("floor", T(F, "floor({0})"), np.floor)
 ceil_p = unop("ceil", T(F, "ceil({0})"), np.ceil)
-round_p = unop("round", T(F, "wj_round_away({0})"), lambda x, rounding_method=0: np.round(x))
+round_p = unop("round", T(F, "wj_round_away({0})"), lambda x, rounding_method=0: _round_away_ref(x))
 abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}"}, np.abs)
 exp_p = unop("exp", T(F, "exp({0})"), np.exp)
 exp2_p = unop("exp2", T(F, "exp2({0})"), np.exp2)
@@ -260,9 +364,9 @@ logistic_p = unop("logistic", T(F, "(1.0 / (1.0 + exp(-({0}))))"), lambda x: 1 /
 sin_p = unop("sin", T(F, "sin({0})"), np.sin)
 cos_p = unop("cos", T(F, "cos({0})"), np.cos)
 tan_p = unop("tan", T(F, "tan({0})"), np.tan)
-asin_p = unop("asin", T(F, "asin({0})"), np.arcsin)
-acos_p = unop("acos", T(F, "acos({0})"), np.arccos)
-atan_p = unop("atan", T(F, "atan({0})"), np.arctan)
+asin_p = unop("asin", T(F, "wj_asin({0})"), np.arcsin)
+acos_p = unop("acos", T(F, "wj_acos({0})"), np.arccos)
+atan_p = unop("atan", T(F, "wj_atan({0})"), np.arctan)
 sinh_p = unop("sinh", T(F, "sinh({0})"), np.sinh)
 cosh_p = unop("cosh", T(F, "cosh({0})"), np.cosh)
 asinh_p = unop("asinh", T(F, "asinh({0})"), np.arcsinh)
@@ -270,13 +374,23 @@ acosh_p = unop("acosh", T(F, "acosh({0})"), np.arccosh)
 atanh_p = unop("atanh", T(F, "atanh({0})"), np.arctanh)
 sqrt_p = unop("sqrt", T(F, "sqrt({0})"), np.sqrt)
 rsqrt_p = unop("rsqrt", T(F, "inverseSqrt({0})"), lambda x: 1 / np.sqrt(x))
-cbrt_p = unop("cbrt", T(F, "(sign({0}) * pow(abs({0}), 1.0 / 3.0))"), np.cbrt)
+cbrt_p = unop("cbrt", T(F, "wj_cbrt({0})"), np.cbrt)
 erf_p = unop("erf", T(F, "wj_erf({0})"), lambda x: _erf_ref(x))
 not_p = unop("not", {"b": "!({0})", "i": "~({0})", "u": "~({0})"}, lambda x: np.logical_not(x) if x.dtype == bool else np.invert(x))
 is_finite_p = unop("is_finite", T(F, "!(wj_isnan({0}) || wj_isinf({0}))"), np.isfinite, result_dtype=_bool)
-population_count_p = unop("population_count", T(INT, "countOneBits({0})"), lambda x: np.bitwise_count(x).astype(x.dtype))
-clz_p = unop("clz", T(INT, "countLeadingZeros({0})"), lambda x: _clz_ref(x))
+# 8/16-bit integers live sign- or zero-extended in 32-bit lanes: mask to the dtype's width
+population_count_p = unop("population_count",
+                          {"i": "bitcast<i32>(countOneBits(bitcast<u32>({0}) & {M}u))",
+                           "u": "countOneBits({0} & {M}u)"},
+                          lambda x: np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype))
+clz_p = unop("clz", {"i": "bitcast<i32>(countLeadingZeros(bitcast<u32>({0}) & {M}u) - (32u - {B}u))",
+                     "u": "(countLeadingZeros({0} & {M}u) - (32u - {B}u))"}, lambda x: _clz_ref(x))
 imag_p = None
+
+
+def _round_away_ref(x):
+    """lax.round's default: half away from zero (np.round rounds half to even)."""
+    return np.copysign(np.floor(np.abs(x.astype(np.float64)) + 0.5), x).astype(x.dtype)
 
 
 def _erf_ref(x):
@@ -334,13 +448,13 @@ sub_p = binop("sub", T(NUM, "({0} - {1})"), np.subtract)
 mul_p = binop("mul", T(NUM, "({0} * {1})"), np.multiply)
 div_p = binop("div", {"f": "({0} / {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})"},
               lambda x, y: _div_ref(x, y))
-rem_p = binop("rem", {"f": "({0} - {1} * trunc({0} / {1}))", "i": "wj_rem_i({0}, {1})",
+rem_p = binop("rem", {"f": "wj_rem_f({0}, {1})", "i": "wj_rem_i({0}, {1})",
                       "u": "wj_rem_u({0}, {1})"}, lambda x, y: _rem_ref(x, y))
 pow_p = binop("pow", T(F, "wj_pow_f({0}, {1})"), np.power)
 max_p = binop("max", {"f": "wj_max_f({0}, {1})", "i": "max({0}, {1})", "u": "max({0}, {1})",
-                      "b": "({0} || {1})"}, np.maximum)
+                      "b": "({0} || {1})"}, lambda x, y: _max_ref(x, y))
 min_p = binop("min", {"f": "wj_min_f({0}, {1})", "i": "min({0}, {1})", "u": "min({0}, {1})",
-                      "b": "({0} && {1})"}, np.minimum)
+                      "b": "({0} && {1})"}, lambda x, y: _min_ref(x, y))
 atan2_p = binop("atan2", T(F, "wj_atan2({0}, {1})"), np.arctan2)
 nextafter_p = None
 and_p = binop("and", {"b": "({0} && {1})", "i": "({0} & {1})", "u": "({0} & {1})"},
@@ -355,20 +469,40 @@ shift_left_p = binop("shift_left", {"i": "select({0} << bitcast<u32>({1}), {Z}, 
 shift_right_arithmetic_p = binop(
     "shift_right_arithmetic",
     {"i": "({0} >> min(bitcast<u32>({1}), 31u))",
-     "u": "bitcast<u32>(bitcast<i32>({0}) >> min({1}, 31u))"},
+     # unsigned: the bits read as a signed number of the dtype's width (XLA's rule)
+     "u": "bitcast<u32>((bitcast<i32>({0} << (32u - {B}u)) >> (32u - {B}u)) >> min({1}, 31u))"},
     lambda x, y: _shift_ref(x, y, "ra"))
 shift_right_logical_p = binop(
     "shift_right_logical",
-    {"i": "select(bitcast<i32>(bitcast<u32>({0}) >> bitcast<u32>({1})), {Z}, bitcast<u32>({1}) >= 32u)",
+    {"i": "select(bitcast<i32>((bitcast<u32>({0}) & {M}u) >> min(bitcast<u32>({1}), 31u)), {Z}, "
+          "bitcast<u32>({1}) >= {B}u)",
      "u": "select({0} >> {1}, {Z}, {1} >= 32u)"},
     lambda x, y: _shift_ref(x, y, "rl"))
 
 eq_p = binop("eq", T(NUM + ("b",), "({0} == {1})"), np.equal, _bool)
-ne_p = binop("ne", T(NUM + ("b",), "({0} != {1})"), np.not_equal, _bool)
+# drivers may compile float != as an ordered compare (false for NaN): test NaN explicitly
+ne_p = binop("ne", {"f": "(({0} != {1}) || wj_isnan({0}) || wj_isnan({1}))", "i": "({0} != {1})",
+                    "u": "({0} != {1})", "b": "({0} != {1})"}, np.not_equal, _bool)
 lt_p = binop("lt", {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"}, np.less, _bool)
 le_p = binop("le", {"f": "({0} <= {1})", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"}, np.less_equal, _bool)
 gt_p = binop("gt", {"f": "({0} > {1})", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"}, np.greater, _bool)
 ge_p = binop("ge", {"f": "({0} >= {1})", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"}, np.greater_equal, _bool)
+
+
+def _max_ref(x, y):
+    r = np.maximum(x, y)
+    if x.dtype.kind == "f":   # XLA: max(-0.0, +0.0) is +0.0 in either order
+        z = (x == 0) & (y == 0)
+        r = np.where(z, np.where(np.signbit(x) & np.signbit(y), x, np.abs(x)), r)
+    return r
+
+
+def _min_ref(x, y):
+    r = np.minimum(x, y)
+    if x.dtype.kind == "f":   # XLA: min(-0.0, +0.0) is -0.0 in either order
+        z = (x == 0) & (y == 0)
+        r = np.where(z, np.where(np.signbit(x) | np.signbit(y), -np.abs(x), np.abs(x)), r)
+    return r
 
 
 def _div_ref(x, y):
@@ -391,7 +525,8 @@ def _rem_ref(x, y):
 
 def _shift_ref(x, y, how):
     bits = x.dtype.itemsize * 8
-    xs = x.astype(np.int64)
+    # arithmetic shifts read unsigned bits as signed (XLA's rule)
+    xs = (x.view(x.dtype.str.replace("u", "i")) if how == "ra" else x).astype(np.int64)
     ys = y.astype(np.int64)
     big = (ys < 0) | (ys >= bits)
     ysafe = np.where(big, 0, ys)
@@ -541,6 +676,11 @@ def _convert_abstract(x, new_dtype, weak_type=False, sharding=None):
     return ShapedArray(x.shape, dtypes.check_supported(new_dtype), weak_type)
 
 
+def _isnan_inline(e: str) -> str:
+    """A NaN test that survives fast-math compilers (``x != x`` may fold to false)."""
+    return f"((bitcast<u32>(f32({e})) & 0x7fffffffu) > 0x7f800000u)"
+
+
 def convert_expr(e: str, src, dst) -> str:
     """WGSL for converting an expression between dtypes (XLA's semantics)."""
     src, dst = np.dtype(src), np.dtype(dst)
@@ -548,6 +688,8 @@ def convert_expr(e: str, src, dst) -> str:
     if src == dst:
         return e
     if kd == "b":
+        if ks == "f":   # NaN is truthy; drivers may compile != as an ordered compare
+            return f"({e} != {W.zero(src)} || {_isnan_inline(e)})"
         return f"({e} != {W.zero(src)})"
     if ks == "b":
         return f"select({W.zero(dst)}, {W.literal(1, dst)}, {e})"
@@ -561,7 +703,11 @@ def convert_expr(e: str, src, dst) -> str:
             hi_v = float(np.nextafter(np.float32(hi_v), np.float32(0)))
         hi = W.literal(hi_v, np.float32)
         base = f"f32({e})"
-        return f"select({tv}(clamp({base}, {lo}, {hi})), {W.zero(dst)}, {base} != {base})"
+        out = f"{tv}(clamp({base}, {lo}, {hi}))"
+        if info.max >= 2**31 - 1:   # the top of a 32-bit range is not a float32: saturate exactly
+            top = 2.0**31 if kd == "i" else 2.0**32
+            out = f"select({out}, {W.literal(info.max, dst)}, {base} >= {W.literal(top, np.float32)})"
+        return f"select({out}, {W.zero(dst)}, {_isnan_inline(base)})"
     if ks in "iu" and kd in "iu":
         if W.storage_type(src) == W.storage_type(dst):
             return W.wrap_narrow(e, dst)

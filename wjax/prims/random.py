@@ -304,9 +304,119 @@ def _fma_abstract(x, y, z):
                        x.weak_type and y.weak_type and z.weak_type)
 
 
+# A correctly rounded fma in integer arithmetic.  WGSL's fma() is not fused on every adapter
+# (lavapipe rounds twice), and error-free float tricks (TwoSum, Dekker) are not safe either: shader
+# compilers may reassociate float expressions.  So: the 48-bit product of the 24-bit significands
+# in two u32 words, aligned with the addend in a 64-bit window (lost bits kept as a sticky bit),
+# added or subtracted, then rounded to nearest-even.  Results that would be subnormal or overflow
+# (never the case for uniform()) fall back to a * b + c.
+W.helper("wj_u64_shl", """
+fn wj_u64_shl(v: vec2<u32>, n: u32) -> vec2<u32> {
+  if (n == 0u) { return v; }
+  if (n >= 64u) { return vec2<u32>(0u, 0u); }
+  if (n >= 32u) { return vec2<u32>(0u, v.x << (n - 32u)); }
+  return vec2<u32>(v.x << n, (v.y << n) | (v.x >> (32u - n)));
+}""")
+W.helper("wj_u64_shr_sticky", """
+fn wj_u64_shr_sticky(v: vec2<u32>, n: u32) -> vec2<u32> {
+  if (n == 0u) { return v; }
+  if (n >= 64u) { return vec2<u32>(select(0u, 1u, (v.x | v.y) != 0u), 0u); }
+  var r: vec2<u32>;
+  var lost: u32;
+  if (n >= 32u) {
+    let k = n - 32u;
+    r = vec2<u32>(v.y >> k, 0u);
+    lost = v.x;
+    if (k > 0u) { lost = lost | (v.y << (32u - k)); }
+  } else {
+    r = vec2<u32>((v.x >> n) | (v.y << (32u - n)), v.y >> n);
+    lost = v.x << (32u - n);
+  }
+  if (lost != 0u) { r.x = r.x | 1u; }
+  return r;
+}""")
+W.helper("wj_u64_msb", """
+fn wj_u64_msb(v: vec2<u32>) -> u32 {
+  if (v.y != 0u) { return 63u - countLeadingZeros(v.y); }
+  return 31u - countLeadingZeros(v.x);
+}""")
+W.helper("wj_fma", """
+fn wj_fma(a: f32, b: f32, c: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let uc = bitcast<u32>(c);
+  let ea = (ua >> 23u) & 0xffu;
+  let eb = (ub >> 23u) & 0xffu;
+  let ec = (uc >> 23u) & 0xffu;
+  if (ea == 255u || eb == 255u || ec == 255u || (ua & 0x7fffffffu) == 0u
+      || (ub & 0x7fffffffu) == 0u) { return a * b + c; }
+  if ((uc & 0x7fffffffu) == 0u) { return a * b; }
+  let ma = select((ua & 0x7fffffu) | 0x800000u, ua & 0x7fffffu, ea == 0u);
+  let mb = select((ub & 0x7fffffu) | 0x800000u, ub & 0x7fffffu, eb == 0u);
+  let mc = select((uc & 0x7fffffu) | 0x800000u, uc & 0x7fffffu, ec == 0u);
+  // exact 48-bit product of the significands
+  let a0 = ma & 0xffffu;
+  let a1 = ma >> 16u;
+  let b0 = mb & 0xffffu;
+  let b1 = mb >> 16u;
+  let p00 = a0 * b0;
+  let mid = a0 * b1 + a1 * b0;
+  let lo = p00 + (mid << 16u);
+  let hi = a1 * b1 + (mid >> 16u) + select(0u, 1u, lo < p00);
+  var P = vec2<u32>(lo, hi);
+  let sp = wj_u64_msb(P);
+  P = wj_u64_shl(P, 61u - sp);
+  let EP = i32(max(ea, 1u)) + i32(max(eb, 1u)) - 300 - i32(61u - sp);
+  var C = vec2<u32>(mc, 0u);
+  let sc = wj_u64_msb(C);
+  C = wj_u64_shl(C, 61u - sc);
+  let EC = i32(max(ec, 1u)) - 150 - i32(61u - sc);
+  let negP = ((ua ^ ub) >> 31u) != 0u;
+  let negC = (uc >> 31u) != 0u;
+  let p_big = EP > EC || (EP == EC && !(P.y < C.y || (P.y == C.y && P.x < C.x)));
+  var big = select(C, P, p_big);
+  var small = select(P, C, p_big);
+  let Ebig = select(EC, EP, p_big);
+  let neg = select(negC, negP, p_big);
+  small = wj_u64_shr_sticky(small, u32(select(EC - EP, EP - EC, p_big)));
+  var R: vec2<u32>;
+  if (negP == negC) {
+    let l = big.x + small.x;
+    R = vec2<u32>(l, big.y + small.y + select(0u, 1u, l < big.x));
+  } else {
+    R = vec2<u32>(big.x - small.x, big.y - small.y - select(0u, 1u, big.x < small.x));
+  }
+  if ((R.x | R.y) == 0u) { return 0.0; }
+  let r = wj_u64_msb(R);
+  var m: u32;
+  var e: i32;
+  if (r <= 23u) {
+    m = R.x << (23u - r);
+    e = Ebig - i32(23u - r);
+  } else {
+    let s = r - 23u;
+    var u: vec2<u32>;
+    if (s >= 2u) { u = wj_u64_shr_sticky(R, s - 2u); } else { u = wj_u64_shl(R, 1u); }
+    m = u.x >> 2u;
+    let guard = (u.x >> 1u) & 1u;
+    let sticky = u.x & 1u;
+    if (guard == 1u && (sticky == 1u || (m & 1u) == 1u)) { m = m + 1u; }
+    e = Ebig + i32(s);
+    if (m == 0x1000000u) { m = 0x800000u; e = e + 1; }
+  }
+  let be = e + 150;
+  if (be <= 0 || be >= 255) { return a * b + c; }
+  return bitcast<f32>(select(0u, 0x80000000u, neg) | (u32(be) << 23u) | (m & 0x7fffffu));
+}""")
+
+
 @fma_p.def_fuse
 def _fma_fuse(kb, idx, read, in_avals, out_aval):
-    return f"fma({read[0](idx)}, {read[1](idx)}, {read[2](idx)})"
+    args = ", ".join(r(idx) for r in read)
+    if W.value_type(out_aval.dtype) == "f32":
+        kb.use_helper("wj_fma")
+        return f"wj_fma({args})"
+    return f"fma({args})"
 
 
 def _fma_ref(x, y, z):
@@ -506,19 +616,25 @@ for _p in (random_bits_p, random_split_p, random_fold_in_p):
     _zero_jvp(_p)
 
 
-# --------------------------------------------------------------------------- lgamma
+# --------------------------------------------------------------------------- lgamma, digamma
+# XLA's Lanczos-based lgamma and digamma (g = 7), which wjax.scipy.special.gammaln/digamma need.
+# Registered here only when no other module has registered them first.
+
+from ..primitive import REGISTRY  # noqa: E402
 
 _LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
             771.3234287776530788486528258894, -176.61502916214059906584551354,
             12.507343278686904814458936853, -0.13857109526572011689554707,
             9.984369578019570859563e-6, 1.50563273514931155834e-7)
+_LOG_PI = math.log(math.pi)
+_LOG_SQRT_2PI = (math.log(2) + math.log(math.pi)) / 2
+_LOG_G_HALF = math.log(7.5)
 
 
 def _lgamma_wgsl() -> str:
     terms = "\n".join(f"  x = x + {c!r} / ((z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS))
     return f"""
 fn wj_lgamma(v: f32) -> f32 {{
-  // Lanczos approximation (g = 7), as XLA's Lgamma
   if (wj_isnan(v)) {{ return v; }}
   if (wj_isinf(v)) {{ return bitcast<f32>(0x7f800000u); }}
   let reflect = v < 0.5;
@@ -526,19 +642,41 @@ fn wj_lgamma(v: f32) -> f32 {{
   var x: f32 = 0.99999999999980993227684700473478;
 {terms}
   let t = 7.5 + z;
-  let log_t = {math.log(7.5)!r} + wj_log1p(z / 7.5);
-  let log_y = {(math.log(2) + math.log(math.pi)) / 2!r} + (z + 0.5 - t / log_t) * log_t + log(x);
+  let log_t = {_LOG_G_HALF!r} + wj_log1p(z / 7.5);
+  let log_y = {_LOG_SQRT_2PI!r} + (z + 0.5 - t / log_t) * log_t + log(x);
   if (!reflect) {{ return log_y; }}
   let a = abs(v);
   let frac = a - floor(a);
   let red = select(frac, 1.0 - frac, frac > 0.5);
   if (red == 0.0) {{ return bitcast<f32>(0x7f800000u); }}
   let denom = log(sin({math.pi!r} * red));
-  return {math.log(math.pi)!r} - denom - log_y;
+  return {_LOG_PI!r} - denom - log_y;
+}}"""
+
+
+def _digamma_wgsl() -> str:
+    terms = "\n".join(f"  zi = (z + {float(i)!r}) + 1.0; num = num - {c!r} / (zi * zi); "
+                      f"den = den + {c!r} / zi;" for i, c in enumerate(_LANCZOS))
+    return f"""
+fn wj_digamma(v: f32) -> f32 {{
+  if (v <= 0.0 && v == floor(v)) {{ return bitcast<f32>(0x7fc00000u); }}
+  let reflect = v < 0.5;
+  let z = select(v - 1.0, -v, reflect);
+  var num: f32 = 0.0;
+  var den: f32 = 0.99999999999980993227684700473478;
+  var zi: f32;
+{terms}
+  let t = 7.5 + z;
+  let log_t = {_LOG_G_HALF!r} + wj_log1p(z / 7.5);
+  let y = log_t + num / den - 7.0 / t;
+  if (!reflect) {{ return y; }}
+  let r = v + abs(floor(v + 0.5));
+  return y - {math.pi!r} * cos({math.pi!r} * r) / sin({math.pi!r} * r);
 }}"""
 
 
 W.helper("wj_lgamma", _lgamma_wgsl())
+W.helper("wj_digamma", _digamma_wgsl())
 
 
 def _lgamma_ref(x):
@@ -546,16 +684,29 @@ def _lgamma_ref(x):
                         else (np.inf if not np.isnan(v) else np.nan), otypes=[x.dtype])(x)
 
 
-lgamma_p = unop("lgamma", T("f", "wj_lgamma({0})"), _lgamma_ref)
+def _digamma_ref(x):
+    from scipy import special
+    return special.digamma(x).astype(x.dtype)
 
 
-def _lgamma_rules():
+def _special_unop(name, table, ref):
+    if name in REGISTRY:
+        return REGISTRY[name], False
+    return unop(name, table, ref), True
+
+
+lgamma_p, _own_lgamma = _special_unop("lgamma", T("f", "wj_lgamma({0})"), _lgamma_ref)
+digamma_p, _own_digamma = _special_unop("digamma", T("f", "wj_digamma({0})"), _digamma_ref)
+
+
+def _special_rules():
     from ..transforms.batching import defvectorized
-    defvectorized(lgamma_p)
-    digamma = getattr(__import__("wjax.prims.special", fromlist=["x"]), "digamma_p", None)
-    if digamma is not None:
-        from ..transforms.ad import defjvp
-        defjvp(lgamma_p, lambda g, x: g * digamma.bind(x))
+    from ..transforms.ad import defjvp
+    if _own_lgamma:
+        defvectorized(lgamma_p)
+        defjvp(lgamma_p, lambda g, x: g * digamma_p.bind(x))
+    if _own_digamma:
+        defvectorized(digamma_p)
 
 
-_lgamma_rules()
+_special_rules()

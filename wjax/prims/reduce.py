@@ -56,7 +56,9 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
             return Monoid("vec2<f32>", "vec2<f32>(0.0, 0.0)",
                           "  let s = wj_opq(a.x + b.x);\n  let bp = wj_opq(s - a.x);\n"
                           "  let err = (a.x - wj_opq(s - bp)) + (b.x - bp);\n"
-                          "  return vec2<f32>(s, err + a.y + b.y);",
+                          # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
+                          "  let fin = (bitcast<u32>(s) & 0x7f800000u) != 0x7f800000u;\n"
+                          "  return vec2<f32>(s, select(0.0, err + a.y + b.y, fin));",
                           lambda v, r: f"vec2<f32>(f32({v}), 0.0)",
                           lambda s: f"{vt}({s}.x + {s}.y)", helpers=("wj_opq",), kahan=True)
         return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
@@ -64,9 +66,10 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
         return Monoid(vt, W.literal(1, dtype), "  return a * b;", lambda v, r: v, lambda s: s)
     if op in ("max", "min"):
         if k == "f":
-            ident = W.literal(-np.inf if op == "max" else np.inf, dtype)
-            return Monoid(vt, ident, f"  return wj_{op}_f(a, b);", lambda v, r: v, lambda s: s,
-                          helpers=("wj_isnan", f"wj_{op}_f"))
+            # float16 folds in f32 (the wj_ helpers are f32); max/min are exact either way
+            ident = W.literal(-np.inf if op == "max" else np.inf, np.float32)
+            return Monoid("f32", ident, f"  return wj_{op}_f(a, b);", lambda v, r: f"f32({v})",
+                          lambda s: f"{vt}({s})", helpers=("wj_isnan", f"wj_{op}_f"))
         if k == "b":
             return Monoid(vt, "false" if op == "max" else "true",
                           "  return a || b;" if op == "max" else "  return a && b;",
@@ -86,7 +89,9 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
         # state: (value as f32/i32/u32, index); NaN wins (first NaN); ties -> lower index
         better = ">" if op == "argmax" else "<"
         if k == "f":
-            cmp = (f"  let an = a.v != a.v; let bn = b.v != b.v;\n"
+            # bit tests: fast-math drivers may fold ``v != v`` to false
+            cmp = (f"  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
+                   f"  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
                    f"  if (an && bn) {{ if (a.i < b.i) {{ return a; }} return b; }}\n"
                    f"  if (an) {{ return a; }}\n  if (bn) {{ return b; }}\n")
         else:

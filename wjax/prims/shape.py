@@ -532,6 +532,8 @@ def _clamp_fuse(kb, idx, read, in_avals, out_aval):
     lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
     if kind(out_aval.dtype) == "f":
         kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
+        if out_aval.dtype == np.float16:   # the helpers are f32; exact for f16 values
+            return f"f16(wj_min_f(wj_max_f(f32({x}), f32({lo})), f32({hi})))"
         return f"wj_min_f(wj_max_f({x}, {lo}), {hi})"
     return f"min(max({x}, {lo}), {hi})"
 

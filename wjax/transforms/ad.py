@@ -326,3 +326,56 @@ def _hoist(jaxpr, constvars, consts):
         for v in e.outvars:
             defined[v.id] = v
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+# --------------------------------------------------------------------------- structural keys
+
+def _param_key(v, keep):
+    from ..ir import ClosedJaxpr, Jaxpr
+    if isinstance(v, ClosedJaxpr):
+        keep.append(v)
+        return ("closed", jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
+    if isinstance(v, Jaxpr):
+        return ("jaxpr", jaxpr_key(v, keep))
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_param_key(x, keep) for x in v)
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    try:
+        hash(v)
+    except TypeError:
+        keep.append(v)
+        return ("id", id(v))
+    if callable(v) and not isinstance(v, (type, np.dtype)):
+        keep.append(v)
+        return ("id", id(v))
+    return (type(v).__name__, v)
+
+
+def jaxpr_key(jaxpr, keep: list) -> tuple:
+    """A hashable key equal for structurally identical jaxprs (variables numbered in order,
+    literals by value, params by value; callables and inner consts by identity, kept alive in
+    ``keep``)."""
+    from ..ir import Lit
+    ids: dict = {}
+
+    def atom(a):
+        if isinstance(a, Lit):
+            return ("lit", a.val.tobytes(), a.val.dtype.str, a.aval.weak_type)
+        if a.id not in ids:
+            ids[a.id] = len(ids)
+        return ids[a.id]
+
+    parts: list = [tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars)]
+    for v in jaxpr.constvars + jaxpr.invars:
+        atom(v)
+    for e in jaxpr.eqns:
+        params = tuple((k, _param_key(p, keep)) for k, p in sorted(e.params.items()))
+        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params,
+                      tuple(o.aval for o in e.outvars)))
+        for o in e.outvars:
+            atom(o)
+    parts.append(tuple(atom(a) for a in jaxpr.outvars))
+    return tuple(parts)

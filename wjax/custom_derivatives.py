@@ -1,0 +1,495 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined derivative rules as call primitives.
+
+Under a trace, calling a ``custom_jvp`` function binds ``custom_jvp_call`` with
+
+    jaxpr      the primal function's ClosedJaxpr (what jit compiles: the backend inlines it)
+    jvp_jaxpr  the user's rule traced to a ClosedJaxpr (operands, tangents) -> (outs, out tangents)
+
+and a ``custom_vjp`` function binds ``custom_vjp_call`` with the primal ``jaxpr``,
+``fwd_jaxpr`` (operands -> outs, residuals) and ``bwd_jaxpr`` (residuals, cts -> cts).
+The rules are traced when the call is bound (while the values they close over
+are live); a rule whose own tracing calls the function again gets a lazily
+traced rule instead (no infinite recursion).  Values the functions close over
+become the first ``num_consts`` operands.
+
+The jvp of ``custom_vjp_call`` runs ``fwd`` and emits ``custom_lin`` (linear in
+the tangents) whose transpose runs ``bwd``; evaluating ``custom_lin`` forward
+raises JAX's "can't apply forward-mode autodiff (jvp) to a custom_vjp function".
+
+Also here: ``stop_gradient`` (an identity primitive whose tangent is zero).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import tree_util
+from .ir import ClosedJaxpr, Jaxpr, ShapedArray, Var
+from .primitive import Primitive
+from .staging import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
+from .transforms import ad as _ad
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _abstractify(x):
+    from .api import _abstractify as a
+    return a(x)
+
+
+def _split_consts(closed: ClosedJaxpr):
+    """(jaxpr with tracer consts moved to leading invars, those tracers, remaining consts)."""
+    closed = _ad.hoist_call_consts(closed)
+    j = closed.jaxpr
+    tv, tc, kv, kc = [], [], [], []
+    for v, c in zip(j.constvars, closed.consts):
+        if isinstance(c, Tracer):
+            tv.append(v); tc.append(c)
+        else:
+            kv.append(v); kc.append(c)
+    return Jaxpr(kv, tv + j.invars, j.outvars, j.eqns), tc, kc
+
+
+def _with_leading(jaxpr: Jaxpr, consts, before_avals, own_vars, after_avals) -> ClosedJaxpr:
+    """``jaxpr`` whose leading tracer-const invars ``own_vars`` sit among dummies for the
+    other calls' consts: invars = [dummies(before), own, dummies(after), rest]."""
+    n = len(own_vars)
+    rest = jaxpr.invars[n:]
+    inv = [Var(a) for a in before_avals] + list(jaxpr.invars[:n]) + [Var(a) for a in after_avals] + rest
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, inv, jaxpr.outvars, jaxpr.eqns), consts)
+
+
+def _resolve(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    sig = inspect.signature(fun)
+    ba = sig.bind(*args, **kwargs)
+    ba.apply_defaults()
+    return tuple(ba.args) + tuple(ba.kwargs.values())
+
+
+def _force(j):
+    return j() if callable(j) and not isinstance(j, ClosedJaxpr) else j
+
+
+class _Lazy:
+    """A rule traced on first use (memoized)."""
+
+    def __init__(self, f):
+        self.f, self.val = f, None
+
+    __name__ = "lazy_rule"
+
+    def __repr__(self):
+        return "lazy_rule"
+
+    def __call__(self):
+        if self.val is None:
+            self.val = self.f()
+        return self.val
+
+
+def _call_abstract(*avals, jaxpr, **_):
+    return jaxpr.out_avals
+
+
+def _call_impl(*args, jaxpr, **_):
+    return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+def _call_batch(prim, jaxpr_params):
+    """vmap of a custom call: its primal (and, lazily, its rules) batched the same way."""
+    def rule(args, dims, **params):
+        from .transforms.batching import axis_size, move_batch_axis
+        from .transforms.vmap import vmap_closed_jaxpr
+        n = axis_size(args, dims)
+        args = [move_batch_axis(a, d, 0, n) if d is not None else a for a, d in zip(args, dims)]
+        dims = [0 if d is not None else None for d in dims]
+        bj, out_dims = vmap_closed_jaxpr(params["jaxpr"], dims, n)
+        # out dims of the primal decide; rules are re-derived from the batched primal
+        outs = eval_jaxpr(bj.jaxpr, bj.consts, *args)
+        return list(outs), list(out_dims)
+    prim.batch = rule
+
+
+# --------------------------------------------------------------------------- custom_jvp
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.abstract_eval = _call_abstract
+custom_jvp_call_p.impl = _call_impl
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, num_consts, name, symbolic_zeros=False):
+    if any(not isinstance(t, _ad.Zero) for t in tangents[:num_consts]):
+        raise TypeError(
+            "Detected differentiation of a custom_jvp function with respect to a closed-over value. "
+            "That isn't supported because the custom JVP rule only specifies how to differentiate the "
+            "custom_jvp function with respect to explicit input parameters.")
+    jc = _force(jvp_jaxpr)
+    tans = [_ad.instantiate(t) for t in tangents[num_consts:]]
+    outs = eval_jaxpr(jc.jaxpr, jc.consts, *primals, *tans)
+    m = len(jaxpr.out_avals)
+    return list(outs[:m]), list(outs[m:])
+
+
+custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+_call_batch(custom_jvp_call_p, ("jaxpr",))
+
+
+class custom_jvp:
+    """A function with a custom jvp rule: ``f.defjvp(rule)`` or ``f.defjvps(*per_arg)``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+        self._tracing_rule = 0
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            primal_out = self(*primals)
+            acc = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                c = fn(t, primal_out, *primals)
+                acc = c if acc is None else tree_util.tree_map(lambda a, b: a + b, acc, c)
+            if acc is None:
+                from . import numpy as jnp
+                acc = tree_util.tree_map(jnp.zeros_like, primal_out)
+            return primal_out, acc
+
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_jvp")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve(self.fun, args, kwargs)
+        if current_builder() is None:
+            return self.fun(*args)
+        nd = {i % len(args): args[i] for i in self.nondiff_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in nd]
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        avals = [_abstractify(x) for x in leaves]
+
+        def full(d):
+            it = iter(d)
+            return [nd[i] if i in nd else next(it) for i in range(len(args))]
+
+        box = []
+
+        def primal_flat(*xs):
+            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+            ol, ot = tree_util.tree_flatten(out)
+            box.append(ot)
+            return ol
+
+        closed = trace_flat(primal_flat, avals, DebugInfo("custom_jvp", self.fun))
+        out_tree = box[0]
+        out_avals = closed.out_avals
+        n = len(avals)
+
+        def jvp_flat(*xs):
+            primals = tuple(tree_util.tree_unflatten(in_tree, list(xs[:n])))
+            tangents = tuple(tree_util.tree_unflatten(in_tree, list(xs[n:])))
+            out, tout = self.jvp(*[nd[i] for i in sorted(nd)], primals, tangents)
+            ol, ot = tree_util.tree_flatten(out)
+            tl, tt = tree_util.tree_flatten(tout)
+            if ot != out_tree or tt != out_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal and tangent outputs with equal container "
+                    f"(pytree) structures, but got {ot} and {tt} respectively.")
+            fixed = []
+            for t, a in zip(tl, out_avals):
+                ta = _abstractify(t)
+                if ta.shape != a.shape:
+                    raise TypeError(
+                        "Custom JVP rule must produce primal and tangent outputs with corresponding "
+                        f"shapes and dtypes, but got {a.str_short()} and {ta.str_short()} respectively.")
+                if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
+                    from . import lax
+                    t = lax.convert_element_type(t, a.dtype)
+                fixed.append(t)
+            return ol + fixed
+
+        def trace_rule():
+            self._tracing_rule += 1
+            try:
+                return trace_flat(jvp_flat, avals + avals, DebugInfo("custom_jvp rule", self.jvp))
+            finally:
+                self._tracing_rule -= 1
+
+        pj, ptc, pkc = _split_consts(closed)
+        pa = [t.aval for t in ptc]
+        if self._tracing_rule:
+            # called from inside its own rule: that rule is traced lazily (when differentiated)
+            def lazy():
+                jj, jtc, jkc = _split_consts(trace_rule())
+                if jtc:
+                    _lazy_tracer_error(name)
+                return _with_leading(jj, jkc, pa, [], [])
+            jvp_param, jtc = _Lazy(lazy), []
+        else:
+            jj, jtc, jkc = _split_consts(trace_rule())
+            jvp_param = _with_leading(jj, jkc, pa, jj.invars[:len(jtc)], [])
+        primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in jtc])
+        outs = custom_jvp_call_p.bind(*ptc, *jtc, *leaves, jaxpr=primal, jvp_jaxpr=jvp_param,
+                                      num_consts=len(ptc) + len(jtc), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _lazy_tracer_error(name):
+    raise TypeError(f"the custom rule of {name}, called again from inside its own rule, closes "
+                    "over traced values: this nesting is not supported")
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.abstract_eval = _call_abstract
+custom_vjp_call_p.impl = _call_impl
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+@custom_lin_p.def_abstract_eval
+def _custom_lin_abstract(*avals, bwd_jaxpr, num_res, out_avals, name):
+    return list(out_avals)
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def _custom_lin_transpose(cts, *args, bwd_jaxpr, num_res, out_avals, name):
+    res = args[:num_res]
+    bj = _force(bwd_jaxpr)
+    cts_in = eval_jaxpr(bj.jaxpr, bj.consts, *res, *[_ad.instantiate(c) for c in cts])
+    return [None] * num_res + list(cts_in)
+
+
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_impl()
+custom_lin_p.transpose = _custom_lin_transpose
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, jaxpr, fwd_jaxpr, bwd_jaxpr, num_consts, name, **_):
+    if any(not isinstance(t, _ad.Zero) for t in tangents[:num_consts]):
+        raise TypeError(
+            f"custom_vjp function {name} closes over a value that is being differentiated; the "
+            "custom rule only covers its explicit inputs. Pass the value as an argument (or use "
+            "closure_convert).")
+    fj = _force(fwd_jaxpr)
+    outs = eval_jaxpr(fj.jaxpr, fj.consts, *primals)
+    m = len(jaxpr.out_avals)
+    outs, res = list(outs[:m]), list(outs[m:])
+    tans = tangents[num_consts:]
+    if all(isinstance(t, _ad.Zero) for t in tans):
+        return outs, [_ad.Zero(a) for a in jaxpr.out_avals]
+    touts = custom_lin_p.bind(*res, *[_ad.instantiate(t) for t in tans], bwd_jaxpr=bwd_jaxpr,
+                              num_res=len(res), out_avals=tuple(jaxpr.out_avals), name=name)
+    return outs, list(touts)
+
+
+custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+_call_batch(custom_vjp_call_p, ("jaxpr",))
+
+
+class custom_vjp:
+    """A function with a custom vjp: ``f.defvjp(fwd, bwd)``; ``fwd(*args) -> (out, res)``,
+    ``bwd(*nondiff_args, res, ct) -> tuple of cotangents, one per (differentiable) argument``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+        self._tracing_rule = 0
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        self.fwd, self.bwd = fwd, bwd
+        return None
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_vjp")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve(self.fun, args, kwargs)
+        if current_builder() is None:
+            return self.fun(*args)
+        nd = {i % len(args): args[i] for i in self.nondiff_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in nd]
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        avals = [_abstractify(x) for x in leaves]
+
+        def full(d):
+            it = iter(d)
+            return [nd[i] if i in nd else next(it) for i in range(len(args))]
+
+        box = []
+
+        def primal_flat(*xs):
+            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+            ol, ot = tree_util.tree_flatten(out)
+            box.append(ot)
+            return ol
+
+        closed = trace_flat(primal_flat, avals, DebugInfo("custom_vjp", self.fun))
+        out_tree = box[0]
+        out_avals = closed.out_avals
+        res_box = []
+
+        def fwd_flat(*xs):
+            r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+            if not (isinstance(r, (tuple, list)) and len(r) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "
+                                f"produce a pair (list or tuple of length two) where the first element "
+                                f"represents the primal output and the second element represents "
+                                f"residuals, but got {r!r}.")
+            out, res = r
+            ol, ot = tree_util.tree_flatten(out)
+            if ot != out_tree:
+                raise TypeError(f"Custom VJP fwd rule must produce an output with the same container "
+                                f"(pytree) structure as the primal function, got {ot} and {out_tree}.")
+            rl, rt = tree_util.tree_flatten(res)
+            res_box.append(rt)
+            return ol + rl
+
+        def bwd_flat(res_tree, n_res):
+            def f(*xs):
+                res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
+                ct = tree_util.tree_unflatten(out_tree, list(xs[n_res:]))
+                r = self.bwd(*[nd[i] for i in sorted(nd)], res, ct)
+                if not isinstance(r, (tuple, list)) or len(r) != len(dyn):
+                    raise TypeError(
+                        "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                        "structure as the args tuple of the primal function, and in particular must "
+                        f"produce a tuple of length equal to the number of arguments to the primal "
+                        f"function, but got bwd output {r!r} for {len(dyn)} primal arguments.")
+                flat = []
+                for arg, c in zip(dyn, r):
+                    al, at = tree_util.tree_flatten(arg)
+                    if c is None:
+                        flat.extend(_ad.zeros(_abstractify(x)) for x in al)
+                        continue
+                    cl, ct_ = tree_util.tree_flatten(c, is_leaf=lambda v: v is None)
+                    if len(cl) != len(al):
+                        raise TypeError(f"Custom VJP bwd rule produced a cotangent with structure "
+                                        f"{ct_} for a primal argument with structure {at}.")
+                    for x, cc in zip(al, cl):
+                        a = _abstractify(x)
+                        if cc is None:
+                            cc = _ad.zeros(a)
+                        elif np.dtype(_abstractify(cc).dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
+                            from . import lax
+                            cc = lax.convert_element_type(cc, a.dtype)
+                        if _abstractify(cc).shape != a.shape:
+                            from . import lax
+                            cc = lax.broadcast_in_dim(cc, a.shape, ()) if _abstractify(cc).ndim == 0 else cc
+                        flat.append(cc)
+                return flat
+            return f
+
+        def trace_rules():
+            self._tracing_rule += 1
+            try:
+                fc = trace_flat(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
+                n_out = len(out_avals)
+                res_avals = fc.out_avals[n_out:]
+                bc = trace_flat(bwd_flat(res_box[-1], len(res_avals)), list(res_avals) + list(out_avals),
+                                DebugInfo("custom_vjp bwd", self.bwd))
+                return fc, bc
+            finally:
+                self._tracing_rule -= 1
+
+        pj, ptc, pkc = _split_consts(closed)
+        pa = [t.aval for t in ptc]
+
+        def rules():
+            fc, bc = trace_rules()
+            fj, ftc, fkc = _split_consts(fc)
+            bj, btc, bkc = _split_consts(bc)
+            if btc:
+                raise TypeError(f"the bwd rule of custom_vjp function {name} closes over traced values; "
+                                "pass them through the residuals instead")
+            return fj, ftc, fkc, ClosedJaxpr(bj, bkc)
+
+        if self._tracing_rule:
+            # called from inside its own fwd/bwd: those are traced lazily (when differentiated)
+            def lazy():
+                fj, ftc, fkc, bwd = rules()
+                if ftc:
+                    _lazy_tracer_error(name)
+                return _with_leading(fj, fkc, pa, [], []), bwd
+            pair = _Lazy(lazy)
+            fwd, bwd, ftc = _Lazy(lambda: pair()[0]), _Lazy(lambda: pair()[1]), []
+        else:
+            fj, ftc, fkc, bwd = rules()
+            fwd = _with_leading(fj, fkc, pa, fj.invars[:len(ftc)], [])
+        primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in ftc])
+        outs = custom_vjp_call_p.bind(*ptc, *ftc, *leaves, jaxpr=primal, fwd_jaxpr=fwd, bwd_jaxpr=bwd,
+                                      num_consts=len(ptc) + len(ftc), name=name)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+# --------------------------------------------------------------------------- stop_gradient
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.abstract_eval = lambda x: x
+stop_gradient_p.reference = lambda x: np.asarray(x)
+stop_gradient_p.fuse = lambda kb, idx, read, in_avals, out_aval: read[0](idx)
+_ad.defjvp_zero(stop_gradient_p)
+stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
+
+
+def closure_convert(fun, *example_args):
+    """``(converted, consts)``: ``fun`` with its closed-over traced values made explicit trailing
+    arguments (as JAX's ``jax.closure_convert``)."""
+    leaves, in_tree = tree_util.tree_flatten(example_args)
+    box = []
+
+    def flat(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
+        ol, ot = tree_util.tree_flatten(out)
+        box.append(ot)
+        return ol
+
+    closed = trace_flat(flat, [_abstractify(x) for x in leaves])
+    j, tc, kc = _split_consts(closed)
+    out_tree = box[0]
+    n = len(tc)
+
+    def converted(*args):
+        xs = tree_util.tree_leaves(args[:len(args) - n])
+        outs = eval_jaxpr(j, kc, *args[len(args) - n:], *xs)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    return converted, list(tc)
+
+
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "stop_gradient_p"]
+_ = ShapedArray

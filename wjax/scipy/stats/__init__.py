@@ -1,0 +1,2 @@
+"""wjax.scipy.stats: distributions (``norm``)."""
+from . import norm  # noqa: F401
