@@ -138,9 +138,25 @@ OPS = {
     "bitcast": (lambda x: lax.bitcast_convert_type(x, jnp.int32), [_f((2, 2))]),
     "random": (lambda k: wjax.random.normal(wjax.random.split(wjax.random.fold_in(k, 3))[1], (2,)),
                [("key", (2,))]),
+    "cholesky_trsolve": (lambda a, b: _chol_solve(a, b), [_f((3, 3)), _f((3, 2))]),
+    "lu": (lambda a: _lu(a), [_f((3, 3))]),
     "random_fold_in_data": (lambda k, d: wjax.random.bits(wjax.random.fold_in(k, d), (3,)),
                             [("key", (2,)), ("u", ())]),
 }
+
+
+def _chol_solve(a, b):
+    from wjax.prims.decomp import cholesky_p, triangular_solve_p
+    spd = a @ a.T + 3.0 * jnp.eye(3)
+    c = cholesky_p.bind(spd)
+    return triangular_solve_p.bind(c, b, left_side=True, lower=True, transpose_a=False,
+                                   conjugate_a=False, unit_diagonal=False)
+
+
+def _lu(a):
+    from wjax.prims.decomp import lu_p
+    lu, piv, perm = lu_p.bind(a + 3.0 * jnp.eye(3))
+    return lu * 2.0 + piv[0] + perm[2]
 
 
 def _call_loop(f, args, axes, out_axes):
@@ -370,6 +386,40 @@ def test_grad_compositions():
     np.testing.assert_allclose(per_example, want, rtol=1e-4, atol=1e-5)
     total = wjax.grad(lambda w: jnp.sum(wjax.vmap(loss, in_axes=(None, 0))(w, xs)))(w)
     np.testing.assert_allclose(total, want.sum(0), rtol=1e-4, atol=1e-5)
+
+
+def test_custom_jvp_vjp_and_checkpoint_under_vmap():
+    """Custom rules survive vmap: the batched call still uses them (deliberately 'wrong' rules
+    tell them apart from differentiating the primal)."""
+    xs = np.linspace(-1.0, 1.0, 4).astype(np.float32)
+    w = np.float32(0.7)
+
+    f = wjax.custom_jvp(lambda x: jnp.sin(x))
+    f.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * jnp.cos(p[0]) * t[0]))
+
+    g = wjax.custom_vjp(lambda x, w: jnp.sin(x) * w)
+    g.defvjp(lambda x, w: (jnp.sin(x) * w, (jnp.cos(x), w, jnp.sin(x))),
+             lambda res, ct: (3.0 * res[0] * res[1] * ct, res[2] * ct))
+
+    np.testing.assert_allclose(wjax.vmap(f)(xs), np.sin(xs), rtol=1e-6)
+    np.testing.assert_allclose(wjax.vmap(wjax.grad(f))(xs), 2 * np.cos(xs), rtol=1e-5)
+    np.testing.assert_allclose(wjax.grad(lambda v: jnp.sum(wjax.vmap(f)(v)))(xs), 2 * np.cos(xs), rtol=1e-5)
+    jaxpr = wjax.make_jaxpr(wjax.vmap(f))(xs)
+    assert [e.prim.name for e in jaxpr.eqns] == ["custom_jvp_call"]
+    typecheck(jaxpr.jaxpr)
+
+    np.testing.assert_allclose(wjax.vmap(g, in_axes=(0, None))(xs, w), np.sin(xs) * w, rtol=1e-6)
+    np.testing.assert_allclose(wjax.vmap(wjax.grad(g), in_axes=(0, None))(xs, w), 3 * np.cos(xs) * w,
+                               rtol=1e-5)
+    gx, gw = wjax.grad(lambda v, w: jnp.sum(wjax.vmap(g, in_axes=(0, None))(v, w)), argnums=(0, 1))(xs, w)
+    np.testing.assert_allclose(gx, 3 * np.cos(xs) * w, rtol=1e-5)
+    np.testing.assert_allclose(gw, np.sin(xs).sum(), rtol=1e-5)   # summed over the examples
+    typecheck(wjax.make_jaxpr(wjax.vmap(g, in_axes=(0, None)))(xs, w).jaxpr)
+
+    h = wjax.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+    np.testing.assert_allclose(wjax.vmap(h)(xs), np.sin(np.sin(xs)), rtol=1e-6)
+    np.testing.assert_allclose(wjax.grad(lambda v: jnp.sum(wjax.vmap(h)(v)))(xs),
+                               np.cos(np.sin(xs)) * np.cos(xs), rtol=1e-5)
 
 
 # --------------------------------------------------------------------------- errors

@@ -60,3 +60,4 @@ def device_put(x, device=None):
 def device_get(x):
     import numpy as _np
     return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, Array) else a, x)
+from . import random, nn, scipy  # noqa: E402,F401  (jax.random, jax.nn, jax.scipy)

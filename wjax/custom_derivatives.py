@@ -100,18 +100,10 @@ def _call_impl(*args, jaxpr, **_):
 
 
 def _call_batch(prim, jaxpr_params):
-    """vmap of a custom call: its primal (and, lazily, its rules) batched the same way."""
-    def rule(args, dims, **params):
-        from .transforms.batching import axis_size, move_batch_axis
-        from .transforms.vmap import vmap_closed_jaxpr
-        n = axis_size(args, dims)
-        args = [move_batch_axis(a, d, 0, n) if d is not None else a for a, d in zip(args, dims)]
-        dims = [0 if d is not None else None for d in dims]
-        bj, out_dims = vmap_closed_jaxpr(params["jaxpr"], dims, n)
-        # out dims of the primal decide; rules are re-derived from the batched primal
-        outs = eval_jaxpr(bj.jaxpr, bj.consts, *args)
-        return list(outs), list(out_dims)
-    prim.batch = rule
+    """vmap of a custom call: it stays a call, with its primal and its rules batched alike (so
+    the custom rule still differentiates the batched call); see ``batch_custom_call``."""
+    from .transforms.vmap import batch_custom_call
+    batch_custom_call(prim)
 
 
 # --------------------------------------------------------------------------- custom_jvp
@@ -290,6 +282,7 @@ def _custom_lin_transpose(cts, *args, bwd_jaxpr, num_res, out_avals, name):
 custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_impl()
 custom_lin_p.transpose = _custom_lin_transpose
+_call_batch(custom_lin_p, ("bwd_jaxpr",))
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, jaxpr, fwd_jaxpr, bwd_jaxpr, num_consts, name, **_):

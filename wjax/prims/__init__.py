@@ -1,4 +1,4 @@
 """All primitives, one block each, grouped by family."""
 from . import elementwise, shape, reduce, indexing, linalg  # noqa: F401
-from . import cumulative, sort, conv, special  # noqa: F401
+from . import cumulative, sort, conv, special, decomp  # noqa: F401
 from . import bitcast, random  # noqa: F401

@@ -686,7 +686,8 @@ def _lgamma_ref(x):
 
 def _digamma_ref(x):
     from scipy import special
-    return special.digamma(x).astype(x.dtype)
+    # XLA's digamma is NaN at every pole, 0.0 and -0.0 included (scipy gives -inf/+inf there)
+    return np.where(x == 0, np.nan, special.digamma(x)).astype(x.dtype)
 
 
 def _special_unop(name, table, ref):

@@ -247,7 +247,7 @@ def _sort_kernel(ctx, *operands, dimension, is_stable=True, num_keys=1):
 def _sort_ref(*operands, dimension, is_stable=True, num_keys=1):
     keys = [np.moveaxis(_np_keys(o), dimension, -1) for o in operands[:num_keys]]
     shape = keys[0].shape
-    flat = [k.reshape(-1, shape[-1]) for k in keys]
+    flat = [k.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]) for k in keys]
     order = np.stack([np.lexsort([k[r] for k in reversed(flat)]) for r in range(flat[0].shape[0])]) \
         if flat[0].shape[0] else np.zeros((0, shape[-1]), np.int64)
     order = order.reshape(shape)

@@ -90,10 +90,12 @@ def _infer_size(avals, dims, axis_size):
     return axis_size
 
 
-def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None):
+def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None, out_dims=None):
     """The batched version of ``jaxpr``: ``in_dims[i]`` is the axis of invar ``i`` that is
     inserted (of size ``axis_size``) or ``None``.  Returns ``(batched_jaxpr, out_dims)``;
-    the constvars of ``jaxpr`` are the (unbatched) constvars of the result."""
+    the constvars of ``jaxpr`` are the (unbatched) constvars of the result.  ``out_dims``
+    (an int for all outputs, or one entry per output) forces where the outputs' batch axes
+    go: unbatched outputs are then broadcast (``None`` entries leave an output as it comes)."""
     if isinstance(jaxpr, ClosedJaxpr):
         raise TypeError("vmap_jaxpr takes a Jaxpr; use vmap_closed_jaxpr for a ClosedJaxpr")
     in_dims = list(in_dims)
@@ -110,8 +112,13 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None):
 
     def flat(*tracers):
         cs, xs = tracers[:len(const_avals)], tracers[len(const_avals):]
-        outs, out_dims = batch_eval(jaxpr, cs, xs, in_dims, axis_size)
-        box.append(out_dims)
+        outs, dims = batch_eval(jaxpr, cs, xs, in_dims, axis_size)
+        if out_dims is not None:
+            want = [out_dims] * len(outs) if isinstance(out_dims, int) else list(out_dims)
+            outs = [o if w is None else batching.move_batch_axis(o, d, w, axis_size)
+                    for o, d, w in zip(outs, dims, want)]
+            dims = [d if w is None else w for d, w in zip(dims, want)]
+        box.append(dims)
         return outs
 
     closed = trace_flat(flat, const_avals + in_avals, DebugInfo("vmap", None))
@@ -125,9 +132,77 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None):
     return Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), box[0]
 
 
-def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int | None = None):
-    j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size)
+def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int | None = None, out_dims=None):
+    j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size, out_dims)
     return ClosedJaxpr(j, closed.consts), out_dims
+
+
+# --------------------------------------------------------------------------- call primitives
+# Call primitives that carry jaxprs (custom_jvp_call, custom_vjp_call, custom_lin) stay calls
+# under vmap: their jaxprs are batched, so the custom rules still apply to the batched call.
+# Every non-const operand gets its batch axis first (unbatched ones are broadcast, which makes
+# a custom bwd's per-example cotangents sum back over the batch through broadcast's transpose),
+# and every output of every carried jaxpr is forced to batch axis 0 so that they agree.
+
+_call_memo: dict = {}
+
+
+class _LazyBatched:
+    """A carried rule that is traced lazily stays lazy: batched on first use."""
+
+    __name__ = "lazy_rule"
+
+    def __init__(self, f):
+        self.f, self.val = f, None
+
+    def __repr__(self):
+        return "lazy_rule"
+
+    def __call__(self):
+        if self.val is None:
+            self.val = self.f()
+        return self.val
+
+
+def _batch_carried(j, in_dims, n):
+    """``j`` batched (outputs at axis 0); ``in_dims`` is a list, or a function of the jaxpr."""
+    if not isinstance(j, ClosedJaxpr):            # a lazily traced rule
+        return _LazyBatched(lambda: _batch_carried(j(), in_dims, n))
+    if callable(in_dims):
+        in_dims = in_dims(j)
+    key = (id(j), tuple(in_dims), n)
+    hit = _call_memo.get(key)
+    if hit is None or hit[0] is not j:
+        if len(_call_memo) > 512:
+            _call_memo.clear()
+        hit = _call_memo[key] = (j, vmap_closed_jaxpr(j, in_dims, n, out_dims=0)[0])
+    return hit[1]
+
+
+def batch_custom_call(prim, num_consts_param="num_consts"):
+    """A batching rule for a call primitive carrying ``jaxpr`` (operands -> outs) and any of
+    ``jvp_jaxpr`` (operands, tangents of the non-consts -> outs, out tangents), ``fwd_jaxpr``
+    (operands -> outs, residuals), ``bwd_jaxpr`` (residuals, cts -> cts)."""
+    def rule(args, dims, **params):
+        n = batching.axis_size(args, dims)
+        k = params.get(num_consts_param, 0)
+        new_dims = [d if i < k and d is None else 0 for i, d in enumerate(dims)]
+        args = [a if nd is None else batching.move_batch_axis(a, d, 0, n)
+                for a, d, nd in zip(args, dims, new_dims)]
+        new = dict(params)
+        for name, j in params.items():
+            if name == "jaxpr" or name == "fwd_jaxpr":
+                new[name] = _batch_carried(j, new_dims, n)
+            elif name == "jvp_jaxpr":
+                new[name] = _batch_carried(j, new_dims + new_dims[k:], n)
+            elif name == "bwd_jaxpr":
+                new[name] = _batch_carried(j, lambda cj: [0] * len(cj.jaxpr.invars), n)
+            elif name == "out_avals":
+                new[name] = tuple(batched_aval(a, 0, n) for a in j)
+        outs = prim.bind(*args, **new)
+        return list(outs), [0] * len(outs)
+    prim.batch = rule
+    return rule
 
 
 # --------------------------------------------------------------------------- eager plans
