@@ -369,3 +369,22 @@ def test_binding_size_limit_index_math_is_clear_error():
     x = np.arange(5000, dtype=np.float32)
     with pytest.raises(MemoryError, match="max-storage-buffer-binding-size"):
         run_with_limits(lambda a: a[::-1] * 2, [x], **{"max-storage-buffer-binding-size": 4096})
+
+
+@pytest.mark.parametrize("shape", [(128, 64, 32), (5, 3, 7)])
+def test_matmul_epilogue_fused(shape):
+    m, k, n = shape
+    rng = np.random.RandomState(0)
+    x, W, b = (rng.randn(m, k).astype(np.float32), rng.randn(k, n).astype(np.float32),
+               rng.randn(n).astype(np.float32))
+    f = lambda x, W, b: jnp.maximum(x @ W + b, 0.0)
+    assert n_kernels(f, x, W, b) == 1
+    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, W, b)), np.maximum(x @ W + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_epilogue_falls_back_on_index_math():
+    rng = np.random.RandomState(1)
+    x, W = rng.randn(6, 4).astype(np.float32), rng.randn(4, 8).astype(np.float32)
+    f = lambda x, W: (x @ W).T + 1
+    assert n_kernels(f, x, W) == 2
+    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, W)), (x @ W).T + 1, rtol=1e-5, atol=1e-5)

@@ -168,12 +168,20 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
 
 # --------------------------------------------------------------------------- fuser
 
-class Fuser:
-    """Generates the WGSL value of a var at an Index, inlining fusable producers."""
+class EpilogueMismatch(Exception):
+    """An epilogue could not be fused into its producer kernel (planning falls back)."""
 
-    def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None):
+
+class Fuser:
+    """Generates the WGSL value of a var at an Index, inlining fusable producers.
+
+    ``subst`` maps a var to (flat index expr, value expr): inside a kernel's epilogue the
+    kernel's own result is read from a register, at its own position only."""
+
+    def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None, subst=None):
         self.kb, self.lw, self.level = kb, lowering, level
         self.memo: dict = {}
+        self.subst = subst or {}
 
     def read(self, atom, idx: Index) -> str:
         aval = atom.aval
@@ -181,6 +189,11 @@ class Fuser:
             return self.kb.lit(atom.val, aval.dtype)
         if aval.ndim == 0:
             idx = Index(self.kb, ())
+        if atom.id in self.subst:
+            flat, value = self.subst[atom.id]
+            if idx.flat() != flat:
+                raise EpilogueMismatch(atom)
+            return value
         key = (atom.id, idx.key())
         if key in self.memo:
             return self.memo[key]
@@ -193,6 +206,8 @@ class Fuser:
             expr = eqn.prim.fuse(self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params)
             expr = W.wrap_narrow(expr, aval.dtype)
         else:
+            if self.subst and self.level is not None and lw.level.get(atom.id, 0) >= self.level:
+                raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lw.key_of(atom)
             name = self.kb.bind(k, aval.dtype, "read")
             flat = idx.flat()
@@ -229,6 +244,24 @@ class KernelContext:
 
     def fuser(self, kb: KernelBuilder) -> Fuser:
         return Fuser(kb, self.lw, None)
+
+    epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
+
+    def epilogue_code(self, kb: KernelBuilder, value: str, flat: str) -> list:
+        """WGSL lines computing and storing every epilogue root at flat position ``flat``
+        of this kernel's output, whose value there is ``value`` (a register)."""
+        if not self.epilogue:
+            return []
+        saved, kb.lines = kb.lines, []
+        out = self.eqn.outvars[0]
+        f = Fuser(kb, self.lw, self.lw.level[out.id], subst={out.id: (flat, value)})
+        idx = Index(kb, out.aval.shape, flat=flat)
+        for r in self.epilogue:
+            val = Lowering._read_root(f, r, idx)
+            name = kb.bind(self.lw.key_of(r), r.aval.dtype, "read_write")
+            kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
+        lines, kb.lines = kb.lines, saved
+        return lines
 
     def in_key(self, i: int):
         return self.lw.key_of(self.eqn.invars[i])
@@ -328,6 +361,8 @@ class Lowering:
                 e = batch[0]
                 if all(v.aval.size == 0 for v in e.outvars):
                     continue
+                if getattr(e.prim, "epilogue", False) and self._try_epilogue(e, groups):
+                    continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
                               **e.params)
             for (lvl, phase, shape), roots in sorted(groups.items(), key=lambda kv: kv[0][:2]):
@@ -343,6 +378,43 @@ class Lowering:
         return plan
 
     MAX_MERGE = 4
+
+    def _try_epilogue(self, e: Eqn, groups: dict) -> bool:
+        """Fuses the same-shaped elementwise consumers of a kernel's output into the kernel
+        (e.g. bias + relu after a matmul).  Falls back (returns False) when a consumer
+        reads the output at another position or needs a value not computed yet."""
+        out = e.outvars[0]
+        key = (self.level[out.id], 1, out.aval.shape)
+        roots = [r for r in groups.get(key, []) if out.id in self._deps(r)]
+        if not roots:
+            return False
+        mark = len(self.plan.steps)
+        ctx = KernelContext(self, e)
+        ctx.epilogue = roots
+        try:
+            e.prim.kernel(ctx, *[a.aval for a in e.invars], **e.params)
+        except (EpilogueMismatch, BindingOverflow):
+            del self.plan.steps[mark:]
+            return False
+        groups[key] = [r for r in groups[key] if r not in roots]
+        return True
+
+    def _deps(self, v: Var) -> set:
+        """Var ids an (unsplit, same-level) fused root reads through virtual producers."""
+        out, stack, seen = set(), [v], set()
+        lvl = self.level[v.id]
+        while stack:
+            x = stack.pop()
+            e = self.producer.get(x.id)
+            if e is None or e.prim.fuse is None or x.id in seen:
+                continue
+            seen.add(x.id)
+            for a in e.invars:
+                if isinstance(a, Var):
+                    out.add(a.id)
+                    if a.id not in self.split and (a.id not in self.materialized or self.level[a.id] == lvl):
+                        stack.append(a)
+        return out
 
     def _merged(self, eqns):
         """Kernel eqns of one level, batched by merge key (at most MAX_MERGE per batch)."""

@@ -13,6 +13,7 @@ from .elementwise import convert_expr, kind
 
 dot_general_p = Primitive("dot_general")
 dot_general_p.fuse_inputs = (0, 1)
+dot_general_p.epilogue = True     # same-shaped elementwise consumers fuse into the kernel
 
 
 def _dims(dimension_numbers):
@@ -131,6 +132,16 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     store = "\n".join(
         f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(b * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
         for i in range(RM) for j in range(V))
+    epi = ctx.epilogue_code(kb, "val", "o")
+    if epi:
+        cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
+        body = "\n      ".join(epi)
+        store += (f"\n  var cs = array<vec4<f32>, {RM * V}>({cs});\n"
+                  f"  for (var ii = 0u; ii < {RM * V * 4}u; ii = ii + 1u) {{\n"
+                  f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
+                  f"    if (m < {M}u && n4 < {N4}u) {{\n"
+                  f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
+                  f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
     src = W.load_shader("matmul_vec4.wgsl")
     for k, v in {"HEADER": kb.header(), "RM": RM, "V": V, "WG": WG, "M": M, "N4": N4, "K": K, "B": B,
                  "NX": grid[0], "DECL": decl, "LOAD_B": load_b, "FMA": fma, "STORE": store}.items():
@@ -158,7 +169,8 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     read_b = _operand_reader(ctx, kb, 1, rhs, rb, rfree, rc, ("b", "n", "k"))
     out_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
-    write = f"        {out_name}[o] = {W.store_expr(res, out.dtype)};"
+    write = (f"        let res = {res};\n        {out_name}[o] = {W.store_expr('res', out.dtype)};\n        "
+             + "\n        ".join(ctx.epilogue_code(kb, "res", "o")))
     RM = RN = 4 if M * N >= 4096 else 1
     WX = WY = 8 if M * N >= 4096 else 1
     if M * N < 4096:
