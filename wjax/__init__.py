@@ -13,6 +13,7 @@ from .config import config, disable_jit  # noqa: F401
 from .array import Array, Device  # noqa: F401
 from .ir import ShapedArray  # noqa: F401
 from .staging import make_jaxpr  # noqa: F401
+from .api_util import ShapeDtypeStruct, eval_shape  # noqa: F401
 from .api import jit  # noqa: F401
 from .api import vmap  # noqa: F401
 from .api import grad, value_and_grad, jvp, vjp, linearize, jacfwd, jacrev, hessian  # noqa: F401
