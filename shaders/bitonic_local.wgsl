@@ -1,30 +1,21 @@
 // Bitonic sort stages that stay inside blocks of B elements, in workgroup memory.
 // Rows of P (a power of two) sort keys (NK u32 words, compared lexicographically,
-// then the u32 position word, which makes the sort stable) are split into
-// P / B blocks; workgroup g handles block g % BPR of row g / BPR.  For every k
-// in KSTART..KEND (powers of two) it runs the compare-exchange steps j = JINIT,
-// JINIT/2, ..., 1; direction comes from bit k of the element's position in the
-// row.  A full local sort is KSTART=2, KEND=B, JINIT=k/2; the tail of a global
-// merge step is KSTART=KEND=k, JINIT=B/2.  Filled in by wjax/prims/sort.py.
+// then the u32 position word, which makes the sort stable) lie one after the
+// other; workgroup g handles elements [g * B, (g + 1) * B), which is part of one
+// row (P > B) or several whole rows (P <= B).  For every k in KSTART..KEND
+// (powers of two) it runs the compare-exchange steps j = JINIT, JINIT/2, ..., 1;
+// the direction comes from bit k of the element's position in its row (k = P,
+// the last merge, is ascending).  A full local sort is KSTART=2, KEND=min(B, P),
+// JINIT=k/2; the tail of a global merge step is KSTART=KEND=k, JINIT=B/2.
+// Filled in by wjax/prims/sort.py.
 {{HEADER}}
 {{SHARED}}
-
-fn lt(a: u32, b: u32) -> bool {
-{{LESS}}
-}
-
-fn swap(a: u32, b: u32) {
-{{SWAP}}
-}
 
 @compute @workgroup_size({{T}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let g = wid.x + wid.y * {{NX}}u;
   if (g >= {{GROUPS}}u) { return; }
-  let row = g / {{BPR}}u;
-  let blk = g % {{BPR}}u;
-  let base = row * {{P}}u + blk * {{B}}u;
-  let gbase = blk * {{B}}u;
+  let base = g * {{B}}u;
   for (var q = lid; q < {{B}}u; q = q + {{T}}u) {
 {{LOAD}}
   }
@@ -36,8 +27,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       for (var t = lid; t < {{HALF}}u; t = t + {{T}}u) {
         let i = (t / j) * 2u * j + (t % j);
         let l = i + j;
-        let up = ((gbase + i) & k) == 0u;
-        if (lt(l, i) == up) { swap(i, l); }
+        let up = ((base + i) & k & {{PM1}}u) == 0u;
+{{CE}}
       }
       workgroupBarrier();
       j = j / 2u;

@@ -196,8 +196,10 @@ def convert_cases():
     for src in ALL:
         v = vals(src)
         if np.dtype(src).kind == "f":
-            v = np.concatenate([v, np.array([300.5, -300.5, 70000.0, -1e10, 1e10, 2.5e9, -2.5e9,
-                                             4.2e9, 65504.0, 127.6, -128.9], np.float64).astype(src)])
+            with np.errstate(over="ignore"):   # 70000 and beyond are inf in float16
+                big = np.array([300.5, -300.5, 70000.0, -1e10, 1e10, 2.5e9, -2.5e9, 4.2e9, 65504.0,
+                                127.6, -128.9], np.float64).astype(src)
+            v = np.concatenate([v, big])
         for dst in ALL:
             out.append(Case([v], dict(new_dtype=np.dtype(dst), weak_type=False, sharding=None),
                             label=f"{src}->{dst}"))
@@ -712,6 +714,48 @@ record("stop_gradient", lambda: [Case([vals(dt)], label=dt) for dt in ALL] + [
     Case([np.array(2.0, np.float32)], label="0d"), Case([np.zeros((0, 2), np.float32)], label="empty")],
     signed_zero=True)
 
+def _spd(n, batch=(), seed=0, dt=np.float32):
+    a = np.random.RandomState(seed).randn(*batch, n, n)
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dt)
+
+
+def _tri(n, lower, seed=0, dt=np.float32, batch=()):
+    a = np.random.RandomState(seed).randn(*batch, n, n) + 3 * np.eye(n)
+    return (np.tril(a) if lower else np.triu(a)).astype(dt)
+
+
+F_LINALG = ["float32"] + (["float16"] if F16_OK else [])
+record("cholesky", lambda: [Case([_spd(4, dt=dt)], label=dt) for dt in F_LINALG] + [
+    Case([_spd(3, (2,), seed=1)], label="batched"),
+    Case([np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)], label="not-pd"),
+    Case([np.zeros((0, 0), np.float32)], label="empty")],
+    tol={"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2)})
+record("lu", lambda: [Case([np.random.RandomState(2).randn(4, 4).astype(dt)], label=dt) for dt in F_LINALG] + [
+    Case([np.random.RandomState(3).randn(2, 3, 5).astype(np.float32)], label="wide-batched"),
+    Case([np.random.RandomState(4).randn(5, 3).astype(np.float32)], label="tall"),
+    Case([np.array([[0.0, 1.0], [2.0, 3.0]], np.float32)], label="pivot")],
+    tol={"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2)})
+
+
+def ts_cases():
+    out = []
+    b = np.random.RandomState(5).randn(4, 3).astype(np.float32)
+    for left in (True, False):
+        for lower in (True, False):
+            for tr in (False, True):
+                rhs = b if left else b.T.copy()
+                out.append(Case([_tri(4, lower, seed=6), rhs],
+                                dict(left_side=left, lower=lower, transpose_a=tr, conjugate_a=False,
+                                     unit_diagonal=False),
+                                label=f"{'L' if left else 'R'}-{'lo' if lower else 'up'}-{'T' if tr else 'N'}"))
+    out.append(Case([_tri(3, True, seed=7, batch=(2,)), np.random.RandomState(8).randn(2, 3, 2).astype(np.float32)],
+                    dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=True),
+                    label="batched-unit"))
+    return out
+
+
+record("triangular_solve", ts_cases, tol={"float32": (5e-5, 5e-5)})
+
 # primitives with no NumPy reference by design, and what their record checks instead
 NO_REFERENCE = {
     "random_gamma": "a rejection-sampling loop per element (JAX's exact key splits); checked here "
@@ -882,6 +926,7 @@ def test_elementwise_references_match_real_jax(dt):
     from jax import lax as jlax
     bad = []
     kind = np.dtype(dt).kind
+    ops = {}
     for name, p in sorted(REGISTRY.items()):
         table = getattr(p, "table", None)
         if table is None or kind not in table:
@@ -890,14 +935,19 @@ def test_elementwise_references_match_real_jax(dt):
         f = getattr(jlax, JAX_LAX_NAME.get(name, name), None)
         if f is None:
             continue
-        if nargs == 1:
-            args = [vals(dt)]
-        else:
-            args = list(cross(vals(dt), vals(dt)))
-        try:
-            want = np.asarray(jax.jit(f)(*args))
-        except TypeError:   # JAX rejects this dtype (wjax may accept more, e.g. abs of uint)
+        args = [vals(dt)] if nargs == 1 else list(cross(vals(dt), vals(dt)))
+        try:   # JAX rejects some dtypes wjax accepts (abs of uint): leave those out
+            jax.eval_shape(f, *args)
+        except TypeError:
             continue
+        ops[name] = (f, args)
+    # operands as jit arguments: XLA would constant-fold closed-over ones (int div by 0 traps)
+    wants = jax.jit(lambda d: {n: ops[n][0](*a) for n, a in d.items()})(
+        {n: a for n, (f, a) in ops.items()})
+    assert len(ops) >= 10
+    for name, (f, args) in ops.items():
+        p = REGISTRY[name]
+        want = np.asarray(wants[name])
         got = _ref_value(p, Case(args))
         tol = {"float32": (1e-5, 1e-6)}.get(dt, (0, 0))
         try:
@@ -910,11 +960,11 @@ def test_elementwise_references_match_real_jax(dt):
 def test_convert_reference_matches_real_jax():
     jax = pytest.importorskip("jax")
     bad = []
-    for c in convert_cases():
-        if c.label == "empty":
-            continue
-        src = c.args[0]
-        want = np.asarray(jax.lax.convert_element_type(src, c.params["new_dtype"]))
+    cases = [c for c in convert_cases() if c.label != "empty"]
+    wants = jax.jit(lambda xs: [jax.lax.convert_element_type(x, c.params["new_dtype"])
+                                for x, c in zip(xs, cases)])([c.args[0] for c in cases])
+    for c, want in zip(cases, wants):
+        want = np.asarray(want)
         got = _ref_value(REGISTRY["convert_element_type"], c)
         try:
             assert_matches(got, want, 1e-3 if want.dtype == np.float16 else 0, 0, what=c.label)

@@ -123,7 +123,8 @@ class JitWrapped:
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
         avals = tuple(_abstractify(x) for x in leaves)
-        key = (in_tree, avals, statics, static_kw)
+        # like JAX, the threefry mode is part of the trace context (random bits depend on it)
+        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable)
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
@@ -398,6 +399,14 @@ def _grad_jaxpr(conv, nc, diff, out_diff, need_value=True):
     return dce_closed(trace_flat(fused, conv.in_avals), used)[0]
 
 
+def _like_primal(g, aval):
+    """A cotangent carries its primal's weak type, as in JAX."""
+    if isinstance(g, Array) and g.aval.weak_type != aval.weak_type and g.aval.shape == aval.shape \
+            and np.dtype(g.aval.dtype) == np.dtype(aval.dtype):
+        return Array(g.buffer, g.aval.update(weak_type=aval.weak_type))
+    return g
+
+
 def _float0_zeros(aval):
     return np.zeros(aval.shape, dtype=[("float0", "V")])
 
@@ -492,7 +501,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             res = [None] + list(res)
         n_out = len(out_avals)
         it = iter(res[n_out:])
-        grads = [next(it) if d else _float0_zeros(a) for d, a in zip(diff, tr.conv.in_avals[tr.nc:])]
+        grads = [_like_primal(next(it), a) if d else _float0_zeros(a)
+                 for d, a in zip(diff, tr.conv.in_avals[tr.nc:])]
         g = tree_util.tree_unflatten(in_tree, grads)
         g = g[0] if isinstance(argnums, int) else g
         value = res[0]
@@ -531,6 +541,9 @@ def _check_jvp_args(primals, tangents):
     out = []
     for p, t in zip(pl, tl):
         pa = _abstractify(p)
+        if not _is_float_aval(pa):        # integer/bool primals: tangents are float0 (ignored)
+            out.append(None)
+            continue
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             t = np.asarray(t, pa.dtype)
         ta = _abstractify(t)
@@ -563,7 +576,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_fun(fun, "jvp")
     from .transforms.jvp import jvp_jaxpr
     pl, in_tree, tl = _check_jvp_args(primals, tangents)
-    nargs = len(primals)
     make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
     tr = _trace_for_ad(fun, pl, make, has_aux, "jvp")
     diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
@@ -583,7 +595,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     outs, touts = res[:n_out], res[n_out:]
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
     tangent_out = tree_util.tree_unflatten(tr.out_tree, list(touts))
-    del nargs
     if has_aux:
         return primal_out, tangent_out, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
     return primal_out, tangent_out
@@ -650,7 +661,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
                 cts.append(c)
         gs = _run_closed(tj, list(res) + cts)
         it = iter(gs)
-        full = [next(it) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)]
+        full = [_like_primal(next(it), a) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)]
         return tuple(tree_util.tree_unflatten(in_tree, full))
 
     if has_aux:

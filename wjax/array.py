@@ -153,6 +153,11 @@ for _n in ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin"
     elif _n != "item_":
         setattr(ArrayMethods, _n, _method(_n))
 
+# x.compress(condition, axis) is jnp.compress(condition, x, axis); real/imag are properties (issue 3)
+ArrayMethods.compress = lambda self, condition, axis=None, **kw: _jnp().compress(condition, self, axis, **kw)
+ArrayMethods.real = property(lambda self: _jnp().real(self))
+ArrayMethods.imag = property(lambda self: _jnp().imag(self))
+
 
 # --------------------------------------------------------------------------- devices
 

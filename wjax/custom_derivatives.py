@@ -26,7 +26,7 @@ import inspect
 import numpy as np
 
 from . import tree_util
-from .ir import ClosedJaxpr, Jaxpr, ShapedArray, Var
+from .ir import ClosedJaxpr, Jaxpr, Var
 from .primitive import Primitive
 from .staging import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
 from .transforms import ad as _ad
@@ -485,4 +485,3 @@ def closure_convert(fun, *example_args):
 
 
 __all__ = ["custom_jvp", "custom_vjp", "closure_convert", "stop_gradient_p"]
-_ = ShapedArray

@@ -239,6 +239,12 @@ def concatenate(operands, dimension):
     ops = list(operands)
     if len(ops) == 1:
         return ops[0]
+    # a kernel binds each operand's buffer (portable limit: 8 per stage): concatenate many
+    # operands as a tree of small concatenates, which the lowering can split into kernels
+    k = 4
+    while len(ops) > k:
+        ops = [S.concatenate_p.bind(*ops[i:i + k], dimension=int(dimension)) if len(ops[i:i + k]) > 1
+               else ops[i] for i in range(0, len(ops), k)]
     return S.concatenate_p.bind(*ops, dimension=int(dimension))
 
 
@@ -352,8 +358,83 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     if pet is not None and la.dtype != ra.dtype:
         lhs = convert_element_type(lhs, pet)
         rhs = convert_element_type(rhs, pet)
+        la, ra = _aval(lhs), _aval(rhs)
+    K = int(np.prod([la.shape[i] for i in dn[0][0]], dtype=np.int64))
+    if K > _SPLIT_K:
+        L.dot_general_p.abstract_eval(la, ra, dimension_numbers=dn, preferred_element_type=pet)  # checks
+        return _dot_split_k(lhs, rhs, dn, pet)
     return L.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
                                 preferred_element_type=pet, out_sharding=None)
+
+
+# Long contractions are split into chunks that run as an extra batch dimension, then summed:
+# lavapipe stops every shader invocation after 65535 loop iterations in total (its loop
+# limiter), which silently truncated a matmul's K loop; one thread per chunk is also far more
+# parallel than one thread walking all of K (a dot of two 10^7-vectors).
+_SPLIT_K, _K_CHUNK = 32768, 16384
+
+
+_split_k_jits: dict = {}
+
+
+def _dot_split_k(lhs, rhs, dn, pet):
+    from .staging import current_builder
+    if current_builder() is not None:
+        return _dot_split_k_impl(lhs, rhs, dn, pet)
+    # eagerly, run the decomposition as one jitted (fused) call, as the primitive would be
+    f = _split_k_jits.get((dn, pet))
+    if f is None:
+        from .api import jit
+        f = _split_k_jits[(dn, pet)] = jit(lambda a, b: _dot_split_k_impl(a, b, dn, pet))
+    return f(lhs, rhs)
+
+
+def _permute(x, perm):
+    """transpose, or a (cheaper) reshape when only size-1 axes move."""
+    shape = _aval(x).shape
+    if [p for p in perm if shape[p] != 1] == [i for i in range(len(shape)) if shape[i] != 1]:
+        return reshape(x, [shape[p] for p in perm])
+    return transpose(x, perm)
+
+
+def _dot_split_k_impl(lhs, rhs, dn, pet):
+    (lc, rc), (lb, rb) = dn
+    la, ra = _aval(lhs), _aval(rhs)
+    lfree = tuple(i for i in range(la.ndim) if i not in lc + lb)
+    rfree = tuple(i for i in range(ra.ndim) if i not in rc + rb)
+    bsh = [la.shape[i] for i in lb]
+    msh, nsh = [la.shape[i] for i in lfree], [ra.shape[i] for i in rfree]
+    K = int(np.prod([la.shape[i] for i in lc], dtype=np.int64))
+    nb, nm = len(bsh), len(msh)
+    if int(np.prod(bsh + msh + nsh, dtype=np.int64)) <= 64:
+        # few outputs (a dot of two vectors): a broadcast multiply fused into the (two-pass,
+        # compensated) reduction kernel, memory-bound and fully parallel
+        dt = pet if pet is not None else la.dtype
+        a = reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [1] * len(nsh) + [K])
+        b = reshape(_permute(rhs, rb + rfree + rc), bsh + [1] * nm + nsh + [K])
+        full = bsh + msh + nsh + [K]
+        nd = len(full)
+        a = broadcast_in_dim(convert_element_type(a, dt), full, tuple(range(nd)))
+        b = broadcast_in_dim(convert_element_type(b, dt), full, tuple(range(nd)))
+        if np.dtype(dt) == np.bool_:
+            return reduce_or(bitwise_and(a, b), (nd - 1,))
+        return reduce_sum(mul(a, b), (nd - 1,))
+    nS = -(-K // _K_CHUNK)
+    nS = next((d for d in range(nS, 2 * nS + 1) if K % d == 0), nS)   # no padding if it divides
+    Kc = -(-K // nS)
+    npad = nS * Kc - K
+    a = reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [K])
+    b = reshape(_permute(rhs, rb + rc + rfree), bsh + [K] + nsh)
+    if npad:
+        a = pad(a, np.zeros((), la.dtype), [(0, 0, 0)] * (nb + nm) + [(0, npad, 0)])
+        b = pad(b, np.zeros((), ra.dtype), [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh))
+    a = reshape(a, bsh + msh + [nS, Kc])
+    b = reshape(b, bsh + [nS, Kc] + nsh)
+    dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
+    out = L.dot_general_p.bind(a, b, dimension_numbers=dn2, precision=None,
+                               preferred_element_type=pet, out_sharding=None)
+    # out: batch dims, the chunk axis, lhs free dims, rhs free dims
+    return reduce_or(out, (nb,)) if _aval(out).dtype == np.bool_ else reduce_sum(out, (nb,))
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

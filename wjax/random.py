@@ -17,7 +17,6 @@ current threefry mode as static arguments.
 """
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 
@@ -42,6 +41,12 @@ __all__ = [
 ]
 
 _IMPL_NAME = "threefry2x32"
+
+
+def _named_jit(name, fn, static_argnums):
+    """jit of ``fn`` under ``name`` (how the nested call prints in a jaxpr, as JAX's ``_normal``)."""
+    fn.__name__ = fn.__qualname__ = name
+    return jit(fn, static_argnums=static_argnums)
 
 
 def _partitionable() -> bool:
@@ -331,7 +336,10 @@ def fold_in(key, data):
             data = lax.convert_element_type(data, np.int32)
         msg = lax.convert_element_type(data, np.uint32)
     else:
-        msg = np.uint32(int(data) & 0xFFFFFFFF)
+        d = int(data)
+        if not 0 <= d < 2 ** 32:
+            raise OverflowError(f"Python integer {d} out of bounds for uint32")
+        msg = np.uint32(d)
     return _return_keys(typed, random_fold_in_p.bind(kdata, msg))
 
 
@@ -421,7 +429,7 @@ def _uniform(data, minval, maxval, shape, dtype):
     return jnp.maximum(minval, fma_p.bind(floats, span, lo))
 
 
-_uniform_jit = jit(lambda data, minval, maxval, shape, dtype, mode:
+_uniform_jit = _named_jit("_uniform", lambda data, minval, maxval, shape, dtype, mode:
                    _uniform(data, minval, maxval, shape, dtype), static_argnums=(3, 4, 5))
 
 
@@ -481,7 +489,7 @@ def _randint(data, minval, maxval, shape, dtype):
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
-_randint_jit = jit(lambda data, minval, maxval, shape, dtype, mode:
+_randint_jit = _named_jit("_randint", lambda data, minval, maxval, shape, dtype, mode:
                    _randint(data, minval, maxval, shape, dtype), static_argnums=(3, 4, 5))
 
 
@@ -514,7 +522,7 @@ def _normal(data, shape, dtype):
     return lax.mul(np.array(np.sqrt(2), dtype), _erf_inv(u))
 
 
-_normal_jit = jit(lambda data, shape, dtype, mode: _normal(data, shape, dtype),
+_normal_jit = _named_jit("_normal", lambda data, shape, dtype, mode: _normal(data, shape, dtype),
                   static_argnums=(1, 2, 3))
 
 
@@ -558,7 +566,7 @@ def _truncated_normal(data, lower, upper, shape, dtype):
     return jnp.clip(out, _nextafter(lower, True), _nextafter(upper, False))
 
 
-_truncated_normal_jit = jit(lambda data, lower, upper, shape, dtype, mode:
+_truncated_normal_jit = _named_jit("_truncated_normal", lambda data, lower, upper, shape, dtype, mode:
                             _truncated_normal(data, lower, upper, shape, dtype),
                             static_argnums=(3, 4, 5))
 
@@ -571,7 +579,7 @@ def lognormal(key, sigma=1., shape=None, dtype=None):
     return _lognormal_jit(data, sigma, shape, dt, _partitionable())
 
 
-_lognormal_jit = jit(lambda data, sigma, shape, dtype, mode: lax.exp(
+_lognormal_jit = _named_jit("_lognormal", lambda data, sigma, shape, dtype, mode: lax.exp(
     _normal(data, shape, dtype) * lax.convert_element_type(sigma, dtype)), static_argnums=(2, 3, 4))
 
 
@@ -604,7 +612,7 @@ def _bernoulli(data, p, shape, mode):
     return _uniform(data, 0., 1., shape, dt) < p
 
 
-_bernoulli_jit = jit(lambda data, p, shape, mode, part: _bernoulli(data, p, shape, mode),
+_bernoulli_jit = _named_jit("_bernoulli", lambda data, p, shape, mode, part: _bernoulli(data, p, shape, mode),
                      static_argnums=(2, 3, 4))
 
 
@@ -620,7 +628,7 @@ def _rademacher(data, shape, dtype):
     return (2 * b - 1).astype(dtype)
 
 
-_rademacher_jit = jit(lambda data, shape, dtype, mode: _rademacher(data, shape, dtype),
+_rademacher_jit = _named_jit("_rademacher", lambda data, shape, dtype, mode: _rademacher(data, shape, dtype),
                       static_argnums=(1, 2, 3))
 
 
@@ -628,7 +636,8 @@ _rademacher_jit = jit(lambda data, shape, dtype, mode: _rademacher(data, shape, 
 
 def _simple(name, body):
     """A sampler ``name(key, shape=(), dtype=None)`` computing ``body(data, shape, dtype)``."""
-    jitted = jit(lambda data, shape, dtype, mode: body(data, shape, dtype), static_argnums=(1, 2, 3))
+    jitted = _named_jit("_" + name, lambda data, shape, dtype, mode: body(data, shape, dtype),
+                        static_argnums=(1, 2, 3))
 
     def sampler(key, shape=(), dtype=None):
         data, _ = _check_prng_key(name, key)
@@ -689,14 +698,14 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     return _gumbel_jit(data, _canon_shape(shape), dt, mode, _partitionable())
 
 
-_gumbel_jit = jit(lambda data, shape, dtype, mode, part: _gumbel(data, shape, dtype, mode),
+_gumbel_jit = _named_jit("_gumbel", lambda data, shape, dtype, mode, part: _gumbel(data, shape, dtype, mode),
                   static_argnums=(1, 2, 3, 4))
 
 
 def _param_sampler(name, nparams, body, shape_from_params=True):
     """A sampler ``name(key, *params, shape=None, dtype=None)``."""
-    jitted = jit(lambda data, params, shape, dtype, mode: body(data, *params, shape=shape, dtype=dtype),
-                 static_argnums=(2, 3, 4))
+    jitted = _named_jit("_" + name, lambda data, params, shape, dtype, mode:
+                        body(data, *params, shape=shape, dtype=dtype), static_argnums=(2, 3, 4))
 
     def sampler(key, *args, shape=None, dtype=None, **kw):
         params, rest = list(args[:nparams]), list(args[nparams:])
@@ -768,7 +777,7 @@ def geometric(key, p, shape=None, dtype=None):
     return _geometric_jit(data, p, shape, dt, _partitionable())
 
 
-_geometric_jit = jit(lambda data, p, shape, dtype, mode: _geometric(data, p, shape, dtype),
+_geometric_jit = _named_jit("_geometric", lambda data, p, shape, dtype, mode: _geometric(data, p, shape, dtype),
                      static_argnums=(2, 3, 4))
 
 
@@ -792,7 +801,7 @@ def _triangular(data, left, mode, right, shape, dtype):
     return lax.select(u < fc, out1, out2)
 
 
-_triangular_jit = jit(lambda data, left, mode, right, shape, dtype, part:
+_triangular_jit = _named_jit("_triangular", lambda data, left, mode, right, shape, dtype, part:
                       _triangular(data, left, mode, right, shape, dtype), static_argnums=(4, 5, 6))
 
 
@@ -802,7 +811,7 @@ def maxwell(key, shape=(), dtype=None):
     return _maxwell_jit(data, _canon_shape(shape), dt, _partitionable())
 
 
-_maxwell_jit = jit(lambda data, shape, dtype, mode: jnp.sqrt(jnp.sum(
+_maxwell_jit = _named_jit("_maxwell", lambda data, shape, dtype, mode: jnp.sqrt(jnp.sum(
     jnp.square(_normal(data, tuple(shape) + (3,), dtype)), axis=-1)), static_argnums=(1, 2, 3))
 
 
@@ -818,7 +827,7 @@ def _weibull_min(data, scale, concentration, shape, dtype):
     return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
 
 
-_weibull_jit = jit(lambda data, scale, conc, shape, dtype, mode:
+_weibull_jit = _named_jit("_weibull", lambda data, scale, conc, shape, dtype, mode:
                    _weibull_min(data, scale, conc, shape, dtype), static_argnums=(3, 4, 5))
 
 
@@ -879,7 +888,7 @@ def _categorical(data, logits, shape, batch_shape, axis, replace, mode):
     return lax.reshape(indices, shape, dimensions)
 
 
-_categorical_jit = jit(lambda data, logits, shape, batch_shape, axis, replace, mode, part:
+_categorical_jit = _named_jit("_categorical", lambda data, logits, shape, batch_shape, axis, replace, mode, part:
                        _categorical(data, logits, shape, batch_shape, axis, replace, mode),
                        static_argnums=(2, 3, 4, 5, 6, 7))
 
@@ -896,7 +905,7 @@ def _shuffle(data, x, axis):
     return x
 
 
-_shuffle_jit = jit(lambda data, x, axis, mode: _shuffle(data, x, axis), static_argnums=(2, 3))
+_shuffle_jit = _named_jit("_shuffle", lambda data, x, axis, mode: _shuffle(data, x, axis), static_argnums=(2, 3))
 
 
 def permutation(key, x, axis=0, independent=False):
@@ -1003,7 +1012,7 @@ def _gamma(data, a, shape, dtype, log_space=False):
     return _gamma_prim(keys, a, log_space)
 
 
-_gamma_jit = jit(lambda data, a, shape, dtype, log_space, mode: _gamma(data, a, shape, dtype, log_space),
+_gamma_jit = _named_jit("_gamma", lambda data, a, shape, dtype, log_space, mode: _gamma(data, a, shape, dtype, log_space),
                  static_argnums=(2, 3, 4, 5))
 
 
@@ -1045,7 +1054,7 @@ def _beta(data, a, b, shape, dtype):
     return ga / (ga + gb)
 
 
-_beta_jit = jit(lambda data, a, b, shape, dtype, mode: _beta(data, a, b, shape, dtype),
+_beta_jit = _named_jit("_beta", lambda data, a, b, shape, dtype, mode: _beta(data, a, b, shape, dtype),
                 static_argnums=(3, 4, 5))
 
 
@@ -1071,7 +1080,7 @@ def _dirichlet(data, alpha, shape, dtype):
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
-_dirichlet_jit = jit(lambda data, alpha, shape, dtype, mode: _dirichlet(data, alpha, shape, dtype),
+_dirichlet_jit = _named_jit("_dirichlet", lambda data, alpha, shape, dtype, mode: _dirichlet(data, alpha, shape, dtype),
                      static_argnums=(2, 3, 4))
 
 
@@ -1089,7 +1098,7 @@ def _chisquare(data, df, shape, dtype):
     return lax.mul(jnp.exp(log_g), _const(2, dtype))
 
 
-_chisquare_jit = jit(lambda data, df, shape, dtype, mode: _chisquare(data, df, shape, dtype),
+_chisquare_jit = _named_jit("_chisquare", lambda data, df, shape, dtype, mode: _chisquare(data, df, shape, dtype),
                      static_argnums=(2, 3, 4))
 
 
@@ -1111,7 +1120,7 @@ def _t(data, df, shape, dtype):
     return n * jnp.sqrt(half_df / g)
 
 
-_t_jit = jit(lambda data, df, shape, dtype, mode: _t(data, df, shape, dtype),
+_t_jit = _named_jit("_t", lambda data, df, shape, dtype, mode: _t(data, df, shape, dtype),
              static_argnums=(2, 3, 4))
 
 
@@ -1169,5 +1178,5 @@ def _mvn(data, mean, cov, shape, dtype):
     return mean + jnp.sum(factor * jnp.expand_dims(z, -2), axis=-1)
 
 
-_mvn_jit = jit(lambda data, mean, cov, shape, dtype, mode: _mvn(data, mean, cov, shape, dtype),
+_mvn_jit = _named_jit("_mvn", lambda data, mean, cov, shape, dtype, mode: _mvn(data, mean, cov, shape, dtype),
                static_argnums=(3, 4, 5))

@@ -57,10 +57,14 @@ def _aval(x):
 def _to_operand(x, dt, weak):
     """``x`` converted to dtype ``dt`` (weakly typed if ``weak``)."""
     if isinstance(x, (builtins.bool, int, float)) and not isinstance(x, np.generic):
-        if isinstance(x, int) and not isinstance(x, builtins.bool) and dtypes.is_int(dt):
-            info = np.iinfo(dt)
-            if not info.min <= x <= info.max:
-                raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dt).name}")
+        if isinstance(x, int) and not isinstance(x, builtins.bool):
+            # JAX (x64 off): a Python int must fit int32, then wraps into narrower int dtypes
+            # (uint8 array + 300 is 45 + ...); beyond int32 it is an OverflowError, any dtype
+            if not -2**31 <= x < 2**31:
+                raise OverflowError(f"Python int {x} too large to convert to int32")
+            if dtypes.is_int(dt):
+                v = np.asarray(np.int64(x)).astype(dt)
+                return WeakScalar(v) if weak else v
         return WeakScalar(np.asarray(x, dt)) if weak else np.asarray(x, dt)
     if isinstance(x, (np.ndarray, np.generic)):
         x = asarray_device(x)
@@ -228,13 +232,27 @@ def power(x1, x2, /):
             lax.pow(*promote_args("power", x1, float(x2))))
     x1, x2 = promote_args("power", x1, x2)
     if dtypes.is_int(_aval(x1).dtype) or _aval(x1).dtype == np.bool_:
-        x2c = concrete_or_error(x2, "integer power with a traced exponent")
-        if np.any(x2c < 0):
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        if x2c.ndim == 0:
-            return lax.integer_pow(x1, int(x2c))
-        raise NotImplementedError("integer power with an array exponent")
+        return _pow_int_int(x1, x2)
     return lax.pow(x1, x2)
+
+
+def _pow_int_int(x1, x2):
+    """JAX's integer power by squaring over 6 exponent bits (more overflows anything > 1);
+    works for traced and array exponents (negative ones give JAX's wrapped result)."""
+    if _aval(x1).dtype == np.bool_:
+        x1, x2 = lax.convert_element_type(x1, np.int32), lax.convert_element_type(x2, np.int32)
+    dt = _aval(x1).dtype
+    zero, one = WeakScalar(np.asarray(0, dt)), WeakScalar(np.asarray(1, dt))
+    shape = broadcast_shapes(_aval(x1).shape, _aval(x2).shape)
+    x1, x2 = _broadcast_to_shape(x1, shape), _broadcast_to_shape(x2, shape)
+    acc = lax.select(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)),
+                     lax.broadcast_in_dim(np.asarray(0, dt), shape, ()),
+                     lax.broadcast_in_dim(np.asarray(1, dt), shape, ()))
+    for _ in range(6):
+        acc = lax.select(lax.ne(lax.bitwise_and(x2, one), zero), lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
 
 
 def float_power(x1, x2, /):
@@ -357,6 +375,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
                 host = np.asarray(object)
                 if host.dtype.kind in "cOSUV":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
+                if not isinstance(object, np.ndarray):
+                    # as JAX: np.asarray(object, dtype) (Python ints out of range: OverflowError)
+                    host = np.asarray(object, dtype=dt)
                 out = asarray_device(host.astype(dt), dtype=dt)
             else:
                 host = np.asarray(object)
@@ -364,8 +385,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 dt = dtypes.canonicalize_dtype(host.dtype) if isinstance(object, np.ndarray) or host.ndim else None
                 if isinstance(object, (builtins.bool, int, float)) and not isinstance(object, np.generic):
-                    out = asarray_device(object)   # weak python scalar
-                    out = asarray_device(np.asarray(object, out.dtype))  # jnp.array(x) is strong
+                    out = asarray_device(object)   # weak, as JAX's jnp.array(2.0)
                 else:
                     if host.dtype == np.float64 and not isinstance(object, (np.ndarray, np.generic)):
                         host = host.astype(np.float32)

@@ -47,3 +47,9 @@ def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
 
 bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype))
 _batching.defvectorized(bitcast_convert_type_p)
+
+
+# autodiff: reinterpreting bits is not differentiable (JAX gives a zero tangent too)
+from ..transforms.ad import defjvp_zero as _defjvp_zero  # noqa: E402
+
+_defjvp_zero(bitcast_convert_type_p)

@@ -389,3 +389,88 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count=1, batch_g
 
 
 conv_general_dilated_p.batch = _conv_batch
+
+
+# --------------------------------------------------------------------------- autodiff (JAX's transposes)
+from ..transforms import ad as _ad  # noqa: E402
+
+
+def _conv_spec_t(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil):
+    ld = [_dilate(n, d) for n, d in zip(in_shape, lhs_dil)]
+    rd = [_dilate(n, d) for n, d in zip(window, rhs_dil)]
+    od = [_dilate(n, d) for n, d in zip(out_shape, strides)]
+    before = [r - lo - 1 for r, (lo, _) in zip(rd, padding)]
+    after = [l + r - 1 - o - b for l, r, o, b in zip(ld, rd, od, before)]
+    return tuple(zip(before, after))
+
+
+def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil):
+    if not in_shape:
+        return ()
+    ld = [_dilate(n, d) for n, d in zip(in_shape, lhs_dil)]
+    rd = [_dilate(n, d) for n, d in zip(window, rhs_dil)]
+    od = [_dilate(n, d) for n, d in zip(out_shape, strides)]
+    lo = [p for p, _ in padding]
+    hi = [(o - l) + (r - p - 1) for o, l, r, p in zip(od, ld, rd, lo)]
+    return tuple(zip(lo, hi))
+
+
+def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+                        preferred_element_type=None, out_sharding=None):
+    lhs_shape = _ad.aval_of(lhs).shape
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    t_rhs_spec = _conv_spec_t(rhs_spec)
+    fgc = feature_group_count
+    if feature_group_count > 1:
+        rhs = _reshape_axis_out_of(rhs_spec[0], feature_group_count, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+    elif batch_group_count > 1:
+        rhs = _reshape_axis_out_of(rhs_spec[0], batch_group_count, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+        fgc = batch_group_count
+    rshape = _ad.aval_of(rhs).shape
+    gshape = _ad.aval_of(g).shape
+    trans = ConvDimensionNumbers(tuple(out_spec), t_rhs_spec, tuple(lhs_spec))
+    pad = _vjp_lhs_padding([lhs_shape[d] for d in lhs_spec[2:]], [rshape[d] for d in rhs_spec[2:]],
+                           window_strides, [gshape[d] for d in out_spec[2:]], padding, lhs_dilation,
+                           rhs_dilation)
+    from .shape import rev_p
+    revd = rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:])) if len(rhs_spec) > 2 else rhs
+    out = conv_general_dilated_p.bind(
+        g, revd, window_strides=tuple(lhs_dilation), padding=pad, lhs_dilation=tuple(window_strides),
+        rhs_dilation=tuple(rhs_dilation), dimension_numbers=trans, feature_group_count=fgc,
+        batch_group_count=1, precision=None, preferred_element_type=None, out_sharding=None)
+    if batch_group_count > 1:
+        out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+    return out
+
+
+def _conv_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+                        preferred_element_type=None, out_sharding=None):
+    if _ad.aval_of(g).size == 0:
+        return _ad.Zero(rhs.aval)
+    lhs_t, rhs_t, out_t = (_conv_spec_t(s) for s in dimension_numbers)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    fgc, bgc = feature_group_count, batch_group_count
+    if bgc > 1:
+        fgc, bgc = bgc, 1
+    elif fgc > 1:
+        fgc, bgc = 1, fgc
+    trans = ConvDimensionNumbers(lhs_t, out_t, rhs_t)
+    ls, rs, gs = _ad.aval_of(lhs).shape, _ad.aval_of(rhs).shape, _ad.aval_of(g).shape
+    pad = _vjp_rhs_padding([ls[d] for d in lhs_spec[2:]], [rs[d] for d in rhs_spec[2:]], window_strides,
+                           [gs[d] for d in out_spec[2:]], padding, lhs_dilation, rhs_dilation)
+    return conv_general_dilated_p.bind(
+        lhs, g, window_strides=tuple(rhs_dilation), padding=pad, lhs_dilation=tuple(lhs_dilation),
+        rhs_dilation=tuple(window_strides), dimension_numbers=trans, feature_group_count=fgc,
+        batch_group_count=bgc, precision=None, preferred_element_type=None, out_sharding=None)
+
+
+_ad.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)

@@ -219,3 +219,49 @@ cumprod_p = _cumulative("cumprod", "prod")
 cummax_p = _cumulative("cummax", "max")
 cummin_p = _cumulative("cummin", "min")
 cumlogsumexp_p = _cumulative("cumlogsumexp", "logsumexp")
+
+
+# --------------------------------------------------------------------------- autodiff
+from ..transforms import ad as _ad  # noqa: E402
+from ..transforms.ad import lax as _lax  # noqa: E402
+
+_ad.deflinear(cumsum_p, lambda ct, x, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+def _cumprod_jvp(g, ans, x, axis, reverse=False):
+    # d out_i = out_i * sum_{j <= i} t_j / x_j   (exact where x is nonzero)
+    return _lax.mul(ans, cumsum_p.bind(_lax.div(g, x), axis=axis, reverse=reverse))
+
+
+def _cum_extremal_jvp(prim, pick):
+    """cummax/cummin: each output takes the tangent where its running extremum was attained."""
+    def rule(primals, tangents, axis, reverse=False):
+        x, = primals
+        t, = tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        a = _ad.aval_of(x)
+        if not _ad.is_differentiable(a):
+            return ans, _ad.Zero(a)
+        n = a.shape[axis]
+        pos = _lax.broadcasted_iota(np.int32, a.shape, axis)
+        record = _lax.eq(x, ans)
+        if not reverse:   # the last record at or before i
+            src = cummax_p.bind(_lax.select(record, pos, np.full((), -1, np.int32)), axis=axis, reverse=False)
+        else:             # the first record at or after i
+            src = cummin_p.bind(_lax.select(record, pos, np.full((), n, np.int32)), axis=axis, reverse=True)
+        from .. import numpy as jnp
+        return ans, jnp.take_along_axis(t, src, axis=axis)
+    return rule
+
+
+def _cumlogsumexp_jvp(g, ans, x, axis, reverse=False):
+    # d out_i = sum_{j <= i} t_j exp(x_j - out_i)
+    m = _lax.stop_gradient(_lax.reduce_max(x, tuple(range(_ad.aval_of(x).ndim))))
+    e = _lax.exp(_lax.sub(x, m))
+    return _lax.div(cumsum_p.bind(_lax.mul(g, e), axis=axis, reverse=reverse), _lax.exp(_lax.sub(ans, m)))
+
+
+_ad.defjvp2(cumprod_p, _cumprod_jvp)
+cummax_p.jvp = _cum_extremal_jvp(cummax_p, "max")
+cummin_p.jvp = _cum_extremal_jvp(cummin_p, "min")
+_ad.defjvp2(cumlogsumexp_p, _cumlogsumexp_jvp)

@@ -198,25 +198,25 @@ def _ts_kernel(ctx, a, b, left_side=False, lower=False, transpose_a=False, conju
     o = kb.bind(ctx.out_key(0), dt, "read_write")
     # effective system T x = c with T[i][j]; left: T = op(a), right: T = op(a)^T
     tr = transpose_a != (not left_side)
-    T = (lambda i, j: f"rdA(g, ({j}) * {m}u + ({i}))") if tr else (lambda i, j: f"rdA(g, ({i}) * {m}u + ({j}))")
+    T = (lambda i, j: f"rdA(sg, ({j}) * {m}u + ({i}))") if tr else (lambda i, j: f"rdA(sg, ({i}) * {m}u + ({j}))")
     eff_lower = lower != tr
     # position of unknown r of system s within b's matrix
-    pos = (lambda r: f"({r}) * {Cc}u + s") if left_side else (lambda r: f"s * {Cc}u + ({r})")
-    X = lambda r: f"{o}[g * {R * Cc}u + {pos(r)}]"  # noqa: E731
+    pos = (lambda r: f"({r}) * {Cc}u + sj") if left_side else (lambda r: f"sj * {Cc}u + ({r})")
+    X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
     div = "" if unit_diagonal else f"v = v / {T('r', 'r')};"
     if eff_lower:
         loop = (f"for (var r = 0u; r < {m}u; r = r + 1u) {{\n"
-                f"    var v = rdB(g, {pos('r')});\n"
+                f"    var v = rdB(sg, {pos('r')});\n"
                 f"    for (var q = 0u; q < r; q = q + 1u) {{ v = v - {T('r', 'q')} * {_load(X('q'), dt)}; }}\n"
                 f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}")
     else:
         loop = (f"for (var rr = 0u; rr < {m}u; rr = rr + 1u) {{\n"
                 f"    let r = {m - 1}u - rr;\n"
-                f"    var v = rdB(g, {pos('r')});\n"
+                f"    var v = rdB(sg, {pos('r')});\n"
                 f"    for (var q = r + 1u; q < {m}u; q = q + 1u) {{ v = v - {T('r', 'q')} * {_load(X('q'), dt)}; }}\n"
                 f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}")
-    kb.emit(f"let g = i / {nsys}u;")
-    kb.emit(f"let s = i % {nsys}u;")
+    kb.emit(f"let sg = i / {nsys}u;")
+    kb.emit(f"let sj = i % {nsys}u;")
     kb.emit(loop)
     src, grid = kb.elementwise_kernel(B * nsys, wg=64)
     head, rest = src.split("@compute", 1)
@@ -327,3 +327,95 @@ def _chol_ref(a):
 
 cholesky_p.reference = _chol_ref
 _batching.deffront(cholesky_p)   # vmap: one more leading batch dimension
+
+
+# --------------------------------------------------------------------------- autodiff (JAX's rules)
+from ..transforms import ad as _ad  # noqa: E402
+
+
+def _tril(x, k=0):
+    from .. import numpy as jnp
+    return jnp.tril(x, k)
+
+
+def _triu(x, k=0):
+    from .. import numpy as jnp
+    return jnp.triu(x, k)
+
+
+def _ts(a, b, **kw):
+    return triangular_solve_p.bind(a, b, **kw)
+
+
+def _ts_jvp_a(g_a, ans, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+              unit_diagonal=False):
+    from .. import numpy as jnp
+    m, n = _ad.aval_of(b).shape[-2:]
+    k = 1 if unit_diagonal else 0
+    g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
+    g_a = -g_a
+    if transpose_a:
+        g_a = jnp.swapaxes(g_a, -1, -2)
+    kw = dict(left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
+              unit_diagonal=unit_diagonal)
+    if left_side:
+        return _ts(a, jnp.matmul(g_a, ans), **kw) if m > n else jnp.matmul(_ts(a, g_a, **kw), ans)
+    return _ts(a, jnp.matmul(ans, g_a), **kw) if m < n else jnp.matmul(ans, _ts(a, g_a, **kw))
+
+
+def _ts_transpose(ct, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+                  unit_diagonal=False):
+    if _ad.is_undefined_primal(a):
+        raise TypeError("triangular_solve is not linear in its matrix operand")
+    return [None, _ts(a, ct, left_side=left_side, lower=lower, transpose_a=not transpose_a,
+                      conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
+
+
+_ad.defjvp2(triangular_solve_p, _ts_jvp_a, lambda g_b, ans, a, b, **kw: _ts(a, g_b, **kw))
+triangular_solve_p.transpose = _ts_transpose
+
+
+def _chol_jvp(primals, tangents):
+    from .. import numpy as jnp
+    x, = primals
+    sigma_dot, = tangents
+    L = _tril(cholesky_p.bind(x))
+    n = _ad.aval_of(x).shape[-1]
+    dt = _ad.aval_of(x).dtype
+
+    def phi(X):
+        return _tril(X) / (1.0 + jnp.eye(n, dtype=dt))
+
+    tmp = _ts(L, sigma_dot, left_side=False, transpose_a=True, conjugate_a=True, lower=True)
+    L_dot = jnp.matmul(L, phi(_ts(L, tmp, left_side=True, transpose_a=False, lower=True)))
+    return L, L_dot
+
+
+def _lu_jvp(primals, tangents):
+    from .. import lax, numpy as jnp
+    a, = primals
+    a_dot, = tangents
+    lu, pivots, perm = lu_p.bind(a)
+    shape = _ad.aval_of(a).shape
+    m, n = shape[-2:]
+    dt = _ad.aval_of(a).dtype
+    k = min(m, n)
+    nd = len(shape)
+    idx = jnp.broadcast_to(jnp.expand_dims(perm, -1), tuple(shape[:-2]) + (m, n))
+    x = jnp.take_along_axis(a_dot, idx, axis=-2)
+    zero = np.zeros((), dt)
+    lpad = [(0, 0, 0)] * nd
+    lpad[-1] = (0, m - k, 0)
+    l = lax.pad(_tril(lu[..., :, :k], -1), zero, lpad) + jnp.eye(m, dtype=dt)
+    u_eye = lax.pad(jnp.eye(n - k, dtype=dt), zero, ((k, 0, 0), (k, 0, 0)))
+    upad = [(0, 0, 0)] * nd
+    upad[-2] = (0, n - k, 0)
+    u = lax.pad(_triu(lu[..., :k, :]), zero, upad) + u_eye
+    la = _ts(l, x, left_side=True, transpose_a=False, lower=True, unit_diagonal=True)
+    lau = _ts(u, la, left_side=False, transpose_a=False, lower=False)
+    lu_dot = jnp.matmul(l, _tril(lau, -1)) + jnp.matmul(_triu(lau), u)
+    return [lu, pivots, perm], [lu_dot, _ad.Zero(_ad.aval_of(pivots)), _ad.Zero(_ad.aval_of(perm))]
+
+
+cholesky_p.jvp = _chol_jvp
+lu_p.jvp = _lu_jvp

@@ -76,7 +76,7 @@ def unop(name, table: dict, reference, result_dtype=None):
     def abstract(x):
         _check_kind(name, x.dtype, table)
         dt = result_dtype(x.dtype) if result_dtype else x.dtype
-        return ShapedArray(x.shape, dt, x.weak_type and result_dtype is None)
+        return ShapedArray(x.shape, dt, x.weak_type)   # JAX: is_finite(weak) is a weak bool
 
     def fuse(kb, idx, read, in_avals, out_aval):
         for h in _helpers_in(table[kind(in_avals[0].dtype)]):
@@ -100,7 +100,8 @@ def binop(name, table: dict, reference, result_dtype=None):
         _check_kind(name, x.dtype, table)
         shape = elementwise_shape(name, x, y)
         dt = result_dtype(x.dtype) if result_dtype else x.dtype
-        return ShapedArray(shape, dt, x.weak_type and y.weak_type and result_dtype is None)
+        # JAX: weak operands give a weak result, comparisons too (jnp.equal(1, 2) is weak bool)
+        return ShapedArray(shape, dt, x.weak_type and y.weak_type)
 
     def fuse(kb, idx, read, in_avals, out_aval):
         t = table[kind(in_avals[0].dtype)]
@@ -788,7 +789,7 @@ def _ipow_jvp(g, x, y):
         return _ad.Zero(_ad.aval_of(x))
     if y == 1:
         return g
-    return _lax.mul(g, _lax.mul(_c(x, y), _lax.integer_pow(x, y - 1)))
+    return _lax.mul(g, _lax.mul(_c(x, y), x if y == 2 else _lax.integer_pow(x, y - 1)))
 
 
 _ad.defjvp(integer_pow_p, _ipow_jvp)

@@ -17,10 +17,12 @@ The counters follow JAX exactly (``jax/_src/random/threefry2x32.py``):
   concatenates the first words then the second words.  Position ``m`` of
   that stream is therefore one word of one hash, computed per element.
 
-``random_fold_in`` hashes ``(0, data)`` in both modes.
+``random_fold_in`` hashes ``(0, data)`` in both modes.  ``random_gamma`` runs
+JAX's Marsaglia-Tsang rejection loops per element in WGSL.
 
-Also here: ``lgamma`` (Lanczos, as XLA), which ``wjax.scipy.special.gammaln``
-needs and lax does not have yet.
+Also here: ``fma`` (a correctly rounded fused multiply-add, which uniform's
+scaling needs to match XLA's contraction bit for bit), and ``lgamma`` /
+``digamma`` (XLA's Lanczos approximations) for ``wjax.scipy.special``.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import numpy as np
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
 from .elementwise import T, unop
 
@@ -58,7 +60,11 @@ W.helper("wj_threefry2x32", _threefry_wgsl())
 
 def threefry2x32_np(k0, k1, c0, c1):
     """NumPy threefry2x32 (the reference rules' spec): uint32 arrays in, two out."""
-    k0, k1, c0, c1 = (np.asarray(a, np.uint32) for a in (k0, k1, c0, c1))
+    with np.errstate(over="ignore"):   # uint32 arithmetic wraps, as on the device
+        return _threefry2x32_np(*(np.asarray(a, np.uint32) for a in (k0, k1, c0, c1)))
+
+
+def _threefry2x32_np(k0, k1, c0, c1):
     ks = (k0, k1, k0 ^ k1 ^ np.uint32(KS_PARITY))
     x0 = c0 + ks[0]
     x1 = c1 + ks[1]
@@ -429,8 +435,6 @@ _batching.defbroadcasting(fma_p)
 
 def _fma_rules():
     from ..transforms.ad import defjvp
-    from ..transforms.batching import defbroadcasting
-    defbroadcasting(fma_p)
     defjvp(fma_p, lambda g, x, y, z: g * y, lambda g, x, y, z: x * g, lambda g, x, y, z: g)
 
 
@@ -570,57 +574,21 @@ random_gamma_p.reference = None
 _batching.deffront(random_gamma_p)
 
 
-def _gamma_batch(args, dims, **params):
-    from ..transforms.batching import axis_size, move_batch_axis
-    size = axis_size(args, dims)
-    keys = move_batch_axis(args[0], dims[0], 0, size)
-    a = move_batch_axis(args[1], dims[1], 0, size)
-    return random_gamma_p.bind(keys, a, **params), 0
+# --------------------------------------------------------------------------- autodiff (keys)
+# Keys and bits are integers: their tangents are symbolic zeros.
 
-
-random_gamma_p.batch = _gamma_batch
-
-
-# --------------------------------------------------------------------------- batching, autodiff
-# Keys and bits are integers: their tangents are symbolic zeros.  A batch of keys is just more
-# leading key dimensions, which every rule above handles.
-
-def _keys_batch(p):
-    def batch(args, dims, **params):
-        from ..transforms.batching import axis_size, move_batch_axis
-        from .shape import broadcast_in_dim_p
-        size = axis_size(args, dims)
-        keys = move_batch_axis(args[0], dims[0], 0, size)
-        if len(args) == 1:
-            return p.bind(keys, **params), 0
-        msgs, md = args[1], dims[1]
-        kshape = tuple(keys.shape[:-1])
-        if md is None:
-            bd = tuple(range(1, 1 + len(msgs.shape)))
-        else:
-            msgs = move_batch_axis(msgs, md, 0, size)
-            bd = tuple(range(len(msgs.shape)))
-        if tuple(msgs.shape) != kshape:
-            msgs = broadcast_in_dim_p.bind(msgs, shape=kshape, broadcast_dimensions=bd, sharding=None)
-        return p.bind(keys, msgs, **params), 0
-    return batch
-
-
-def _zero_jvp(p):
+def _zero_jvps():
     from ..transforms.ad import defjvp_zero
-    defjvp_zero(p)
+    for p in (random_bits_p, random_split_p, random_fold_in_p):
+        defjvp_zero(p)
 
 
-for _p in (random_bits_p, random_split_p, random_fold_in_p):
-    _p.batch = _keys_batch(_p)
-    _zero_jvp(_p)
+_zero_jvps()
 
 
 # --------------------------------------------------------------------------- lgamma, digamma
 # XLA's Lanczos-based lgamma and digamma (g = 7), which wjax.scipy.special.gammaln/digamma need.
 # Registered here only when no other module has registered them first.
-
-from ..primitive import REGISTRY  # noqa: E402
 
 _LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
             771.3234287776530788486528258894, -176.61502916214059906584551354,
@@ -711,3 +679,43 @@ def _special_rules():
 
 
 _special_rules()
+
+
+# --------------------------------------------------------------------------- autodiff (gamma, digamma)
+
+def _random_gamma_jvp(primals, tangents, **params):
+    from ..transforms.ad import Zero
+    keys, a = primals
+    ans = random_gamma_p.bind(keys, a, **params)
+    if not isinstance(tangents[1], Zero):
+        raise NotImplementedError(
+            "wjax: differentiating random.gamma samples with respect to the shape parameter `a` "
+            "(JAX's random_gamma_grad) is not implemented")
+    return ans, Zero(ShapedArray(ans.shape, ans.dtype))
+
+
+def _trigamma(x):
+    """polygamma(1, x): recurrence up to x >= 6, then the asymptotic series; reflection for x < 0.5."""
+    from .. import numpy as jnp
+    refl = x < 0.5
+    y = jnp.where(refl, 1.0 - x, x)
+    acc = jnp.zeros_like(y)
+    for k in range(6):
+        acc = acc + 1.0 / ((y + k) * (y + k))
+    z = y + 6.0
+    iz = 1.0 / z
+    iz2 = iz * iz
+    asym = iz + 0.5 * iz2 + iz * iz2 * (1.0 / 6 - iz2 * (1.0 / 30 - iz2 * (1.0 / 42 - iz2 / 30)))
+    t = acc + asym
+    s = jnp.sin(np.pi * x)
+    return jnp.where(refl, (np.pi * np.pi) / (s * s) - t, t)
+
+
+def _digamma_rules():
+    from ..transforms.ad import defjvp
+    if digamma_p.jvp is None:
+        defjvp(digamma_p, lambda g, x: g * _trigamma(x))
+
+
+random_gamma_p.jvp = _random_gamma_jvp
+_digamma_rules()

@@ -89,9 +89,15 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
     R = int(np.prod(shape, dtype=np.int64)) // N
     P = _pow2(N)
     nk = len(key_positions)
+    words_per = nk + 1
+    # block of B elements per workgroup (in workgroup memory, 16 KiB): part of a row, or
+    # RB whole rows when rows are short (rows are padded to a multiple of RB with dummies)
+    B = min(2048, 1 << ((4096 // words_per).bit_length() - 1), max(P, _pow2(R * P)))
+    RB = max(1, B // P)
+    Rpad = -(-R // RB) * RB
     u32 = np.dtype(np.uint32)
-    keys = [ctx.scratch(ShapedArray((R * P,), u32)) for _ in range(nk)]
-    idx = ctx.scratch(ShapedArray((R * P,), u32))
+    keys = [ctx.scratch(ShapedArray((Rpad * P,), u32)) for _ in range(nk)]
+    idx = ctx.scratch(ShapedArray((Rpad * P,), u32))
 
     # init: key words and positions (padding: all-ones keys, positions >= N sort last)
     kb = ctx.new_kb()
@@ -99,40 +105,44 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
     row = kb.let(f"i / {P}u", "u32")
     p = kb.let(f"i % {P}u", "u32")
     pc = kb.let(f"min({p}, {N - 1}u)", "u32")
+    rc = kb.let(f"min({row}, {R - 1}u)", "u32")
+    real = f"({p} < {N}u && {row} < {R}u)"
     for slot, pos in enumerate(key_positions):
         a = avals[pos]
-        v = ctx.reader(kb, pos, f)(_row_index(kb, a.shape, axis, row, pc))
+        v = ctx.reader(kb, pos, f)(_row_index(kb, a.shape, axis, rc, pc))
         ke = key_expr(kb, v, a.dtype, total_order)
         if descending:
             ke = f"(~{ke})"
         name = kb.bind(keys[slot], u32, "read_write")
-        kb.emit(f"{name}[i] = select(0xffffffffu, {ke}, {p} < {N}u);")
+        kb.emit(f"{name}[i] = select(0xffffffffu, {ke}, {real});")
     name = kb.bind(idx, u32, "read_write")
     kb.emit(f"{name}[i] = {p};")
-    src, grid = kb.elementwise_kernel(R * P)
+    src, grid = kb.elementwise_kernel(Rpad * P)
     ctx.dispatch(kb, src, grid)
     if P == 1:
         return idx, P
 
-    words_per = nk + 1
-    B = min(P, 2048, 1 << ((4096 // words_per).bit_length() - 1))
     T = min(256, B // 2)
 
     def local(kstart, kend, jinit):
         kb = ctx.new_kb()
         bufs = [kb.bind(k, u32, "read_write") for k in keys] + [kb.bind(idx, u32, "read_write")]
         shared = "\n".join(f"var<workgroup> s{w}: array<u32, {B}>;" for w in range(words_per))
-        less = "".join(f"  if (s{w}[a] != s{w}[b]) {{ return s{w}[a] < s{w}[b]; }}\n" for w in range(nk))
-        less += f"  return s{nk}[a] < s{nk}[b];"
-        swap = "\n".join(f"  let t{w} = s{w}[a]; s{w}[a] = s{w}[b]; s{w}[b] = t{w};" for w in range(words_per))
+        # compare-exchange of slots i < l: load each word once, exchange if out of order
+        ce = [f"        let a{w} = s{w}[i]; let c{w} = s{w}[l];" for w in range(words_per)]
+        ce.append(f"        var blt = c{nk} < a{nk};")
+        ce += [f"        if (c{w} != a{w}) {{ blt = c{w} < a{w}; }}" for w in range(nk - 1, -1, -1)]
+        ce.append("        if (blt == up) { " + " ".join(f"s{w}[i] = c{w}; s{w}[l] = a{w};" for w in range(words_per))
+                  + " }")
+        ce = "\n".join(ce)
         load = "\n".join(f"    s{w}[q] = {bufs[w]}[base + q];" for w in range(words_per))
         store = "\n".join(f"    {bufs[w]}[base + q] = s{w}[q];" for w in range(words_per))
-        groups = R * (P // B)
+        groups = Rpad * P // B
         grid = W.grid_for(groups, kb.max_groups)
         src = W.load_shader("bitonic_local.wgsl")
-        for k, v in {"HEADER": kb.header(), "SHARED": shared, "LESS": less, "SWAP": swap,
+        for k, v in {"HEADER": kb.header(), "SHARED": shared, "CE": ce,
                      "LOAD": load, "STORE": store, "T": T, "NX": grid[0], "GROUPS": groups,
-                     "BPR": P // B, "P": P, "B": B, "HALF": B // 2, "KSTART": kstart,
+                     "PM1": P - 1, "B": B, "HALF": B // 2, "KSTART": kstart,
                      "KEND": kend, "JINIT": jinit}.items():
             src = src.replace("{{" + k + "}}", str(v))
         ctx.dispatch(kb, src, grid)
@@ -141,25 +151,71 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
         kb = ctx.new_kb()
         bufs = [kb.bind(kk, u32, "read_write") for kk in keys] + [kb.bind(idx, u32, "read_write")]
         half = P // 2
-        kb.emit(f"let row = i / {half}u;")
-        kb.emit(f"let t = i % {half}u;")
-        kb.emit(f"let a = row * {P}u + (t / {j}u) * {2 * j}u + (t % {j}u);")
-        kb.emit(f"let b = a + {j}u;")
-        kb.emit(f"let up = (((t / {j}u) * {2 * j}u + (t % {j}u)) & {k}u) == 0u;")
+        kb.emit(f"let brow = i / {half}u;")
+        kb.emit(f"let bt = i % {half}u;")
+        kb.emit(f"let bpos = (bt / {j}u) * {2 * j}u + (bt % {j}u);")
+        kb.emit(f"let ba = brow * {P}u + bpos;")
+        kb.emit(f"let bb = ba + {j}u;")
+        kb.emit(f"let up = (bpos & {k}u) == 0u;")
         cmp = "var blt = false;\n  "
         conds = []
         for w in range(nk):
-            conds.append(f"if ({bufs[w]}[b] != {bufs[w]}[a]) {{ blt = {bufs[w]}[b] < {bufs[w]}[a]; }}")
-        conds.append(f"{{ blt = {bufs[nk]}[b] < {bufs[nk]}[a]; }}")
+            conds.append(f"if ({bufs[w]}[bb] != {bufs[w]}[ba]) {{ blt = {bufs[w]}[bb] < {bufs[w]}[ba]; }}")
+        conds.append(f"{{ blt = {bufs[nk]}[bb] < {bufs[nk]}[ba]; }}")
         cmp += " else ".join(conds)
         kb.emit(cmp)
-        sw = " ".join(f"let t{w} = {bufs[w]}[a]; {bufs[w]}[a] = {bufs[w]}[b]; {bufs[w]}[b] = t{w};"
+        sw = " ".join(f"let s{w} = {bufs[w]}[ba]; {bufs[w]}[ba] = {bufs[w]}[bb]; {bufs[w]}[bb] = s{w};"
                       for w in range(words_per))
         kb.emit(f"if (blt == up) {{ {sw} }}")
         src, grid = kb.elementwise_kernel(R * half)
         ctx.dispatch(kb, src, grid)
 
-    local(2, B, "k / 2u")
+    def register_steps(k, jhi, m):
+        """Steps j = jhi, jhi/2, ..., jhi/2^(m-1) of merge k in one dispatch: each thread loads
+        the 2^m elements those steps exchange among into registers and runs them there."""
+        kb = ctx.new_kb()
+        bufs = [kb.bind(kk, u32, "read_write") for kk in keys] + [kb.bind(idx, u32, "read_write")]
+        jlo = jhi >> (m - 1)
+        a = jlo.bit_length() - 1
+        G = 1 << m
+        per_row = P >> m
+        kb.emit(f"let brow = i / {per_row}u;")
+        kb.emit(f"let bt = i % {per_row}u;")
+        kb.emit(f"let bbase = ((bt >> {a}u) << {a + m}u) | (bt & {jlo - 1}u);")
+        kb.emit(f"let up = (bbase & {k & (P - 1)}u) == 0u;")
+        kb.emit(f"let boff = brow * {P}u + bbase;")
+        for q in range(G):
+            kb.emit(" ".join(f"var x{w}_{q} = {bufs[w]}[boff + {q * jlo}u];" for w in range(words_per)))
+        for st in range(m):
+            d = 1 << (m - 1 - st)
+            for q in range(G):
+                if q & d:
+                    continue
+                r = q + d
+                c = [f"var lt{q}_{r} = x{nk}_{r} < x{nk}_{q};"]
+                c += [f"if (x{w}_{r} != x{w}_{q}) {{ lt{q}_{r} = x{w}_{r} < x{w}_{q}; }}" for w in range(nk - 1, -1, -1)]
+                sw = " ".join(f"let y{w} = x{w}_{q}; x{w}_{q} = x{w}_{r}; x{w}_{r} = y{w};" for w in range(words_per))
+                c.append(f"if (lt{q}_{r} == up) {{ {sw} }}")
+                kb.emit(" ".join(c))
+        for q in range(G):
+            kb.emit(" ".join(f"{bufs[w]}[boff + {q * jlo}u] = x{w}_{q};" for w in range(words_per)))
+        src, grid = kb.elementwise_kernel(Rpad * per_row, wg=64)
+        ctx.dispatch(kb, src, grid)
+
+    if _strategy(ctx) == "registers":
+        # CPU adapters (lavapipe): workgroup-memory stages are slow there; run every merge as
+        # register-blocked passes of up to 4 steps (16 elements per thread)
+        k = 2
+        while k <= P:
+            j = k // 2
+            while j >= 1:
+                m = min(4, j.bit_length())
+                register_steps(k, j, m)
+                j >>= m
+            k *= 2
+        return idx, P
+
+    local(2, min(B, P), "k / 2u")
     k = 2 * B
     while k <= P:
         j = k // 2
@@ -171,10 +227,19 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
     return idx, P
 
 
+FORCE_STRATEGY = None   # tests set "workgroup" or "registers" to cover both paths on one adapter
+
+
+def _strategy(ctx) -> str:
+    if FORCE_STRATEGY is not None:
+        return FORCE_STRATEGY
+    from .reduce import _is_cpu
+    return "registers" if _is_cpu(ctx) else "workgroup"
+
+
 # --------------------------------------------------------------------------- sort
 
 sort_p = Primitive("sort", multiple_results=True)
-sort_p.fuse_inputs = ()   # set per operand count below (all operands accept fused producers)
 
 
 @sort_p.def_abstract_eval
@@ -308,3 +373,33 @@ def _top_k_ref(x, k, axis=-1):
 
 top_k_p.reference = _top_k_ref
 _batching.defaxis(top_k_p)
+
+
+# --------------------------------------------------------------------------- autodiff
+from ..transforms import ad as _ad  # noqa: E402
+
+
+def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):
+    """Sorts an iota along to get the permutation, then gathers the tangents with it."""
+    from .. import lax, numpy as jnp
+    shape = _ad.aval_of(primals[0]).shape
+    iota = lax.broadcasted_iota(np.int32, shape, dimension)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    perm = outs[-1]
+    outs = list(outs[:-1])
+    touts = [t if isinstance(t, _ad.Zero) else jnp.take_along_axis(t, perm, axis=dimension)
+             for t in tangents]
+    return outs, [_ad.Zero(_ad.aval_of(o)) if isinstance(t, _ad.Zero) else t for o, t in zip(outs, touts)]
+
+
+def _top_k_jvp(primals, tangents, k, axis=-1):
+    from .. import numpy as jnp
+    x, = primals
+    t, = tangents
+    vals, idx = top_k_p.bind(x, k=k, axis=axis)
+    ax = axis % _ad.aval_of(x).ndim
+    return [vals, idx], [jnp.take_along_axis(t, idx, axis=ax), _ad.Zero(_ad.aval_of(idx))]
+
+
+sort_p.jvp = _sort_jvp
+top_k_p.jvp = _top_k_jvp

@@ -11,7 +11,9 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..array import asarray_device
 from ..custom_derivatives import custom_jvp
+from ..ir import WeakScalar
 from ..numpy._core import promote_args
 from ..prims.random import digamma_p, lgamma_p
 
@@ -21,9 +23,15 @@ __all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "d
 
 
 def _inexact(name, *args):
-    out = promote_args(name, *args, to_inexact=True)
-    return [jnp.asarray(o) if not hasattr(o, "shape") or isinstance(o, np.ndarray) else o
-            for o in out]
+    """JAX's ``promote_args_inexact``: a common inexact dtype and a broadcast shape, as arrays."""
+    out = []
+    for o in promote_args(name, *args, to_inexact=True):
+        if isinstance(o, WeakScalar):
+            o = asarray_device(o.val, weak_type=True)
+        elif not hasattr(o, "aval"):
+            o = jnp.asarray(o)
+        out.append(o)
+    return out
 
 
 def _const(x, v):

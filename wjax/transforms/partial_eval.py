@@ -50,9 +50,6 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
     out_unknowns = [(isinstance(a, Var) and a.id in unk) or i for a, i in zip(jaxpr.outvars, inst)]
     # residuals: known vars the unknown side reads (consts stay consts on both sides)
     const_ids = {v.id for v in jaxpr.constvars}
-    known_defined = {v.id for v in jaxpr.invars if v.id not in unk}
-    for e in known_eqns:
-        known_defined.update(v.id for v in e.outvars)
     res, seen = [], set()
 
     def need(a):

@@ -1,0 +1,263 @@
+"""The WebGPU runtime: buffer pool, async ordering, readback, many/large arrays, adapter choice,
+and the ``python -m wjax`` report."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax.backend import runtime
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def rt():
+    return runtime.get()
+
+
+# --------------------------------------------------------------------------- pool
+
+def test_pool_reuses_buffers_in_a_loop():
+    x = jnp.arange(1000.0)
+    f = lambda a: a * 2.0 + 1.0
+    for _ in range(5):                  # warm up: shaders, pool size classes
+        np.asarray(f(x))
+    before = dict(rt().stats)
+    for _ in range(50):
+        y = f(x)
+        del y
+    np.asarray(f(x))
+    after = rt().stats
+    assert after["allocs"] - before["allocs"] == 0, "allocations keep growing in a steady loop"
+    assert after["reuses"] - before["reuses"] >= 50
+    assert after["compiles"] == before["compiles"]
+
+
+def test_pool_grows_then_returns_buffers():
+    r = rt()
+    arrays = [jnp.full((300,), float(i)) for i in range(20)]
+    np.asarray(arrays[-1])
+    pooled = r.pool_size()
+    del arrays
+    gc.collect()
+    assert r.pool_size() >= pooled + 20
+
+
+def test_size_classes():
+    sc = runtime.size_class
+    assert sc(0) == 16 and sc(1) == 16 and sc(17) == 32 and sc(4096) == 4096
+    assert sc((1 << 20) + 1) == 2 << 20
+    for n in (5, 100, 3000, 5_000_000):
+        assert sc(n) >= n
+
+
+# --------------------------------------------------------------------------- ordering, readback
+
+def test_chain_of_dependent_eager_ops():
+    x = jnp.zeros((), jnp.float32)
+    h = np.float32(0.0)
+    for i in range(200):
+        if i % 2:
+            x = x * 1.5 - 1.0
+            h = h * np.float32(1.5) - np.float32(1.0)
+        else:
+            x = x + float(i)
+            h = h + np.float32(i)
+    np.testing.assert_allclose(float(x), float(h), rtol=1e-6)
+
+
+def test_chain_of_int_ops_is_exact_and_ordered():
+    x = jnp.arange(8, dtype=jnp.int32)
+    for i in range(200):
+        x = (x * 3 + i) % 1001
+    h = np.arange(8, dtype=np.int64)
+    for i in range(200):
+        h = (h * 3 + i) % 1001
+    np.testing.assert_array_equal(np.asarray(x), h)
+
+
+def test_readback_is_cached_and_consistent():
+    x = jnp.arange(10.0) * 3
+    a = np.asarray(x)
+    n = rt().stats["readbacks"]
+    b = np.asarray(x)
+    assert rt().stats["readbacks"] == n       # the host copy is reused
+    np.testing.assert_array_equal(a, b)
+    assert x.tolist() == list(np.arange(10.0) * 3)
+
+
+def test_upload_after_pending_work_does_not_clobber():
+    """A buffer recycled while earlier work is still recorded must not be overwritten early."""
+    outs = []
+    for i in range(30):
+        a = jnp.asarray(np.full(64, i, np.float32))
+        outs.append(a * 2)
+        del a                              # its buffer goes back to the pool right away
+    for i, o in enumerate(outs):
+        np.testing.assert_array_equal(np.asarray(o), np.full(64, 2 * i, np.float32))
+
+
+def test_many_arrays_alive_at_once():
+    arrays = [jnp.full((4,), float(i)) + 1.0 for i in range(2000)]
+    total = sum(float(a[0]) for a in arrays[::97])
+    assert total == sum(i + 1.0 for i in range(0, 2000, 97))
+    np.testing.assert_array_equal(np.asarray(arrays[1234]), np.full(4, 1235.0, np.float32))
+    s = jnp.stack(arrays[:50]).sum()
+    assert float(s) == sum(4 * (i + 1.0) for i in range(50))
+
+
+def test_big_array_round_trip():
+    n = 1 << 22
+    h = np.random.RandomState(0).rand(n).astype(np.float32)
+    x = jnp.asarray(h)
+    np.testing.assert_array_equal(np.asarray(x), h)
+    y = x * 2.0 + 1.0
+    np.testing.assert_allclose(np.asarray(y)[:: 4099], (h * 2 + 1)[:: 4099], rtol=1e-7)
+    np.testing.assert_allclose(float(y.sum()), float((h.astype(np.float64) * 2 + 1).sum()), rtol=1e-5)
+
+
+def test_small_dtype_round_trips():
+    for dt in (np.int8, np.uint8, np.int16, np.uint16, np.bool_, np.float16, np.uint32):
+        info = np.iinfo(dt) if np.dtype(dt).kind in "iu" else None
+        h = (np.array([info.min, info.max, 0, 1], dt) if info is not None
+             else np.array([True, False, True], dt) if dt == np.bool_ else np.array([1.5, -0.0, 65504], dt))
+        x = jnp.asarray(h)
+        assert x.dtype == dt
+        np.testing.assert_array_equal(np.asarray(x), h)
+
+
+def test_async_dispatch_returns_before_reading():
+    r = rt()
+    x = jnp.arange(1 << 16, dtype=jnp.float32)
+    np.asarray(x * 1.0)
+    n = r.stats["readbacks"]
+    ys = [x * float(i) for i in range(10)]
+    assert r.stats["readbacks"] == n          # no waiting while recording work
+    assert float(ys[3][5]) == 15.0
+
+
+def test_jit_runs_on_the_runtime():
+    f = wjax.jit(lambda a, b: (a * b).sum())
+    a = jnp.arange(100.0)
+    assert float(f(a, a)) == float(np.sum(np.arange(100.0) ** 2))
+    n = rt().stats["compiles"]
+    f(a + 1, a)
+    assert rt().stats["compiles"] == n        # cached plan
+
+
+# --------------------------------------------------------------------------- python -m wjax
+
+def _run_module(*args, env=None):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "wjax", *args], capture_output=True, text=True,
+                          timeout=120, env=e, cwd=ROOT)
+
+
+def test_python_m_wjax_reports_adapters_features_limits():
+    p = _run_module()
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "Adapters:" in out and "[0]" in out
+    assert "Chosen:" in out and "Backend: webgpu" in out
+    assert "Features:" in out and "Limits:" in out
+    assert "max-storage-buffer-binding-size" in out
+    chosen = out.split("Chosen:")[1].splitlines()[0]
+    assert rt().describe().split(" [")[0] in chosen
+
+
+def test_python_m_wjax_check():
+    p = _run_module("--check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("ok:")
+    assert "Vulkan" in p.stdout or "Metal" in p.stdout or "D3D12" in p.stdout
+
+
+def test_python_m_wjax_honours_adapter_override():
+    p = _run_module(env={"WJAX_ADAPTER": "no-such-device-xyz"})
+    assert p.returncode != 0
+    assert "no-such-device-xyz" in p.stderr and "matches none" in p.stderr
+
+
+# --------------------------------------------------------------------------- adapter choice
+
+class FakeAdapter:
+    def __init__(self, device, backend, kind):
+        self.info = {"device": device, "backend_type": backend, "adapter_type": kind}
+
+    def __repr__(self):
+        return f"Fake({self.info['device']})"
+
+
+FAKES = [
+    FakeAdapter("llvmpipe (LLVM 15)", "OpenGL", "CPU"),
+    FakeAdapter("llvmpipe (LLVM 15)", "Vulkan", "CPU"),
+    FakeAdapter("Intel Iris Xe", "Vulkan", "IntegratedGPU"),
+    FakeAdapter("NVIDIA RTX 4090", "Vulkan", "DiscreteGPU"),
+    FakeAdapter("NVIDIA RTX 4090", "OpenGL", "DiscreteGPU"),
+]
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    monkeypatch.delenv("WJAX_BACKEND", raising=False)
+    monkeypatch.delenv("WJAX_ADAPTER", raising=False)
+    return monkeypatch
+
+
+def test_choose_adapter_prefers_discrete_vulkan(clean_env):
+    assert runtime.choose_adapter(FAKES) is FAKES[3]
+    assert runtime.choose_adapter(FAKES[:3]) is FAKES[2]          # integrated before CPU
+    assert runtime.choose_adapter(FAKES[:2]) is FAKES[1]          # Vulkan lavapipe before GL
+    assert runtime.choose_adapter([FAKES[4], FAKES[1]]) is FAKES[1]   # GL last, even a GPU
+
+
+def test_choose_adapter_backend_override(clean_env):
+    clean_env.setenv("WJAX_BACKEND", "gl")
+    assert runtime.choose_adapter(FAKES) is FAKES[4]
+    clean_env.setenv("WJAX_BACKEND", "opengl")
+    assert runtime.choose_adapter(FAKES[:2]) is FAKES[0]
+    clean_env.setenv("WJAX_BACKEND", "VULKAN")
+    assert runtime.choose_adapter(FAKES) is FAKES[3]
+    clean_env.setenv("WJAX_BACKEND", "metal")
+    with pytest.raises(runtime.WjaxRuntimeError, match="metal"):
+        runtime.choose_adapter(FAKES)
+
+
+def test_choose_adapter_name_and_index_override(clean_env):
+    clean_env.setenv("WJAX_ADAPTER", "iris")
+    assert runtime.choose_adapter(FAKES) is FAKES[2]
+    clean_env.setenv("WJAX_ADAPTER", "llvmpipe")
+    assert runtime.choose_adapter(FAKES) is FAKES[1]               # best-ranked among matches
+    clean_env.setenv("WJAX_ADAPTER", "0")
+    assert runtime.choose_adapter(FAKES) is FAKES[0]
+    clean_env.setenv("WJAX_ADAPTER", "4")
+    assert runtime.choose_adapter(FAKES) is FAKES[4]
+    clean_env.setenv("WJAX_ADAPTER", "radeon")
+    with pytest.raises(runtime.WjaxRuntimeError) as e:
+        runtime.choose_adapter(FAKES)
+    assert "radeon" in str(e.value) and "Iris" in str(e.value)      # lists what exists
+    clean_env.setenv("WJAX_BACKEND", "opengl")
+    clean_env.setenv("WJAX_ADAPTER", "nvidia")
+    assert runtime.choose_adapter(FAKES) is FAKES[4]               # both filters apply
+
+
+def test_choose_adapter_with_none_gives_install_hint(clean_env):
+    with pytest.raises(runtime.WjaxRuntimeError, match="mesa-vulkan-drivers"):
+        runtime.choose_adapter([])
+
+
+def test_the_real_adapter_and_limits():
+    r = rt()
+    assert r.info["backend_type"] in ("Vulkan", "Metal", "D3D12", "OpenGL")
+    assert r.max_binding > 0 and r.max_buffer > 0 and r.max_storage >= 4
+    dev = wjax.devices()[0]
+    assert dev.device_kind == r.info["device"]
+    assert wjax.device_count() == 1 and wjax.default_backend() == "webgpu"
