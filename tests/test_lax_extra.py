@@ -189,6 +189,20 @@ def test_conv_general_dilated_against_jax_and_reference(case):
     check(CV.conv_general_dilated_p.reference(x, w, **eqn.params), got, rtol=1e-4, atol=1e-4)
 
 
+_DIRECT_CASES = [   # float32 with output features % 4 == 0: the register-blocked direct kernel
+    dict(ls=(2, 8, 12, 12), rs=(8, 4, 3, 3), strides=(1, 1), padding="SAME", fgc=2),
+    dict(ls=(2, 12, 12, 8), rs=(3, 3, 8, 8), strides=(2, 1), padding=[(1, 2), (0, 1)],
+         dn=("NHWC", "HWIO", "NHWC"), rd=(2, 1)),
+    dict(ls=(4, 6, 20), rs=(8, 6, 5), strides=(1,), padding=[(3, 3)], ld=(2,), dn=("NCW", "OIW", "NWC")),
+    dict(ls=(4, 6, 200), rs=(8, 6, 5), strides=(1,), padding="VALID", bgc=2),
+]
+
+
+@pytest.mark.parametrize("case", _DIRECT_CASES, ids=[str(i) for i in range(len(_DIRECT_CASES))])
+def test_conv_direct_kernel_against_jax(case):
+    test_conv_general_dilated_against_jax_and_reference(case)
+
+
 def test_conv_int_dtype_preferred_and_fused_input():
     jax = pytest.importorskip("jax")
     x = np.arange(12, dtype=np.int32).reshape(1, 2, 6)

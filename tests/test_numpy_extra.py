@@ -167,6 +167,26 @@ RECORDS = [
     ("interp", (np.array([0.0, 1.5, 2.5, 9], F), np.array([1.0, 2, 3], F), np.array([3.0, 2, 0], F)), {}),
     ("interp", (np.array([0.0, 1.5], F), np.array([1.0, 2, 3], F), np.array([3.0, 2, 0], F)), {"left": -1.0}),
     ("trapezoid", (M,), {}), ("trapezoid", (M,), {"x": np.array([0.0, 1, 3, 4], F)}),
+    # more creation / shapes / sets / array-API spellings
+    ("geomspace", (1.0, 1000.0, 4), {}), ("fill_diagonal", (M, 5.0), {"inplace": False}),
+    ("indices", ((2, 3),), {"sparse": True}), ("ravel_multi_index", ((np.array([0, 2]), np.array([1, 3])), (3, 4)), {}),
+    ("piecewise", (np.array([-1.0, 0, 2], F), [np.array([True, False, False]), np.array([False, False, True])],
+                   [np.negative, np.square, 7.0]), {}),
+    ("put_along_axis", (M, np.array([[0], [1], [2]]), 99.0, 1), {"inplace": False}),
+    ("setdiff1d", (I10, np.array([1, 5, 7], np.int32)), {}), ("intersect1d", (I10, np.array([1, 5, 12], np.int32)), {}),
+    ("union1d", (I10[:3], np.array([1, 5, 7], np.int32)), {}), ("setxor1d", (I10[:6], np.array([1, 5, 7], np.int32)), {}),
+    ("trim_zeros", (np.array([0, 0, 1, 2, 0], np.int32),), {}), ("rollaxis", (np.ones((2, 3, 4), F), 2), {}),
+    ("dsplit", (np.ones((2, 2, 4), F), 2), {}), ("vecmat", (np.ones(3, F), M), {}), ("matvec", (M, np.ones(4, F)), {}),
+    ("angle", (np.array([-1.0, 2.0], F),), {}), ("einsum", (M, [0, 1], M, [2, 1], [0, 2]), {}),
+    ("argpartition", (np.array([5.0, 1, 4, 2, 3], F), 2), {}), ("extract", (M > 5, M), {}),
+    ("compress", (np.array([True, False, True]), M), {"axis": 0}), ("cumulative_prod", (I10[1:5],), {}),
+    ("choose", (np.array([0, 3, 1], np.int32), [I10[:3], I10[3:6], I10[6:9], I10[:3] * 2]), {"mode": "wrap"}),
+    ("tril_indices", (3,), {}), ("triu_indices", (3, 1, 4), {}), ("nanquantile", (np.array([1.0, np.nan, 3, 4], F), 0.5), {}),
+    ("linalg.tensorsolve", (np.eye(6, dtype=F).reshape(2, 3, 6), np.ones((2, 3), F)), {}),
+    ("linalg.tensorinv", (np.eye(6, dtype=F).reshape(6, 2, 3), 1), {}), ("linalg.multi_dot", ([M, M.T, M],), {}),
+    ("linalg.cond", (np.array([[2.0, 1], [1, 3]], F), 1), {}), ("linalg.vector_norm", (M,), {"ord": 3}),
+    ("linalg.matrix_norm", (M,), {"ord": 1}), ("linalg.diagonal", (np.ones((2, 3, 3), F),), {"offset": 1}),
+    ("linalg.trace", (np.ones((2, 3, 3), F),), {}), ("linalg.outer", (I10[:3], I10[:2]), {}),
 ]
 
 
@@ -179,8 +199,11 @@ def test_against_jax(rec):
     jax = pytest.importorskip("jax")
     import jax.numpy as rjnp
     name, args, kw = rec
-    want = getattr(rjnp, name)(*args, **kw)
-    got = getattr(jnp, name)(*[_wj(a) for a in args], **{k: _wj(v) for k, v in kw.items()})
+    fw, fr = jnp, rjnp
+    for part in name.split("."):
+        fw, fr = getattr(fw, part), getattr(fr, part)
+    want = fr(*args, **kw)
+    got = fw(*[_wj(a) for a in args], **{k: _wj(v) for k, v in kw.items()})
     del jax
     check(got, want, rtol=1e-4, atol=1e-5)
 

@@ -438,7 +438,7 @@ class Lowering:
         f = Fuser(kb, self, level)
         idx = Index(kb, shape, flat="i")
         for v in roots:
-            val = f.read_root(v, idx) if hasattr(f, "read_root") else self._read_root(f, v, idx)
+            val = self._read_root(f, v, idx)
             name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
             kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
         return kb

@@ -183,7 +183,7 @@ class KernelBuilder:
 
     def bind(self, key, dtype, access: str = "read") -> str:
         """A storage binding for buffer ``key``; access is read, read_write or atomic."""
-        k = (key, access)
+        k = (key, access) if self.vec == 1 else (key, access, self.vec)   # x @ x: f32 and vec4 views
         if k in self._binding_names:
             return self._binding_names[k]
         name = f"b{len(self.bindings)}"

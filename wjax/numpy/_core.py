@@ -893,26 +893,22 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                     correction=correction))
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
-    a = asarray(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    ax = _axis(axis, a.ndim)
-    if a.shape[ax] == 0:
-        raise ValueError("attempt to get argmax of an empty sequence")
-    r = lax.argmax(a, ax, np.int32)
-    return lax.expand_dims(r, (ax,)) if keepdims else r
+def _arg_reduction(name, lax_fn):
+    def f(a, axis=None, out=None, keepdims=False):
+        a = asarray(a)
+        if axis is None:
+            a, axis = ravel(a), 0
+        ax = _axis(axis, a.ndim)
+        if a.shape[ax] == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        r = lax_fn(a, ax, np.int32)
+        return lax.expand_dims(r, (ax,)) if keepdims else r
+    f.__name__ = name
+    return f
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
-    a = asarray(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    ax = _axis(axis, a.ndim)
-    if a.shape[ax] == 0:
-        raise ValueError("attempt to get argmin of an empty sequence")
-    r = lax.argmin(a, ax, np.int32)
-    return lax.expand_dims(r, (ax,)) if keepdims else r
+argmax = _arg_reduction("argmax", lax.argmax)
+argmin = _arg_reduction("argmin", lax.argmin)
 
 
 # --------------------------------------------------------------------------- products

@@ -1828,14 +1828,20 @@ def partition(a, kth, axis=-1):
 
 
 def argpartition(a, kth, axis=-1):
-    """Indices that partition ``a`` at ``kth`` (computed by a full stable argsort)."""
     a = asarray(a)
     ax = _axis(axis, a.ndim)
     n = a.shape[ax]
     kth = operator.index(kth)
     if not -n <= kth < n:
         raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
-    return argsort(a, axis=ax)
+    kth %= n
+    arr = C.moveaxis(a, ax, -1)
+    neg = C.negative(arr) if a.dtype != np.bool_ else C.logical_not(arr)
+    bottom = lax.top_k(neg, kth + 1)[1]
+    # the top indices come from a proxy (ones, zeroed at the bottom indices), as JAX does
+    proxy = put_along_axis(C.ones(arr.shape, _f32), bottom, 0.0, -1, inplace=False)
+    top = lax.top_k(proxy, n - kth - 1)[1]
+    return C.moveaxis(C.concatenate([bottom, top], axis=-1), -1, ax)
 
 
 def _lt_total(x, y):

@@ -290,10 +290,18 @@ qr = _no_svd("qr")
 
 # array-API linalg re-exports
 cross = X.cross
-diagonal = X.diagonal
+
+
+def diagonal(x, /, *, offset=0):
+    return X.diagonal(x, offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    return X.trace(x, offset, -2, -1, dtype=dtype)
+
+
 matmul = jnp.matmul
 matrix_transpose = X.matrix_transpose
 outer = jnp.outer
 tensordot = X.tensordot
-trace = X.trace
 vecdot = X.vecdot

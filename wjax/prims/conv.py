@@ -1,16 +1,20 @@
-"""conv_general_dilated, lowered onto the register-blocked matmul in shaders/matmul.wgsl.
+"""conv_general_dilated as a matrix product over an implicit im2col (nothing materialized).
 
 A convolution is a batched matrix product once its operands are read through
-index maps (an implicit im2col that is never materialized):
+index maps:
 
     batch  b  = group (feature groups or batch groups)
     rows   m  = (output batch, output spatial position)
     cols   n  = output feature within the group
     depth  k  = (input feature within the group, kernel spatial position)
 
-``rdA(b, m, k)`` reads the lhs at the dilated, strided, padded position (zero
-outside the input or off the lhs-dilation lattice), ``rdB(b, k, n)`` reads the
-kernel, and the epilogue writes the output in ``out_spec`` layout.  Fused
+float32 convolutions with a multiple of 4 output features per group run a
+register-blocked direct kernel shaped like shaders/matmul_vec4.wgsl: each
+thread owns 16 rows x 32 features in vec4 registers and, per depth k, reads its
+16 input values straight from the lhs (bounds and the lhs-dilation lattice
+checked in registers) and 8 weight vec4s from a [G, K, N] copy of the kernel.
+Other convolutions use the generic tiled template shaders/matmul.wgsl with
+``rdA(b, m, k)`` / ``rdB(b, k, n)`` reading through the same index maps.  Fused
 elementwise producers of either operand are inlined into the reads.
 """
 from __future__ import annotations
@@ -191,33 +195,19 @@ def _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation
     return dict(G=G, out_n=out_n, out_sp=out_sp, k_sp=k_sp, in_sp=in_sp, Cg=Cg, Og=Og, nsp=nsp)
 
 
-@conv_general_dilated_p.def_kernel
-def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                 dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
-                 preferred_element_type=None, out_sharding=None):
-    dn = dimension_numbers
-    out = ctx.eqn.outvars[0].aval
-    g = _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn,
-                  feature_group_count, batch_group_count)
-    G, out_n, out_sp, k_sp, in_sp, Cg, Og = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "in_sp", "Cg", "Og"))
-    M = out_n * int(np.prod(out_sp, dtype=np.int64))
-    N = Og
-    K = Cg * int(np.prod(k_sp, dtype=np.int64))
-    acc = _acc_dtype(lhs.dtype)
-    kb = ctx.new_kb()
-
-    # rdA(b, m, k): lhs at (batch, feature, dilated/strided/padded position) -------------
+def _lhs_lines(ctx, kb, lhs, dn, g, params, bv, mv, kv):
+    """Lines and value (acc dtype) of the lhs element that patch entry (group bv, row mv,
+    depth kv) reads: zero outside the input or off the lhs-dilation lattice."""
+    window_strides, padding, lhs_dilation, rhs_dilation, fgc, bgc = params
+    out_n, out_sp, k_sp, in_sp, Cg = g["out_n"], g["out_sp"], g["k_sp"], g["in_sp"], g["Cg"]
     saved, kb.lines = kb.lines, []
-    md = Index(kb, [out_n] + out_sp, flat="m").dims()
-    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
+    md = Index(kb, [out_n] + out_sp, flat=mv).dims()
+    kd = Index(kb, [Cg] + k_sp, flat=kv).dims()
     n_idx, osp = md[0], md[1:]
     c_idx, wsp = kd[0], kd[1:]
     dims = [None] * lhs.ndim
-    if batch_group_count > 1:
-        dims[dn.lhs_spec[0]] = kb.let(f"b * {out_n}u + {n_idx}", "u32")
-    else:
-        dims[dn.lhs_spec[0]] = n_idx
-    dims[dn.lhs_spec[1]] = kb.let(f"b * {Cg}u + {c_idx}", "u32") if feature_group_count > 1 else c_idx
+    dims[dn.lhs_spec[0]] = kb.let(f"{bv} * {out_n}u + {n_idx}", "u32") if bgc > 1 else n_idx
+    dims[dn.lhs_spec[1]] = kb.let(f"{bv} * {Cg}u + {c_idx}", "u32") if fgc > 1 else c_idx
     conds = []
     for s in range(len(in_sp)):
         st, (lo, _), ld, rd = window_strides[s], padding[s], lhs_dilation[s], rhs_dilation[s]
@@ -230,34 +220,70 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
         conds.append(f"{q} >= 0 && {q} < {in_sp[s]}")
         dims[dn.lhs_spec[2 + s]] = f"u32(clamp({q}, 0, {max(in_sp[s] - 1, 0)}))"
     v = ctx.reader(kb, 0, ctx.fuser(kb))(Index(kb, lhs.shape, dims=dims))
+    acc = _acc_dtype(lhs.dtype)
     v = convert_expr(v, lhs.dtype, acc)
     inside = " && ".join(f"({c})" for c in conds) if conds else "true"
-    read_a = "  " + "\n  ".join(kb.lines + [f"return select({W.zero(acc)}, {v}, {inside});"])
-    kb.lines = []
+    lines, kb.lines = kb.lines, saved
+    return lines, f"select({W.zero(acc)}, {v}, {inside})"
 
-    # rdB(b, k, n): kernel[o = b * Og + n, i = c, spatial] -------------------------------------
-    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
+
+def _rhs_lines(ctx, kb, rhs, dn, g, bv, kv, nv):
+    """Lines and value (acc dtype) of kernel[o = bv * Og + nv, i = c, spatial] for depth kv."""
+    k_sp, Cg, Og, G = g["k_sp"], g["Cg"], g["Og"], g["G"]
+    saved, kb.lines = kb.lines, []
+    kd = Index(kb, [Cg] + k_sp, flat=kv).dims()
     dims = [None] * rhs.ndim
-    dims[dn.rhs_spec[0]] = kb.let(f"b * {Og}u + n", "u32") if G > 1 else "n"
+    dims[dn.rhs_spec[0]] = kb.let(f"{bv} * {Og}u + {nv}", "u32") if G > 1 else nv
     dims[dn.rhs_spec[1]] = kd[0]
     for s in range(len(k_sp)):
         dims[dn.rhs_spec[2 + s]] = kd[1 + s]
     v = ctx.reader(kb, 1, ctx.fuser(kb))(Index(kb, rhs.shape, dims=dims))
-    read_b = "  " + "\n  ".join(kb.lines + [f"return {convert_expr(v, rhs.dtype, acc)};"])
-    kb.lines = []
+    lines, kb.lines = kb.lines, saved
+    return lines, convert_expr(v, rhs.dtype, _acc_dtype(rhs.dtype))
 
-    # epilogue: out[n, b * Og + n_mm, spatial] --------------------------------------------------
-    md = Index(kb, [out_n] + out_sp, flat="m").dims()
+
+def _out_lines(kb, out, dn, g, bv, mv, nv):
+    """Lines and flat output index of (group bv, row mv, column nv)."""
+    out_n, out_sp, Og, G = g["out_n"], g["out_sp"], g["Og"], g["G"]
+    saved, kb.lines = kb.lines, []
+    md = Index(kb, [out_n] + out_sp, flat=mv).dims()
     dims = [None] * out.ndim
     dims[dn.out_spec[0]] = md[0]
-    dims[dn.out_spec[1]] = kb.let(f"b * {Og}u + n", "u32") if G > 1 else "n"
+    dims[dn.out_spec[1]] = kb.let(f"{bv} * {Og}u + {nv}", "u32") if G > 1 else nv
     for s in range(len(out_sp)):
         dims[dn.out_spec[2 + s]] = md[1 + s]
     flat = Index(kb, out.shape, dims=dims).flat()
+    lines, kb.lines = kb.lines, saved
+    return lines, flat
+
+
+@conv_general_dilated_p.def_kernel
+def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                 dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+                 preferred_element_type=None, out_sharding=None):
+    dn = dimension_numbers
+    out = ctx.eqn.outvars[0].aval
+    g = _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn,
+                  feature_group_count, batch_group_count)
+    params = (window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count, batch_group_count)
+    G, out_n, out_sp, k_sp, Og = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "Og"))
+    M = out_n * int(np.prod(out_sp, dtype=np.int64))
+    N = Og
+    K = g["Cg"] * int(np.prod(k_sp, dtype=np.int64))
+    acc = _acc_dtype(lhs.dtype)
+    f32 = np.dtype(np.float32)
+    if (lhs.dtype == rhs.dtype == out.dtype == f32 and N % 4 == 0 and K > 0 and M * N * K >= 32768
+            and hasattr(ctx.new_kb(), "vec")):
+        return _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K)
+    kb = ctx.new_kb()
+    lines, va = _lhs_lines(ctx, kb, lhs, dn, g, params, "b", "m", "k")
+    read_a = "  " + "\n  ".join(lines + [f"return {va};"])
+    lines, vb = _rhs_lines(ctx, kb, rhs, dn, g, "b", "k", "n")
+    read_b = "  " + "\n  ".join(lines + [f"return {vb};"])
+    lines, flat = _out_lines(kb, out, dn, g, "b", "m", "n")
     name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
-    write = "\n".join("        " + ln for ln in kb.lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"])
-    kb.lines = saved
+    write = "\n".join("        " + ln for ln in lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"])
 
     big = M * N >= 4096
     WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
@@ -269,6 +295,121 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
                    "WX": WX, "WY": WY, "RM": RM, "RN": RN, "TM": TM, "TN": TN, "M": M, "N": N, "K": K,
                    "B": G, "NX": grid[0], "WRITE": write}.items():
         src = src.replace("{{" + k + "}}", str(val))
+    ctx.dispatch(kb, src, grid)
+
+
+def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
+    """float32, N % 4 == 0: a direct register-blocked kernel shaped like the vec4 matmul.
+
+    The kernel is first laid out as W[G, K, N] (a small copy); each thread then owns RM output
+    rows (batch x spatial positions) times 4V output channels in vec4 registers and, for each
+    depth k = (input channel, window position), reads the RM input values it needs straight
+    from the lhs (implicit im2col: bounds and dilation lattice checked in registers) and the V
+    weight vec4s."""
+    window_strides, padding, lhs_dilation, rhs_dilation, fgc, bgc = params
+    G, out_n, out_sp, k_sp, in_sp, Cg = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "in_sp", "Cg"))
+    f32 = np.dtype(np.float32)
+    weights = ctx.scratch(ShapedArray((G * K * N,), f32))
+    kb = ctx.new_kb()
+    kb.emit(f"let wg = i / {K * N}u;")
+    kb.emit(f"let wk = (i / {N}u) % {K}u;")
+    kb.emit(f"let wn = i % {N}u;")
+    lines, v = _rhs_lines(ctx, kb, rhs, dn, g, "wg", "wk", "wn")
+    for ln in lines:
+        kb.emit(ln)
+    name = kb.bind(weights, f32, "read_write")
+    kb.emit(f"{name}[i] = {v};")
+    src, grid = kb.elementwise_kernel(G * K * N)
+    ctx.dispatch(kb, src, grid)
+
+    nd = out.ndim
+    direct = G == 1 and tuple(dn.out_spec) == (0, nd - 1) + tuple(range(1, nd - 1))
+    kb = ctx.new_kb()
+    kb.vec = 4
+    w_name = kb.bind(weights, f32, "read")
+    o_name = kb.bind(ctx.out_key(0), f32, "read_write") if direct else None
+    kb.vec = 1
+    if not direct:
+        o_name = kb.bind(ctx.out_key(0), f32, "read_write")
+    RM, V, WG = 16, 8, 16
+    N4 = N // 4
+    while RM > 2 and G * (-(-M // RM)) * (-(-N4 // V)) < 512:
+        RM, V = RM // 2, max(1, V // 2)
+    threads = G * (-(-M // RM)) * (-(-N4 // V))
+    grid = W.grid_for(-(-threads // WG), kb.max_groups)
+    nsp = len(in_sp)
+    body = []
+    # per row: batch index and the spatial origin of its window
+    for i in range(RM):
+        saved, kb.lines = kb.lines, []
+        md = Index(kb, [out_n] + out_sp, flat=f"min(m0 + {i}u, {M - 1}u)").dims()
+        body += kb.lines
+        kb.lines = saved
+        nb = f"gb * {out_n}u + {md[0]}" if bgc > 1 else md[0]
+        body.append(f"let rn{i} = {nb};")
+        for sd in range(nsp):
+            body.append(f"let ro{i}_{sd} = i32({md[1 + sd]}) * {window_strides[sd]} - ({padding[sd][0]});")
+    body += [f"var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V)]
+    body += [f"let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V)]
+    loop = [f"let bv{j} = {w_name}[bbase + k * {N4}u + bc{j}];" for j in range(V)]
+    saved, kb.lines = kb.lines, []
+    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
+    loop += kb.lines
+    kb.lines = saved
+    ch = f"gb * {Cg}u + {kd[0]}" if fgc > 1 else kd[0]
+    loop.append(f"let kc = {ch};")
+    for sd in range(nsp):
+        loop.append(f"let kw{sd} = i32({kd[1 + sd]}) * {rhs_dilation[sd]};")
+    fuser = ctx.fuser(kb)
+    for i in range(RM):
+        conds, dims = [], [None] * lhs.ndim
+        dims[dn.lhs_spec[0]] = f"rn{i}"
+        dims[dn.lhs_spec[1]] = "kc"
+        for sd in range(nsp):
+            pos = f"(ro{i}_{sd} + kw{sd})"
+            ld = lhs_dilation[sd]
+            if ld > 1:
+                loop.append(f"let p{i}_{sd} = {pos};")
+                conds.append(f"(p{i}_{sd} % {ld}) == 0")
+                loop.append(f"let q{i}_{sd} = p{i}_{sd} / {ld};")
+            else:
+                loop.append(f"let q{i}_{sd} = {pos};")
+            conds.append(f"q{i}_{sd} >= 0 && q{i}_{sd} < {in_sp[sd]}")
+            dims[dn.lhs_spec[2 + sd]] = f"u32(clamp(q{i}_{sd}, 0, {max(in_sp[sd] - 1, 0)}))"
+        saved, kb.lines = kb.lines, []
+        val = ctx.reader(kb, 0, fuser)(Index(kb, lhs.shape, dims=dims))
+        loop += kb.lines
+        kb.lines = saved
+        inside = " && ".join(f"({c})" for c in conds) if conds else "true"
+        loop.append(f"let av{i} = vec4<f32>(select(0.0, f32({val}), {inside}));")
+        loop += [f"c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)]
+    if direct:
+        store = [f"if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {o_name}[(m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+                 for i in range(RM) for j in range(V)]
+    else:
+        store = []
+        for i in range(RM):
+            for j in range(V):
+                for e in range(4):
+                    saved, kb.lines = kb.lines, []
+                    ls, flat = _out_lines(kb, out, dn, g, "gb", f"(m0 + {i}u)", f"((n0 + {j}u) * 4u + {e}u)")
+                    kb.lines = saved
+                    inner = " ".join(ls) + f" {o_name}[{flat}] = c{i}_{j}[{e}];"
+                    store.append(f"if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {inner} }}")
+    tiles_n = -(-N4 // V)
+    tiles_m = -(-M // RM)
+    src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
+           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
+           f"  let t = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
+           f"  if (t >= {tiles_n * tiles_m * G}u) {{ return; }}\n"
+           f"  let gb = t / {tiles_n * tiles_m}u;\n"
+           f"  let r = t % {tiles_n * tiles_m}u;\n"
+           f"  let m0 = (r / {tiles_n}u) * {RM}u;\n"
+           f"  let n0 = (r % {tiles_n}u) * {V}u;\n"
+           f"  let bbase = gb * {K * N4}u;\n  "
+           + "\n  ".join(body)
+           + f"\n  for (var k = 0u; k < {K}u; k = k + 1u) {{\n    " + "\n    ".join(loop) + "\n  }\n  "
+           + "\n  ".join(store) + "\n}\n")
     ctx.dispatch(kb, src, grid)
 
 

@@ -463,8 +463,7 @@ def _concat_abstract(*xs, dimension):
 def _concat_fuse(kb, idx, read, in_avals, out_aval, dimension):
     d = idx.dims()
     k = d[dimension]
-    out, off = None, 0
-    parts = []
+    parts, off = [], 0          # (offset, value) of each non-empty operand
     for r, a in zip(read, in_avals):
         n = a.shape[dimension]
         if n == 0:
@@ -474,10 +473,7 @@ def _concat_fuse(kb, idx, read, in_avals, out_aval, dimension):
         parts.append((off, r(Index(kb, a.shape, dims=src))))
         off += n
     out = parts[-1][1]
-    for off, v in reversed(parts[:-1]):
-        pass
-    out = parts[-1][1]
-    for (off, v), (nxt, _) in zip(reversed(parts[:-1]), reversed(parts[1:])):
+    for (_, v), (nxt, _) in zip(reversed(parts[:-1]), reversed(parts[1:])):
         out = f"select({out}, {v}, {k} < {_u(nxt)})"
     return out
 

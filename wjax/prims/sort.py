@@ -5,9 +5,14 @@ position) tuples, then gather every operand through it.  Keys are u32 words
 whose unsigned order is the sort order: floats map to JAX's sort order
 (-0.0 == 0.0, every NaN equal and last), signed ints flip the sign bit.  The
 position word breaks ties, so the sort is stable and rows pad to a power of
-two with positions past the end.  Stages whose compare distance fits in a
-block run in workgroup memory (shaders/bitonic_local.wgsl); longer distances
-run one dispatch per step in global memory.
+two with positions past the end.
+
+Two schedules of the same network, chosen per adapter: on GPUs, stages whose
+compare distance fits in a block run in workgroup memory
+(shaders/bitonic_local.wgsl, short rows packed several to a block) and longer
+distances run one dispatch per step; on CPU adapters (lavapipe), where
+workgroup memory and barriers are slow, every merge runs as register-blocked
+passes of up to four steps (each thread sorts 16 elements in registers).
 """
 from __future__ import annotations
 

@@ -22,9 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var, WeakScalar
-from ..staging import DebugInfo, Tracer, arg_names_of, current_builder, eval_jaxpr, new_builder, \
-    trace_flat
+from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, WeakScalar
+from ..staging import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
 from . import batching
 
 # --------------------------------------------------------------------------- the rewrite
@@ -78,19 +77,7 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
     return [r[0] for r in res], [r[1] for r in res]
 
 
-def _infer_size(avals, dims, axis_size):
-    for a, d in zip(avals, dims):
-        if d is not None:
-            if axis_size is not None and a.shape[d] != axis_size:
-                raise ValueError(f"vmap_jaxpr: axis {d} of an input has size {a.shape[d]}, "
-                                 f"expected {axis_size}")
-            axis_size = a.shape[d] if axis_size is None else axis_size
-    if axis_size is None:
-        raise ValueError("vmap_jaxpr needs axis_size when no input is batched")
-    return axis_size
-
-
-def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None, out_dims=None):
+def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None):
     """The batched version of ``jaxpr``: ``in_dims[i]`` is the axis of invar ``i`` that is
     inserted (of size ``axis_size``) or ``None``.  Returns ``(batched_jaxpr, out_dims)``;
     the constvars of ``jaxpr`` are the (unbatched) constvars of the result.  ``out_dims``
@@ -102,9 +89,7 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None, out_dims=Non
     if len(in_dims) != len(jaxpr.invars):
         raise ValueError(f"vmap_jaxpr: {len(in_dims)} in_dims for {len(jaxpr.invars)} inputs")
     if axis_size is None:
-        axis_size = _infer_size([v.aval for v in jaxpr.invars], [None] * len(in_dims), None) \
-            if all(d is None for d in in_dims) else next(
-                v.aval.shape[d] for v, d in zip(jaxpr.invars, in_dims) if d is not None)
+        raise ValueError("vmap_jaxpr needs the axis_size of the batch axis it inserts")
     in_dims = [None if d is None else d % (v.aval.ndim + 1) for v, d in zip(jaxpr.invars, in_dims)]
     in_avals = [batched_aval(v.aval, d, axis_size) for v, d in zip(jaxpr.invars, in_dims)]
     const_avals = [v.aval for v in jaxpr.constvars]
@@ -132,7 +117,7 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int | None = None, out_dims=Non
     return Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), box[0]
 
 
-def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int | None = None, out_dims=None):
+def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, out_dims=None):
     j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size, out_dims)
     return ClosedJaxpr(j, closed.consts), out_dims
 
