@@ -388,3 +388,12 @@ def test_matmul_epilogue_falls_back_on_index_math():
     f = lambda x, W: (x @ W).T + 1
     assert n_kernels(f, x, W) == 2
     np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, W)), (x @ W).T + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_wide_concatenate_under_storage_limit():
+    xs = [np.full((2,), i, np.float32) for i in range(40)]
+    (out,), plan = run_with_limits(lambda *a: jnp.stack(a), xs, **{"max-storage-buffers-per-shader-stage": 8})
+    assert all(len(d.keys) <= 8 for d in plan.steps)
+    np.testing.assert_array_equal(np.asarray(out), np.stack(xs))
+    big = [jnp.full((3,), i, jnp.float32) for i in range(130)]
+    np.testing.assert_array_equal(np.asarray(jnp.stack(big))[:, 0], np.arange(130))

@@ -548,11 +548,40 @@ def _buffers_under(lw: Lowering, v: Var, seen=None) -> set:
     return out
 
 
+def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
+    """Rewrites a concatenate of more operands than one kernel can bind into a tree of
+    concatenates (whose inner nodes the split logic then gives kernels of their own)."""
+    if not any(e.prim.name == "concatenate" and len(e.invars) > max_operands for e in jaxpr.eqns):
+        return jaxpr
+    eqns = []
+    for e in jaxpr.eqns:
+        if e.prim.name != "concatenate" or len(e.invars) <= max_operands:
+            eqns.append(e)
+            continue
+        d = e.params["dimension"]
+        parts = list(e.invars)
+        while len(parts) > max_operands:
+            nxt = []
+            for i in range(0, len(parts), max_operands):
+                chunk = parts[i:i + max_operands]
+                if len(chunk) == 1:
+                    nxt.append(chunk[0])
+                    continue
+                aval = e.prim.abstract_eval(*[a.aval for a in chunk], dimension=d)
+                v = Var(aval)
+                eqns.append(Eqn(e.prim, chunk, [v], e.params))
+                nxt.append(v)
+            parts = nxt
+        eqns.append(Eqn(e.prim, parts, e.outvars, e.params))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
 def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
     """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
     allows, the fusable operand reading the most buffers is split into a kernel of its
     own (materialized) and planning starts again."""
-    j = dce(cse_and_fold(jaxpr))
+    max_ops = int(limits.get("max-storage-buffers-per-shader-stage", 8)) - 1
+    j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
     split: set[int] = set()
     while True:
         lw = Lowering(j, limits, split)

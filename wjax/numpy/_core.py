@@ -168,9 +168,24 @@ greater_equal = _binary("greater_equal", lax.ge)
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
-logical_and = _binary("logical_and", _logical(lax.bitwise_and))
-logical_or = _binary("logical_or", _logical(lax.bitwise_or))
-logical_xor = _binary("logical_xor", _logical(lax.bitwise_xor))
+def _logical_binary(name, f):
+    """As JAX: each operand becomes bool on its own (x != 0), then the bools are promoted,
+    so logical_xor(-3, bool_array) is a strong bool (promoting first would make it weak)."""
+    def b(x1, x2, /):
+        bools = []
+        for x in (x1, x2):
+            x, = promote_args(name, x)
+            bools.append(x if _aval(x).dtype == np.bool_ else lax.ne(x, _zero_like(x)))
+        # both are bool now: no promotion (it would drop a shared weak type)
+        shape = broadcast_shapes(*[_aval(x).shape for x in bools])
+        return _wrap_result(f(*[_broadcast_to_shape(x, shape) if _aval(x).ndim else x for x in bools]))
+    b.__name__ = name
+    return b
+
+
+logical_and = _logical_binary("logical_and", lax.bitwise_and)
+logical_or = _logical_binary("logical_or", lax.bitwise_or)
+logical_xor = _logical_binary("logical_xor", lax.bitwise_xor)
 arctan2 = _binary("arctan2", lax.atan2, to_float=True)
 left_shift = _binary("left_shift", lax.shift_left)
 
