@@ -12,6 +12,9 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # GPU work makes single examples slower than hypothesis expects; bound counts instead.
+# In CI (CI=true) the examples are derandomized so a run is reproducible; locally they vary
+# from run to run, to keep finding new cases.
 settings.register_profile(
-    "wjax", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    "wjax", deadline=None, derandomize=bool(os.environ.get("CI")),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("wjax")
