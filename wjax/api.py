@@ -75,6 +75,20 @@ def _abstractify(x):
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
 
 
+def _hoist_tracer_consts(closed: ClosedJaxpr):
+    """Constants of ``closed`` that are tracers of an enclosing trace become leading inputs,
+    so the nested ``pjit`` equation passes them explicitly."""
+    from .ir import Jaxpr
+    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
+    if not idx:
+        return closed, []
+    j = closed.jaxpr
+    moved = [j.constvars[i] for i in idx]
+    keep = [i for i in range(len(j.constvars)) if i not in idx]
+    new = Jaxpr([j.constvars[i] for i in keep], moved + list(j.invars), j.outvars, j.eqns)
+    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
+
+
 class Lowered:
     def __init__(self, closed, compiled):
         self.jaxpr, self._compiled = closed, compiled
@@ -148,7 +162,8 @@ class JitWrapped:
             names += [f"{k}" for k in dyn_kw]
             closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
             hit = (closed, out_tree_box[0])
-            self._cache[key] = hit
+            if not any(isinstance(c, Tracer) for c in closed.consts):
+                self._cache[key] = hit   # a jaxpr closing over an outer trace's values is not reusable
             if _cfg.jax_log_compiles:
                 logger.warning("Finished tracing + transforming %s for jit in %.3f s",
                                getattr(self.fun, "__name__", "fun"), time.perf_counter() - t0)
@@ -160,7 +175,8 @@ class JitWrapped:
         (closed, out_tree), leaves = self._trace(args, kwargs)
         name = getattr(self.fun, "__name__", "fun")
         if current_builder() is not None:
-            outs = pjit_p.bind(*leaves, jaxpr=closed, name=name)
+            closed, hoisted = _hoist_tracer_consts(closed)
+            outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
         else:
             outs = self._run(closed, leaves, name)
         return tree_util.tree_unflatten(out_tree, list(outs))

@@ -252,8 +252,14 @@ def _scatter_kernel_for(name):
             scatter_coords = [ud[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
             win = iter(ud[i] for i in dn.update_window_dims)
             starts = {}
+            # window extent along each operand dim (1 for inserted dims)
+            wdims = iter(dn.update_window_dims)
+            extent = {od: (1 if od in dn.inserted_window_dims or od in dn.operand_batching_dims
+                           else updates.shape[next(wdims)]) for od in range(operand.ndim)}
             for k, od in enumerate(dn.scatter_dims_to_operand_dims):
                 s = ctx.reader(kb, 1, f)(Index(kb, indices.shape, dims=scatter_coords + [f"{k}u"]))
+                if _mode(mode) == "clip":   # clamp the window start into bounds, as gather does
+                    s = f"clamp(i32({s}), 0, {max(operand.shape[od] - extent[od], 0)})"
                 starts[od] = kb.let(f"i32({s})", "i32")
             dims, conds = [], []
             bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
@@ -325,6 +331,11 @@ def _scatter_ref_for(name):
             sc = [uidx[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
             win = iter(uidx[i] for i in dn.update_window_dims)
             starts = {od: int(indices[tuple(sc) + (k,)]) for k, od in enumerate(dn.scatter_dims_to_operand_dims)}
+            if _mode(mode) == "clip":
+                wd = iter(dn.update_window_dims)
+                ext = {od: (1 if od in dn.inserted_window_dims or od in dn.operand_batching_dims
+                            else updates.shape[next(wd)]) for od in range(operand.ndim)}
+                starts = {od: min(max(v, 0), max(operand.shape[od] - ext[od], 0)) for od, v in starts.items()}
             pos, ok = [], True
             for od in range(operand.ndim):
                 if od in bmap:
