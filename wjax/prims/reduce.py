@@ -209,6 +209,8 @@ def emit_reductions(jobs: list, wg=256):
             lines.append(f"    {name}[o] = {W.store_expr(val, j.out_dtype)};")
         return "\n".join(lines)
 
+    if N <= 512 and M >= 64:
+        return _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs)
     two_pass = parts > 1
     # pass 1 -------------------------------------------------------------------
     kb = ctx.new_kb()
@@ -239,6 +241,41 @@ def emit_reductions(jobs: list, wg=256):
     src = _fill(kb, monos, wg, M, 1, parts, parts, _loop([], states, cpu, wg, lifted_is_state=True),
                 write_outputs(kb))
     ctx.dispatch(kb, *src)
+
+
+def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=64):
+    """Many outputs, each reducing few elements: one thread folds one output sequentially
+    (no workgroup tree; on GPUs neighbouring threads read neighbouring outputs)."""
+    ctx = jobs[0].ctx
+    kb = ctx.new_kb()
+    saved, kb.lines = kb.lines, []
+    idx = element_index(kb)
+    lifted = [m.lift(j.ctx.reader(kb, j.reader_index, j.ctx.fuser(kb))(idx), "r")
+              for j, m in zip(jobs, monos)]
+    body, kb.lines = kb.lines, saved
+    write = write_outputs(kb)
+    helpers = [h for m in monos for h in m.helpers]
+    for h in helpers:
+        kb.use_helper(h)
+    for m in monos:
+        if hasattr(m, "struct") and m.struct not in kb.decls:
+            kb.decls.append(m.struct)
+    fields = ", ".join(f"m{k}: {m.state}" for k, m in enumerate(monos))
+    kb.decls.append(f"struct RState {{ {fields} }}")
+    for k, m in enumerate(monos):
+        kb.decls.append(f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+    comb = ", ".join(f"combine{k}(acc.m{k}, x.m{k})" for k in range(len(monos)))
+    grid = W.grid_for(-(-M // wg), kb.max_groups)
+    inner = "\n    ".join(body)
+    src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
+           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
+           + ("  wj_zero = wid.z;\n" if "wj_opq" in helpers else "")
+           + f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
+           f"  var acc = RState({', '.join(m.identity for m in monos)});\n"
+           f"  for (var r = 0u; r < {N}u; r = r + 1u) {{\n    {inner}\n"
+           f"    let x = RState({', '.join(lifted)});\n    acc = RState({comb});\n  }}\n"
+           f"  let res = acc;\n{write}\n}}\n")
+    ctx.dispatch(kb, src, grid)
 
 
 def _bits(expr, ty):
