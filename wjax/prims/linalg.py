@@ -77,7 +77,7 @@ def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_ar
     return "  " + "\n  ".join(body)
 
 
-def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first):
+def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pad_rows=0):
     """The buffer key of operand ``i`` laid out as [B, rows, K] (rows_first) or [B, K, rows]:
     the operand's own buffer when it already is, else a copy made by a fused kernel (which
     also absorbs any fused producer and transpose)."""
@@ -85,19 +85,30 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first):
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
     from ..ir import Var
-    if isinstance(a, Var) and a.id in ctx.lw.materialized and order == tuple(range(aval.ndim)):
+    if (isinstance(a, Var) and a.id in ctx.lw.materialized and order == tuple(range(aval.ndim))
+            and not pad_rows):
         return ctx.in_key(i)
-    shape = [aval.shape[d] for d in order]
-    key = ctx.scratch(ShapedArray((int(np.prod(shape, dtype=np.int64)),), aval.dtype))
+    nb = len(batch_dims)
+    rows = int(np.prod([aval.shape[d] for d in row_dims], dtype=np.int64))
+    kk = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
+    bs = int(np.prod([aval.shape[d] for d in batch_dims], dtype=np.int64))
+    prow = max(rows, pad_rows)
+    shape = [bs, prow, kk] if rows_first else [bs, kk, prow]       # padded rows read as 0
+    key = ctx.scratch(ShapedArray((bs * prow * kk,), aval.dtype))
     kb = ctx.new_kb()
-    coords = Index(kb, shape, flat="i").dims()
+    cb, c1, c2 = Index(kb, shape, flat="i").dims()
+    cr, ck = (c1, c2) if rows_first else (c2, c1)
     dims = [None] * aval.ndim
-    for d, c in zip(order, coords):
-        dims[d] = c
+    for ds, var in ((batch_dims, cb), (row_dims, f"min({cr}, {rows - 1}u)"), (contract_dims, ck)):
+        if ds:
+            for d, c in zip(ds, Index(kb, [aval.shape[d] for d in ds], flat=var).dims()):
+                dims[d] = c
     v = ctx.reader(kb, i)(Index(kb, aval.shape, dims=dims))
+    if prow != rows:
+        v = f"select({W.zero(aval.dtype)}, {v}, {cr} < {rows}u)"
     name = kb.bind(key, aval.dtype, "read_write")
     kb.emit(f"{name}[i] = {v};")
-    src, grid = kb.elementwise_kernel(int(np.prod(shape, dtype=np.int64)))
+    src, grid = kb.elementwise_kernel(bs * prow * kk)
     ctx.dispatch(kb, src, grid)
     return key
 
@@ -109,16 +120,19 @@ MM_RM, MM_V, MM_WG = 16, 8, 16
 
 
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
+    N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
     kb = ctx.new_kb()
     a_name = kb.bind(ka, lhs.dtype, "read")
     kb.vec = 4
     b_name = kb.bind(kbk, rhs.dtype, "read")
-    c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+    if N % 4 == 0:
+        c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     kb.vec = 1
+    if N % 4:
+        c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     RM, V, WG = MM_RM, MM_V, MM_WG
-    N4 = N // 4
     while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < 512:
         RM, V = RM // 2, max(1, V // 2)
     threads = B * (-(-M // RM)) * (-(-N4 // V))
@@ -129,9 +143,15 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     load_b = "\n".join(f"    let bv{j} = {b_name}[bbase + k * {N4}u + bc{j}];" for j in range(V))
     fma = "\n".join(f"    let av{i} = vec4<f32>({a_name}[ar{i} + k]);\n" + "\n".join(
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
-    store = "\n".join(
-        f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(b * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
-        for i in range(RM) for j in range(V))
+    if N % 4 == 0:
+        store = "\n".join(
+            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(b * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+            for i in range(RM) for j in range(V))
+    else:   # scalar stores of the real columns
+        store = "\n".join(
+            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ "
+            f"{c_name}[(b * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
+            for i in range(RM) for j in range(V) for q in range(4))
     epi = ctx.epilogue_code(kb, "val", "o")
     if epi:
         cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
@@ -139,7 +159,7 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
         store += (f"\n  var cs = array<vec4<f32>, {RM * V}>({cs});\n"
                   f"  for (var ii = 0u; ii < {RM * V * 4}u; ii = ii + 1u) {{\n"
                   f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
-                  f"    if (m < {M}u && n4 < {N4}u) {{\n"
+                  f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
                   f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
     src = W.load_shader("matmul_vec4.wgsl")
@@ -161,8 +181,7 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
-    if (lhs.dtype == rhs.dtype == out.dtype == np.float32 and N % 4 == 0 and K > 0
-            and M * N * K >= 32768):
+    if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
