@@ -151,6 +151,49 @@ def test_jit_runs_on_the_runtime():
     assert rt().stats["compiles"] == n        # cached plan
 
 
+# --------------------------------------------------------------------------- loop limit
+
+_LAVAPIPE = "llvmpipe" in runtime.get().info["device"]
+
+
+def test_driver_loop_limit_is_known():
+    """lavapipe ends a shader invocation's loops after 65535 iterations in total (its loop
+    limiter), silently: kernels must keep each thread's loop trip counts below that."""
+    r = rt()
+    out = r.alloc(16)
+    src = ("@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+           "@compute @workgroup_size(1) fn main() { var c = 0u; "
+           "for (var k = 0u; k < 100000u; k = k + 1u) { c = c + 1u; } o[0] = c; }")
+    r.dispatch(src, [out], (1, 1, 1))
+    n = int(np.frombuffer(r.read(out, 4), np.uint32)[0])
+    assert n == (65535 if _LAVAPIPE else 100000)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 70000, 1), (3, 100003, 5), (40, 70000, 36)])
+def test_long_contractions_are_exact(m, k, n):
+    a = np.random.RandomState(0).rand(m, k).astype(np.float32)
+    b = np.random.RandomState(1).rand(k, n).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    got = np.asarray(jnp.asarray(a) @ jnp.asarray(b))
+    np.testing.assert_allclose(got, want, rtol=2e-5)
+    v = np.asarray(jnp.dot(jnp.asarray(a[0]), jnp.asarray(b[:, 0])))
+    np.testing.assert_allclose(v, want[0, 0], rtol=2e-5)
+    j = np.asarray(wjax.jit(lambda x, y: x @ y)(jnp.asarray(a), jnp.asarray(b)))
+    np.testing.assert_allclose(j, want, rtol=2e-5)
+
+
+@pytest.mark.xfail(_LAVAPIPE, strict=True, reason=(
+    "dot_general's kernels loop over all of K in one thread; lavapipe's loop limiter stops at "
+    "65535 iterations.  lax.dot_general splits long contractions, but binding the primitive "
+    "directly (as batching rules do) still needs a split-K kernel in wjax/prims/linalg.py"))
+def test_dot_general_primitive_with_long_contraction():
+    from wjax.prims.linalg import dot_general_p
+    x = jnp.ones((1, 70000))
+    r = dot_general_p.bind(x, x, dimension_numbers=(((1,), (1,)), ((), ())), precision=None,
+                           preferred_element_type=None, out_sharding=None)
+    assert float(r[0, 0]) == 70000.0
+
+
 # --------------------------------------------------------------------------- python -m wjax
 
 def _run_module(*args, env=None):

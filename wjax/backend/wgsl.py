@@ -243,12 +243,12 @@ class KernelBuilder:
                 f"@compute @workgroup_size({wg})\n"
                 f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
                 f"@builtin(local_invocation_index) lid: u32) {{\n"
-                f"  let t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n")
+                f"  let wj_t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n")
         if k == 1:
-            return head + f"  let i = t;\n  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n", grid
+            return head + f"  let i = wj_t;\n  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n", grid
         body = body.replace("\n  ", "\n    ")
         return (head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
-                f"    let i = t * {k}u + q;\n    if (i >= {n}u) {{ return; }}\n    {body}\n  }}\n}}\n"), grid
+                f"    let i = wj_t * {k}u + q;\n    if (i >= {n}u) {{ return; }}\n    {body}\n  }}\n}}\n"), grid
 
 
 def strides_of(shape) -> list[int]:
