@@ -61,7 +61,7 @@ def main():
     print("x.at[1:4].add(0.5)        ->", repr(x.at[1:4].add(0.5)))
     print("x (unchanged)             ->", repr(x))
     z = jnp.zeros(3, jnp.int32).at[jnp.array([0, 0, 2])].add(1)
-    print("zeros(3).at[[0,0,2]].add(1)->", repr(z))
+    print("zeros(3, int32).at[jnp.array([0, 0, 2])].add(1) ->", repr(z))
 
     section("out-of-bounds indexing (clamped reads, dropped updates)")
     print("jnp.arange(5)[10]         ->", repr(jnp.arange(5)[10]))
