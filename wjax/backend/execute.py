@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from . import runtime
-from .lower import Plan, flatten_closed, lower_jaxpr
+from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
 from .wgsl import storage_itemsize
 
 
@@ -36,15 +36,26 @@ def run_plan(plan: Plan, in_buffers: list, rt=None) -> list:
             if b is None:
                 b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
             bufs.append(b)
-        ranges = None
-        if d.ranges is not None:
-            ranges = [None if r is None else
-                      (r[0] * storage_itemsize(plan.avals[k].dtype), _align4(r[1] * storage_itemsize(plan.avals[k].dtype)))
-                      for k, r in zip(d.keys, d.ranges)]
-        rt.dispatch(d.wgsl, bufs, d.grid, ranges)
+        if isinstance(d, HostStep):
+            d.fn(rt, bufs)
+        else:
+            _dispatch(rt, plan, d, bufs)
         for k in d.keys:
             if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
                 del env[k]
+    return _results(plan, env, rt)
+
+
+def _dispatch(rt, plan, d, bufs):
+    ranges = None
+    if d.ranges is not None:
+        ranges = [None if r is None else
+                  (r[0] * storage_itemsize(plan.avals[k].dtype), _align4(r[1] * storage_itemsize(plan.avals[k].dtype)))
+                  for k, r in zip(d.keys, d.ranges)]
+    rt.dispatch(d.wgsl, bufs, d.grid, ranges)
+
+
+def _results(plan, env, rt):
     result = []
     for k in plan.out_keys:
         if isinstance(k, tuple) and k and k[0] == "lit":
@@ -69,7 +80,8 @@ class Compiled:
         self.out_avals = [a.aval for a in jaxpr.outvars]
         self.plan = lower_jaxpr(jaxpr, _limits(rt))
         for d in self.plan.steps:      # compile pipelines now, not at first run
-            rt.pipeline(d.wgsl)
+            if not isinstance(d, HostStep):
+                rt.pipeline(d.wgsl)
         self.compile_s = time.perf_counter() - t0
         self.name = name
 

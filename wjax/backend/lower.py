@@ -36,6 +36,18 @@ class Dispatch:
         self.wgsl, self.keys, self.grid, self.writes, self.ranges = wgsl, keys, grid, writes, ranges
 
 
+class HostStep:
+    """A step that runs Python at execution time (a control-flow primitive's driver:
+    it may record sub-plans, read a predicate back, loop).  ``fn(rt, buffers)`` gets the
+    Buffers of ``keys`` in order; the ones in ``writes`` are its outputs."""
+
+    __slots__ = ("fn", "keys", "writes", "wgsl", "ranges", "grid")
+
+    def __init__(self, fn, keys, writes, label="host step"):
+        self.fn, self.keys, self.writes = fn, list(keys), list(writes)
+        self.wgsl, self.ranges, self.grid = f"// {label} (runs on the host)", None, None
+
+
 class Plan:
     """What running a jaxpr takes: dispatches over buffer keys, in order."""
 
@@ -276,6 +288,10 @@ class KernelContext:
 
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
         self.lw.add_dispatch(kb, src, grid, self.eqn)
+
+    def host_step(self, fn, in_keys, out_keys, label="host step") -> None:
+        """Appends a HostStep reading ``in_keys`` and writing ``out_keys``."""
+        self.lw.plan.steps.append(HostStep(fn, list(in_keys) + list(out_keys), out_keys, label))
 
 
 class BindingOverflow(Exception):
