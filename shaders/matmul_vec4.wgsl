@@ -10,15 +10,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let tiles_n = ({{N4}}u + {{V}}u - 1u) / {{V}}u;          // in vec4 columns
   let tiles_m = ({{M}}u + {{RM}}u - 1u) / {{RM}}u;
   let t = (wid.x + wid.y * {{NX}}u) * {{WG}}u + lid;
-  if (t >= tiles_n * tiles_m * {{B}}u) { return; }
-  let b = t / (tiles_n * tiles_m);
+  if (t >= tiles_n * tiles_m * {{BS}}u) { return; }
+  // bb = split * B + batch: a long contraction is cut into chunks of KC (lavapipe stops an
+  // invocation after 65535 loop iterations), each chunk's partial product stored apart
+  let bb = t / (tiles_n * tiles_m);
+  let b = bb % {{B}}u;
+  let ks = (bb / {{B}}u) * {{KC}}u;
+  let ke = min(ks + {{KC}}u, {{K}}u);
   let r = t % (tiles_n * tiles_m);
   let m0 = (r / tiles_n) * {{RM}}u;
   let n0 = (r % tiles_n) * {{V}}u;                           // vec4 column index
   let abase = b * {{M}}u * {{K}}u;
   let bbase = b * {{K}}u * {{N4}}u;
 {{DECL}}
-  for (var k = 0u; k < {{K}}u; k = k + 1u) {
+  for (var k = ks; k < ke; k = k + 1u) {
 {{LOAD_B}}
 {{FMA}}
   }

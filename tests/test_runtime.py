@@ -182,10 +182,6 @@ def test_long_contractions_are_exact(m, k, n):
     np.testing.assert_allclose(j, want, rtol=2e-5)
 
 
-@pytest.mark.xfail(_LAVAPIPE, strict=True, reason=(
-    "dot_general's kernels loop over all of K in one thread; lavapipe's loop limiter stops at "
-    "65535 iterations.  lax.dot_general splits long contractions, but binding the primitive "
-    "directly (as batching rules do) still needs a split-K kernel in wjax/prims/linalg.py"))
 def test_dot_general_primitive_with_long_contraction():
     from wjax.prims.linalg import dot_general_p
     x = jnp.ones((1, 70000))

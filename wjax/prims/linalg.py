@@ -119,23 +119,32 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 MM_RM, MM_V, MM_WG = 16, 8, 16
 
 
+# contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
+K_CHUNK = 16384
+
+
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
+    S = -(-K // K_CHUNK)                 # contraction splits
+    if S > 1 and ctx.epilogue:
+        from ..backend.lower import EpilogueMismatch
+        raise EpilogueMismatch(None)
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
     kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
+    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
     kb = ctx.new_kb()
     a_name = kb.bind(ka, lhs.dtype, "read")
     kb.vec = 4
     b_name = kb.bind(kbk, rhs.dtype, "read")
     if N % 4 == 0:
-        c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+        c_name = kb.bind(out_key, out.dtype, "read_write")
     kb.vec = 1
     if N % 4:
-        c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+        c_name = kb.bind(out_key, out.dtype, "read_write")
     RM, V, WG = MM_RM, MM_V, MM_WG
-    while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < 512:
+    while RM > 2 and S * B * (-(-M // RM)) * (-(-N4 // V)) < 512:
         RM, V = RM // 2, max(1, V // 2)
-    threads = B * (-(-M // RM)) * (-(-N4 // V))
+    threads = S * B * (-(-M // RM)) * (-(-N4 // V))
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
     decl = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V))
     decl += "\n" + "\n".join(f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM))
@@ -145,12 +154,12 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
     if N % 4 == 0:
         store = "\n".join(
-            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(b * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(bb * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
             for i in range(RM) for j in range(V))
     else:   # scalar stores of the real columns
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ "
-            f"{c_name}[(b * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
+            f"{c_name}[(bb * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
             for i in range(RM) for j in range(V) for q in range(4))
     epi = ctx.epilogue_code(kb, "val", "o")
     if epi:
@@ -164,9 +173,18 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
                   f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
     src = W.load_shader("matmul_vec4.wgsl")
     for k, v in {"HEADER": kb.header(), "RM": RM, "V": V, "WG": WG, "M": M, "N4": N4, "K": K, "B": B,
-                 "NX": grid[0], "DECL": decl, "LOAD_B": load_b, "FMA": fma, "STORE": store}.items():
+                 "BS": B * S, "KC": K_CHUNK, "NX": grid[0], "DECL": decl, "LOAD_B": load_b, "FMA": fma,
+                 "STORE": store}.items():
         src = src.replace("{{" + k + "}}", str(v))
     ctx.dispatch(kb, src, grid)
+    if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
+        kb = ctx.new_kb()
+        p = kb.bind(out_key, np.float32, "read")
+        o = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+        kb.emit(f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s * {B * M * N}u + i]; }}\n"
+                f"  {o}[i] = acc;")
+        src, grid = kb.elementwise_kernel(B * M * N)
+        ctx.dispatch(kb, src, grid)
 
 
 @dot_general_p.def_kernel
