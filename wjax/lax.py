@@ -547,7 +547,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
     if pet is not None and la.dtype != ra.dtype:
         lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
-    return _C.conv_general_dilated_p.bind(
+    return _C.conv_bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),

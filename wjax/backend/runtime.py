@@ -119,6 +119,8 @@ class Runtime:
         self.max_buffer = int(self.limits["max-buffer-size"])
         self.max_groups = int(os.environ.get("WJAX_MAX_WORKGROUPS",
                                              self.limits["max-compute-workgroups-per-dimension"]))
+        # lavapipe (llvmpipe) silently stops a shader invocation after 65535 loop iterations
+        self.loop_limit = 65535 if "llvmpipe" in self.adapter.info["device"].lower() else None
         self._free: dict[int, list] = {}
         # Every GPU buffer stays strongly referenced here: a Buffer that dies inside a
         # garbage *cycle* would otherwise let the GC finalize (release) its GPU buffer

@@ -113,6 +113,38 @@ conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.fuse_inputs = (0, 1)
 
 
+# The kernels give each thread one contraction of (input channels x window) terms; lavapipe
+# stops an invocation after 65535 loop iterations, so longer contractions (e.g. the weight
+# gradient, which contracts over batch x output positions) are split over input channels
+# into several convolutions that are summed.  Every bind of the primitive goes through here.
+CONV_K_CHUNK = 16384
+
+
+def conv_bind(lhs, rhs, **params):
+    from ..ir import raise_to_shaped
+    from .elementwise import add_p
+    from .shape import slice_p
+    la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+    dn = params["dimension_numbers"]
+    fgc, bgc = params.get("feature_group_count", 1), params.get("batch_group_count", 1)
+    C = ra.shape[dn.rhs_spec[1]]                       # input channels per group
+    window = int(np.prod([ra.shape[d] for d in dn.rhs_spec[2:]], dtype=np.int64))
+    if C * window <= CONV_K_CHUNK or fgc != 1 or bgc != 1 or C == 1:
+        return conv_general_dilated_p.bind(lhs, rhs, **params)
+    step = max(1, CONV_K_CHUNK // max(window, 1))
+    out = None
+    for c0 in range(0, C, step):
+        c1 = min(c0 + step, C)
+        def cut(x, aval, axis):
+            start = [0] * aval.ndim
+            limit = list(aval.shape)
+            start[axis], limit[axis] = c0, c1
+            return slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit), strides=None)
+        part = conv_general_dilated_p.bind(cut(lhs, la, dn.lhs_spec[1]), cut(rhs, ra, dn.rhs_spec[1]), **params)
+        out = part if out is None else add_p.bind(out, part)
+    return out
+
+
 @conv_general_dilated_p.def_abstract_eval
 def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
@@ -270,6 +302,13 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     M = out_n * int(np.prod(out_sp, dtype=np.int64))
     N = Og
     K = g["Cg"] * int(np.prod(k_sp, dtype=np.int64))
+    from ..backend import runtime
+    limit = runtime.get().loop_limit
+    if limit is not None and K > limit:
+        raise NotImplementedError(
+            f"wjax: this convolution contracts {K} terms per output in one thread, more than the "
+            f"{limit} loop iterations {runtime.get().describe()} runs per invocation (a window "
+            f"of {int(np.prod(k_sp))} positions); use a smaller window or another adapter")
     acc = _acc_dtype(lhs.dtype)
     f32 = np.dtype(np.float32)
     if (lhs.dtype == rhs.dtype == out.dtype == f32 and N % 4 == 0 and K > 0 and M * N * K >= 32768
@@ -497,7 +536,7 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count=1, batch_g
     n = _batching.axis_size(args, dims)
 
     def conv(l, r, fgc, bgc):
-        return conv_general_dilated_p.bind(l, r, dimension_numbers=dimension_numbers,
+        return conv_bind(l, r, dimension_numbers=dimension_numbers,
                                            feature_group_count=fgc, batch_group_count=bgc, **params)
 
     if ld is not None and rd is not None:
@@ -582,7 +621,7 @@ def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                            rhs_dilation)
     from .shape import rev_p
     revd = rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:])) if len(rhs_spec) > 2 else rhs
-    out = conv_general_dilated_p.bind(
+    out = conv_bind(
         g, revd, window_strides=tuple(lhs_dilation), padding=pad, lhs_dilation=tuple(window_strides),
         rhs_dilation=tuple(rhs_dilation), dimension_numbers=trans, feature_group_count=fgc,
         batch_group_count=1, precision=None, preferred_element_type=None, out_sharding=None)
@@ -608,7 +647,7 @@ def _conv_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
     ls, rs, gs = _ad.aval_of(lhs).shape, _ad.aval_of(rhs).shape, _ad.aval_of(g).shape
     pad = _vjp_rhs_padding([ls[d] for d in lhs_spec[2:]], [rs[d] for d in rhs_spec[2:]], window_strides,
                            [gs[d] for d in out_spec[2:]], padding, lhs_dilation, rhs_dilation)
-    return conv_general_dilated_p.bind(
+    return conv_bind(
         lhs, g, window_strides=tuple(rhs_dilation), padding=pad, lhs_dilation=tuple(lhs_dilation),
         rhs_dilation=tuple(window_strides), dimension_numbers=trans, feature_group_count=fgc,
         batch_group_count=bgc, precision=None, preferred_element_type=None, out_sharding=None)
