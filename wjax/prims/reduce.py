@@ -182,6 +182,8 @@ def emit_reductions(jobs: list, wg=256):
     target = 16 if cpu else 2048
     # two passes only when few outputs each reduce many elements
     parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))), -(-N // (wg * 4))))
+    # keep each thread's loop well under lavapipe's 65535 iterations per invocation
+    parts = max(parts, -(-N // (wg * 32768)))
     slice_n = -(-N // parts) if N else 0
     trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
     monos = [j.mono for j in jobs]
