@@ -1,5 +1,8 @@
-"""dot_general: batched matrix products on the register-blocked kernel in shaders/."""
+"""dot_general: batched matrix products on the kernels in shaders/ (workgroup-memory tiles on
+GPUs, register blocking on CPU adapters), with a fused elementwise epilogue."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -122,6 +125,34 @@ MM_RM, MM_V, MM_WG = 16, 8, 16
 # contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
 K_CHUNK = 16384
 
+# "auto": workgroup-memory tiles on GPU adapters, register blocking from global memory on CPU
+# adapters (lavapipe), where DESIGN.md measured the latter faster.  WJAX_MATMUL=tiled|vec4 forces.
+MATMUL_STRATEGY = os.environ.get("WJAX_MATMUL", "auto")
+
+
+def _matmul_strategy() -> str:
+    if MATMUL_STRATEGY != "auto":
+        return MATMUL_STRATEGY
+    from ..backend import runtime
+    return "vec4" if runtime.get().info["adapter_type"] == "CPU" else "tiled"
+
+
+def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
+    kb = ctx.new_kb()
+    a_name = kb.bind(ka, lhs.dtype, "read")
+    b_name = kb.bind(kbk, rhs.dtype, "read")
+    c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+    epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
+    tiles = B * (-(-M // 64)) * (-(-N // 64))
+    grid = W.grid_for(tiles, kb.max_groups)
+    src = W.load_shader("matmul_tiled.wgsl")
+    for k, v in {"HEADER": kb.header(), "A_NAME": a_name, "B_NAME": b_name, "C_NAME": c_name,
+                 "M": M, "N": N, "K": K, "B": B, "NX": grid[0], "EPILOGUE": "        " + epi}.items():
+        src = src.replace("{{" + k + "}}", str(v))
+    ctx.dispatch(kb, src, grid)
+
 
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
@@ -200,6 +231,9 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
     if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
+        from ..backend import runtime
+        if _matmul_strategy() == "tiled" and (runtime.get().loop_limit is None or K <= K_CHUNK):
+            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
