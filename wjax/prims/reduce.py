@@ -185,6 +185,8 @@ def emit_reductions(jobs: list, wg=256):
     # keep each thread's loop well under lavapipe's 65535 iterations per invocation
     parts = max(parts, -(-N // (wg * 32768)))
     slice_n = -(-N // parts) if N else 0
+    if N % 4 == 0 and parts > 1:
+        slice_n = -(-slice_n // 4) * 4          # vec4-aligned slices
     trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
     monos = [j.mono for j in jobs]
     words = [_words(m) for m in monos]
@@ -214,24 +216,46 @@ def emit_reductions(jobs: list, wg=256):
     if N <= 512 and M >= 64:
         return _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs)
     two_pass = parts > 1
-    # pass 1 -------------------------------------------------------------------
-    kb = ctx.new_kb()
-    saved, kb.lines = kb.lines, []
-    idx = element_index(kb)
-    lifted = []
-    for j, m in zip(jobs, monos):
-        v = j.ctx.reader(kb, j.reader_index, j.ctx.fuser(kb))(idx)
-        lifted.append(m.lift(v, "r"))
-    body, kb.lines = kb.lines, saved
-    if two_pass:
-        partial_key = ctx.scratch(ShapedArray((M * parts * W_TOTAL,), np.uint32))
-        pn = kb.bind(partial_key, np.uint32, "read_write")
-        write = "\n".join(f"    {pn}[g * {W_TOTAL}u + {offs[k] + w}u] = {e};"
-                          for k, m in enumerate(monos) for w, e in enumerate(_to_words(m, f"res.m{k}")))
-    else:
-        write = write_outputs(kb)
-    src = _fill(kb, monos, wg, M * parts, parts, slice_n, N, _loop(body, lifted, cpu, wg), write)
-    ctx.dispatch(kb, *src)
+    partial_key = ctx.scratch(ShapedArray((M * parts * W_TOTAL,), np.uint32)) if two_pass else None
+
+    def pass1(vec: bool):
+        """Pass 1; with ``vec`` the loop reads vec4s of 4 consecutive elements (trailing
+        reductions whose operand is read at one flat index), else one element at a time."""
+        kb = ctx.new_kb()
+        saved, kb.lines = kb.lines, []
+        if vec:
+            kb.vec = 4
+            kb.emit(f"let i = o * {N // 4}u + r;")
+            idx = Index(kb, x_aval.shape, flat="i")
+        else:
+            idx = element_index(kb)
+        vals = [j.ctx.reader(kb, j.reader_index, j.ctx.fuser(kb))(idx) for j in jobs]
+        body, kb.lines = kb.lines, saved
+        kb.vec = 1
+        if vec:
+            lanes = [[m.lift(f"{v}.{c}", f"(r * 4u + {q}u)") for m, v in zip(monos, vals)]
+                     for q, c in enumerate("xyzw")]
+        else:
+            lanes = [[m.lift(v, "r") for m, v in zip(monos, vals)]]
+        if two_pass:
+            pn = kb.bind(partial_key, np.uint32, "read_write")
+            write = "\n".join(f"    {pn}[g * {W_TOTAL}u + {offs[k] + w}u] = {e};"
+                              for k, m in enumerate(monos) for w, e in enumerate(_to_words(m, f"res.m{k}")))
+        else:
+            write = write_outputs(kb)
+        div = 4 if vec else 1
+        return kb, _fill(kb, monos, wg, M * parts, parts, slice_n // div, N // div,
+                         _loop(body, lanes, cpu, wg), write)
+
+    done = False
+    if trailing and N % 4 == 0 and slice_n % 4 == 0 and N >= 1024:
+        kb, src = pass1(True)
+        if kb.vec_ok and _compiles(src[0]):
+            ctx.dispatch(kb, *src)
+            done = True
+    if not done:
+        kb, src = pass1(False)
+        ctx.dispatch(kb, *src)
     if not two_pass:
         return
     # pass 2: fold the partial states ------------------------------------------
@@ -288,9 +312,13 @@ def _from_bits(expr, ty):
     return f"bitcast<{ty}>({expr})" if ty in ("f32", "i32") else (f"({expr} != 0u)" if ty == "bool" else expr)
 
 
-def _loop(body_lines, lifted, cpu, wg, lifted_is_state=False):
+def _loop(body_lines, lanes, cpu, wg, lifted_is_state=False):
+    """The per-thread loop: ``lanes`` is a list (one per element the iteration covers) of
+    lists (one per reduction) of lifted states."""
+    if lanes and not isinstance(lanes[0], list):
+        lanes = [lanes]
     inner = "\n      ".join(body_lines)
-    step = f"acc = combine(acc, RState({', '.join(lifted)}));"
+    step = "\n      ".join(f"acc = combine(acc, RState({', '.join(l)}));" for l in lanes)
     if cpu:
         first, nxt = "lo + lid * per", "r + 1u"
         pre = (f"let per = (hi - lo + {wg - 1}u) / {wg}u;\n  let r1 = min(lo + lid * per + per, hi);\n  ")
@@ -298,6 +326,15 @@ def _loop(body_lines, lifted, cpu, wg, lifted_is_state=False):
     else:
         first, nxt, pre, stop = "lo + lid", f"r + {wg}u", "", "hi"
     return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
+
+
+def _compiles(src: str) -> bool:
+    from ..backend import runtime
+    try:
+        runtime.get().pipeline(src)
+        return True
+    except runtime.WjaxRuntimeError:
+        return False
 
 
 def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):

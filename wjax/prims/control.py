@@ -1,0 +1,1019 @@
+"""Control flow primitives: ``cond``, ``while`` and ``scan`` (API in ``wjax/lax_control.py``).
+
+Each primitive holds its bodies as ClosedJaxpr parameters (printed nested by ``make_jaxpr``)
+and has, side by side: abstract eval, a NumPy reference (``eval_jaxpr_reference``), the
+kernel rule (below), jvp, partial eval (linearize), transpose and batching rules.
+
+    cond   operands: index:i32[], *operands                 params: branches
+    while  operands: *cond_consts, *body_consts, *carry     params: cond_jaxpr, body_jaxpr,
+                                                                    cond_nconsts, body_nconsts
+    scan   operands: *consts, *carry, *xs                   params: jaxpr, length, reverse,
+                                                                    num_consts, num_carry, unroll
+
+DESIGN — how control flow runs on the device (the ``kernel`` rules below)
+-------------------------------------------------------------------------
+Every control-flow equation lowers to one plan *host step* (``KernelContext.host_step``): its
+sub-jaxprs are compiled ONCE, at lowering time, into sub-plans (``Compiled``), and at run time
+the step records the sub-plans' dispatches into the same command stream as the rest of the
+call, feeding device buffers from one sub-plan run to the next.  Nothing is read back unless
+a branch or loop exit must be decided on the host:
+
+* ``scan`` records ``length`` runs of the body plan with no readback at all.  The carry
+  buffers one run returns are the next run's inputs; each step's slice of ``xs`` is a small
+  buffer-to-buffer copy (a few us on lavapipe, against ~65 us for a dispatch) and each step's
+  ``ys`` slice is copied into place.  Slices whose byte size is not a multiple of 4 (odd
+  float16 rows) are read with ``dynamic_slice`` and written with ``dynamic_update_slice``
+  inside a wrapper jaxpr that takes the step index instead.  A loop counter carry
+  (``i -> i + 1``, as in ``fori_loop``) is not computed by a dispatch per step: its values
+  ``init + s`` are precomputed once and copied in like an ``xs`` slice.
+* ``while`` records its body in chunks with the predicate evaluated on the device: the body is
+  compiled *guarded*, ``carry' = select(cond(carry), body(carry), carry)``, so iterations run
+  after the predicate turned false are no-ops.  A chunk of K guarded iterations is recorded,
+  then the predicate of the carry is read back once; K doubles from 1 up to 64, so a loop of
+  n iterations costs about log2(n) + n/64 readbacks instead of n host round trips.  A body
+  that holds another ``while`` (whose extra guarded runs could spin on garbage) falls back to
+  a host-driven loop: one predicate readback per iteration.
+* ``cond`` reads its (int32) index back — one 4-byte readback — and records the chosen
+  branch's plan.  Inside a loop body (scan/while) a ``cond`` whose branches hold no ``while``
+  is rewritten to run every branch and ``select_n`` the results, so loops stay free of
+  readbacks.
+* Eager calls take the same path: the primitive runs as a one-equation jaxpr (plans cached
+  by the structure of the jaxprs it carries).
+
+A further step (not done here): run a whole small loop inside ONE kernel (a ``for`` in the
+WGSL of a fused body, keeping the carry in registers), for bodies that fuse to one kernel and
+trip counts well under lavapipe's 65535-iteration cap per invocation; and on adapters with
+indirect dispatch, pick ``cond`` branches on the device without a readback.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..primitive import Primitive
+from ..transforms import ad as _ad
+from ..transforms import batching as _batching
+from ..transforms.partial_eval import pe_rules
+
+lax = _ad.lax     # lazy: wjax.lax imports the prims
+
+
+# =========================================================================== helpers
+
+def eval_jaxpr_reference(jaxpr, consts, *args):
+    """Evaluates a jaxpr in NumPy with each primitive's reference rule (call primitives
+    without one, like ``pjit``, are evaluated through their inner jaxpr)."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr, consts, args = jaxpr.jaxpr, jaxpr.consts, (consts,) + args if consts is not None else args
+    env: dict = {}
+
+    def read(a):
+        return a.val if isinstance(a, Lit) else env[a.id]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v.id] = _host(c)
+    for v, x in zip(jaxpr.invars, args):
+        env[v.id] = _host(x)
+    for e in jaxpr.eqns:
+        ins = [read(a) for a in e.invars]
+        if e.prim.reference is not None:
+            out = e.prim.reference(*ins, **e.params)
+        elif isinstance(e.params.get("jaxpr"), ClosedJaxpr):
+            inner = e.params["jaxpr"]
+            out = eval_jaxpr_reference(inner.jaxpr, inner.consts, *ins)
+        else:
+            raise NotImplementedError(f"no reference rule for primitive {e.prim.name}")
+        outs = list(out) if e.prim.multiple_results else [out]
+        for v, o in zip(e.outvars, outs):
+            env[v.id] = _cast(o, v.aval)
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _host(x):
+    return np.asarray(x)
+
+
+def _cast(x, aval):
+    x = np.asarray(x)
+    if isinstance(aval.dtype, np.dtype) and x.dtype != aval.dtype:
+        x = x.astype(aval.dtype)
+    return x
+
+
+def lift_consts(closed: ClosedJaxpr):
+    """``(closed', consts)``: every const of ``closed`` (closed-over tracers included, also
+    those of nested calls) becomes a leading invar of ``closed'``, which has no consts."""
+    closed = _ad.hoist_call_consts(closed)
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(closed.consts)
+
+
+def _trace(fun, avals) -> ClosedJaxpr:
+    """Traces ``fun(*tracers) -> list`` into a ClosedJaxpr (rules build bodies with it; they
+    must close over no tracer of an enclosing trace)."""
+    from ..staging import Tracer, trace_flat
+    closed = trace_flat(fun, list(avals))
+    if any(isinstance(c, Tracer) for c in closed.consts):
+        raise AssertionError("a control-flow rule closed over a traced value")
+    return closed
+
+
+def _eval(closed: ClosedJaxpr, *args):
+    from ..staging import eval_jaxpr
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def _permute(closed: ClosedJaxpr, in_perm=None, out_perm=None) -> ClosedJaxpr:
+    j = closed.jaxpr
+    inv = j.invars if in_perm is None else [j.invars[i] for i in in_perm]
+    outv = j.outvars if out_perm is None else [j.outvars[i] for i in out_perm]
+    return ClosedJaxpr(Jaxpr(j.constvars, inv, outv, j.eqns), closed.consts)
+
+
+def _with_dummies(closed: ClosedJaxpr, at: int, avals) -> ClosedJaxpr:
+    """``closed`` with unused invars of ``avals`` inserted at position ``at``."""
+    j = closed.jaxpr
+    inv = list(j.invars[:at]) + [Var(a) for a in avals] + list(j.invars[at:])
+    return ClosedJaxpr(Jaxpr(j.constvars, inv, j.outvars, j.eqns), closed.consts)
+
+
+def _split(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
+def _nz(t) -> bool:
+    return not isinstance(t, _ad.Zero)
+
+
+def _same_types(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _zeros_like_aval(aval):
+    return _ad.instantiate(_ad.Zero(aval))
+
+
+def contains_prim(closed, names) -> bool:
+    """Whether a jaxpr (or any jaxpr nested in it) binds one of the primitives ``names``."""
+    from ..ir import subjaxprs
+    j = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
+    return any(e.prim.name in names or any(contains_prim(s, names) for s in subjaxprs(e.params))
+               for e in j.eqns)
+
+
+# --------------------------------------------------------------------------- eager calls
+# The eager path is the jit path: a one-equation jaxpr through the backend.  Plans are cached
+# by the structure of the carried jaxprs (execute.eager would key them by object identity,
+# and every eager lax.cond traces fresh jaxprs).
+
+_eager_cache: dict = {}
+
+
+def _eager_impl(prim):
+    def impl(*args, **params):
+        from ..array import Array
+        from ..backend import execute
+        arrays = [a if isinstance(a, Array) else execute._const_array(a) for a in args]
+        avals = tuple(a.aval for a in arrays)
+        keep: list = []
+        key = (prim.name, avals, tuple((k, _ad._param_key(v, keep)) for k, v in sorted(params.items())))
+        hit = _eager_cache.get(key)
+        if hit is None:
+            out_avals = prim.abstract_eval(*avals, **params)
+            invars = [Var(a) for a in avals]
+            outvars = [Var(a) for a in out_avals]
+            jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
+            if len(_eager_cache) > 256:
+                _eager_cache.clear()
+            hit = _eager_cache[key] = (execute.Compiled(ClosedJaxpr(jaxpr, []), prim.name), keep)
+        return hit[0](arrays)
+    prim.impl = impl
+    return impl
+
+
+# --------------------------------------------------------------------------- sub-plans
+
+_sub_cache: dict = {}
+
+
+class _Sub:
+    """A sub-jaxpr compiled once; ``run(rt, buffers)`` records it and returns its output
+    Buffers (literal outputs come from constant buffers made at lowering time)."""
+
+    def __init__(self, closed: ClosedJaxpr, name: str):
+        from ..array import asarray_device
+        from ..backend.execute import Compiled
+        self.comp = Compiled(closed, name)
+        self.consts = [c.buffer for c in self.comp.consts]
+        self.lits = {}
+        for i, (k, aval) in enumerate(zip(self.comp.plan.out_keys, self.comp.out_avals)):
+            if isinstance(k, tuple) and k and k[0] == "lit":
+                self.lits[i] = asarray_device(np.asarray(k[1].val, aval.dtype), weak_type=aval.weak_type)
+
+    def run(self, rt, ins):
+        from ..backend.execute import run_plan
+        outs = run_plan(self.comp.plan, self.consts + list(ins), rt)
+        if self.lits:
+            outs = [self.lits[i].buffer if i in self.lits else o for i, o in enumerate(outs)]
+        return outs
+
+
+def _sub(key, build, name):
+    """A cached sub-plan (``lower_jaxpr`` may plan an equation more than once)."""
+    hit = _sub_cache.get(key[0])
+    if hit is None or hit[0] != key[1:]:
+        if len(_sub_cache) > 512:
+            _sub_cache.clear()
+        hit = _sub_cache[key[0]] = (key[1:], _Sub(build(), name))
+    return hit[1]
+
+
+def _io(ctx):
+    """The equation's operand keys, its output keys and ``split(buffers) -> (ins, outs)``;
+    literal operands become constant buffers."""
+    from ..array import asarray_device
+    keys, src = [], []
+    for a in ctx.eqn.invars:
+        if isinstance(a, Lit):
+            src.append(asarray_device(np.asarray(a.val, a.aval.dtype), weak_type=a.aval.weak_type))
+        else:
+            src.append(len(keys))
+            keys.append(ctx.lw.key_of(a))
+    out_keys = [ctx.out_key(j) for j in range(len(ctx.eqn.outvars))]
+    n = len(keys)
+
+    def split(bufs):
+        return [bufs[s] if isinstance(s, int) else s.buffer for s in src], list(bufs[n:])
+
+    return keys, out_keys, split
+
+
+def _nbytes(aval) -> int:
+    from ..backend.execute import nbytes_of
+    return nbytes_of(aval)
+
+
+def _copy(rt, src, dst, nbytes, src_offset=0, dst_offset=0):
+    if nbytes and not (src is dst and src_offset == dst_offset):
+        rt.copy(src, dst, nbytes, src_offset=src_offset, dst_offset=dst_offset)
+
+
+def _read_scalar(rt, buf) -> int:
+    return int(np.frombuffer(rt.read(buf, 4), np.int32)[0])
+
+
+def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """For loop bodies: each top-level ``cond`` whose branches hold no ``while`` runs all its
+    branches and selects the results (``select_n`` on the index), so a loop records no
+    readback for it."""
+    if not any(e.prim is cond_p and not contains_prim(e.params["branches"][0], ("while",))
+               and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
+               for e in closed.jaxpr.eqns):
+        return closed
+    j = closed.jaxpr
+
+    def fun(*args):
+        env: dict = {}
+
+        def read(a):
+            return a.val if isinstance(a, Lit) else env[a.id]
+
+        for v, c in zip(j.constvars, closed.consts):
+            env[v.id] = c
+        for v, x in zip(j.invars, args):
+            env[v.id] = x
+        for e in j.eqns:
+            ins = [read(a) for a in e.invars]
+            brs = e.params.get("branches", ())
+            if e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in brs):
+                outs_b = [_eval(b, *ins[1:]) for b in brs]
+                outs = [o[0] if len(brs) == 1 else
+                        _select_n(ins[0], [o[k] for o in outs_b], v.aval)
+                        for k, v in enumerate(e.outvars)]
+            else:
+                outs = e.prim.bind(*ins, **e.params)
+                outs = list(outs) if e.prim.multiple_results else [outs]
+            for v, o in zip(e.outvars, outs):
+                env[v.id] = o
+        return [read(a) for a in j.outvars]
+
+    return _trace(fun, [v.aval for v in j.invars])
+
+
+def _select_n(which, cases, aval):
+    from .elementwise import select_n_p
+    cases = [c if not isinstance(c, np.ndarray) or c.ndim else np.asarray(c, aval.dtype) for c in cases]
+    return select_n_p.bind(which, *cases)
+
+
+# =========================================================================== cond
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+@cond_p.def_abstract_eval
+def _cond_abstract(index, *ops, branches):
+    if index.shape != () or index.dtype != np.int32:
+        raise TypeError(f"cond index must be an int32 scalar, got {index.str_short()}")
+    if not branches:
+        raise TypeError("cond needs at least one branch")
+    for i, b in enumerate(branches):
+        if len(b.in_avals) != len(ops) or not all(map(_same_types, b.in_avals, ops)):
+            raise TypeError(f"cond branch {i} takes ({', '.join(a.str_short() for a in b.in_avals)}) "
+                            f"but the operands are ({', '.join(a.str_short() for a in ops)})")
+        if len(b.out_avals) != len(branches[0].out_avals) or not all(
+                map(_same_types, b.out_avals, branches[0].out_avals)):
+            raise TypeError("cond branches must have equal output types")
+    return list(branches[0].out_avals)
+
+
+@cond_p.def_reference
+def _cond_reference(index, *ops, branches):
+    i = int(np.clip(int(index), 0, len(branches) - 1))
+    return eval_jaxpr_reference(branches[i].jaxpr, branches[i].consts, *ops)
+
+
+@cond_p.def_kernel
+def _cond_kernel(ctx, *avals, branches):
+    keys, out_keys, split = _io(ctx)
+    subs = [_sub((id(b), b), lambda b=b: b, "cond_branch") for b in branches]
+    nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
+    idx_atom = ctx.eqn.invars[0]
+    static = int(np.clip(int(idx_atom.val), 0, len(branches) - 1)) if isinstance(idx_atom, Lit) else None
+    n = len(branches)
+
+    def run(rt, bufs):
+        ins, outs = split(bufs)
+        i = static if static is not None else min(max(_read_scalar(rt, ins[0]), 0), n - 1)
+        res = subs[i].run(rt, ins[1:])
+        for r, o, nb in zip(res, outs, nbytes):
+            _copy(rt, r, o, nb)
+
+    ctx.host_step(run, keys, out_keys, label="cond: read the index back, record the branch")
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    from ..transforms.jvp import jvp_jaxpr
+    index, ops = primals[0], primals[1:]
+    tops = tangents[1:]
+    nz = [_nz(t) for t in tops]
+    out_nz = [False] * len(branches[0].out_avals)
+    for b in branches:
+        _, onz = jvp_jaxpr(b, nz)
+        out_nz = [x or y for x, y in zip(out_nz, onz)]
+    out_nz = [z and _ad.is_differentiable(a) for z, a in zip(out_nz, branches[0].out_avals)]
+    new = tuple(jvp_jaxpr(b, nz, instantiate_outs=out_nz)[0] for b in branches)
+    outs = cond_p.bind(index, *ops, *[t for t in tops if _nz(t)], branches=new)
+    n = len(branches[0].out_avals)
+    it = iter(outs[n:])
+    return list(outs[:n]), [next(it) if z else _ad.Zero(a) for z, a in zip(out_nz, branches[0].out_avals)]
+
+
+def _cond_partial_eval(e: Eqn, uin):
+    from ..transforms.partial_eval import partial_eval_jaxpr
+    branches = e.params["branches"]
+    nout = len(e.outvars)
+    if uin[0]:
+        return [], [e], [True] * nout
+    ops_uk = list(uin[1:])
+    out_uk = [False] * nout
+    for b in branches:
+        out_uk = [x or y for x, y in zip(out_uk, partial_eval_jaxpr(b, ops_uk)[2])]
+    splits = [partial_eval_jaxpr(b, ops_uk, instantiate=out_uk) for b in branches]
+    res_avals = [s[0].out_avals[len(s[0].out_avals) - s[3]:] for s in splits]
+    all_res = [a for r in res_avals for a in r]
+    nk = sum(1 for u in out_uk if not u)
+    known_ops_avals = [a.aval for a, u in zip(e.invars[1:], ops_uk) if not u]
+    uk_ops_avals = [a.aval for a, u in zip(e.invars[1:], ops_uk) if u]
+
+    def known_branch(i):
+        known = splits[i][0]
+
+        def f(*xs):
+            outs = _eval(known, *xs)
+            mine = outs[nk:]
+            res = []
+            for j, r in enumerate(res_avals):
+                res.extend(mine if j == i else [_zeros_like_aval(a) for a in r])
+            return list(outs[:nk]) + res
+        return _trace(f, known_ops_avals)
+
+    def unknown_branch(i):
+        unknown = splits[i][1]
+        start = sum(len(r) for r in res_avals[:i])
+
+        def f(*xs):
+            res, ops = xs[:len(all_res)], xs[len(all_res):]
+            return _eval(unknown, *res[start:start + len(res_avals[i])], *ops)
+        return _trace(f, all_res + uk_ops_avals)
+
+    res_vars = [Var(a) for a in all_res]
+    kouts = [v for v, u in zip(e.outvars, out_uk) if not u]
+    uouts = [v for v, u in zip(e.outvars, out_uk) if u]
+    idx = e.invars[0]
+    ke = Eqn(cond_p, [idx] + [a for a, u in zip(e.invars[1:], ops_uk) if not u], kouts + res_vars,
+             dict(branches=tuple(known_branch(i) for i in range(len(branches)))))
+    ue = Eqn(cond_p, [idx] + res_vars + [a for a, u in zip(e.invars[1:], ops_uk) if u], uouts,
+             dict(branches=tuple(unknown_branch(i) for i in range(len(branches)))))
+    return [ke], ([ue] if uouts else []), out_uk
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    from ..transforms.transpose import transpose_jaxpr
+    if _ad.is_undefined_primal(index):
+        raise TypeError("cond is not linear in its index")
+    lin = [_ad.is_undefined_primal(x) for x in ops]
+    new = tuple(transpose_jaxpr(b, lin) for b in branches)
+    cts = [_ad.instantiate(c) for c in cts]
+    outs = cond_p.bind(index, *[x for x, l in zip(ops, lin) if not l], *cts, branches=new)
+    it = iter(outs)
+    return [None] + [next(it) if l else None for l in lin]
+
+
+def _cond_batch(args, dims, *, branches):
+    from ..transforms.vmap import vmap_closed_jaxpr
+    n = _batching.axis_size(args, dims)
+    index, ops = args[0], args[1:]
+    idim, odims = dims[0], list(dims[1:])
+    if idim is None:
+        new = tuple(vmap_closed_jaxpr(b, odims, n, out_dims=0)[0] for b in branches)
+        outs = cond_p.bind(index, *ops, branches=new)
+        return list(outs), [0] * len(outs)
+    # a batched predicate: every branch runs on the whole batch, then a select per element
+    index = _batching.move_batch_axis(index, idim, 0, n)
+    outs_b = [_eval(vmap_closed_jaxpr(b, odims, n, out_dims=0)[0], *ops) for b in branches]
+    outs = []
+    for k, a in enumerate(branches[0].out_avals):
+        shape = (n,) + a.shape
+        which = lax.broadcast_in_dim(index, shape, (0,)) if a.shape else index
+        outs.append(_select_n(which, [o[k] for o in outs_b], a))
+    return outs, [0] * len(outs)
+
+
+cond_p.jvp = _cond_jvp
+cond_p.transpose = _cond_transpose
+cond_p.batch = _cond_batch
+pe_rules["cond"] = _cond_partial_eval
+_eager_impl(cond_p)
+
+
+# =========================================================================== while
+
+while_p = Primitive("while", multiple_results=True)
+
+WHILE_TRANSPOSE_ERROR = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
+    "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+
+
+@while_p.def_abstract_eval
+def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
+    if not all(map(_same_types, cond_jaxpr.in_avals, cc + carry)) or len(cond_jaxpr.in_avals) != len(cc + carry):
+        raise TypeError("while: cond_jaxpr does not take (cond consts, carry)")
+    out = cond_jaxpr.out_avals
+    if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
+        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {list(out)}.")
+    if (len(body_jaxpr.in_avals) != len(bc + carry) or not all(map(_same_types, body_jaxpr.in_avals, bc + carry))
+            or len(body_jaxpr.out_avals) != len(carry) or not all(map(_same_types, body_jaxpr.out_avals, carry))):
+        raise TypeError("while: body_jaxpr must map (body consts, carry) to a carry of the same types")
+    return [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry, body_jaxpr.out_avals)]
+
+
+@while_p.def_reference
+def _while_reference(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    while bool(eval_jaxpr_reference(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cc, *carry)[0]):
+        carry = eval_jaxpr_reference(body_jaxpr.jaxpr, body_jaxpr.consts, *bc, *carry)
+    return carry
+
+
+def _guarded_body(cond_jaxpr, body_jaxpr, nc, nb):
+    """``(cond consts, body consts, carry) -> select(cond(carry), body(carry), carry)``."""
+    avals = cond_jaxpr.in_avals[:nc] + body_jaxpr.in_avals
+
+    def f(*xs):
+        cc, bc, carry = _split(xs, nc, nb)
+        p = _eval(cond_jaxpr, *cc, *carry)[0]
+        new = _eval(body_jaxpr, *bc, *carry)
+        return [_select_n(p, [old, nw], v.aval) for old, nw, v in zip(carry, new, body_jaxpr.jaxpr.outvars)]
+    return selectify(_trace(f, avals))
+
+
+MAX_CHUNK = 64
+
+
+@while_p.def_kernel
+def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    keys, out_keys, split = _io(ctx)
+    nc, nb = cond_nconsts, body_nconsts
+    nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
+    cond_sub = _sub((id(cond_jaxpr), cond_jaxpr), lambda: selectify(cond_jaxpr), "while_cond")
+    host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
+    if host_driven:
+        body_sub = _sub((id(body_jaxpr), body_jaxpr), lambda: selectify(body_jaxpr), "while_body")
+    else:
+        body_sub = _sub((("guarded", id(cond_jaxpr), id(body_jaxpr)), cond_jaxpr, body_jaxpr),
+                        lambda: _guarded_body(cond_jaxpr, body_jaxpr, nc, nb), "while_body")
+
+    def run(rt, bufs):
+        ins, outs = split(bufs)
+        cc, bc, carry = _split(ins, nc, nb)
+        if host_driven:
+            while _read_scalar(rt, cond_sub.run(rt, cc + carry)[0]):
+                carry = body_sub.run(rt, bc + carry)
+        else:
+            k = 1
+            while True:
+                for _ in range(k):
+                    carry = body_sub.run(rt, cc + bc + carry)
+                if not _read_scalar(rt, cond_sub.run(rt, cc + carry)[0]):
+                    break
+                k = min(2 * k, MAX_CHUNK)
+        for c, o, n in zip(carry, outs, nbytes):
+            _copy(rt, c, o, n)
+
+    ctx.host_step(run, keys, out_keys, label="while: guarded body in chunks, predicate read back per chunk")
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    from ..transforms.jvp import jvp_jaxpr
+    nc, nb = cond_nconsts, body_nconsts
+    cc, bc, init = _split(primals, nc, nb)
+    _, bct, initt = _split(tangents, nc, nb)
+    bnz = [_nz(t) for t in bct]
+    cnz = [_nz(t) and _ad.is_differentiable(_ad.aval_of(x)) for t, x in zip(initt, init)]
+    while True:       # which carries get a nonzero tangent: a fixed point
+        _, onz = jvp_jaxpr(body_jaxpr, bnz + cnz)
+        new = [a or (b and _ad.is_differentiable(_ad.aval_of(x))) for a, b, x in zip(cnz, onz, init)]
+        if new == cnz:
+            break
+        cnz = new
+    if not any(cnz):
+        return while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                            cond_nconsts=nc, body_nconsts=nb), [_ad.Zero(_ad.aval_of(x)) for x in init]
+    bj, _ = jvp_jaxpr(body_jaxpr, bnz + cnz, instantiate_outs=cnz)
+    ncar, nbt, nct = len(init), sum(bnz), sum(cnz)
+    # (bconsts, carry, bconst tangents, carry tangents) -> (bconsts, bconst tangents, carry, carry tangents)
+    perm = (list(range(nb)) + list(range(nb + ncar, nb + ncar + nbt)) + list(range(nb, nb + ncar))
+            + list(range(nb + ncar + nbt, nb + ncar + nbt + nct)))
+    bj = _permute(bj, perm)
+    cj = _with_dummies(cond_jaxpr, nc + ncar, [_ad.aval_of(x) for x, z in zip(init, cnz) if z])
+    ts = [_ad.instantiate(t) if not _nz(t) else t for t, z in zip(initt, cnz) if z]
+    ts = [_ad.instantiate(_ad.Zero(_ad.aval_of(x))) if not _nz(t) else t for t, x, z in zip(initt, init, cnz) if z]
+    outs = while_p.bind(*cc, *bc, *[t for t in bct if _nz(t)], *init, *ts, cond_jaxpr=cj, body_jaxpr=bj,
+                        cond_nconsts=nc, body_nconsts=nb + nbt)
+    it = iter(outs[ncar:])
+    return list(outs[:ncar]), [next(it) if z else _ad.Zero(_ad.aval_of(x)) for z, x in zip(cnz, init)]
+
+
+def _while_partial_eval(e: Eqn, uin):
+    """Carries that depend only on known values run in a known loop; the unknown side is the
+    whole loop again (JAX does the same), so forward-mode linearize works; its transpose
+    raises JAX's error."""
+    from ..transforms.dce import dce_jaxpr
+    from ..transforms.partial_eval import partial_eval_jaxpr
+    p = e.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
+    cuk, buk, carry_uk = _split(uin, nc, nb)
+    nout = len(e.outvars)
+    everything = ([], [e], [True] * nout)
+    if any(cuk):
+        return everything
+    while True:
+        ouk = partial_eval_jaxpr(body_jaxpr, buk + carry_uk)[2]
+        new = [a or b for a, b in zip(carry_uk, ouk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    if all(carry_uk) or partial_eval_jaxpr(cond_jaxpr, cuk + carry_uk)[2][0]:
+        return everything
+    known = [not u for u in carry_uk]
+    bj, _ = dce_jaxpr(body_jaxpr.jaxpr, known)
+    bj = Jaxpr(bj.constvars, [v for v, u in zip(bj.invars, buk + carry_uk) if not u], bj.outvars, bj.eqns)
+    cj, _ = dce_jaxpr(cond_jaxpr.jaxpr)
+    cj = Jaxpr(cj.constvars, cj.invars[:nc] + [v for v, u in zip(cj.invars[nc:], carry_uk) if not u],
+               cj.outvars, cj.eqns)
+    cc, bc, init = _split(e.invars, nc, nb)
+    ke = Eqn(while_p, cc + [a for a, u in zip(bc, buk) if not u] + [a for a, u in zip(init, carry_uk) if not u],
+             [v for v, u in zip(e.outvars, carry_uk) if not u],
+             dict(cond_jaxpr=ClosedJaxpr(cj, cond_jaxpr.consts), body_jaxpr=ClosedJaxpr(bj, body_jaxpr.consts),
+                  cond_nconsts=nc, body_nconsts=sum(1 for u in buk if not u)))
+    ue = Eqn(while_p, list(e.invars), [v if u else Var(v.aval) for v, u in zip(e.outvars, carry_uk)], dict(p))
+    return [ke], [ue], carry_uk
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(WHILE_TRANSPOSE_ERROR)
+
+
+def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    from ..transforms.vmap import vmap_closed_jaxpr
+    n = _batching.axis_size(args, dims)
+    nc, nb = cond_nconsts, body_nconsts
+    args = [x if d is None else _batching.move_batch_axis(x, d, 0, n) for x, d in zip(args, dims)]
+    dims = [None if d is None else 0 for d in dims]
+    cc, bc, init = _split(args, nc, nb)
+    ccd, bcd, initd = _split(dims, nc, nb)
+    carry_b = [d is not None for d in initd]
+    while True:
+        _, od = vmap_closed_jaxpr(body_jaxpr, bcd + [0 if b else None for b in carry_b], n)
+        new = [b or d is not None for b, d in zip(carry_b, od)]
+        if new == carry_b:
+            break
+        carry_b = new
+    cdims = [0 if b else None for b in carry_b]
+    pred_b = vmap_closed_jaxpr(cond_jaxpr, ccd + cdims, n)[1][0] is not None
+    if pred_b:
+        carry_b = [True] * len(carry_b)
+        cdims = [0] * len(carry_b)
+    init = [_batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, initd, carry_b)]
+    bj, _ = vmap_closed_jaxpr(body_jaxpr, bcd + cdims, n, out_dims=cdims)
+    cj, (pd,) = vmap_closed_jaxpr(cond_jaxpr, ccd + cdims, n)
+    if not pred_b:
+        outs = while_p.bind(*cc, *bc, *init, cond_jaxpr=cj, body_jaxpr=bj, cond_nconsts=nc, body_nconsts=nb)
+        return list(outs), cdims
+    # a batched predicate: loop while any example's predicate holds; an example whose predicate
+    # is false keeps its carry (a select per element)
+    cc_avals = [_ad.aval_of(x) for x in cc]
+    carry_avals = [_ad.aval_of(x) for x in init]
+    bc_avals = [_ad.aval_of(x) for x in bc]
+
+    def any_cond(*xs):
+        p = _eval(cj, *xs)[0]
+        return [lax.reduce_or(p, (0,))]
+
+    def guarded(*xs):
+        cc_, bc_, carry = _split(xs, nc, nb)
+        p = _eval(cj, *cc_, *carry)[0]
+        new = _eval(bj, *bc_, *carry)
+        out = []
+        for old, nw, a in zip(carry, new, carry_avals):
+            which = lax.broadcast_in_dim(p, a.shape, (0,)) if a.ndim > 1 else p
+            out.append(_select_n(which, [old, nw], a))
+        return out
+
+    cond2 = _trace(any_cond, cc_avals + carry_avals)
+    body2 = _trace(guarded, cc_avals + bc_avals + carry_avals)
+    outs = while_p.bind(*cc, *cc, *bc, *init, cond_jaxpr=cond2, body_jaxpr=body2, cond_nconsts=nc,
+                        body_nconsts=nc + nb)
+    return list(outs), [0] * len(outs)
+
+
+while_p.jvp = _while_jvp
+while_p.transpose = _while_transpose
+while_p.batch = _while_batch
+pe_rules["while"] = _while_partial_eval
+_eager_impl(while_p)
+
+
+# =========================================================================== scan
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+@scan_p.def_abstract_eval
+def _scan_abstract(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+    consts, carry, xs = _split(avals, num_consts, num_carry)
+    for x in xs:
+        if x.ndim == 0 or x.shape[0] != length:
+            raise TypeError(f"scan: xs of type {x.str_short()} does not have a leading axis of length {length}")
+    want = consts + carry + [x.update(shape=x.shape[1:]) for x in xs]
+    if len(jaxpr.in_avals) != len(want) or not all(map(_same_types, jaxpr.in_avals, want)):
+        raise TypeError("scan: the body does not take (consts, carry, x slices)")
+    outs = jaxpr.out_avals
+    if len(outs) < num_carry or not all(map(_same_types, outs[:num_carry], carry)):
+        raise TypeError("scan: the body's carry output does not match its carry input")
+    return ([a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry, outs)]
+            + [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]])
+
+
+@scan_p.def_reference
+def _scan_reference(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    ys = []
+    for t in (range(length - 1, -1, -1) if reverse else range(length)):
+        out = eval_jaxpr_reference(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *[x[t] for x in xs])
+        carry, y = out[:num_carry], out[num_carry:]
+        ys.append((t, y))
+    ys.sort(key=lambda ty: ty[0])
+    ny = len(jaxpr.out_avals) - num_carry
+    stacked = [np.stack([y[k] for _, y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
+               for k, a in zip(range(ny), jaxpr.out_avals[num_carry:])]
+    return list(carry) + stacked
+
+
+def _counter_carries(j: Jaxpr, nc: int, ncar: int) -> list:
+    """Carries ``k`` whose body output is ``carry_k + 1`` (an int32/uint32 loop counter)."""
+    prod = {v.id: e for e in j.eqns for v in e.outvars}
+    out = []
+    for k in range(ncar):
+        v, o = j.invars[nc + k], j.outvars[k]
+        if v.aval.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)) or v.aval.shape != ():
+            continue
+        e = prod.get(o.id) if isinstance(o, Var) else None
+        if e is None or e.prim.name != "add":
+            continue
+        a, b = e.invars
+        if isinstance(a, Lit):
+            a, b = b, a
+        if isinstance(a, Var) and a.id == v.id and isinstance(b, Lit) and int(b.val) == 1:
+            out.append(k)
+    return out
+
+
+def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis):
+    """The scan body as the kernel runs it:
+
+        (consts, other carries, aligned x slices, counter values, [t], misaligned xs, ys accs)
+          -> (other carries, aligned y slices, ys accs)
+
+    counter carries come in as values, misaligned slices are read/written at step ``t``."""
+    body = selectify(jaxpr)
+    avals = jaxpr.in_avals
+    c_avals, carry_avals, x_avals = _split(avals, nc, ncar)
+    ny = len(jaxpr.out_avals) - ncar
+    y_avals = jaxpr.out_avals[ncar:]
+    rest = [k for k in range(ncar) if k not in counters]
+    xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
+    ys_al = [j for j in range(ny) if j not in ys_mis]
+    with_t = bool(xs_mis or ys_mis)
+    in_avals = (c_avals + [carry_avals[k] for k in rest] + [x_avals[j] for j in xs_al]
+                + [carry_avals[k] for k in counters] + ([ShapedArray((), np.int32)] if with_t else [])
+                + [x_avals[j].update(shape=(length,) + x_avals[j].shape) for j in xs_mis]
+                + [y_avals[j].update(shape=(length,) + y_avals[j].shape) for j in ys_mis])
+
+    def f(*args):
+        consts, rc, xa, cv, tt, xm, ya = _split(args, nc, len(rest), len(xs_al), len(counters),
+                                                1 if with_t else 0, len(xs_mis))
+        carry = [None] * ncar
+        for k, v in zip(rest, rc):
+            carry[k] = v
+        for k, v in zip(counters, cv):
+            carry[k] = v
+        xs = [None] * len(x_avals)
+        for j, v in zip(xs_al, xa):
+            xs[j] = v
+        for j, full in zip(xs_mis, xm):
+            xs[j] = lax.reshape(lax.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
+        outs = _eval(body, *consts, *carry, *xs)
+        cout, ys = outs[:ncar], outs[ncar:]
+        acc = [lax.dynamic_update_slice_in_dim(a, lax.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape),
+                                               tt[0], 0)
+               for j, a in zip(ys_mis, ya)]
+        return [cout[k] for k in rest] + [ys[j] for j in ys_al] + acc
+
+    from ..transforms.dce import dce_closed
+    return dce_closed(_trace(f, in_avals))[0]
+
+
+def _as_traced(x, aval):
+    if isinstance(x, np.ndarray):
+        return lax.broadcast_in_dim(np.asarray(x, aval.dtype).reshape(()), aval.shape, ()) if x.ndim == 0 else x
+    return x
+
+
+@scan_p.def_kernel
+def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+    from ..array import asarray_device
+    keys, out_keys, split = _io(ctx)
+    nc, ncar = num_consts, num_carry
+    x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
+    y_avals = jaxpr.out_avals[ncar:]
+    xnb = [_nbytes(a) for a in x_avals]
+    ynb = [_nbytes(a) for a in y_avals]
+    xs_mis = [j for j, b in enumerate(xnb) if b % 4]
+    ys_mis = [j for j, b in enumerate(ynb) if b % 4]
+    counters = _counter_carries(jaxpr.jaxpr, nc, ncar)
+    rest = [k for k in range(ncar) if k not in counters]
+    xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
+    ys_al = [j for j in range(len(y_avals)) if j not in ys_mis]
+    cnb = [_nbytes(v.aval) for v in ctx.eqn.outvars[:ncar]]
+    sub = _sub((("scan", id(jaxpr), tuple(counters), tuple(xs_mis), tuple(ys_mis), length), jaxpr),
+               lambda: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis), "scan_body")
+    # counter values init + s (s = 0..length), per counter: constant, or computed once per run
+    ctr_static, ctr_subs = {}, {}
+    for k in counters:
+        a = ctx.eqn.invars[nc + k]
+        dt = a.aval.dtype
+        if isinstance(a, Lit):
+            vals = (np.int64(a.val) + np.arange(length + 1, dtype=np.int64)).astype(dt)
+            ctr_static[k] = asarray_device(vals)
+        else:
+            def build(dt=dt):
+                return _trace(lambda c: [lax.add(lax.broadcast_in_dim(c, (length + 1,), ()),
+                                                 lax.iota(dt, length + 1))], [ShapedArray((), dt)])
+            ctr_subs[k] = _sub((("counter", dt.name, length),), build, "scan_counter")
+    steps = asarray_device(np.arange(max(length, 1), dtype=np.int32)) if (xs_mis or ys_mis) else None
+
+    def run(rt, bufs):
+        ins, outs = split(bufs)
+        consts, carry, xs = _split(ins, nc, ncar)
+        cout, yout = outs[:ncar], outs[ncar:]
+        ctr = [ctr_static[k].buffer if k in ctr_static else ctr_subs[k].run(rt, [carry[k]])[0] for k in counters]
+        rc = [carry[k] for k in rest]
+        accs = [yout[j] for j in ys_mis]
+        for s in range(length):
+            t = length - 1 - s if reverse else s
+            xsl = []
+            for j in xs_al:
+                b = rt.alloc(xnb[j])
+                _copy(rt, xs[j], b, xnb[j], src_offset=t * xnb[j])
+                xsl.append(b)
+            cv = []
+            for c in ctr:
+                b = rt.alloc(4)
+                _copy(rt, c, b, 4, src_offset=4 * s)
+                cv.append(b)
+            extra = []
+            if steps is not None:
+                b = rt.alloc(4)
+                _copy(rt, steps.buffer, b, 4, src_offset=4 * t)
+                extra = [b] + [xs[j] for j in xs_mis]
+            res = sub.run(rt, consts + rc + xsl + cv + extra + accs)
+            rc, ys, accs = _split(res, len(rest), len(ys_al))
+            for j, y in zip(ys_al, ys):
+                _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
+        for k, c in zip(rest, rc):
+            _copy(rt, c, cout[k], cnb[k])
+        for k, c in zip(counters, ctr):
+            _copy(rt, c, cout[k], 4, src_offset=4 * length)
+        for j, a in zip(ys_mis, accs):
+            _copy(rt, a, yout[j], _nbytes(ctx_out_avals[ncar + j]))
+
+    ctx_out_avals = [v.aval for v in ctx.eqn.outvars]
+    ctx.host_step(run, keys, out_keys, label="scan: body recorded per step, no readback")
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
+              _split_transpose=False):
+    from ..transforms.jvp import jvp_jaxpr
+    nc, ncar = num_consts, num_carry
+    consts, init, xs = _split(primals, nc, ncar)
+    ct, it, xt = _split(tangents, nc, ncar)
+    cnz, xnz = [_nz(t) for t in ct], [_nz(t) for t in xt]
+    dif = [_ad.is_differentiable(_ad.aval_of(x)) for x in init]
+    carry_nz = [_nz(t) and d for t, d in zip(it, dif)]
+    while True:
+        _, onz = jvp_jaxpr(jaxpr, cnz + carry_nz + xnz)
+        new = [a or (b and d) for a, b, d in zip(carry_nz, onz[:ncar], dif)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    ny = len(jaxpr.out_avals) - ncar
+    jj, onz = jvp_jaxpr(jaxpr, cnz + carry_nz + xnz, instantiate_outs=carry_nz + [False] * ny)
+    ynz = onz[ncar:]
+    nx = len(xs)
+    nct, ncart, nxt, nyt = sum(cnz), sum(carry_nz), sum(xnz), sum(ynz)
+    # invars (consts, carry, xs, ct, carry_t, xs_t) -> (consts, ct, carry, carry_t, xs, xs_t)
+    o = [0, nc, nc + ncar, nc + ncar + nx, nc + ncar + nx + nct, nc + ncar + nx + nct + ncart]
+    rng = lambda a, n: list(range(a, a + n))  # noqa: E731
+    perm = rng(o[0], nc) + rng(o[3], nct) + rng(o[1], ncar) + rng(o[4], ncart) + rng(o[2], nx) + rng(o[5], nxt)
+    # outvars (carry, ys, carry_t, ys_t) -> (carry, carry_t, ys, ys_t)
+    operm = rng(0, ncar) + rng(ncar + ny, ncart) + rng(ncar, ny) + rng(ncar + ny + ncart, nyt)
+    jj = _permute(jj, perm, operm)
+    its = [t if _nz(t) else _ad.instantiate(_ad.Zero(_ad.aval_of(x))) for t, x, z in zip(it, init, carry_nz) if z]
+    outs = scan_p.bind(*consts, *[t for t in ct if _nz(t)], *init, *its, *xs, *[t for t in xt if _nz(t)],
+                       jaxpr=jj, length=length, reverse=reverse, num_consts=nc + nct, num_carry=ncar + ncart,
+                       unroll=unroll, _split_transpose=_split_transpose)
+    carry, carry_t, ys, ys_t = _split(outs, ncar, ncart, ny)
+    ct_it, yt_it = iter(carry_t), iter(ys_t)
+    out_avals = scan_p.abstract_eval(*[_ad.aval_of(x) for x in primals], jaxpr=jaxpr, length=length,
+                                     reverse=reverse, num_consts=nc, num_carry=ncar, unroll=unroll)
+    tans = ([next(ct_it) if z else _ad.Zero(a) for z, a in zip(carry_nz, out_avals[:ncar])]
+            + [next(yt_it) if z else _ad.Zero(a) for z, a in zip(ynz, out_avals[ncar:])])
+    return list(carry) + list(ys), tans
+
+
+def _scan_partial_eval(e: Eqn, uin):
+    """Known scan: the known carries and ys, plus the residuals each step saves, stacked as
+    extra ys; unknown scan: reads them as extra xs.  Residuals that are loop-invariant body
+    consts are passed as consts instead of stacked."""
+    from ..transforms.partial_eval import partial_eval_jaxpr
+    p = e.params
+    nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
+    jaxpr = p["jaxpr"]
+    cuk, carry_uk, xuk = _split(uin, nc, ncar)
+    nout = len(e.outvars)
+    ny = nout - ncar
+    while True:
+        ouk = partial_eval_jaxpr(jaxpr, cuk + carry_uk + xuk)[2]
+        new = [a or b for a, b in zip(carry_uk, ouk[:ncar])]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    known, unknown, out_uk, nres = partial_eval_jaxpr(jaxpr, cuk + carry_uk + xuk,
+                                                     instantiate=carry_uk + [False] * ny)
+    if all(out_uk):
+        return [], [e], [True] * nout
+    kj = known.jaxpr
+    nk_out = len(kj.outvars) - nres
+    res = kj.outvars[nk_out:]
+    const_pos = {v.id: i for i, v in enumerate(jaxpr.jaxpr.invars[:nc])}
+    inv = [i for i, r in enumerate(res) if r.id in const_pos]        # loop-invariant residuals
+    stk = [i for i in range(nres) if i not in inv]
+    nkc = sum(1 for u in cuk if not u)
+    nkcar = sum(1 for u in carry_uk if not u)
+    known2 = ClosedJaxpr(Jaxpr(kj.constvars, kj.invars, list(kj.outvars[:nk_out]) + [res[i] for i in stk],
+                               kj.eqns), known.consts)
+    res_avals = [r.aval for r in res]
+    stk_vars = [Var(res_avals[i].update(shape=(length,) + res_avals[i].shape)) for i in stk]
+    consts, init, xs = _split(e.invars, nc, ncar)
+    ke = Eqn(scan_p, [a for a, u in zip(consts, cuk) if not u] + [a for a, u in zip(init, carry_uk) if not u]
+             + [a for a, u in zip(xs, xuk) if not u],
+             [v for v, u in zip(e.outvars, out_uk) if not u] + stk_vars,
+             dict(p, jaxpr=known2, num_consts=nkc, num_carry=nkcar))
+    # unknown body invars: (res..., uk consts, uk carry, uk xs) ->
+    #                      (invariant res, uk consts, uk carry, uk xs, stacked res)
+    nukc = sum(cuk)
+    nukcar = sum(carry_uk)
+    nukx = sum(xuk)
+    perm = (inv + list(range(nres, nres + nukc + nukcar + nukx)) + stk)
+    unknown2 = _permute(unknown, perm)
+    ue = Eqn(scan_p, [consts[const_pos[res[i].id]] for i in inv] + [a for a, u in zip(consts, cuk) if u]
+             + [a for a, u in zip(init, carry_uk) if u] + [a for a, u in zip(xs, xuk) if u] + stk_vars,
+             [v for v, u in zip(e.outvars, out_uk) if u],
+             dict(p, jaxpr=unknown2, num_consts=len(inv) + nukc, num_carry=nukcar))
+    return [ke], [ue], out_uk
+
+
+def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll,
+                    _split_transpose=False):
+    from ..transforms.transpose import transpose_jaxpr
+    nc, ncar = num_consts, num_carry
+    consts, init, xs = _split(args, nc, ncar)
+    c_lin = [_ad.is_undefined_primal(x) for x in consts]
+    x_lin = [_ad.is_undefined_primal(x) for x in xs]
+    # carries are linear (a known value passed as a carry of a linear scan, e.g. an
+    # instantiated zero tangent, is treated like one; its cotangent is dropped)
+    tj = transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin)
+    nl_consts = [x for x, l in zip(consts, c_lin) if not l]
+    nl_xs = [x for x, l in zip(xs, x_lin) if not l]
+    lc_avals = [x.aval for x, l in zip(consts, c_lin) if l]
+    carry_avals = jaxpr.in_avals[nc:nc + ncar]
+    ys_avals = jaxpr.out_avals[ncar:]
+    nlx_avals = [a for a, l in zip(jaxpr.in_avals[nc + ncar:], x_lin) if not l]
+    nnl, nlc = len(nl_consts), len(lc_avals)
+    ct_carry, ct_ys = cts[:ncar], cts[ncar:]
+    ct_carry = [_ad.instantiate(c) for c in ct_carry]
+    ct_ys = [_ad.instantiate(c) for c in ct_ys]
+
+    def body(*a):
+        nlc_, acc, cc, cy, nlx = _split(a, nnl, nlc, ncar, len(ys_avals))
+        outs = _eval(tj, *nlc_, *nlx, *cc, *cy)
+        g_c, g_carry, g_x = _split(outs, nlc, ncar)
+        return [lax.add(x, y) for x, y in zip(acc, g_c)] + list(g_carry) + list(g_x)
+
+    bj = _trace(body, [_ad.aval_of(x) for x in nl_consts] + lc_avals + list(carry_avals) + list(ys_avals)
+                + nlx_avals)
+    outs = scan_p.bind(*nl_consts, *[_zeros_like_aval(a) for a in lc_avals], *ct_carry, *ct_ys, *nl_xs,
+                       jaxpr=bj, length=length, reverse=not reverse, num_consts=nnl, num_carry=nlc + ncar,
+                       unroll=unroll, _split_transpose=_split_transpose)
+    g_c, g_carry, g_x = _split(outs, nlc, ncar)
+    gc, gx = iter(g_c), iter(g_x)
+    return ([next(gc) if l else None for l in c_lin]
+            + [g if _ad.is_undefined_primal(x) else None for g, x in zip(g_carry, init)]
+            + [next(gx) if l else None for l in x_lin])
+
+
+def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
+                _split_transpose=False):
+    from ..transforms.vmap import vmap_closed_jaxpr
+    n = _batching.axis_size(args, dims)
+    nc, ncar = num_consts, num_carry
+    consts, init, xs = _split(args, nc, ncar)
+    cd, idims, xd = _split(dims, nc, ncar)
+    consts = [x if d is None else _batching.move_batch_axis(x, d, 0, n) for x, d in zip(consts, cd)]
+    xs = [x if d is None else _batching.move_batch_axis(x, d, 1, n) for x, d in zip(xs, xd)]
+    cdims = [None if d is None else 0 for d in cd]
+    xdims = [None if d is None else 0 for d in xd]
+    carry_b = [d is not None for d in idims]
+    while True:
+        _, od = vmap_closed_jaxpr(jaxpr, cdims + [0 if b else None for b in carry_b] + xdims, n)
+        new = [b or d is not None for b, d in zip(carry_b, od[:ncar])]
+        if new == carry_b:
+            break
+        carry_b = new
+    kdims = [0 if b else None for b in carry_b]
+    init = [_batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, idims, carry_b)]
+    in_dims = cdims + kdims + xdims
+    _, od = vmap_closed_jaxpr(jaxpr, in_dims, n)
+    ydims = [None if d is None else 0 for d in od[ncar:]]
+    bj, _ = vmap_closed_jaxpr(jaxpr, in_dims, n, out_dims=kdims + ydims)
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=bj, length=length, reverse=reverse, num_consts=nc,
+                       num_carry=ncar, unroll=unroll, _split_transpose=_split_transpose)
+    return list(outs), kdims + [None if d is None else 1 for d in ydims]
+
+
+scan_p.jvp = _scan_jvp
+scan_p.transpose = _scan_transpose
+scan_p.batch = _scan_batch
+pe_rules["scan"] = _scan_partial_eval
+_eager_impl(scan_p)
