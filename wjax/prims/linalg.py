@@ -120,6 +120,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 # workgroup.  16 x 32 outputs per thread measured best on lavapipe at 1024^2 (10-20 GFLOP/s,
 # noisy); small products use smaller blocks to keep enough threads busy.
 MM_RM, MM_V, MM_WG = 16, 8, 16
+MM_MIN_THREADS = 16        # shrink the blocks only below this many threads (lavapipe: big blocks win)
 
 
 # contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
@@ -173,7 +174,7 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     if N % 4:
         c_name = kb.bind(out_key, out.dtype, "read_write")
     RM, V, WG = MM_RM, MM_V, MM_WG
-    while RM > 2 and S * B * (-(-M // RM)) * (-(-N4 // V)) < 512:
+    while RM > 2 and S * B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
         RM, V = RM // 2, max(1, V // 2)
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
