@@ -581,4 +581,6 @@ def stop_gradient(x):
     return tree_util.tree_map(stop, x)
 
 
+from .lax_control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A001
+
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -2,3 +2,4 @@
 from . import elementwise, shape, reduce, indexing, linalg  # noqa: F401
 from . import cumulative, sort, conv, special, decomp  # noqa: F401
 from . import bitcast, random  # noqa: F401
+from . import control  # noqa: F401

@@ -25,12 +25,18 @@ a branch or loop exit must be decided on the host:
   float16 rows) are read with ``dynamic_slice`` and written with ``dynamic_update_slice``
   inside a wrapper jaxpr that takes the step index instead.  A loop counter carry
   (``i -> i + 1``, as in ``fori_loop``) is not computed by a dispatch per step: its values
-  ``init + s`` are precomputed once and copied in like an ``xs`` slice.
+  ``init + s`` are precomputed once and copied in like an ``xs`` slice.  ``unroll=k`` compiles
+  k steps into one sub-plan, so their elementwise work fuses (``fori_loop(..., unroll=8)``
+  runs 8 small steps per dispatch).  The host submits about every 64 recorded dispatches so
+  the device starts while the rest is recorded.
 * ``while`` records its body in chunks with the predicate evaluated on the device: the body is
   compiled *guarded*, ``carry' = select(cond(carry), body(carry), carry)``, so iterations run
   after the predicate turned false are no-ops.  A chunk of K guarded iterations is recorded,
   then the predicate of the carry is read back once; K doubles from 1 up to 64, so a loop of
-  n iterations costs about log2(n) + n/64 readbacks instead of n host round trips.  A body
+  n iterations costs about log2(n) + n/64 readbacks instead of n host round trips.  From
+  K = 8 on, the host records chunk k + 1 while the device runs chunk k and reads chunk k's
+  predicate (submitted) before submitting chunk k + 1, so recording and running overlap (at
+  the price of at most one chunk of no-op iterations after the exit).  A body
   that holds another ``while`` (whose extra guarded runs could spin on garbage) falls back to
   a host-driven loop: one predicate readback per iteration.
 * ``cond`` reads its (int32) index back — one 4-byte readback — and records the chosen
@@ -49,11 +55,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
 from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
 from ..primitive import Primitive
 from ..transforms import ad as _ad
 from ..transforms import batching as _batching
+from ..transforms.dce import dce_jaxpr, dce_rules
 from ..transforms.partial_eval import pe_rules
 
 lax = _ad.lax     # lazy: wjax.lax imports the prims
@@ -62,10 +68,8 @@ lax = _ad.lax     # lazy: wjax.lax imports the prims
 # =========================================================================== helpers
 
 def eval_jaxpr_reference(jaxpr, consts, *args):
-    """Evaluates a jaxpr in NumPy with each primitive's reference rule (call primitives
+    """Evaluates a Jaxpr in NumPy with each primitive's reference rule (call primitives
     without one, like ``pjit``, are evaluated through their inner jaxpr)."""
-    if isinstance(jaxpr, ClosedJaxpr):
-        jaxpr, consts, args = jaxpr.jaxpr, jaxpr.consts, (consts,) + args if consts is not None else args
     env: dict = {}
 
     def read(a):
@@ -272,8 +276,7 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """For loop bodies: each top-level ``cond`` whose branches hold no ``while`` runs all its
     branches and selects the results (``select_n`` on the index), so a loop records no
     readback for it."""
-    if not any(e.prim is cond_p and not contains_prim(e.params["branches"][0], ("while",))
-               and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
+    if not any(e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
                for e in closed.jaxpr.eqns):
         return closed
     j = closed.jaxpr
@@ -342,7 +345,7 @@ def _cond_reference(index, *ops, branches):
 @cond_p.def_kernel
 def _cond_kernel(ctx, *avals, branches):
     keys, out_keys, split = _io(ctx)
-    subs = [_sub((id(b), b), lambda b=b: b, "cond_branch") for b in branches]
+    subs = [_sub((("cond", id(b)), b), lambda b=b: b, "cond_branch") for b in branches]
     nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
     idx_atom = ctx.eqn.invars[0]
     static = int(np.clip(int(idx_atom.val), 0, len(branches) - 1)) if isinstance(idx_atom, Lit) else None
@@ -456,7 +459,19 @@ def _cond_batch(args, dims, *, branches):
     return outs, [0] * len(outs)
 
 
+def _cond_dce(e: Eqn, used):
+    """Unused outputs leave every branch; operands no branch reads leave the equation."""
+    branches = e.params["branches"]
+    pruned = [dce_jaxpr(b.jaxpr, used) for b in branches]
+    used_in = [any(u[i] for _, u in pruned) for i in range(len(e.invars) - 1)]
+    new = tuple(ClosedJaxpr(Jaxpr(j.constvars, [v for v, u in zip(j.invars, used_in) if u], j.outvars, j.eqns),
+                            b.consts) for (j, _), b in zip(pruned, branches))
+    return Eqn(cond_p, [e.invars[0]] + [a for a, u in zip(e.invars[1:], used_in) if u],
+               [v for v, u in zip(e.outvars, used) if u], dict(e.params, branches=new))
+
+
 cond_p.jvp = _cond_jvp
+dce_rules["cond"] = _cond_dce
 cond_p.transpose = _cond_transpose
 cond_p.batch = _cond_batch
 pe_rules["cond"] = _cond_partial_eval
@@ -507,6 +522,15 @@ def _guarded_body(cond_jaxpr, body_jaxpr, nc, nb):
 
 
 MAX_CHUNK = 64
+SPECULATE = 8       # from chunks of this size on, record one chunk ahead of the predicate
+
+
+def _read_submitted(rt, buf) -> int:
+    """Reads a 4-byte value written by work already submitted, WITHOUT submitting the work
+    recorded since: the host records the next chunk while the device runs this one."""
+    with rt._lock:
+        rt.stats["readbacks"] += 1
+        return int(np.frombuffer(bytes(rt.device.queue.read_buffer(buf.gpu, 0, 4)), np.int32)[0])
 
 
 @while_p.def_kernel
@@ -514,10 +538,10 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
     keys, out_keys, split = _io(ctx)
     nc, nb = cond_nconsts, body_nconsts
     nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
-    cond_sub = _sub((id(cond_jaxpr), cond_jaxpr), lambda: selectify(cond_jaxpr), "while_cond")
+    cond_sub = _sub((("wcond", id(cond_jaxpr)), cond_jaxpr), lambda: selectify(cond_jaxpr), "while_cond")
     host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
     if host_driven:
-        body_sub = _sub((id(body_jaxpr), body_jaxpr), lambda: selectify(body_jaxpr), "while_body")
+        body_sub = _sub((("wbody", id(body_jaxpr)), body_jaxpr), lambda: selectify(body_jaxpr), "while_body")
     else:
         body_sub = _sub((("guarded", id(cond_jaxpr), id(body_jaxpr)), cond_jaxpr, body_jaxpr),
                         lambda: _guarded_body(cond_jaxpr, body_jaxpr, nc, nb), "while_body")
@@ -529,12 +553,21 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
             while _read_scalar(rt, cond_sub.run(rt, cc + carry)[0]):
                 carry = body_sub.run(rt, bc + carry)
         else:
-            k = 1
+            k, prev = 1, None
             while True:
                 for _ in range(k):
                     carry = body_sub.run(rt, cc + bc + carry)
-                if not _read_scalar(rt, cond_sub.run(rt, cc + carry)[0]):
-                    break
+                p = cond_sub.run(rt, cc + carry)[0]
+                if k < SPECULATE:
+                    if not _read_scalar(rt, p):
+                        break
+                else:
+                    # the device runs chunk n while the host records chunk n + 1; the predicate
+                    # of chunk n is read before chunk n + 1 is submitted (a no-op if it was false)
+                    if prev is not None and not _read_submitted(rt, prev):
+                        break
+                    rt.flush()
+                    prev = p
                 k = min(2 * k, MAX_CHUNK)
         for c, o, n in zip(carry, outs, nbytes):
             _copy(rt, c, o, n)
@@ -565,7 +598,6 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
             + list(range(nb + ncar + nbt, nb + ncar + nbt + nct)))
     bj = _permute(bj, perm)
     cj = _with_dummies(cond_jaxpr, nc + ncar, [_ad.aval_of(x) for x, z in zip(init, cnz) if z])
-    ts = [_ad.instantiate(t) if not _nz(t) else t for t, z in zip(initt, cnz) if z]
     ts = [_ad.instantiate(_ad.Zero(_ad.aval_of(x))) if not _nz(t) else t for t, x, z in zip(initt, init, cnz) if z]
     outs = while_p.bind(*cc, *bc, *[t for t in bct if _nz(t)], *init, *ts, cond_jaxpr=cj, body_jaxpr=bj,
                         cond_nconsts=nc, body_nconsts=nb + nbt)
@@ -667,7 +699,34 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return list(outs), [0] * len(outs)
 
 
+def _while_dce(e: Eqn, used):
+    """Carries neither used outside, nor by the predicate, nor by a kept carry are dropped."""
+    p = e.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
+    _, cu = dce_jaxpr(cj.jaxpr)
+    keep = [a or b for a, b in zip(used, cu[nc:])]
+    while True:
+        _, bu = dce_jaxpr(bj.jaxpr, keep)
+        new = [a or b for a, b in zip(keep, bu[nb:])]
+        if new == keep:
+            break
+        keep = new
+    if all(keep):
+        return e
+    b2, bu = dce_jaxpr(bj.jaxpr, keep)
+    b2 = Jaxpr(b2.constvars, [v for v, u in zip(b2.invars, bu[:nb] + keep) if u], b2.outvars, b2.eqns)
+    c2 = Jaxpr(cj.jaxpr.constvars, [v for v, u in zip(cj.jaxpr.invars, cu[:nc] + keep) if u],
+               cj.jaxpr.outvars, cj.jaxpr.eqns)
+    cc, bc, init = _split(e.invars, nc, nb)
+    return Eqn(while_p, [a for a, u in zip(cc, cu) if u] + [a for a, u in zip(bc, bu) if u]
+               + [a for a, u in zip(init, keep) if u], [v for v, u in zip(e.outvars, keep) if u],
+               dict(p, cond_jaxpr=ClosedJaxpr(c2, cj.consts), body_jaxpr=ClosedJaxpr(b2, bj.consts),
+                    cond_nconsts=sum(cu[:nc]), body_nconsts=sum(bu[:nb])))
+
+
 while_p.jvp = _while_jvp
+dce_rules["while"] = _while_dce
 while_p.transpose = _while_transpose
 while_p.batch = _while_batch
 pe_rules["while"] = _while_partial_eval
@@ -710,6 +769,9 @@ def _scan_reference(*args, jaxpr, length, reverse, num_consts, num_carry, unroll
     return list(carry) + stacked
 
 
+FLUSH_EVERY = 64    # scan: submit after about this many recorded dispatches
+
+
 def _counter_carries(j: Jaxpr, nc: int, ncar: int) -> list:
     """Carries ``k`` whose body output is ``carry_k + 1`` (an int32/uint32 loop counter)."""
     prod = {v.id: e for e in j.eqns for v in e.outvars}
@@ -729,54 +791,60 @@ def _counter_carries(j: Jaxpr, nc: int, ncar: int) -> list:
     return out
 
 
-def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis):
-    """The scan body as the kernel runs it:
+def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
+    """The scan body as the kernel runs it, ``k`` steps at a time (``unroll``):
 
-        (consts, other carries, aligned x slices, counter values, [t], misaligned xs, ys accs)
-          -> (other carries, aligned y slices, ys accs)
+        (consts, other carries, per step [aligned x slices, counter values, t],
+         misaligned xs, ys accumulators)
+          -> (other carries, per step [aligned y slices], ys accumulators)
 
-    counter carries come in as values, misaligned slices are read/written at step ``t``."""
+    counter carries come in as values; misaligned slices are read/written at step ``t``.
+    With ``k > 1`` the steps' elementwise work fuses into shared kernels."""
     body = selectify(jaxpr)
-    avals = jaxpr.in_avals
-    c_avals, carry_avals, x_avals = _split(avals, nc, ncar)
-    ny = len(jaxpr.out_avals) - ncar
+    c_avals, carry_avals, x_avals = _split(jaxpr.in_avals, nc, ncar)
     y_avals = jaxpr.out_avals[ncar:]
-    rest = [k for k in range(ncar) if k not in counters]
+    rest = [i for i in range(ncar) if i not in counters]
     xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
-    ys_al = [j for j in range(ny) if j not in ys_mis]
+    ys_al = [j for j in range(len(y_avals)) if j not in ys_mis]
     with_t = bool(xs_mis or ys_mis)
-    in_avals = (c_avals + [carry_avals[k] for k in rest] + [x_avals[j] for j in xs_al]
-                + [carry_avals[k] for k in counters] + ([ShapedArray((), np.int32)] if with_t else [])
+    step_avals = ([x_avals[j] for j in xs_al] + [carry_avals[i] for i in counters]
+                  + ([ShapedArray((), np.int32)] if with_t else []))
+    in_avals = (c_avals + [carry_avals[i] for i in rest] + step_avals * k
                 + [x_avals[j].update(shape=(length,) + x_avals[j].shape) for j in xs_mis]
                 + [y_avals[j].update(shape=(length,) + y_avals[j].shape) for j in ys_mis])
+    ns = len(step_avals)
 
     def f(*args):
-        consts, rc, xa, cv, tt, xm, ya = _split(args, nc, len(rest), len(xs_al), len(counters),
-                                                1 if with_t else 0, len(xs_mis))
-        carry = [None] * ncar
-        for k, v in zip(rest, rc):
-            carry[k] = v
-        for k, v in zip(counters, cv):
-            carry[k] = v
-        xs = [None] * len(x_avals)
-        for j, v in zip(xs_al, xa):
-            xs[j] = v
-        for j, full in zip(xs_mis, xm):
-            xs[j] = lax.reshape(lax.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
-        outs = _eval(body, *consts, *carry, *xs)
-        cout, ys = outs[:ncar], outs[ncar:]
-        acc = [lax.dynamic_update_slice_in_dim(a, lax.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape),
-                                               tt[0], 0)
-               for j, a in zip(ys_mis, ya)]
-        return [cout[k] for k in rest] + [ys[j] for j in ys_al] + acc
+        consts, rc, steps, xm, ya = _split(args, nc, len(rest), ns * k, len(xs_mis))
+        ys_out = []
+        for st in range(k):
+            xa, cv, tt = _split(steps[st * ns:(st + 1) * ns], len(xs_al), len(counters))
+            carry = [None] * ncar
+            for i, v in zip(rest, rc):
+                carry[i] = v
+            for i, v in zip(counters, cv):
+                carry[i] = v
+            xs = [None] * len(x_avals)
+            for j, v in zip(xs_al, xa):
+                xs[j] = v
+            for j, full in zip(xs_mis, xm):
+                xs[j] = lax.reshape(lax.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
+            outs = _eval(body, *consts, *carry, *xs)
+            cout, ys = outs[:ncar], outs[ncar:]
+            rc = [cout[i] for i in rest]
+            ys_out += [ys[j] for j in ys_al]
+            ya = [lax.dynamic_update_slice_in_dim(
+                a, lax.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape), tt[0], 0)
+                for j, a in zip(ys_mis, ya)]
+        return list(rc) + ys_out + list(ya)
 
     from ..transforms.dce import dce_closed
     return dce_closed(_trace(f, in_avals))[0]
 
 
 def _as_traced(x, aval):
-    if isinstance(x, np.ndarray):
-        return lax.broadcast_in_dim(np.asarray(x, aval.dtype).reshape(()), aval.shape, ()) if x.ndim == 0 else x
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return lax.broadcast_in_dim(np.asarray(x, aval.dtype), aval.shape, ())
     return x
 
 
@@ -792,63 +860,77 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
     xs_mis = [j for j, b in enumerate(xnb) if b % 4]
     ys_mis = [j for j, b in enumerate(ynb) if b % 4]
     counters = _counter_carries(jaxpr.jaxpr, nc, ncar)
-    rest = [k for k in range(ncar) if k not in counters]
+    rest = [i for i in range(ncar) if i not in counters]
     xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
     ys_al = [j for j in range(len(y_avals)) if j not in ys_mis]
     cnb = [_nbytes(v.aval) for v in ctx.eqn.outvars[:ncar]]
-    sub = _sub((("scan", id(jaxpr), tuple(counters), tuple(xs_mis), tuple(ys_mis), length), jaxpr),
-               lambda: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis), "scan_body")
+    accnb = [_nbytes(ctx.eqn.outvars[ncar + j].aval) for j in ys_mis]
+    k = max(1, min(int(unroll), length))
+    subs = {}
+    for kk in {k, 1}:
+        subs[kk] = _sub((("scan", id(jaxpr), tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk), jaxpr),
+                        lambda kk=kk: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk),
+                        "scan_body")
     # counter values init + s (s = 0..length), per counter: constant, or computed once per run
     ctr_static, ctr_subs = {}, {}
-    for k in counters:
-        a = ctx.eqn.invars[nc + k]
+    for i in counters:
+        a = ctx.eqn.invars[nc + i]
         dt = a.aval.dtype
         if isinstance(a, Lit):
             vals = (np.int64(a.val) + np.arange(length + 1, dtype=np.int64)).astype(dt)
-            ctr_static[k] = asarray_device(vals)
+            ctr_static[i] = asarray_device(vals)
         else:
             def build(dt=dt):
                 return _trace(lambda c: [lax.add(lax.broadcast_in_dim(c, (length + 1,), ()),
                                                  lax.iota(dt, length + 1))], [ShapedArray((), dt)])
-            ctr_subs[k] = _sub((("counter", dt.name, length),), build, "scan_counter")
+            ctr_subs[i] = _sub((("counter", dt.name, length),), build, "scan_counter")
     steps = asarray_device(np.arange(max(length, 1), dtype=np.int32)) if (xs_mis or ys_mis) else None
 
     def run(rt, bufs):
         ins, outs = split(bufs)
         consts, carry, xs = _split(ins, nc, ncar)
         cout, yout = outs[:ncar], outs[ncar:]
-        ctr = [ctr_static[k].buffer if k in ctr_static else ctr_subs[k].run(rt, [carry[k]])[0] for k in counters]
-        rc = [carry[k] for k in rest]
+        ctr = [ctr_static[i].buffer if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0] for i in counters]
+        rc = [carry[i] for i in rest]
         accs = [yout[j] for j in ys_mis]
-        for s in range(length):
-            t = length - 1 - s if reverse else s
-            xsl = []
-            for j in xs_al:
-                b = rt.alloc(xnb[j])
-                _copy(rt, xs[j], b, xnb[j], src_offset=t * xnb[j])
-                xsl.append(b)
-            cv = []
-            for c in ctr:
-                b = rt.alloc(4)
-                _copy(rt, c, b, 4, src_offset=4 * s)
-                cv.append(b)
-            extra = []
-            if steps is not None:
-                b = rt.alloc(4)
-                _copy(rt, steps.buffer, b, 4, src_offset=4 * t)
-                extra = [b] + [xs[j] for j in xs_mis]
-            res = sub.run(rt, consts + rc + xsl + cv + extra + accs)
-            rc, ys, accs = _split(res, len(rest), len(ys_al))
-            for j, y in zip(ys_al, ys):
-                _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
-        for k, c in zip(rest, rc):
-            _copy(rt, c, cout[k], cnb[k])
-        for k, c in zip(counters, ctr):
-            _copy(rt, c, cout[k], 4, src_offset=4 * length)
-        for j, a in zip(ys_mis, accs):
-            _copy(rt, a, yout[j], _nbytes(ctx_out_avals[ncar + j]))
+        s, recorded = 0, 0
+        while s < length:
+            per_run = len(subs[k if s + k <= length else 1].comp.plan.steps)
+            kk = k if s + k <= length else 1
+            step_in, ts = [], []
+            for st in range(kk):
+                t = length - 1 - (s + st) if reverse else s + st
+                ts.append(t)
+                for j in xs_al:
+                    b = rt.alloc(xnb[j])
+                    _copy(rt, xs[j], b, xnb[j], src_offset=t * xnb[j])
+                    step_in.append(b)
+                for c in ctr:
+                    b = rt.alloc(4)
+                    _copy(rt, c, b, 4, src_offset=4 * (s + st))
+                    step_in.append(b)
+                if steps is not None:
+                    b = rt.alloc(4)
+                    _copy(rt, steps.buffer, b, 4, src_offset=4 * t)
+                    step_in.append(b)
+            extra = [xs[j] for j in xs_mis]
+            res = subs[kk].run(rt, consts + rc + step_in + extra + accs)
+            rc, ys, accs = _split(res, len(rest), len(ys_al) * kk)
+            for st, t in enumerate(ts):
+                for j, y in zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)]):
+                    _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
+            s += kk
+            recorded += per_run
+            if recorded >= FLUSH_EVERY:     # let the device start while the host records on
+                rt.flush()
+                recorded = 0
+        for i, c in zip(rest, rc):
+            _copy(rt, c, cout[i], cnb[i])
+        for i, c in zip(counters, ctr):
+            _copy(rt, c, cout[i], 4, src_offset=4 * length)
+        for j, a, nb in zip(ys_mis, accs, accnb):
+            _copy(rt, a, yout[j], nb)
 
-    ctx_out_avals = [v.aval for v in ctx.eqn.outvars]
     ctx.host_step(run, keys, out_keys, label="scan: body recorded per step, no readback")
 
 
@@ -1012,7 +1094,28 @@ def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, un
     return list(outs), kdims + [None if d is None else 1 for d in ydims]
 
 
+def _scan_dce(e: Eqn, used):
+    """Unused ys leave the body; so do carries that no kept output depends on."""
+    p = e.params
+    nc, ncar = p["num_consts"], p["num_carry"]
+    j = p["jaxpr"]
+    keep, used_ys = list(used[:ncar]), list(used[ncar:])
+    while True:
+        _, ui = dce_jaxpr(j.jaxpr, keep + used_ys)
+        new = [a or b for a, b in zip(keep, ui[nc:nc + ncar])]
+        if new == keep:
+            break
+        keep = new
+    j2, ui = dce_jaxpr(j.jaxpr, keep + used_ys)
+    in_keep = ui[:nc] + keep + ui[nc + ncar:]
+    j2 = Jaxpr(j2.constvars, [v for v, u in zip(j2.invars, in_keep) if u], j2.outvars, j2.eqns)
+    return Eqn(scan_p, [a for a, u in zip(e.invars, in_keep) if u],
+               [v for v, u in zip(e.outvars, keep + used_ys) if u],
+               dict(p, jaxpr=ClosedJaxpr(j2, j.consts), num_consts=sum(ui[:nc]), num_carry=sum(keep)))
+
+
 scan_p.jvp = _scan_jvp
+dce_rules["scan"] = _scan_dce
 scan_p.transpose = _scan_transpose
 scan_p.batch = _scan_batch
 pe_rules["scan"] = _scan_partial_eval

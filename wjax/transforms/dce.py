@@ -13,6 +13,10 @@ from ..ir import ClosedJaxpr, Eqn, Jaxpr, Var
 # to their signature, so they are kept whole)
 PRUNABLE_CALLS = ("pjit", "checkpoint")
 
+# other primitives carrying jaxprs that can drop unused outputs (control flow):
+# name -> rule(eqn, used_outputs) -> a new eqn whose outvars are a subset of eqn's
+dce_rules: dict = {}
+
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
     """Returns ``(new_jaxpr, used_inputs)``; with ``prune_invars`` unused invars are dropped."""
@@ -27,6 +31,8 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
             continue
         if e.prim.name in PRUNABLE_CALLS and not all(used) and "jaxpr" in e.params:
             e = _prune_call(e, used)
+        elif e.prim.name in dce_rules and not all(used):
+            e = dce_rules[e.prim.name](e, used)
         keep.append(e)
         live.update(a.id for a in e.invars if isinstance(a, Var))
     used_inputs = [v.id in live for v in jaxpr.invars]
