@@ -200,6 +200,13 @@ class Runtime:
                 return b""
             return bytes(self.device.queue.read_buffer(buf.gpu, 0, n4))[:nbytes]
 
+    def read_submitted(self, buf: Buffer, nbytes: int) -> bytes:
+        """Reads bytes written by work already *submitted*, without submitting what was
+        recorded since (so the host can keep recording while the device runs)."""
+        with self._lock:
+            self.stats["readbacks"] += 1
+            return bytes(self.device.queue.read_buffer(buf.gpu, 0, (nbytes + 3) // 4 * 4))[:nbytes]
+
     def copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset=0, dst_offset=0) -> None:
         with self._lock:
             self._end_pass()
