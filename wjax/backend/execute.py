@@ -115,6 +115,7 @@ def _to_array(x, weak=None):
 # --------------------------------------------------------------------------- eager
 
 _eager_cache: dict = {}
+_EAGER_CACHE_MAX = 4096
 
 
 def _params_key(params):
@@ -167,6 +168,8 @@ def eager(prim, args, params):
         jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
         comp = Compiled(ClosedJaxpr(jaxpr, []), name=prim.name)
         if key is not None:
+            if len(_eager_cache) >= _EAGER_CACHE_MAX:   # bounded: params may hold jaxprs
+                _eager_cache.pop(next(iter(_eager_cache)))
             _eager_cache[key] = comp
     outs = comp(arrays)
     return outs if prim.multiple_results else outs[0]
