@@ -523,11 +523,7 @@ class Lowering:
         """vec4 kernels are opportunistic: any template that is scalar-only fails WGSL
         validation, and the scalar kernel is used instead."""
         from . import runtime
-        try:
-            runtime.get().pipeline(src)
-            return True
-        except runtime.WjaxRuntimeError:
-            return False
+        return runtime.get().compiles(src)
 
     def _emit_fused(self, kb: KernelBuilder, n: int):
         src, grid = kb.elementwise_kernel(n)

@@ -230,6 +230,14 @@ class Runtime:
             self.last_compile_s = time.perf_counter() - t0
         return p
 
+    def compiles(self, wgsl: str) -> bool:
+        """Whether ``wgsl`` passes validation (and compiles): used to try optional variants."""
+        try:
+            self.pipeline(wgsl)
+            return True
+        except WjaxRuntimeError:
+            return False
+
     # ------------------------------------------------------------------ dispatch
     def _get_encoder(self):
         if self._encoder is None:

@@ -123,6 +123,11 @@ var<private> wj_zero: u32;
 fn wj_opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ wj_zero); }""")
 
 
+def _runtime():
+    from ..backend import runtime
+    return runtime.get()
+
+
 def _is_cpu(ctx) -> bool:
     from ..backend import runtime
     try:
@@ -250,7 +255,7 @@ def emit_reductions(jobs: list, wg=256):
     done = False
     if trailing and N % 4 == 0 and slice_n % 4 == 0 and N >= 1024:
         kb, src = pass1(True)
-        if kb.vec_ok and _compiles(src[0]):
+        if kb.vec_ok and _runtime().compiles(src[0]):
             ctx.dispatch(kb, *src)
             done = True
     if not done:
@@ -280,16 +285,7 @@ def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=
               for j, m in zip(jobs, monos)]
     body, kb.lines = kb.lines, saved
     write = write_outputs(kb)
-    helpers = [h for m in monos for h in m.helpers]
-    for h in helpers:
-        kb.use_helper(h)
-    for m in monos:
-        if hasattr(m, "struct") and m.struct not in kb.decls:
-            kb.decls.append(m.struct)
-    fields = ", ".join(f"m{k}: {m.state}" for k, m in enumerate(monos))
-    kb.decls.append(f"struct RState {{ {fields} }}")
-    for k, m in enumerate(monos):
-        kb.decls.append(f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+    helpers = _declare_state(kb, monos)
     comb = ", ".join(f"combine{k}(acc.m{k}, x.m{k})" for k in range(len(monos)))
     grid = W.grid_for(-(-M // wg), kb.max_groups)
     inner = "\n    ".join(body)
@@ -328,16 +324,9 @@ def _loop(body_lines, lanes, cpu, wg, lifted_is_state=False):
     return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
 
 
-def _compiles(src: str) -> bool:
-    from ..backend import runtime
-    try:
-        runtime.get().pipeline(src)
-        return True
-    except runtime.WjaxRuntimeError:
-        return False
-
-
-def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
+def _declare_state(kb, monos) -> list:
+    """Declares the RState struct (one field per reduction), its per-field combine functions
+    and the helpers they use; returns the helper names."""
     helpers = [h for m in monos for h in m.helpers]
     for h in helpers:
         kb.use_helper(h)
@@ -348,6 +337,11 @@ def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
     kb.decls.append(f"struct RState {{ {fields} }}")
     for k, m in enumerate(monos):
         kb.decls.append(f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+    return helpers
+
+
+def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
+    helpers = _declare_state(kb, monos)
     combine = "  return RState(" + ", ".join(f"combine{k}(a.m{k}, b.m{k})" for k in range(len(monos))) + ");"
     identity = "RState(" + ", ".join(m.identity for m in monos) + ")"
     grid = W.grid_for(groups, kb.max_groups)
