@@ -70,6 +70,32 @@ def _resolve(fun, args, kwargs):
     return tuple(ba.args) + tuple(ba.kwargs.values())
 
 
+def _trace_primal(fun, nondiff_argnums, args, kind):
+    """Splits ``args`` into the non-differentiable ones (``nd``, by position) and the dynamic
+    ones (``dyn``, flattened to ``leaves``/``in_tree``/``avals``) and traces ``fun`` on the latter.
+    Returns ``(nd, dyn, leaves, in_tree, avals, full, closed, out_tree)``, ``full(dyn)`` putting
+    the non-differentiable arguments back in place."""
+    nd = {i % len(args): args[i] for i in nondiff_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in nd]
+    leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+    avals = [_abstractify(x) for x in leaves]
+
+    def full(d):
+        it = iter(d)
+        return [nd[i] if i in nd else next(it) for i in range(len(args))]
+
+    box = []
+
+    def primal_flat(*xs):
+        out = fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+        ol, ot = tree_util.tree_flatten(out)
+        box.append(ot)
+        return ol
+
+    closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun))
+    return nd, dyn, leaves, in_tree, avals, full, closed, box[0]
+
+
 def _force(j):
     return j() if callable(j) and not isinstance(j, ClosedJaxpr) else j
 
@@ -177,25 +203,8 @@ class custom_jvp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
-        nd = {i % len(args): args[i] for i in self.nondiff_argnums}
-        dyn = [a for i, a in enumerate(args) if i not in nd]
-        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-        avals = [_abstractify(x) for x in leaves]
-
-        def full(d):
-            it = iter(d)
-            return [nd[i] if i in nd else next(it) for i in range(len(args))]
-
-        box = []
-
-        def primal_flat(*xs):
-            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
-            ol, ot = tree_util.tree_flatten(out)
-            box.append(ot)
-            return ol
-
-        closed = trace_flat(primal_flat, avals, DebugInfo("custom_jvp", self.fun))
-        out_tree = box[0]
+        nd, _, leaves, in_tree, avals, _, closed, out_tree = _trace_primal(
+            self.fun, self.nondiff_argnums, args, "custom_jvp")
         out_avals = closed.out_avals
         n = len(avals)
 
@@ -334,25 +343,8 @@ class custom_vjp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
-        nd = {i % len(args): args[i] for i in self.nondiff_argnums}
-        dyn = [a for i, a in enumerate(args) if i not in nd]
-        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-        avals = [_abstractify(x) for x in leaves]
-
-        def full(d):
-            it = iter(d)
-            return [nd[i] if i in nd else next(it) for i in range(len(args))]
-
-        box = []
-
-        def primal_flat(*xs):
-            out = self.fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
-            ol, ot = tree_util.tree_flatten(out)
-            box.append(ot)
-            return ol
-
-        closed = trace_flat(primal_flat, avals, DebugInfo("custom_vjp", self.fun))
-        out_tree = box[0]
+        nd, dyn, leaves, in_tree, avals, full, closed, out_tree = _trace_primal(
+            self.fun, self.nondiff_argnums, args, "custom_vjp")
         out_avals = closed.out_avals
         res_box = []
 

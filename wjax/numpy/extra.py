@@ -387,20 +387,20 @@ def _tri_mask(shape, k, lower):
     return lax.le(c, lax.add(r, k)) if lower else lax.ge(c, lax.add(r, k))
 
 
-def tril(m, k=0):
+def _tri_part(name, m, k, lower):
     m = asarray(m)
     if m.ndim < 2:
-        raise ValueError("Argument to jax.numpy.tril must be at least 2D")
-    mask = lax.broadcast_in_dim(_tri_mask(m.shape, k, True), m.shape, (m.ndim - 2, m.ndim - 1))
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
+    mask = lax.broadcast_in_dim(_tri_mask(m.shape, k, lower), m.shape, (m.ndim - 2, m.ndim - 1))
     return lax.select(mask, m, C.zeros_like(m))
+
+
+def tril(m, k=0):
+    return _tri_part("tril", m, k, True)
 
 
 def triu(m, k=0):
-    m = asarray(m)
-    if m.ndim < 2:
-        raise ValueError("Argument to jax.numpy.triu must be at least 2D")
-    mask = lax.broadcast_in_dim(_tri_mask(m.shape, k, False), m.shape, (m.ndim - 2, m.ndim - 1))
-    return lax.select(mask, m, C.zeros_like(m))
+    return _tri_part("triu", m, k, False)
 
 
 def tril_indices(n, k=0, m=None):
@@ -1753,18 +1753,24 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
 
 # =========================================================================== search & sort
 
-def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+def _sort_operand(name, a, axis, kind, order):
+    """Checks sort/argsort's unsupported options; returns the operand (raveled for
+    ``axis=None``) and the normalized axis."""
     if kind is not None:
-        raise TypeError("'kind' argument to sort is not supported. Use stable=True or stable=False "
-                        "to specify sort stability.")
+        raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise TypeError("'order' argument to sort is not supported.")
+        raise TypeError(f"'order' argument to {name} is not supported.")
     a = asarray(a)
     if axis is None:
         a, axis = C.ravel(a), 0
     if a.ndim == 0:
-        raise ValueError("Cannot sort a 0-d array")
-    ax = _axis(axis, a.ndim)
+        raise ValueError(f"Cannot {name} a 0-d array")
+    return a, _axis(axis, a.ndim)
+
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    a, ax = _sort_operand("sort", a, axis, kind, order)
     if a.shape[ax] == 0:
         return a
     r = lax.sort(a, dimension=ax, is_stable=stable)
@@ -1772,17 +1778,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
 
 
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
-    if kind is not None:
-        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
-                        "stable=False to specify sort stability.")
-    if order is not None:
-        raise TypeError("'order' argument to argsort is not supported.")
-    a = asarray(a)
-    if axis is None:
-        a, axis = C.ravel(a), 0
-    if a.ndim == 0:
-        raise ValueError("Cannot argsort a 0-d array")
-    ax = _axis(axis, a.ndim)
+    a, ax = _sort_operand("argsort", a, axis, kind, order)
     idt = _int if dtype is None else dtypes.check_supported(dtype)
     iota = lax.broadcasted_iota(idt, a.shape, ax)
     if a.shape[ax] == 0:
@@ -1811,7 +1807,10 @@ def lexsort(keys, axis=-1):
     return out[-1]
 
 
-def partition(a, kth, axis=-1):
+def _partition_operand(a, kth, axis):
+    """partition/argpartition's common start: returns the normalized axis, ``kth`` checked and
+    taken modulo the axis size, the operand with that axis moved last, and its negation (so
+    that ``top_k`` of it finds the smallest entries)."""
     a = asarray(a)
     ax = _axis(axis, a.ndim)
     n = a.shape[ax]
@@ -1821,22 +1820,21 @@ def partition(a, kth, axis=-1):
     kth %= n
     arr = C.moveaxis(a, ax, -1)
     neg = C.negative(arr) if a.dtype != np.bool_ else C.logical_not(arr)
+    return ax, kth, arr, neg
+
+
+def partition(a, kth, axis=-1):
+    ax, kth, arr, neg = _partition_operand(a, kth, axis)
+    n = arr.shape[-1]
     bottom = lax.top_k(neg, kth + 1)[0]
-    bottom = C.negative(bottom) if a.dtype != np.bool_ else C.logical_not(bottom)
+    bottom = C.negative(bottom) if arr.dtype != np.bool_ else C.logical_not(bottom)
     top = lax.top_k(arr, n - kth - 1)[0]
     return C.moveaxis(C.concatenate([bottom, top], axis=-1), -1, ax)
 
 
 def argpartition(a, kth, axis=-1):
-    a = asarray(a)
-    ax = _axis(axis, a.ndim)
-    n = a.shape[ax]
-    kth = operator.index(kth)
-    if not -n <= kth < n:
-        raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
-    kth %= n
-    arr = C.moveaxis(a, ax, -1)
-    neg = C.negative(arr) if a.dtype != np.bool_ else C.logical_not(arr)
+    ax, kth, arr, neg = _partition_operand(a, kth, axis)
+    n = arr.shape[-1]
     bottom = lax.top_k(neg, kth + 1)[1]
     # the top indices come from a proxy (ones, zeroed at the bottom indices), as JAX does
     proxy = put_along_axis(C.ones(arr.shape, _f32), bottom, 0.0, -1, inplace=False)

@@ -172,40 +172,32 @@ def _finish_tangent(t, out_aval):
     return t
 
 
-def defjvp(prim, *fns):
-    """Per-operand jvp contributions ``fn(g, *primals, **params)``; None = not differentiable."""
+def _defjvp(prim, fns, with_ans):
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
         out_aval = aval_of(ans)
         if not is_differentiable(out_aval):
             return ans, Zero(tangent_aval(out_aval))
+        lead = (ans,) if with_ans else ()
         acc = None
         for fn, t in zip(fns, tangents):
             if fn is None or isinstance(t, Zero):
                 continue
-            c = bcast_to(fn(t, *primals, **params), out_aval.shape)
+            c = bcast_to(fn(t, *lead, *primals, **params), out_aval.shape)
             acc = c if acc is None else add_tangents(acc, c)
         return ans, _finish_tangent(Zero(out_aval) if acc is None else acc, out_aval)
     prim.jvp = rule
     return rule
+
+
+def defjvp(prim, *fns):
+    """Per-operand jvp contributions ``fn(g, *primals, **params)``; None = not differentiable."""
+    return _defjvp(prim, fns, with_ans=False)
 
 
 def defjvp2(prim, *fns):
     """Like defjvp, with the primal output: ``fn(g, ans, *primals, **params)``."""
-    def rule(primals, tangents, **params):
-        ans = prim.bind(*primals, **params)
-        out_aval = aval_of(ans)
-        if not is_differentiable(out_aval):
-            return ans, Zero(tangent_aval(out_aval))
-        acc = None
-        for fn, t in zip(fns, tangents):
-            if fn is None or isinstance(t, Zero):
-                continue
-            c = bcast_to(fn(t, ans, *primals, **params), out_aval.shape)
-            acc = c if acc is None else add_tangents(acc, c)
-        return ans, _finish_tangent(Zero(out_aval) if acc is None else acc, out_aval)
-    prim.jvp = rule
-    return rule
+    return _defjvp(prim, fns, with_ans=True)
 
 
 def defjvp_zero(prim):

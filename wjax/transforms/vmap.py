@@ -25,6 +25,7 @@ import numpy as np
 from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, WeakScalar
 from ..staging import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
 from . import batching
+from .ad import jaxpr_key
 
 # --------------------------------------------------------------------------- the rewrite
 
@@ -198,50 +199,6 @@ def batch_custom_call(prim, num_consts_param="num_consts"):
 _plan_cache: dict = {}
 
 
-def _param_key(v, keep):
-    if isinstance(v, ClosedJaxpr):
-        keep.append(v)
-        return ("closed", _jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
-    if isinstance(v, Jaxpr):
-        return ("jaxpr", _jaxpr_key(v, keep))
-    if isinstance(v, (tuple, list)):
-        return (type(v).__name__,) + tuple(_param_key(x, keep) for x in v)
-    if isinstance(v, np.ndarray):
-        return ("nd", v.dtype.str, v.shape, v.tobytes())
-    try:
-        hash(v)
-        if callable(v) and not isinstance(v, (type, np.dtype)):
-            keep.append(v)
-            return ("id", id(v))
-        return v
-    except TypeError:
-        keep.append(v)
-        return ("id", id(v))
-
-
-def _jaxpr_key(jaxpr: Jaxpr, keep) -> tuple:
-    ids: dict[int, int] = {}
-
-    def atom(a):
-        if isinstance(a, Lit):
-            return ("lit", a.val.tobytes(), a.val.dtype.str, a.aval.weak_type)
-        if a.id not in ids:
-            ids[a.id] = len(ids)
-        return ids[a.id]
-
-    parts: list = [tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars)]
-    for v in jaxpr.constvars + jaxpr.invars:
-        atom(v)
-    for e in jaxpr.eqns:
-        params = tuple((k, _param_key(p, keep)) for k, p in sorted(e.params.items()))
-        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params,
-                      tuple(o.aval for o in e.outvars)))
-        for o in e.outvars:
-            atom(o)
-    parts.append(tuple(atom(a) for a in jaxpr.outvars))
-    return tuple(parts)
-
-
 def run_eager(closed: ClosedJaxpr, args, name: str = "vmap"):
     """Runs a closed jaxpr as one compiled plan, cached by structure."""
     from ..array import Array, asarray_device
@@ -249,7 +206,7 @@ def run_eager(closed: ClosedJaxpr, args, name: str = "vmap"):
     j = closed.jaxpr
     keep: list = []
     try:
-        key = _jaxpr_key(j, keep)
+        key = jaxpr_key(j, keep)
         hash(key)
     except TypeError:
         key = None
