@@ -65,10 +65,13 @@ class Plan:
 
 # --------------------------------------------------------------------------- jaxpr passes
 
-def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Inlines nested ``pjit`` (and other call) equations into one flat jaxpr."""
-    if not any(e.prim.name in ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint")
-               for e in jaxpr.eqns):
+CALL_PRIMS = ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint")
+
+
+def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
+    """Inlines nested ``pjit`` (and other call) equations into one flat jaxpr; concrete
+    consts of inner jaxprs are appended to ``extra_consts`` as (new outer constvar, value)."""
+    if not any(e.prim.name in CALL_PRIMS for e in jaxpr.eqns):
         return jaxpr
     eqns = []
     sub: dict[int, object] = {}
@@ -77,9 +80,9 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
         return sub.get(a.id, a) if isinstance(a, Var) else a
 
     for e in jaxpr.eqns:
-        if e.prim.name in ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint"):
+        if e.prim.name in CALL_PRIMS:
             closed = e.params["jaxpr"]
-            inner = inline_calls(closed.jaxpr)
+            inner = inline_calls(closed.jaxpr, extra_consts)
             env = {}
             consts = [Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c for c in closed.consts]
             for v, c in zip(inner.constvars, consts):
@@ -87,7 +90,7 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
                     env[v.id] = c
                 else:   # a concrete const: keep it as a constvar of the outer jaxpr
                     nv = Var(v.aval)
-                    _extra_consts.append((nv, c))
+                    extra_consts.append((nv, c))
                     env[v.id] = nv
             for v, a in zip(inner.invars, e.invars):
                 env[v.id] = rd(a)
@@ -104,15 +107,10 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
 
 
-_extra_consts: list = []
-
-
 def flatten_closed(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
     """Inlines calls; concrete consts of inner jaxprs become extra outer constvars."""
-    _extra_consts.clear()
-    j = inline_calls(closed.jaxpr)
-    extra = list(_extra_consts)
-    _extra_consts.clear()
+    extra: list = []
+    j = inline_calls(closed.jaxpr, extra)
     consts = list(closed.consts) + [c for _, c in extra]
     j = Jaxpr(j.constvars + [v for v, _ in extra], j.invars, j.outvars, j.eqns)
     return j, consts
