@@ -415,3 +415,12 @@ def test_matmul_strategies(monkeypatch, strategy, shape):
     np.testing.assert_allclose(np.asarray(f(a, b, c)), np.tanh(a @ b) + c, rtol=1e-4, atol=1e-4)
     text = f.lower(a, b, c).as_text()
     assert ("As[" in text) == (strategy == "tiled")
+
+
+def test_different_shapes_share_one_kernel():
+    f = lambda x, y: (jnp.sin(x) * 2, y + 1)
+    x, y = jnp.arange(10.0), jnp.arange(3.0)
+    assert n_kernels(f, x, y) == 1
+    a, b = wjax.jit(f)(x, y)
+    np.testing.assert_allclose(np.asarray(a), np.sin(np.arange(10.0)) * 2, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(b), [1, 2, 3])

@@ -361,7 +361,7 @@ class Lowering:
             for v in e.outvars:
                 if v.id in self.materialized and v.id not in plan.aliases and v.aval.size > 0:
                     phase = 0 if v.id in self.split else 1
-                    groups.setdefault((self.level[v.id], phase, v.aval.shape), []).append(v)
+                    groups.setdefault((self.level[v.id], phase), []).append(v)
         max_level = max(self.level.values(), default=0)
         kernels_by_level: dict[int, list[Eqn]] = {}
         for e in j.eqns:
@@ -379,9 +379,9 @@ class Lowering:
                     continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
                               **e.params)
-            for (lvl, phase, shape), roots in sorted(groups.items(), key=lambda kv: kv[0][:2]):
-                if lvl == L:
-                    self._fused_kernels(roots, shape, L)
+            for (lvl, phase), roots in sorted(groups.items(), key=lambda kv: kv[0]):
+                if lvl == L and roots:
+                    self._fused_group(roots, L)
 
         for a in j.outvars:
             plan.out_keys.append(("lit", a) if isinstance(a, Lit) else self.key_of(a))
@@ -398,8 +398,8 @@ class Lowering:
         (e.g. bias + relu after a matmul).  Falls back (returns False) when a consumer
         reads the output at another position or needs a value not computed yet."""
         out = e.outvars[0]
-        key = (self.level[out.id], 1, out.aval.shape)
-        roots = [r for r in groups.get(key, []) if out.id in self._deps(r)]
+        key = (self.level[out.id], 1)
+        roots = [r for r in groups.get(key, []) if r.aval.shape == out.aval.shape and out.id in self._deps(r)]
         if not roots:
             return False
         mark = len(self.plan.steps)
@@ -463,6 +463,50 @@ class Lowering:
         readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
         expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
         return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), f.kb.vt(v.aval.dtype))
+
+    def _fused_group(self, roots, level):
+        """All fused roots of one level: one kernel over the largest of them, the smaller
+        shapes guarded (``if (i < size)``), unless a root needs a path of its own (an
+        array larger than one binding, or a purely same-shape kernel that vectorizes)."""
+        shapes = list(dict.fromkeys(v.aval.shape for v in roots))
+        big = any(v.aval.size * W.storage_itemsize(v.aval.dtype) > self._max_binding() for v in roots)
+        if len(shapes) == 1 or big:
+            for shape in shapes:
+                self._fused_kernels([v for v in roots if v.aval.shape == shape], shape, level)
+            return
+        n = max(v.aval.size for v in roots)
+        current: list[Var] = []
+        for v in roots:
+            kb = self._gen_mixed(current + [v], level, n)
+            if len(kb.bindings) > self.max_storage and current:
+                self._emit_fused(self._gen_mixed(current, level, n), n)
+                current = [v]
+            else:
+                current.append(v)
+        kb = self._gen_mixed(current, level, n)
+        if len(kb.bindings) > self.max_storage:
+            raise BindingOverflow(current[0], len(kb.bindings))
+        self._emit_fused(kb, n)
+
+    def _gen_mixed(self, roots, level, n):
+        kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
+        shapes = list(dict.fromkeys(v.aval.shape for v in roots))
+        shapes.sort(key=lambda sh: -int(np.prod(sh)))     # unguarded (full-size) code first
+        for shape in shapes:
+            size = int(np.prod(shape))
+            guarded = size < n
+            if guarded:
+                kb.emit(f"if (i < {size}u) {{")
+            f = Fuser(kb, self, level)                       # lets of a block stay in it
+            idx = Index(kb, shape, flat="i")
+            for v in roots:
+                if v.aval.shape == shape:
+                    val = self._read_root(f, v, idx)
+                    name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
+                    kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
+            if guarded:
+                kb.emit("}")
+        return kb
 
     def _fused_kernels(self, roots, shape, level):
         n = int(np.prod(shape))
