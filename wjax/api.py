@@ -36,18 +36,16 @@ def _pjit_abstract(*avals, jaxpr, name):
 
 
 def _pjit_impl(*args, jaxpr, name):
+    """Eager pjit: the jaxpr's compiled plan is cached on the jaxpr itself."""
     from .backend.execute import Compiled
-    comp = _compiled_cache.get(id(jaxpr))
-    if comp is None or comp[0] is not jaxpr:
-        comp = (jaxpr, Compiled(jaxpr, name))
-        _compiled_cache[id(jaxpr)] = comp
+    if jaxpr._compiled is None:
+        jaxpr._compiled = Compiled(jaxpr, name)
     arrays = [a if isinstance(a, Array) else asarray_device(a) for a in args]
-    return comp[1](arrays)
+    return jaxpr._compiled(arrays)
 
 
 pjit_p.impl = _pjit_impl
 pjit_p.reference = None
-_compiled_cache: dict = {}
 
 
 # --------------------------------------------------------------------------- jit
@@ -183,7 +181,7 @@ class JitWrapped:
 
     def _run(self, closed, leaves, name):
         from .backend.execute import Compiled
-        comp = getattr(closed, "_compiled", None)
+        comp = closed._compiled
         if comp is None:
             t0 = time.perf_counter()
             comp = Compiled(closed, name)
@@ -198,7 +196,7 @@ class JitWrapped:
     def lower(self, *args, **kwargs):
         from .backend.execute import Compiled
         (closed, _), _ = self._trace(args, kwargs)
-        comp = getattr(closed, "_compiled", None) or Compiled(closed, getattr(self.fun, "__name__", "fun"))
+        comp = closed._compiled or Compiled(closed, getattr(self.fun, "__name__", "fun"))
         closed._compiled = comp
         return Lowered(closed, comp)
 
