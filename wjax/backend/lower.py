@@ -446,17 +446,6 @@ class Lowering:
             b.append(e)
         return out
 
-    def _gen_fused(self, roots, shape, level, vec=1):
-        kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
-        kb.vec = vec
-        f = Fuser(kb, self, level)
-        idx = Index(kb, shape, flat="i")
-        for v in roots:
-            val = self._read_root(f, v, idx)
-            name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
-            kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
-        return kb
-
     @staticmethod
     def _read_root(f: Fuser, v: Var, idx: Index) -> str:
         eqn = f.lw.producer[v.id]
@@ -466,30 +455,21 @@ class Lowering:
 
     def _fused_group(self, roots, level):
         """All fused roots of one level: one kernel over the largest of them, the smaller
-        shapes guarded (``if (i < size)``), unless a root needs a path of its own (an
-        array larger than one binding, or a purely same-shape kernel that vectorizes)."""
+        shapes guarded (``if (i < size)``), unless an array is larger than one binding
+        (then each shape gets its own kernels, which can be dispatched in windows)."""
         shapes = list(dict.fromkeys(v.aval.shape for v in roots))
         big = any(v.aval.size * W.storage_itemsize(v.aval.dtype) > self._max_binding() for v in roots)
-        if len(shapes) == 1 or big:
+        if len(shapes) > 1 and big:
             for shape in shapes:
-                self._fused_kernels([v for v in roots if v.aval.shape == shape], shape, level)
+                self._fused_kernels([v for v in roots if v.aval.shape == shape], level)
             return
-        n = max(v.aval.size for v in roots)
-        current: list[Var] = []
-        for v in roots:
-            kb = self._gen_mixed(current + [v], level, n)
-            if len(kb.bindings) > self.max_storage and current:
-                self._emit_fused(self._gen_mixed(current, level, n), n)
-                current = [v]
-            else:
-                current.append(v)
-        kb = self._gen_mixed(current, level, n)
-        if len(kb.bindings) > self.max_storage:
-            raise BindingOverflow(current[0], len(kb.bindings))
-        self._emit_fused(kb, n)
+        self._fused_kernels(roots, level)
 
-    def _gen_mixed(self, roots, level, n):
+    def _gen_fused(self, roots, level, n, vec=1):
+        """One kernel computing every root at flat index ``i`` < ``n``; roots smaller than
+        ``n`` are guarded by ``if (i < size)``.  With ``vec`` = 4 each value is a vec4."""
         kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
+        kb.vec = vec
         shapes = list(dict.fromkeys(v.aval.shape for v in roots))
         shapes.sort(key=lambda sh: -int(np.prod(sh)))     # unguarded (full-size) code first
         for shape in shapes:
@@ -508,29 +488,31 @@ class Lowering:
                 kb.emit("}")
         return kb
 
-    def _fused_kernels(self, roots, shape, level):
-        n = int(np.prod(shape))
+    def _fused_kernels(self, roots, level):
+        """Kernels for ``roots``: as many as the storage-buffer limit requires.  A group of
+        one shape may instead be windowed over the binding size or vectorized."""
+        n = max(v.aval.size for v in roots)
+        single = len({v.aval.shape for v in roots}) == 1
         current: list[Var] = []
         for v in roots:
-            kb = self._gen_fused(current + [v], shape, level)
+            kb = self._gen_fused(current + [v], level, n)
             if len(kb.bindings) > self.max_storage and current:
-                self._emit_fused(self._gen_fused(current, shape, level), n)
+                self._emit_fused(self._gen_fused(current, level, n), n)
                 current = [v]
             else:
                 current.append(v)
-        if current:
-            kb = self._gen_fused(current, shape, level)
-            if len(kb.bindings) > self.max_storage:
-                raise BindingOverflow(current[0], len(kb.bindings))
-            if self._too_big(kb, n):
-                return self._emit_chunked(current, shape, level, kb, n)
-            if kb.vec_ok and not kb.helpers and n % 4 == 0 and n >= 4096:
-                vkb = self._gen_fused(current, shape, level, vec=4)
-                src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
-                if vkb.vec_ok and self._compiles(src):
-                    self.add_dispatch(vkb, src, grid)
-                    return
-            self._emit_fused(kb, n)
+        kb = self._gen_fused(current, level, n)
+        if len(kb.bindings) > self.max_storage:
+            raise BindingOverflow(current[0], len(kb.bindings))
+        if single and self._too_big(kb, n):
+            return self._emit_chunked(current, level, kb, n)
+        if single and kb.vec_ok and not kb.helpers and n % 4 == 0 and n >= 4096:
+            vkb = self._gen_fused(current, level, n, vec=4)
+            src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
+            if vkb.vec_ok and self._compiles(src):
+                self.add_dispatch(vkb, src, grid)
+                return
+        self._emit_fused(kb, n)
 
     def _max_binding(self) -> int:
         return int(self.limits.get("max-storage-buffer-binding-size", 1 << 27))
@@ -539,7 +521,7 @@ class Lowering:
         return any(self.plan.avals[k].size * W.storage_itemsize(self.plan.avals[k].dtype) > self._max_binding()
                    for k, _, _ in kb.bindings)
 
-    def _emit_chunked(self, roots, shape, level, kb: KernelBuilder, n: int):
+    def _emit_chunked(self, roots, level, kb: KernelBuilder, n: int):
         """An elementwise kernel over arrays larger than one binding may hold: dispatch it in
         chunks, binding a window of every flat-indexed buffer per chunk."""
         big = [k for k, _, _ in kb.bindings

@@ -7,6 +7,7 @@ per dimension, converting lazily (and emitting each conversion once).
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -119,9 +120,18 @@ def helper(name: str, src: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=None)
 def load_shader(name: str) -> str:
     with open(os.path.join(SHADER_DIR, name)) as f:
         return f.read()
+
+
+def render(name: str, **subs) -> str:
+    """The shader template ``shaders/<name>`` with each ``{{KEY}}`` replaced by ``subs[KEY]``."""
+    src = load_shader(name)
+    for k, v in subs.items():
+        src = src.replace("{{" + k + "}}", str(v))
+    return src
 
 
 # --------------------------------------------------------------------------- kernels

@@ -30,7 +30,7 @@ from ..ir import ShapedArray
 from ..primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
-from .linalg import _acc_dtype
+from .linalg import _acc_dtype, emit_generic_matmul
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -324,17 +324,7 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
     write = "\n".join("        " + ln for ln in lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"])
 
-    big = M * N >= 4096
-    WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
-    TM, TN = WY * RM, WX * RN
-    tiles = G * (-(-M // TM)) * (-(-N // TN))
-    grid = W.grid_for(tiles, kb.max_groups)
-    src = W.load_shader("matmul.wgsl")
-    for k, val in {"HEADER": kb.header(), "ACC": W.value_type(acc), "READ_A": read_a, "READ_B": read_b,
-                   "WX": WX, "WY": WY, "RM": RM, "RN": RN, "TM": TM, "TN": TN, "M": M, "N": N, "K": K,
-                   "B": G, "NX": grid[0], "WRITE": write}.items():
-        src = src.replace("{{" + k + "}}", str(val))
-    ctx.dispatch(kb, src, grid)
+    emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, G, M, N, K)
 
 
 def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):

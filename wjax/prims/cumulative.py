@@ -18,16 +18,6 @@ from ..primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 
-_TEMPLATE = None
-
-
-def _template():
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        _TEMPLATE = W.load_shader("scan.wgsl")
-    return _TEMPLATE
-
-
 W.helper("wj_logaddexp", """
 fn wj_logaddexp(a: f32, b: f32) -> f32 {
   let m = max(a, b);
@@ -154,13 +144,10 @@ def emit_scan(ctx, op, x: ShapedArray, axis: int, reverse: bool, out_dtype):
                 prefix = (f"  for (var q = 0u; q < part; q = q + 1u) "
                           f"{{ pre = combine(pre, {tname}[row * {parts}u + q]); }}")
         grid = W.grid_for(M * parts, kb.max_groups)
-        src = _template()
-        for k, v in {"HEADER": kb.header(), "STATE": st, "WG": str(wg), "COMBINE": comb,
-                     "ELEM": elem, "PUT": put if not mode_totals else "", "NX": str(grid[0]),
-                     "GROUPS": str(M * parts), "PARTS": str(parts), "SLICE": str(slice_n),
-                     "N": str(N), "IDENTITY": ident, "AFTER_SCAN": after,
-                     "PART_PREFIX": prefix}.items():
-            src = src.replace("{{" + k + "}}", v)
+        src = W.render("scan.wgsl", HEADER=kb.header(), STATE=st, WG=wg, COMBINE=comb, ELEM=elem,
+                       PUT=put if not mode_totals else "", NX=grid[0], GROUPS=M * parts,
+                       PARTS=parts, SLICE=slice_n, N=N, IDENTITY=ident, AFTER_SCAN=after,
+                       PART_PREFIX=prefix)
         if mode_totals:   # no put in this pass; keep the function well-formed
             src = src.replace("fn put(row: u32, p: u32, v: " + st + ") {\n\n}",
                               "fn put(row: u32, p: u32, v: " + st + ") {}")

@@ -148,10 +148,8 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
     tiles = B * (-(-M // 64)) * (-(-N // 64))
     grid = W.grid_for(tiles, kb.max_groups)
-    src = W.load_shader("matmul_tiled.wgsl")
-    for k, v in {"HEADER": kb.header(), "A_NAME": a_name, "B_NAME": b_name, "C_NAME": c_name,
-                 "M": M, "N": N, "K": K, "B": B, "NX": grid[0], "EPILOGUE": "        " + epi}.items():
-        src = src.replace("{{" + k + "}}", str(v))
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), A_NAME=a_name, B_NAME=b_name,
+                   C_NAME=c_name, M=M, N=N, K=K, B=B, NX=grid[0], EPILOGUE="        " + epi)
     ctx.dispatch(kb, src, grid)
 
 
@@ -203,11 +201,8 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
                   f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
-    src = W.load_shader("matmul_vec4.wgsl")
-    for k, v in {"HEADER": kb.header(), "RM": RM, "V": V, "WG": WG, "M": M, "N4": N4, "K": K, "B": B,
-                 "BS": B * S, "KC": K_CHUNK, "NX": grid[0], "DECL": decl, "LOAD_B": load_b, "FMA": fma,
-                 "STORE": store}.items():
-        src = src.replace("{{" + k + "}}", str(v))
+    src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K, B=B,
+                   BS=B * S, KC=K_CHUNK, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma, STORE=store)
     ctx.dispatch(kb, src, grid)
     if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
         kb = ctx.new_kb()
@@ -243,18 +238,20 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
     write = (f"        let res = {res};\n        {out_name}[o] = {W.store_expr('res', out.dtype)};\n        "
              + "\n        ".join(ctx.epilogue_code(kb, "res", "o")))
-    RM = RN = 4 if M * N >= 4096 else 1
-    WX = WY = 8 if M * N >= 4096 else 1
-    if M * N < 4096:
-        WX, WY, RM, RN = 16, 1, 1, 1
+    emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K)
+
+
+def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
+    """Dispatches shaders/matmul.wgsl (any dtype and layout: ``read_a``/``read_b`` are the
+    bodies of rdA(b, m, k)/rdB(b, k, n), ``write`` stores ``v`` at output ``o``); shared by
+    dot_general and conv_general_dilated (implicit im2col)."""
+    big = M * N >= 4096
+    WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
     TM, TN = WY * RM, WX * RN
-    tiles = B * (-(-M // TM)) * (-(-N // TN))
-    grid = W.grid_for(tiles, kb.max_groups)
-    src = W.load_shader("matmul.wgsl")
-    for k, v in {"HEADER": kb.header(), "ACC": W.value_type(acc), "READ_A": read_a, "READ_B": read_b,
-                 "WX": WX, "WY": WY, "RM": RM, "RN": RN, "TM": TM, "TN": TN, "M": M, "N": N, "K": K,
-                 "B": B, "NX": grid[0], "WRITE": write}.items():
-        src = src.replace("{{" + k + "}}", str(v))
+    grid = W.grid_for(B * (-(-M // TM)) * (-(-N // TN)), kb.max_groups)
+    src = W.render("matmul.wgsl", HEADER=kb.header(), ACC=W.value_type(acc), READ_A=read_a,
+                   READ_B=read_b, WX=WX, WY=WY, RM=RM, RN=RN, TM=TM, TN=TN, M=M, N=N, K=K, B=B,
+                   NX=grid[0], WRITE=write)
     ctx.dispatch(kb, src, grid)
 
 

@@ -18,16 +18,6 @@ from ..primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import kind
 
-_TEMPLATE = None
-
-
-def _template():
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        _TEMPLATE = W.load_shader("reduce.wgsl")
-    return _TEMPLATE
-
-
 def _check_axes(name, x, axes):
     axes = tuple(axes)
     for a in axes:
@@ -345,13 +335,10 @@ def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
     combine = "  return RState(" + ", ".join(f"combine{k}(a.m{k}, b.m{k})" for k in range(len(monos))) + ");"
     identity = "RState(" + ", ".join(m.identity for m in monos) + ")"
     grid = W.grid_for(groups, kb.max_groups)
-    src = _template()
-    for k, v in {"HEADER": kb.header(), "STATE": "RState", "WG": str(wg), "EXTRA_SHARED": "",
-                 "COMBINE": combine, "NX": str(grid[0]), "GROUPS": str(groups),
-                 "PARTS": str(parts), "SLICE": str(max(slice_n, 1)), "N": str(n),
-                 "IDENTITY": identity, "LOOP": loop, "WRITE": write,
-                 "PROLOGUE": "wj_zero = wid.z;" if "wj_opq" in helpers else ""}.items():
-        src = src.replace("{{" + k + "}}", v)
+    src = W.render("reduce.wgsl", HEADER=kb.header(), STATE="RState", WG=wg, EXTRA_SHARED="",
+                   COMBINE=combine, NX=grid[0], GROUPS=groups, PARTS=parts, SLICE=max(slice_n, 1),
+                   N=n, IDENTITY=identity, LOOP=loop, WRITE=write,
+                   PROLOGUE="wj_zero = wid.z;" if "wj_opq" in helpers else "")
     return src, grid
 
 

@@ -144,12 +144,9 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
         store = "\n".join(f"    {bufs[w]}[base + q] = s{w}[q];" for w in range(words_per))
         groups = Rpad * P // B
         grid = W.grid_for(groups, kb.max_groups)
-        src = W.load_shader("bitonic_local.wgsl")
-        for k, v in {"HEADER": kb.header(), "SHARED": shared, "CE": ce,
-                     "LOAD": load, "STORE": store, "T": T, "NX": grid[0], "GROUPS": groups,
-                     "PM1": P - 1, "B": B, "HALF": B // 2, "KSTART": kstart,
-                     "KEND": kend, "JINIT": jinit}.items():
-            src = src.replace("{{" + k + "}}", str(v))
+        src = W.render("bitonic_local.wgsl", HEADER=kb.header(), SHARED=shared, CE=ce, LOAD=load,
+                       STORE=store, T=T, NX=grid[0], GROUPS=groups, PM1=P - 1, B=B, HALF=B // 2,
+                       KSTART=kstart, KEND=kend, JINIT=jinit)
         ctx.dispatch(kb, src, grid)
 
     def global_step(k, j):
