@@ -5,6 +5,7 @@ Every new primitive's WGSL kernel is checked against its NumPy reference rule
 and against real JAX where it is installed.
 """
 import numpy as np
+from checks import assert_same
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,18 +24,7 @@ F = np.float32
 
 
 def check(got, want, rtol=1e-5, atol=1e-6, dtype=True):
-    gs = list(got) if isinstance(got, (tuple, list)) else [got]
-    ws = list(want) if isinstance(want, (tuple, list)) else [want]
-    assert len(gs) == len(ws)
-    for g, w in zip(gs, ws):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if dtype:
-            assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        if g.dtype == bool or np.issubdtype(g.dtype, np.integer):
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+    assert_same(got, want, rtol, atol, dtype)
 
 
 # --------------------------------------------------------------------------- the issue's check

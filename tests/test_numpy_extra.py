@@ -7,6 +7,7 @@ included); NumPy is the oracle where JAX is not needed.  Sizes stay small: every
 new shape compiles new shaders on lavapipe.
 """
 import numpy as np
+from checks import assert_same
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,24 +27,8 @@ EMPTY = np.zeros((0,), F)
 SCALAR = np.array(2.5, F)
 
 
-def _leaves(x):
-    if isinstance(x, (tuple, list)):
-        return [y for v in x for y in _leaves(v)]
-    return [x]
-
-
 def check(got, want, rtol=2e-5, atol=1e-6, dtype=True):
-    gs, ws = _leaves(got), _leaves(want)
-    assert len(gs) == len(ws), (len(gs), len(ws))
-    for g, w in zip(gs, ws):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if dtype:
-            assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        if g.dtype == bool or np.issubdtype(g.dtype, np.integer):
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+    assert_same(got, want, rtol, atol, dtype)
 
 
 def _wj(a):
