@@ -1,7 +1,8 @@
 """Control-flow benchmarks (issue 8): a ``fori_loop`` of 1000 small iterations (time per
-iteration; plain and with ``unroll=8``, which fuses 8 steps into one kernel), a ``while_loop``
-of 1000 iterations (guarded body, predicate read back per chunk) and a ``scan`` RNN cell
-(hidden 64, 100 steps; forward and gradient), next to real JAX on the CPU.
+iteration; plain and with ``unroll=8``), a ``while_loop`` of 1000 iterations and a ``scan``
+RNN cell (hidden 64, 100 steps; forward and gradient), next to real JAX on the CPU, to the
+same loops with the in-kernel forms switched off (``loops.ENABLED = False``: the body is
+recorded once per iteration), and to a hand-written WGSL kernel of the fori_loop.
 
     .venv/bin/python bench/bench_control.py
 """
@@ -13,7 +14,7 @@ from common import ms, real_jax, table, timeit, us
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax.backend import loops, runtime
 
 N_ITER = 1000
 HIDDEN, STEPS, IN = 64, 100, 32
@@ -75,7 +76,14 @@ def main():
         disp = rt.stats["dispatches"] - s0["dispatches"]
         rb = rt.stats["readbacks"] - s0["readbacks"]
         t = timeit(run, warmup=1, reps=5)
-        row = [name, ms(t), us(t / iters), str(disp), str(rb)]
+        loops.ENABLED = False            # the same loop, recorded per iteration
+        try:
+            f_rec = build(wjax, jnp, lax)
+            t_rec = timeit(lambda: wjax.block_until_ready(wjax.tree_util.tree_leaves(f_rec(*dev_args))[0]),
+                           warmup=1, reps=3)
+        finally:
+            loops.ENABLED = True
+        row = [name, ms(t), us(t / iters), str(disp), str(rb), ms(t_rec), f"{t_rec / t:.1f}x"]
         if jax is not None:
             import jax.numpy as rjnp
             g = build(jax, rjnp, jax.lax)
@@ -90,9 +98,47 @@ def main():
             row += ["-", "-"]
         rows.append(row)
     table("control flow (wjax jit vs real JAX jit on the CPU)", rows,
-          ["case", "wjax", "per iter", "dispatches", "readbacks", "JAX", "JAX per iter"])
-    print("\nscan records the body once per step (one dispatch each for a fused body) with no readback;"
-          "\nwhile_loop reads its predicate back once per chunk of 1, 2, 4, ..., 64 guarded iterations.")
+          ["case", "wjax", "per iter", "dispatches", "readbacks", "recorded", "speedup",
+           "JAX", "JAX per iter"])
+    t_hand = hand_fori(rt, x16)
+    fori_jit, x_dev = wjax.jit(lambda x: fori(lax, x)), jnp.asarray(x16)
+    t_ours = timeit(lambda: wjax.block_until_ready(fori_jit(x_dev)), warmup=1, reps=7)
+    print(f"\nfori_loop {N_ITER} (f32[16]): wjax {ms(t_ours)}, hand-written WGSL loop kernel {ms(t_hand)} "
+          f"(wjax/hand = {t_ours / t_hand:.2f})")
+    print("\nElementwise bodies run as one per-element kernel loop; the RNN cell runs in one workgroup"
+          "\n(carry in workgroup memory).  'recorded' is the fallback form: one recorded body per step;"
+          "\nthe RNN gradient's backward scan carries a 64x64 accumulator, too big for workgroup memory,"
+          "\nso it is recorded.")
+
+
+HAND_FORI = """
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= arrayLength(&x)) { return; }
+  var c = x[i];
+  for (var k = 0u; k < 1000u; k = k + 1u) { c = c * 0.999 + 0.001 * f32(k); }
+  y[i] = c;
+}
+"""
+
+
+def hand_fori(rt, x):
+    """The fori_loop as one hand-written WGSL kernel: dispatch and wait."""
+    xb, yb = rt.upload(x), rt.alloc(x.nbytes)
+
+    def run():
+        rt.dispatch(HAND_FORI, [xb, yb], (1, 1, 1))
+        rt.synchronize()
+    run()
+    got = np.frombuffer(rt.read(yb, x.nbytes), np.float32)
+    want = x.copy()
+    for k in range(N_ITER):
+        want = want * np.float32(0.999) + np.float32(0.001) * np.float32(k)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    return timeit(run, warmup=1, reps=7)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,59 @@ def test_cond_and_switch_values():
     close(b, 2.0)
 
 
+def test_cond_picks_its_branch_on_the_device():
+    """A traced index: a gate kernel sets the indirect dispatches of every branch's kernels
+    (zero workgroups outside the chosen branch) and a select picks the outputs: no readback."""
+    X = ((np.arange(16).reshape(4, 4) - 5) / 7).astype(F)
+    y = V[:4]
+    # branches of different kernel counts (matmul + reduction, elementwise), pytree operand,
+    # a literal output
+    f = jax.jit(lambda p, d: lax.cond(p > 0, lambda d: ((d["x"] @ d["x"]).sum(0) + d["y"], 1.0),
+                                      lambda d: (d["x"][0] * 2 - d["y"], d["y"][1]), d))
+    for p in (1.0, -1.0, 1.0):
+        r0 = readbacks()
+        out = f(F(p), {"x": X, "y": y})
+        assert readbacks() == r0
+        close(out, ((X @ X).sum(0) + y, 1.0) if p > 0 else (X[0] * 2 - y, y[1]), rtol=1e-5)
+    # switch: out-of-range indices clamp; a branch returns its operand unchanged
+    brs = [lambda x: (x * 2, x[0]), lambda x: (x, 3.0), lambda x: (jnp.cumsum(x), x.max())]
+    want = [(y * 2, y[0]), (y, 3.0), (np.cumsum(y), y.max())]
+    g = jax.jit(lambda i, x: lax.switch(i, brs, x))
+    for i in range(-2, 5):
+        r0 = readbacks()
+        out = g(np.int32(i), y)
+        assert readbacks() == r0
+        close(out, want[min(max(i, 0), 2)])
+    # no kernel in any branch; a nested cond (run as a select inside the branch)
+    h = jax.jit(lambda p, x: lax.cond(p > 0, lambda x: x, lambda x: F(5.0), x))
+    k = jax.jit(lambda p, q, x: lax.cond(p > 0, lambda x: lax.cond(q > 0, jnp.sin, jnp.cos, x) * 2,
+                                         lambda x: x.sum() + x, x))
+    for p in (1.0, -1.0):
+        r0 = readbacks()
+        a = h(F(p), F(2.0))
+        bs = [k(F(p), F(q), y) for q in (1.0, -1.0)]
+        assert readbacks() == r0
+        close(a, 2.0 if p > 0 else 5.0)
+        close(bs, [np.sin(y) * 2, np.cos(y) * 2] if p > 0 else [y.sum() + y] * 2, rtol=1e-5)
+    # eagerly, with a device predicate
+    for p in (True, False):
+        r0 = readbacks()
+        out = lax.cond(jnp.asarray(p), lambda x: x * 2, lambda x: x - 1, jnp.asarray(y))
+        assert readbacks() == r0
+        close(out, y * 2 if p else y - 1)
+    # a branch holding a while_loop falls back to reading the index back
+    w = jax.jit(lambda p, x: lax.cond(p > 0, lambda x: lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, x),
+                                      lambda x: -x, x))
+    c = y.copy()
+    while c.sum() < 100:
+        c = c * 2 + 1
+    close(w(F(1.0), y), c)
+    r0 = readbacks()
+    out = w(F(-1.0), y)
+    assert readbacks() == r0 + 1
+    close(out, -y)
+
+
 def test_while_and_fori_values():
     def py_while(n, x):
         i = 0

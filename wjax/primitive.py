@@ -8,6 +8,9 @@ side by side:
     fuse(kb, idx, read, in_avals, out_aval, **params) -> WGSL expression
                                      elementwise/index op, fusable into a kernel
     kernel(kb, ...)                  a whole-kernel op (reduction, matmul, ...)
+    element(kb, idx, read, in_avals, out_aval, **params) -> WGSL expression
+                                     a kernel op's value at one output index as sequential
+                                     code (a loop); used by single-workgroup loop kernels
     jvp, transpose, batch            transformation rules (autodiff and vmap)
 
 Binding a primitive while a tracing builder is active records an equation;
@@ -30,6 +33,7 @@ class Primitive:
         self.reference = None
         self.fuse = None          # fusable op: expression template
         self.kernel = None        # whole-kernel op
+        self.element = None       # kernel ops: one output element as a sequential loop
         self.fuse_inputs = ()     # kernel ops: operand positions that accept fused producers
         self.merge_key = None     # kernel ops: eqn -> key; equal keys at one level share a kernel
         self.kernel_many = None   # ... emitted together by kernel_many(list of KernelContext)

@@ -24,11 +24,18 @@ def _align4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def run_plan(plan: Plan, in_buffers: list, rt=None) -> list:
-    """Records the plan's dispatches; returns the output Buffers (or Lits)."""
+def run_plan(plan: Plan, in_buffers: list, rt=None, indirect=None, out_buffers=None) -> list:
+    """Records the plan's dispatches; returns the output Buffers (or Lits).  With
+    ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
+    from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
+    ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
     rt = rt or runtime.get()
     env = dict(zip(plan.in_keys, in_buffers))
     outs = set(k for k in plan.out_keys if not (isinstance(k, tuple) and k and k[0] == "lit"))
+    for k, b in zip(plan.out_keys, out_buffers or ()):
+        if k in outs and k not in env:
+            env[k] = b
+    slot = None if indirect is None else indirect[1]
     for i, d in enumerate(plan.steps):
         bufs = []
         for k in d.keys:
@@ -37,22 +44,26 @@ def run_plan(plan: Plan, in_buffers: list, rt=None) -> list:
                 b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
             bufs.append(b)
         if isinstance(d, HostStep):
+            assert indirect is None, "an indirect plan holds a host step"
             d.fn(rt, bufs)
-        else:
+        elif indirect is None:
             _dispatch(rt, plan, d, bufs)
+        else:
+            _dispatch(rt, plan, d, bufs, (indirect[0], 12 * slot))
+            slot += 1
         for k in d.keys:
             if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
                 del env[k]
     return _results(plan, env, rt)
 
 
-def _dispatch(rt, plan, d, bufs):
+def _dispatch(rt, plan, d, bufs, indirect=None):
     ranges = None
     if d.ranges is not None:
         ranges = [None if r is None else
                   (r[0] * storage_itemsize(plan.avals[k].dtype), _align4(r[1] * storage_itemsize(plan.avals[k].dtype)))
                   for k, r in zip(d.keys, d.ranges)]
-    rt.dispatch(d.wgsl, bufs, d.grid, ranges)
+    rt.dispatch(d.wgsl, bufs, d.grid, ranges, indirect)
 
 
 def _results(plan, env, rt):

@@ -186,7 +186,8 @@ class Fuser:
     """Generates the WGSL value of a var at an Index, inlining fusable producers.
 
     ``subst`` maps a var to (flat index expr, value expr): inside a kernel's epilogue the
-    kernel's own result is read from a register, at its own position only."""
+    kernel's own result is read from a register, at its own position only (an in-kernel
+    loop's carry likewise).  It may instead map a var to a function Index -> expr."""
 
     def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None, subst=None):
         self.kb, self.lw, self.level = kb, lowering, level
@@ -200,6 +201,8 @@ class Fuser:
         if aval.ndim == 0:
             idx = Index(self.kb, ())
         if atom.id in self.subst:
+            if callable(self.subst[atom.id]):          # a value readable at any index
+                return self.subst[atom.id](idx)
             flat, value = self.subst[atom.id]
             if idx.flat() != flat:
                 raise EpilogueMismatch(atom)
@@ -287,9 +290,13 @@ class KernelContext:
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
         self.lw.add_dispatch(kb, src, grid, self.eqn)
 
-    def host_step(self, fn, in_keys, out_keys, label="host step") -> None:
-        """Appends a HostStep reading ``in_keys`` and writing ``out_keys``."""
-        self.lw.plan.steps.append(HostStep(fn, list(in_keys) + list(out_keys), out_keys, label))
+    def host_step(self, fn, in_keys, out_keys, label="host step", wgsl=None) -> None:
+        """Appends a HostStep reading ``in_keys`` and writing ``out_keys`` (``wgsl``: the
+        kernel it dispatches, shown by ``lower().as_text()``)."""
+        step = HostStep(fn, list(in_keys) + list(out_keys), out_keys, label)
+        if wgsl:
+            step.wgsl += "\n" + wgsl
+        self.lw.plan.steps.append(step)
 
 
 class BindingOverflow(Exception):

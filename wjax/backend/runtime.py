@@ -122,6 +122,7 @@ class Runtime:
         # lavapipe (llvmpipe) silently stops a shader invocation after 65535 loop iterations
         self.loop_limit = 65535 if "llvmpipe" in self.adapter.info["device"].lower() else None
         self._free: dict[int, list] = {}
+        self._free_indirect: dict[int, list] = {}
         # Every GPU buffer stays strongly referenced here: a Buffer that dies inside a
         # garbage *cycle* would otherwise let the GC finalize (release) its GPU buffer
         # while Buffer.__del__ puts it back in the pool.
@@ -172,6 +173,17 @@ class Runtime:
             raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
         self._owned.append(gpu)
         return Buffer(gpu, cls, self._free)
+
+    def alloc_indirect(self, nbytes: int) -> Buffer:
+        """A buffer that dispatches can also read their workgroup counts from (``indirect=``
+        of ``dispatch``); kept in a pool of its own."""
+        cls = size_class(nbytes)
+        free = self._free_indirect.get(cls)
+        if free:
+            return Buffer(free.pop(), cls, self._free_indirect)
+        gpu = self.device.create_buffer(size=cls, usage=_USAGE | wgpu.BufferUsage.INDIRECT)
+        self._owned.append(gpu)
+        return Buffer(gpu, cls, self._free_indirect)
 
     def pool_size(self) -> int:
         return sum(len(v) for v in self._free.values())
@@ -254,9 +266,11 @@ class Runtime:
         if self._pending >= _BATCH:
             self.flush()
 
-    def dispatch(self, wgsl: str, buffers, grid, ranges=None) -> None:
+    def dispatch(self, wgsl: str, buffers, grid, ranges=None, indirect=None) -> None:
         """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order, whole or
-        as the (byte offset, byte size) window given in ``ranges``."""
+        as the (byte offset, byte size) window given in ``ranges``.  ``indirect=(buffer,
+        byte offset)`` reads the workgroup counts from that buffer (three u32s written by
+        earlier device work) instead of ``grid``."""
         ranges = ranges or [None] * len(buffers)
         entries = []
         for i, (b, r) in enumerate(zip(buffers, ranges)):
@@ -274,7 +288,10 @@ class Runtime:
                 self._pass = self._get_encoder().begin_compute_pass()
             self._pass.set_pipeline(pipe)
             self._pass.set_bind_group(0, bg)
-            self._pass.dispatch_workgroups(*grid)
+            if indirect is None:
+                self._pass.dispatch_workgroups(*grid)
+            else:
+                self._pass.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]), indirect[1])
             self.stats["dispatches"] += 1
             self._count()
 

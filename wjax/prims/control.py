@@ -16,8 +16,12 @@ Every control-flow equation lowers to one plan *host step* (``KernelContext.host
 sub-jaxprs are compiled ONCE, at lowering time, into sub-plans (``Compiled``), and at run time
 the step records the sub-plans' dispatches into the same command stream as the rest of the
 call, feeding device buffers from one sub-plan run to the next.  Nothing is read back unless
-a branch or loop exit must be decided on the host:
+a branch or loop exit must be decided on the host.  The choice between the loop forms is
+described in ``wjax/backend/loops.py``:
 
+* ``scan`` and ``while`` first try to run as a loop INSIDE ONE KERNEL (``_in_kernel``,
+  ``wjax/backend/loops.py``): per element for elementwise bodies, in one workgroup for small
+  bodies with reductions and matmuls.  The bullets below are the recorded form, for the rest.
 * ``scan`` records ``length`` runs of the body plan with no readback at all.  The carry
   buffers one run returns are the next run's inputs; each step's slice of ``xs`` is a small
   buffer-to-buffer copy (a few us on lavapipe, against ~65 us for a dispatch) and each step's
@@ -39,17 +43,18 @@ a branch or loop exit must be decided on the host:
   the price of at most one chunk of no-op iterations after the exit).  A body
   that holds another ``while`` (whose extra guarded runs could spin on garbage) falls back to
   a host-driven loop: one predicate readback per iteration.
-* ``cond`` reads its (int32) index back — one 4-byte readback — and records the chosen
-  branch's plan.  Inside a loop body (scan/while) a ``cond`` whose branches hold no ``while``
-  is rewritten to run every branch and ``select_n`` the results, so loops stay free of
-  readbacks.
+* ``cond`` with a traced index picks its branch on the device: a gate kernel
+  (``shaders/cond_gate.wgsl``) reads the index and writes the workgroup counts of every
+  branch's kernels, their static grids for the chosen branch and zero for the others; every
+  branch's plan is then recorded with *indirect* dispatches reading those counts, and
+  ``select_n`` on the clamped index picks the outputs.  Nested ``cond``s in a branch become
+  selects first.  A branch whose plan keeps a host step (a ``while`` or ``scan``) falls back
+  to reading the index back (4 bytes) and recording the chosen branch's plan; a literal index
+  records its branch directly.  Inside a loop body (scan/while) a ``cond`` whose branches
+  hold no ``while`` is rewritten to run every branch and ``select_n`` the results, so loops
+  stay free of readbacks.
 * Eager calls take the same path: the primitive runs as a one-equation jaxpr (plans cached
   by the structure of the jaxprs it carries).
-
-A further step (not done here): run a whole small loop inside ONE kernel (a ``for`` in the
-WGSL of a fused body, keeping the carry in registers), for bodies that fuse to one kernel and
-trip counts well under lavapipe's 65535-iteration cap per invocation; and on adapters with
-indirect dispatch, pick ``cond`` branches on the device without a readback.
 """
 from __future__ import annotations
 
@@ -220,9 +225,9 @@ class _Sub:
             if isinstance(k, tuple) and k and k[0] == "lit":
                 self.lits[i] = asarray_device(np.asarray(k[1].val, aval.dtype), weak_type=aval.weak_type)
 
-    def run(self, rt, ins):
+    def run(self, rt, ins, indirect=None, out_buffers=None):
         from ..backend.execute import run_plan
-        outs = run_plan(self.comp.plan, self.consts + list(ins), rt)
+        outs = run_plan(self.comp.plan, self.consts + list(ins), rt, indirect, out_buffers)
         if self.lits:
             outs = [self.lits[i].buffer if i in self.lits else o for i, o in enumerate(outs)]
         return outs
@@ -345,20 +350,69 @@ def _cond_reference(index, *ops, branches):
 @cond_p.def_kernel
 def _cond_kernel(ctx, *avals, branches):
     keys, out_keys, split = _io(ctx)
-    subs = [_sub((("cond", id(b)), b), lambda b=b: b, "cond_branch") for b in branches]
     nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
     idx_atom = ctx.eqn.invars[0]
-    static = int(np.clip(int(idx_atom.val), 0, len(branches) - 1)) if isinstance(idx_atom, Lit) else None
     n = len(branches)
+    static = 0 if n == 1 else int(np.clip(int(idx_atom.val), 0, n - 1)) if isinstance(idx_atom, Lit) else None
+    picked, label = None, "cond: a gate kernel picks the branch; all branches recorded indirect"
+    if static is None and not any(contains_prim(b, ("while", "scan")) for b in branches):
+        picked = _device_cond(branches, idx_atom.aval)
+    if picked is None:
+        label = "cond: read the index back, record the branch" if static is None else "cond: literal index"
+        subs = [_sub((("cond", id(b)), b), lambda b=b: b, "cond_branch") for b in branches]
+
+        def picked(rt, index, ops, outs):
+            i = static if static is not None else min(max(_read_scalar(rt, index), 0), n - 1)
+            return subs[i].run(rt, ops)
 
     def run(rt, bufs):
         ins, outs = split(bufs)
-        i = static if static is not None else min(max(_read_scalar(rt, ins[0]), 0), n - 1)
-        res = subs[i].run(rt, ins[1:])
-        for r, o, nb in zip(res, outs, nbytes):
+        for r, o, nb in zip(picked(rt, ins[0], ins[1:], outs), outs, nbytes):
             _copy(rt, r, o, nb)
 
-    ctx.host_step(run, keys, out_keys, label="cond: read the index back, record the branch")
+    ctx.host_step(run, keys, out_keys, label=label)
+
+
+def _device_cond(branches, index_aval):
+    """``run(rt, index, operands, results) -> outputs`` picking the branch on the device: a
+    gate kernel writes the indirect dispatch arguments of every branch's kernels (zero
+    workgroups outside the chosen branch), every branch is recorded with them, and
+    ``select_n`` on the index writes the outputs (into ``results``).  None when a branch's
+    plan holds a host step."""
+    from ..backend import runtime, wgsl as W
+    from ..backend.lower import HostStep
+
+    def flat(b):            # nested conds become selects, so the branch plan is all kernels
+        while (s := selectify(b)) is not b:
+            b = s
+        return b
+    subs = [_sub((("cond_dev", id(b)), b), lambda b=b: flat(b), "cond_branch") for b in branches]
+    plans = [s.comp.plan for s in subs]
+    if any(isinstance(d, HostStep) for p in plans for d in p.steps):
+        return None
+    n, out_avals = len(branches), list(branches[0].out_avals)
+
+    def build_select():
+        def f(i, *outs):
+            i = lax.clamp(np.int32(0), i, np.int32(n - 1))
+            return [_select_n(i, list(outs[j::len(out_avals)]), a) for j, a in enumerate(out_avals)]
+        return _trace(f, [index_aval] + out_avals * n)
+    sel = _sub((("cond_select", n, index_aval, tuple(out_avals)),), build_select, "cond_select")
+    table = [tuple(d.grid) + (1,) * (3 - len(d.grid)) + (b,) for b, p in enumerate(plans) for d in p.steps]
+    first = np.cumsum([0] + [len(p.steps) for p in plans]).tolist()
+    rt = runtime.get()
+    if table:
+        tab = rt.upload(np.array(table, np.uint32))
+        args = rt.alloc_indirect(12 * len(table))
+        gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1)
+        rt.pipeline(gate)
+
+    def run(rt, index, ops, results):
+        if table:
+            rt.dispatch(gate, [index, tab, args], (-(-len(table) // 64), 1, 1))
+        outs = [o for s, f in zip(subs, first) for o in s.run(rt, ops, (args, f) if table else None)]
+        return sel.run(rt, [index] + outs, out_buffers=results)
+    return run
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -531,11 +585,46 @@ def _read_submitted(rt, buf) -> int:
     return int(np.frombuffer(rt.read_submitted(buf, 4), np.int32)[0])
 
 
+def _in_kernel(ctx, key, build_step, kind, n_consts, n_carry, **kw):
+    """The loop as one WGSL kernel (``wjax/backend/loops.py``) when its body qualifies;
+    cached like a sub-plan (a kernel rule may be planned more than once)."""
+    from ..backend import loops, runtime
+
+    def build():
+        return loops.in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.rt_limits,
+                                    runtime.get().loop_limit, **kw)
+    key = (key[0] + (loops.ENABLED,),) + key[1:]
+    hit = _sub_cache.get(key[0])
+    if hit is None or hit[0] != key[1:]:
+        hit = _sub_cache[key[0]] = (key[1:], build())
+    return hit[1]
+
+
+def _while_step(cond_jaxpr, body_jaxpr, nc, nb):
+    """``(cond consts, body consts, carry) -> [pred(carry), *body(carry)]``."""
+    cj, bj = selectify(cond_jaxpr), selectify(body_jaxpr)
+
+    def f(*xs):
+        cc, bc, carry = _split(xs, nc, nb)
+        return [_eval(cj, *cc, *carry)[0]] + list(_eval(bj, *bc, *carry))
+    return _trace(f, cond_jaxpr.in_avals[:nc] + body_jaxpr.in_avals)
+
+
 @while_p.def_kernel
 def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     keys, out_keys, split = _io(ctx)
     nc, nb = cond_nconsts, body_nconsts
     nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
+    ncar = len(ctx.eqn.outvars)
+    fused = _in_kernel(ctx, (("loop_w", id(cond_jaxpr), id(body_jaxpr)), cond_jaxpr, body_jaxpr),
+                       lambda: _while_step(cond_jaxpr, body_jaxpr, nc, nb), "while", nc + nb, ncar)
+    if fused is not None:
+        def run_fused(rt, bufs):
+            ins, outs = split(bufs)
+            fused.run(rt, ins[:nc + nb], ins[nc + nb:], [], outs, [])
+        ctx.host_step(run_fused, keys, out_keys, label="while: one kernel loops, state read back per chunk",
+                      wgsl=fused.wgsl)
+        return
     cond_sub = _sub((("wcond", id(cond_jaxpr)), cond_jaxpr), lambda: selectify(cond_jaxpr), "while_cond")
     host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
     if host_driven:
@@ -851,6 +940,16 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
     from ..array import asarray_device
     keys, out_keys, split = _io(ctx)
     nc, ncar = num_consts, num_carry
+    fused = _in_kernel(ctx, (("loop_s", id(jaxpr), length, reverse), jaxpr), lambda: selectify(jaxpr),
+                       "scan", nc, ncar, length=length, reverse=reverse)
+    if fused is not None:
+        def run_fused(rt, bufs):
+            ins, outs = split(bufs)
+            consts, carry, xs = _split(ins, nc, ncar)
+            fused.run(rt, consts, carry, xs, outs[:ncar], outs[ncar:])
+        ctx.host_step(run_fused, keys, out_keys, label="scan: one kernel loops over the steps",
+                      wgsl=fused.wgsl)
+        return
     x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
     y_avals = jaxpr.out_avals[ncar:]
     xnb = [_nbytes(a) for a in x_avals]

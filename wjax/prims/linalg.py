@@ -214,6 +214,40 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
         ctx.dispatch(kb, src, grid)
 
 
+def _dot_element(kb, idx, read, in_avals, out, dimension_numbers, precision=None,
+                 preferred_element_type=None, out_sharding=None):
+    """One output element as a sequential loop over the contraction (single-workgroup loop
+    kernels, ``wjax/backend/loops.py``)."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    od = idx.dims()
+    ldims, rdims = [None] * lhs.ndim, [None] * rhs.ndim
+    for k, (a, b) in enumerate(zip(lb, rb)):
+        ldims[a] = rdims[b] = od[k]
+    for k, a in enumerate(lfree):
+        ldims[a] = od[len(lb) + k]
+    for k, b in enumerate(rfree):
+        rdims[b] = od[len(lb) + len(lfree) + k]
+    csh = [lhs.shape[a] for a in lc]
+    n = int(np.prod(csh))
+    acc_dt = _acc_dtype(out.dtype)
+    acc, r = kb.var(W.zero(acc_dt), W.value_type(acc_dt)), kb.fresh("r")
+    kb.emit(f"for (var {r} = 0u; {r} < {n}u; {r} = {r} + 1u) {{")
+    if csh:
+        for a, b, c in zip(lc, rc, Index(kb, csh, flat=r).dims()):
+            ldims[a] = rdims[b] = c
+    x = convert_expr(read[0](Index(kb, lhs.shape, dims=ldims)), lhs.dtype, acc_dt)
+    y = convert_expr(read[1](Index(kb, rhs.shape, dims=rdims)), rhs.dtype, acc_dt)
+    kb.emit(f"{acc} = {acc} + ({x}) * ({y});")
+    kb.emit("}")
+    return convert_expr(acc, acc_dt, out.dtype)
+
+
+dot_general_p.element = _dot_element
+
+
 @dot_general_p.def_kernel
 def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 out_sharding=None):

@@ -342,6 +342,33 @@ def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
     return src, grid
 
 
+def element_reduction(kb, idx, read, x: ShapedArray, axes, op, index_dtype=None) -> str:
+    """One output of a reduction as a sequential loop over the reduced elements (the
+    ``element`` rule: single-workgroup loop kernels, ``wjax/backend/loops.py``)."""
+    m = _monoid(op, x.dtype, index_dtype)
+    for h in m.helpers:
+        kb.use_helper(h)
+    if hasattr(m, "struct") and m.struct not in kb.decls:
+        kb.decls.append(m.struct)
+    comb = kb.fresh("wj_comb")
+    kb.decls.append(f"fn {comb}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+    red = sorted(axes)
+    kept = [d for d in range(x.ndim) if d not in red]
+    n = int(np.prod([x.shape[d] for d in red]))
+    dims = [None] * x.ndim
+    for d, e in zip(kept, idx.dims()):
+        dims[d] = e
+    acc, r = kb.var(m.identity, m.state), kb.fresh("r")
+    kb.emit(f"for (var {r} = 0u; {r} < {n}u; {r} = {r} + 1u) {{")
+    for d, st in zip(red, W.strides_of([x.shape[d] for d in red])):
+        e = r if st == 1 else f"{r} / {st}u"
+        dims[d] = kb.let(e if st * x.shape[d] >= n else f"({e}) % {x.shape[d]}u", "u32")
+    v = read(Index(kb, x.shape, dims=dims))
+    kb.emit(f"{acc} = {comb}({acc}, {m.lift(v, r)});")
+    kb.emit("}")
+    return m.result(acc)
+
+
 # --------------------------------------------------------------------------- primitives
 
 def _merge_key(eqn):
@@ -370,7 +397,10 @@ def _reducer(name, op, np_ref, accepts):
     def reference(x, axes, out_sharding=None):
         return np.asarray(np_ref(x, axis=tuple(axes)), dtype=x.dtype)
 
-    p.abstract_eval, p.kernel, p.reference = abstract, kernel, reference
+    def element(kb, idx, read, in_avals, out_aval, axes, out_sharding=None):
+        return element_reduction(kb, idx, read[0], in_avals[0], axes, op)
+
+    p.abstract_eval, p.kernel, p.reference, p.element = abstract, kernel, reference, element
     p.monoid = op
     p.merge_key = _merge_key
     p.kernel_many = _kernel_many
@@ -413,7 +443,10 @@ def _arg(name, op):
             return r.astype(index_dtype)
         return (np.argmax if op == "argmax" else np.argmin)(x, axis=a).astype(index_dtype)
 
-    p.abstract_eval, p.kernel, p.reference = abstract, kernel, reference
+    def element(kb, idx, read, in_avals, out_aval, axes, index_dtype):
+        return element_reduction(kb, idx, read[0], in_avals[0], axes, op, index_dtype)
+
+    p.abstract_eval, p.kernel, p.reference, p.element = abstract, kernel, reference, element
     _batching.defreducer(p)   # vmap: shift the axes past the batch axis
     return p
 

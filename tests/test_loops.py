@@ -1,0 +1,264 @@
+"""Loops that run inside one kernel (wjax/backend/loops.py): the per-element form (an
+elementwise body, carry in registers) and the single-workgroup form (reductions and
+dot_general in the body, carry in workgroup memory).  Values against NumPy loops and real
+JAX; the kernel form actually chosen, dispatch and readback counts; chunking over the
+per-dispatch iteration bound; transforms on top."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import wjax as jax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax.backend import loops, runtime
+
+F = np.float32
+
+
+def stats():
+    return dict(runtime.get().stats)
+
+
+def counted(f, *args):
+    """Runs ``f`` (already compiled once), returning (result, dispatches, readbacks) of the
+    call itself — counted before the result is read."""
+    s0 = stats()
+    out = f(*args)
+    s1 = stats()
+    return out, s1["dispatches"] - s0["dispatches"], s1["readbacks"] - s0["readbacks"]
+
+
+def form(f, *args) -> str:
+    text = f.lower(*args).as_text()
+    if "one kernel loops" not in text:
+        return "recorded"
+    return "workgroup" if "workgroupUniformLoad" in text else "element"
+
+
+def real_jax():
+    return pytest.importorskip("jax")
+
+
+# --------------------------------------------------------------------------- per-element form
+
+def test_fori_loop_runs_in_one_kernel():
+    f = jax.jit(lambda x: lax.fori_loop(0, 1000, lambda i, c: c * 0.999 + 0.001 * i, x))
+    x = np.linspace(-2, 2, 16).astype(F)
+    assert form(f, x) == "element"
+    f(x).block_until_ready()
+    out, nd, nr = counted(f, x)
+    want = x.copy()
+    for i in range(1000):
+        want = want * F(0.999) + F(0.001) * F(i)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+    assert nd <= 2 and nr == 0, (nd, nr)
+
+
+def test_while_loop_reads_back_once():
+    f = jax.jit(lambda x: lax.while_loop(lambda c: c[1] < 500, lambda c: (jnp.sin(c[0]) + 0.5, c[1] + 1), (x, 0)))
+    x = np.arange(6, dtype=F)
+    assert form(f, x) == "element"
+    f(x)[0].block_until_ready()
+    (v, n), nd, nr = counted(f, x)
+    assert nr <= 1 and nd <= 2, (nd, nr)
+    want = x.copy()
+    for _ in range(500):
+        want = np.sin(want) + F(0.5)
+    np.testing.assert_allclose(np.asarray(v), want, rtol=2e-5, atol=2e-6)
+    assert int(n) == 500
+
+
+def test_scan_reverse_xs_ys_and_scalar_ys():
+    xs = np.random.RandomState(0).randn(7, 3).astype(F)
+
+    def body(c, x):
+        a, k = c
+        a = a * 0.5 + x
+        return (a, k + 1), (a * 2, k * 1.0)
+
+    def run(L, xs):
+        return L.scan(body, (np.zeros(3, F), np.int32(0)), xs, reverse=True)
+
+    f = jax.jit(lambda xs: run(lax, xs))
+    assert form(f, xs) == "element"
+    got = f(xs)
+    rj = real_jax()
+    want = rj.jit(lambda xs: run(rj.lax, xs))(xs)
+    for g, w in zip(jax.tree_util.tree_leaves(got), rj.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+def test_bool_int_and_swapped_carries():
+    def body(i, c):
+        a, b, flag, n = c
+        return b, a + 1.0, jnp.logical_not(flag), n * 3 + i     # carries swap each step
+
+    f = jax.jit(lambda a, b: lax.fori_loop(0, 5, body, (a, b, True, jnp.int32(1))))
+    a, b = np.arange(4, dtype=F), -np.arange(4, dtype=F)
+    assert form(f, a, b) == "element"
+    ra, rb, flag, n = f(a, b)
+    wa, wb, wf, wn = a, b, True, 1
+    for i in range(5):
+        wa, wb, wf, wn = wb, wa + 1, not wf, wn * 3 + i
+    np.testing.assert_array_equal(np.asarray(ra), wa)
+    np.testing.assert_array_equal(np.asarray(rb), wb)
+    assert bool(flag) == wf and int(n) == wn
+
+
+@pytest.mark.parametrize("work", [5, 64])
+def test_chunks_over_the_per_dispatch_bound(monkeypatch, work):
+    """With a tiny per-dispatch bound the loop runs in many chunks (the carry ping-pongs
+    between two buffer sets, both parities end in the output)."""
+    monkeypatch.setattr(loops, "WORK_PER_DISPATCH", work)
+    f = jax.jit(lambda x: lax.while_loop(lambda c: c[1] < 37, lambda c: (c[0] * 1.5 - 1.0, c[1] + 1), (x, 0)))
+    x = np.array([1.0, 2.0], F)
+    v, n = f(x)
+    want = x.copy()
+    for _ in range(37):
+        want = want * F(1.5) - F(1.0)
+    np.testing.assert_allclose(np.asarray(v), want, rtol=1e-5)
+    assert int(n) == 37
+    xs = np.arange(23, dtype=F)
+    g = jax.jit(lambda xs: lax.scan(lambda c, x: (c + x, c * x), F(0), xs))
+    c, ys = g(xs)
+    assert float(c) == xs.sum()
+    np.testing.assert_array_equal(np.asarray(ys), np.concatenate([[0], np.cumsum(xs)[:-1]]) * xs)
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=st.sampled_from([(), (1,), (5,), (3, 4), (300,)]), n=st.integers(0, 40),
+       a=st.floats(-1.5, 1.5, width=32), dtype=st.sampled_from(["float32", "int32"]))
+def test_fori_loop_matches_numpy(shape, n, a, dtype):
+    x = (np.arange(int(np.prod(shape))).reshape(shape) % 7).astype(dtype)
+    if dtype == "int32":
+        a = int(a * 2)
+    f = jax.jit(lambda x: lax.fori_loop(0, n, lambda i, c: c * a + i, x))
+    want = x.copy()
+    for i in range(n):
+        want = (want * np.asarray(a, dtype) + np.asarray(i, dtype)).astype(dtype)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- single-workgroup form
+
+def _rnn(L, N, Wh, Wx, b, xs):
+    def cell(h, x):
+        h = N.tanh(Wh @ h + Wx @ x + b)
+        return h, h.sum()
+    return L.scan(cell, N.zeros(Wh.shape[0], N.float32), xs)
+
+
+RS = np.random.RandomState(3)
+WH = (RS.randn(16, 16) * 0.3).astype(F)
+WX = RS.randn(16, 3).astype(F)
+B = RS.randn(16).astype(F)
+XS = RS.randn(30, 3).astype(F)
+
+
+def test_rnn_scan_in_one_workgroup():
+    f = jax.jit(lambda *a: _rnn(lax, jnp, *a))
+    assert form(f, WH, WX, B, XS) == "workgroup"
+    f(WH, WX, B, XS)[0].block_until_ready()
+    (h, ys), nd, nr = counted(f, WH, WX, B, XS)
+    assert nd <= 3 and nr == 0, (nd, nr)
+    hh, yy = np.zeros(16, F), []
+    for t in range(30):
+        hh = np.tanh(WH @ hh + WX @ XS[t] + B)
+        yy.append(hh.sum())
+    np.testing.assert_allclose(np.asarray(h), hh, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ys), np.array(yy), rtol=1e-5, atol=1e-5)
+    rj = real_jax()
+    import jax.numpy as rjnp
+    wh, wys = rj.jit(lambda *a: _rnn(rj.lax, rjnp, *a))(WH, WX, B, XS)
+    np.testing.assert_allclose(np.asarray(h), np.asarray(wh), rtol=1e-5, atol=1e-6)
+
+
+def test_while_with_reduction_predicate():
+    """Newton's method for sqrt until the worst residual is small: the predicate reduces."""
+    a = np.array([2.0, 9.0, 0.25, 100.0], F)
+
+    def run(L, N, a):
+        return L.while_loop(lambda c: N.max(N.abs(c[0] * c[0] - a)) > 1e-4,
+                            lambda c: ((c[0] + a / c[0]) * 0.5, c[1] + 1), (a, 0))
+
+    f = jax.jit(lambda a: run(lax, jnp, a))
+    assert form(f, a) == "workgroup"
+    r, n = f(a)
+    np.testing.assert_allclose(np.asarray(r), np.sqrt(a), rtol=1e-6)
+    rj = real_jax()
+    import jax.numpy as rjnp
+    wr, wn = rj.jit(lambda a: run(rj.lax, rjnp, a))(a)
+    assert int(n) == int(wn)
+    np.testing.assert_allclose(np.asarray(r), np.asarray(wr), rtol=1e-6)
+
+
+def test_neighbour_reads_and_mixed_shapes():
+    """A body reading other elements of its carry (roll, a matrix-vector product, argmax)
+    with carries of different shapes."""
+    def body(i, c):
+        v, m, k = c
+        v = jnp.roll(v, 1) * 0.9 + m @ v * 0.01
+        return v, m * 0.99, k + jnp.argmax(v).astype(jnp.int32)
+
+    v0 = np.arange(5, dtype=F)
+    m0 = np.eye(5, dtype=F) + 0.1
+    f = jax.jit(lambda v, m: lax.fori_loop(0, 12, body, (v, m, jnp.int32(0))))
+    assert form(f, v0, m0) == "workgroup"
+    v, m, k = f(v0, m0)
+    wv, wm, wk = v0.copy(), m0.copy(), 0
+    for _ in range(12):
+        wv = np.roll(wv, 1) * F(0.9) + (wm @ wv) * F(0.01)
+        wm = wm * F(0.99)
+        wk += int(np.argmax(wv))
+    np.testing.assert_allclose(np.asarray(v), wv, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(m), wm, rtol=1e-5)
+    assert int(k) == wk
+
+
+def test_workgroup_form_chunks(monkeypatch):
+    monkeypatch.setattr(loops, "WORK_PER_DISPATCH", 200)
+    f = jax.jit(lambda *a: _rnn(lax, jnp, *a))
+    h, ys = f(WH, WX, B, XS)
+    hh = np.zeros(16, F)
+    for t in range(30):
+        hh = np.tanh(WH @ hh + WX @ XS[t] + B)
+    np.testing.assert_allclose(np.asarray(h), hh, rtol=1e-5, atol=1e-6)
+    assert np.asarray(ys).shape == (30,)
+
+
+# --------------------------------------------------------------------------- transforms and fallback
+
+def test_grad_and_vmap_through_in_kernel_loops():
+    rj = real_jax()
+    import jax.numpy as rjnp
+
+    def loss(L, N, Wh, xs):
+        h, ys = _rnn(L, N, Wh, WX, B, xs)
+        return (h * h).sum() + ys.sum()
+
+    g = jax.jit(jax.grad(lambda w: loss(lax, jnp, w, XS)))(WH)
+    want = rj.jit(rj.grad(lambda w: loss(rj.lax, rjnp, w, XS)))(WH)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=2e-4, atol=2e-5)
+
+    # vmap of a while loop with a batched predicate (its predicate reduces over the batch)
+    def count(L, x):
+        return L.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] * 1.7 + 0.1, c[1] + 1), (x, 0))[1]
+
+    xs = np.array([0.5, 2.0, 9.0, 11.0, 0.01], F)
+    f = jax.jit(jax.vmap(lambda x: count(lax, x)))
+    assert form(f, xs) == "workgroup"
+    np.testing.assert_array_equal(np.asarray(f(xs)), np.asarray(rj.vmap(lambda x: count(rj.lax, x))(xs)))
+
+
+def test_bodies_that_do_not_qualify_still_run():
+    """A sort in the body has no sequential element rule: the recorded form runs it."""
+    f = jax.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sort(c * -1.0) + 1.0, x))
+    x = np.array([3.0, 1.0, 2.0], F)
+    assert form(f, x) == "recorded"
+    want = x.copy()
+    for _ in range(3):
+        want = np.sort(want * -1) + 1
+    np.testing.assert_array_equal(np.asarray(f(x)), want)

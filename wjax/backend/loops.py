@@ -1,0 +1,392 @@
+"""Loops inside one kernel: a ``while`` or ``scan`` runs as a WGSL ``loop`` in one dispatch
+(or a few), instead of one recorded dispatch (or more) per iteration.
+
+DESIGN — how loops run on the device (the choice is made per loop at lowering time)
+--------------------------------------------------------------------------------
+1. *Per-element kernel loop* (``_Gen.per_element``).  When every equation of the body (and
+   of the predicate) is fusable — elementwise math and views — and each non-scalar carry is
+   read only at its own position, every thread runs the whole loop for its own element:
+   thread ``i`` keeps carry element ``i`` (and every scalar carry, computed redundantly) in
+   registers and iterates ``loop { if !pred break; body }``.  Consts and ``xs`` slices are
+   read from their buffers at any index; ``ys`` of the carry's shape (or scalars) are
+   written at step ``t``.  Any number of elements (many workgroups).
+2. *Single-workgroup kernel loop* (``_Gen.one_workgroup``).  A small body that also holds
+   reductions or ``dot_general`` (each kernel primitive's ``element`` rule computes one
+   output element as a sequential loop), or reads carries at other positions (``roll``,
+   ``m @ v``): one workgroup holds the carries and every intermediate a kernel op needs in
+   workgroup memory; each stage is a strided loop over its elements and a barrier; the
+   predicate goes through ``workgroupUniformLoad`` so the loop stays in uniform control
+   flow.  Taken when the arrays fit the workgroup memory limit (32 KiB on lavapipe) and an
+   iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: an RNN cell with h = 64 runs
+   100 steps in one dispatch.
+   Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
+   65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
+   state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
+   and no readback; a ``while`` reads the "running" word back once per chunk (once, for
+   loops shorter than K).  Between chunks the carry ping-pongs between two buffer sets.
+3. *Recorded loop* (``wjax/prims/control.py``): any other body (a sort, a scatter, a nested
+   loop, too big for one workgroup) is compiled once into a sub-plan that the host records
+   per iteration into the same command stream: ``scan`` with no readback, ``while`` with a
+   guarded body (``select(pred, body(c), c)``) in chunks of up to 64 iterations and one
+   predicate readback per chunk.
+4. *Host-driven loop*: a ``while`` whose body holds another ``while`` reads its predicate
+   back every iteration (a guarded nested loop could spin on garbage).
+
+``cond`` with a traced index picks its branch on the device with indirect dispatches
+(``_cond_kernel`` in ``wjax/prims/control.py``); inside loop bodies it becomes a select.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import ClosedJaxpr
+from . import wgsl as W
+from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, dce, flatten_closed
+from .wgsl import Index, KernelBuilder
+
+ENABLED = True                  # False: every loop takes the recorded form (benchmarks compare)
+WORK_PER_DISPATCH = 1 << 24     # element-iterations one chunk may run (bounds K for big carries)
+DEFAULT_CAP = 1 << 16           # iterations per dispatch where the adapter has no loop limit
+WORKGROUP = 256                 # threads of the single-workgroup form
+MAX_WORKGROUP_WORK = 1 << 17    # element-steps per iteration the single-workgroup form takes on
+VIEW_PRIMS = {"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "slice",
+              "convert_element_type", "copy", "rev"}
+_U32 = np.dtype(np.uint32)
+
+
+class InKernelLoop:
+    """A loop compiled to one WGSL kernel; ``run`` dispatches it chunk by chunk.
+
+    ``step`` maps (consts, carry, x slices) to ``[pred, *carry]`` (kind ``while``) or to
+    ``[*carry, *y slices]`` (kind ``scan``)."""
+
+    def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals):
+        self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
+        self.kind, self.length, self.carry_avals = kind, length, carry_avals
+        self.consts = consts                     # device arrays of the step's closed consts
+        from ..array import asarray_device
+        self.state0 = asarray_device(np.zeros(2, np.uint32))
+
+    def run(self, rt, consts, carry, xs, carry_out, ys_out):
+        """Records the loop; writes the final carry into ``carry_out`` and the stacked
+        ``ys`` into ``ys_out``.  Returns the number of dispatches."""
+        from .execute import nbytes_of
+        other = [rt.alloc(nbytes_of(a)) for a in self.carry_avals]
+        states = [rt.alloc(8), rt.alloc(8)]
+        fixed = {"const": consts, "closed": [c.buffer for c in self.consts], "xs": xs, "ys": ys_out}
+        cin, sin, c = list(carry), [self.state0.buffer], 0
+        while True:
+            cout = carry_out if c % 2 == 0 else other
+            sout = [states[c % 2]]
+            by_role = dict(fixed, cin=cin, cout=cout, sin=sin, sout=sout)
+            rt.dispatch(self.wgsl, [by_role[kind][k] for kind, k in self.roles], self.grid)
+            cin, sin, c = cout, sout, c + 1
+            if self.kind == "scan":
+                if c * self.K >= self.length:
+                    break
+            elif not np.frombuffer(rt.read(sout[0], 8), np.uint32)[1]:
+                break
+        if cin is other:
+            for a, src, dst in zip(self.carry_avals, other, carry_out):
+                if nbytes_of(a):
+                    rt.copy(src, dst, nbytes_of(a))
+        return c
+
+
+def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, limits: dict,
+                   loop_limit=None, length: int = 0, reverse: bool = False):
+    """An :class:`InKernelLoop` for ``step``, or None when the body qualifies for neither
+    kernel form (see the module docstring)."""
+    if not ENABLED or (kind == "scan" and length == 0):
+        return None
+    j, closed_consts = flatten_closed(step)
+    g = _Gen(dce(cse_and_fold(j)), kind, n_consts, n_carry, limits, loop_limit, length, reverse)
+    for form in (g.per_element, g.one_workgroup):
+        g.reset()
+        try:
+            src_grid = form()
+        except EpilogueMismatch:     # a carry read at another element's position
+            src_grid = None
+        if src_grid is not None and g.fits():
+            from .execute import _to_array
+            return InKernelLoop(*src_grid, g.roles(), [_to_array(c) for c in closed_consts], g.K, kind,
+                                length, [v.aval for v in g.carry_v])
+    return None
+
+
+class _Gen:
+    """Generates the two kernel forms over one flattened step jaxpr."""
+
+    def __init__(self, j, kind, n_consts, n_carry, limits, loop_limit, length, reverse):
+        self.j, self.kind, self.limits, self.loop_limit = j, kind, limits, loop_limit
+        self.length, self.reverse = length, reverse
+        self.consts_v = j.invars[:n_consts]
+        self.carry_v = j.invars[n_consts:n_consts + n_carry]
+        self.xs_v = j.invars[n_consts + n_carry:]
+        outs = list(j.outvars)
+        if kind == "while":
+            self.pred, self.new_carry, self.ys = outs[0], outs[1:], []
+        else:
+            self.pred, self.new_carry, self.ys = None, outs[:n_carry], outs[n_carry:]
+        self.role_of = {v.id: ("closed", p) for p, v in enumerate(j.constvars)}
+        self.role_of.update({v.id: ("const", p) for p, v in enumerate(self.consts_v)})
+        self.lw = Lowering(j, limits)
+        for v in j.constvars + j.invars:
+            self.lw.materialized.add(v.id)
+            self.lw.level[v.id] = 0
+
+    def reset(self):
+        self.kb = KernelBuilder(int(self.limits.get("max-compute-workgroups-per-dimension", 65535)))
+        self.K = 1
+
+    def fuser(self, subst) -> Fuser:
+        return Fuser(self.kb, self.lw, None, subst=subst)
+
+    # ------------------------------------------------------------------ shared pieces
+    def _loop_head(self):
+        kb = self.kb
+        kb.emit("var wj_it = 0u;")
+        kb.emit("var wj_run = true;")
+        kb.emit("loop {")
+        kb.emit(f"if (wj_it >= {self.K}u) {{ break; }}")
+        if self.kind == "scan":
+            L = self.length
+            kb.emit(f"if (wj_base + wj_it >= {L}u) {{ wj_run = false; break; }}")
+            kb.emit(f"let wj_step = {f'{L - 1}u - (wj_base + wj_it)' if self.reverse else 'wj_base + wj_it'};")
+
+    def _xs_subst(self) -> dict:
+        kb, subst = self.kb, {}
+        for p, v in enumerate(self.xs_v):
+            name = kb.bind(("xs", p), v.aval.dtype, "read")
+            subst[v.id] = (lambda idx, name=name, m=v.aval.size, dt=v.aval.dtype:
+                           kb.load(f"{name}[wj_step * {m}u + {idx.flat()}]", dt))
+        return subst
+
+    def _ys_store(self, p, y, val, flat) -> str:
+        name = self.kb.bind(("ys", p), y.aval.dtype, "read_write")
+        return f"{name}[wj_step * {y.aval.size}u + {flat}] = {self.kb.store(val, y.aval.dtype)};"
+
+    def _state_out(self, first) -> str:
+        sout = self.kb.bind(("sout", 0), _U32, "read_write")
+        return f"if ({first}) {{ {sout}[0] = wj_base + wj_it; {sout}[1] = select(0u, 1u, wj_run); }}"
+
+    def _has_inner_loops(self, lines) -> bool:
+        text = "\n".join(lines) + "".join(W.HELPERS[h] for h in self.kb.helpers)
+        return "loop {" in text or "while" in text
+
+    # ------------------------------------------------------------------ form 1
+    def per_element(self):
+        """Thread i runs the whole loop for element i of every non-scalar carry (one shape
+        S), scalar carries computed redundantly; registers hold the carry."""
+        j, kb = self.j, self.kb
+        if any(e.prim.fuse is None or e.prim.kernel is not None for e in j.eqns):
+            return None
+        avals = [v.aval for v in self.carry_v]
+        shapes = {a.shape for a in avals if a.ndim}
+        if len(shapes) > 1 or any(a.size == 0 for a in avals):
+            return None
+        shape = shapes.pop() if shapes else ()
+        if any(y.aval.shape not in (shape, ()) for y in self.ys):
+            return None
+        n = int(np.prod(shape))
+        cap = self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP   # margin under the limit
+        self.K = max(1, min(cap, WORK_PER_DISPATCH // n))
+
+        def flat_of(aval):
+            return "i" if aval.ndim else "0u"
+
+        regs = []
+        for k, v in enumerate(self.carry_v):
+            name = kb.bind(("cin", k), v.aval.dtype, "read")
+            regs.append(kb.var(kb.load(f"{name}[{flat_of(v.aval)}]", v.aval.dtype), W.value_type(v.aval.dtype)))
+        sin = kb.bind(("sin", 0), _U32, "read")
+        kb.emit(f"let wj_base = {sin}[0];")
+        self._loop_head()
+        subst = {v.id: (flat_of(v.aval), r) for v, r in zip(self.carry_v, regs)}
+        subst.update(self._xs_subst())
+        f = self.fuser(subst)
+        body_start = len(kb.lines)
+        if self.pred is not None:
+            kb.emit(f"if (!({f.read(self.pred, Index(kb, ()))})) {{ wj_run = false; break; }}")
+        vals = [kb.let(f.read(a, Index(kb, a.aval.shape, flat=flat_of(a.aval))), kb.vt(a.aval.dtype))
+                for a in self.new_carry + self.ys]
+        for p, (y, val) in enumerate(zip(self.ys, vals[len(regs):])):
+            st = self._ys_store(p, y, val, flat_of(y.aval))
+            kb.emit(st if y.aval.ndim else f"if (i == 0u) {{ {st} }}")
+        for r, val in zip(regs, vals):
+            kb.emit(f"{r} = {val};")
+        kb.emit("wj_it = wj_it + 1u;")
+        kb.emit("}")
+        if self.loop_limit and self._has_inner_loops(kb.lines[body_start:]):
+            return None      # an inner loop's iterations would count against the adapter's limit
+        for k, v in enumerate(self.carry_v):
+            name = kb.bind(("cout", k), v.aval.dtype, "read_write")
+            st = f"{name}[{flat_of(v.aval)}] = {kb.store(regs[k], v.aval.dtype)};"
+            kb.emit(st if v.aval.ndim else f"if (i == 0u) {{ {st} }}")
+        kb.emit(self._state_out("i == 0u"))
+        return kb.elementwise_kernel(n)
+
+    # ------------------------------------------------------------------ form 2
+    def one_workgroup(self):
+        """One workgroup runs the loop: carries and the results of kernel ops (reductions,
+        dot_general: each output element a sequential loop, the ``element`` rule) live in
+        workgroup memory, every stage is a strided loop over its elements followed by a
+        barrier; the predicate is made uniform with ``workgroupUniformLoad``."""
+        j, kb = self.j, self.kb
+        ops = [e for e in j.eqns if e.prim.fuse is None or e.prim.kernel is not None]
+        op_ids = {id(e) for e in ops}
+        if any(e.prim.element is None for e in ops):
+            return None
+        produced = {v.id: e for e in j.eqns for v in e.outvars}
+        def cheap(a):        # a view chain over values already in memory: read it in place
+            e = produced.get(a.id)
+            return e is None or (id(e) not in op_ids and e.prim.name in VIEW_PRIMS
+                                 and all(not hasattr(x, "id") or cheap(x) for x in e.invars))
+
+        stages, seen = [], set()
+        for e in ops:
+            outs = [a for a in e.invars if hasattr(a, "id") and not cheap(a)] + list(e.outvars)
+            for a in outs:
+                if a.id not in seen:
+                    seen.add(a.id)
+                    stages.append(a)
+        carries = [v for v in self.carry_v]
+        roots = [a for a in self.new_carry + self.ys]
+        sizes = [v.aval.size for v in stages + carries]
+        if any(s == 0 for s in sizes):
+            return None
+
+        def inner(v):      # sequential steps of one element of v
+            e = produced.get(v.id)
+            if e is None or id(e) not in op_ids:
+                return 0
+            if e.prim.name == "dot_general":
+                return int(np.prod([e.invars[0].aval.shape[d] for d in e.params["dimension_numbers"][0][0]]))
+            return e.invars[0].aval.size // max(v.aval.size, 1)
+
+        work = sum(v.aval.size * (inner(v) + 1) for v in stages) + sum(a.aval.size for a in roots)
+        if work > MAX_WORKGROUP_WORK:
+            return None
+        shared = sum(4 * v.aval.size for v in stages) + sum(8 * v.aval.size for v in carries)
+        if shared + 16 > int(self.limits.get("max-compute-workgroup-storage-size", 16384)):
+            return None
+        biggest = max(v.aval.size for v in stages + carries + roots)
+        wg = min(WORKGROUP, int(self.limits.get("max-compute-invocations-per-workgroup", 256)),
+                 max(32, 1 << (biggest - 1).bit_length()))
+
+        def trips(size, inn=0):
+            return (-(-size // wg) + 1) * (inn + 1)
+        per_iter = 2 + sum(trips(v.aval.size, inner(v)) for v in stages) + sum(
+            trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
+        cap = self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP
+        self.K = min(cap // per_iter, max(1, WORK_PER_DISPATCH // work))
+        if self.K < 1:
+            return None
+
+        def array(prefix, v):
+            name = kb.fresh(prefix)
+            if v.aval.dtype == np.float16:
+                kb.enable_f16 = True
+            kb.decls.append(f"var<workgroup> {name}: array<{W.storage_type(v.aval.dtype)}, {v.aval.size}>;")
+            return name
+
+        def reader(name, dt):
+            return lambda idx: kb.load(f"{name}[{idx.flat()}]", dt)
+
+        def strided(size, fn):
+            e = kb.fresh("e")
+            kb.emit(f"for (var {e} = lid; {e} < {size}u; {e} = {e} + {wg}u) {{")
+            fn(e)
+            kb.emit("}")
+
+        cur = [array("wl_c", v) for v in carries]
+        nxt = [array("wl_n", v) for v in carries]
+        kb.decls.append("var<workgroup> wl_u: u32;")
+        for k, (v, name) in enumerate(zip(carries, cur)):
+            src = kb.bind(("cin", k), v.aval.dtype, "read")
+            strided(v.aval.size, lambda e, name=name, src=src: kb.emit(f"{name}[{e}] = {src}[{e}];"))
+        sin = kb.bind(("sin", 0), _U32, "read")
+        kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
+        kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
+        self._loop_head()
+        body_start = len(kb.lines)
+        subst = {v.id: reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
+        subst.update(self._xs_subst())
+
+        def value(v, idx):
+            e = produced.get(v.id)
+            if e is not None and id(e) in op_ids:
+                readers = [(lambda ix, a=a: self.fuser(subst).read(a, ix)) for a in e.invars]
+                return e.prim.element(kb, idx, readers, [a.aval for a in e.invars], v.aval, **e.params)
+            return self.fuser(subst).read(v, idx)
+
+        for v in stages:
+            name = array("wl_m", v)
+
+            def stage(e, v=v, name=name):
+                val = value(v, Index(kb, v.aval.shape, flat=e))
+                kb.emit(f"{name}[{e}] = {kb.store(val, v.aval.dtype)};")
+            strided(v.aval.size, stage)
+            kb.emit("workgroupBarrier();")
+            subst[v.id] = reader(name, v.aval.dtype)
+        if self.pred is not None:
+            kb.emit("if (lid == 0u) {")
+            kb.emit(f"wl_u = select(0u, 1u, {self.fuser(subst).read(self.pred, Index(kb, ()))});")
+            kb.emit("}")
+            kb.emit("if (workgroupUniformLoad(&wl_u) == 0u) { wj_run = false; break; }")
+        for v, a, name in zip(carries, self.new_carry, nxt):
+            strided(v.aval.size, lambda e, a=a, name=name: kb.emit(
+                f"{name}[{e}] = {kb.store(self.fuser(subst).read(a, Index(kb, a.aval.shape, flat=e)), a.aval.dtype)};"))
+        for p, y in enumerate(self.ys):
+            strided(y.aval.size, lambda e, p=p, y=y: kb.emit(
+                self._ys_store(p, y, self.fuser(subst).read(y, Index(kb, y.aval.shape, flat=e)), e)))
+        kb.emit("workgroupBarrier();")
+        for v, c, n in zip(carries, cur, nxt):
+            strided(v.aval.size, lambda e, c=c, n=n: kb.emit(f"{c}[{e}] = {n}[{e}];"))
+        kb.emit("workgroupBarrier();")
+        kb.emit("wj_it = wj_it + 1u;")
+        kb.emit("}")
+        if self.loop_limit and any(h for h in kb.helpers if "loop {" in W.HELPERS[h] or "for (" in W.HELPERS[h]):
+            return None
+        del body_start
+        for k, (v, name) in enumerate(zip(carries, cur)):
+            dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
+            strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(f"{dst}[{e}] = {name}[{e}];"))
+        kb.emit(self._state_out("lid == 0u"))
+        pro = "  wj_zero = wid.z;\n" if "wj_opq" in kb.helpers else ""
+        body = "\n  ".join(kb.lines)
+        src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
+               f"{pro}  {body}\n}}\n")
+        return src, (1, 1, 1)
+
+    # ------------------------------------------------------------------ checks
+    def fits(self) -> bool:
+        kb = self.kb
+        if len(kb.bindings) > int(self.limits.get("max-storage-buffers-per-shader-stage", 8)):
+            return False
+        max_binding = int(self.limits.get("max-storage-buffer-binding-size", 1 << 27))
+        for key, _, _ in kb.bindings:
+            a = self._binding_aval(key)
+            if a is not None and a.size * W.storage_itemsize(a.dtype) > max_binding:
+                return False
+        return True
+
+    def _binding_aval(self, key):
+        """The array a binding holds (for the binding-size check)."""
+        if isinstance(key, tuple):
+            kind, k = key
+            if kind in ("cin", "cout"):
+                return self.carry_v[k].aval
+            if kind == "xs":
+                return self.xs_v[k].aval.update(shape=(self.length,) + self.xs_v[k].aval.shape)
+            if kind == "ys":
+                return self.ys[k].aval.update(shape=(self.length,) + self.ys[k].aval.shape)
+            return None
+        for v in self.j.constvars + self.j.invars:
+            if v.id == key:
+                return v.aval
+        return None
+
+    def roles(self) -> list:
+        return [key if isinstance(key, tuple) else self.role_of[key] for key, _, _ in self.kb.bindings]
