@@ -172,7 +172,7 @@ class _Gen:
 
     def _has_inner_loops(self, lines) -> bool:
         text = "\n".join(lines) + "".join(W.HELPERS[h] for h in self.kb.helpers)
-        return "loop {" in text or "while" in text
+        return any(w in text for w in ("loop {", "for (", "while"))
 
     # ------------------------------------------------------------------ form 1
     def per_element(self):
@@ -309,7 +309,6 @@ class _Gen:
         kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
         kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
         self._loop_head()
-        body_start = len(kb.lines)
         subst = {v.id: reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
         subst.update(self._xs_subst())
 
@@ -346,9 +345,8 @@ class _Gen:
         kb.emit("workgroupBarrier();")
         kb.emit("wj_it = wj_it + 1u;")
         kb.emit("}")
-        if self.loop_limit and any(h for h in kb.helpers if "loop {" in W.HELPERS[h] or "for (" in W.HELPERS[h]):
-            return None
-        del body_start
+        if self.loop_limit and self._has_inner_loops([]):
+            return None      # a helper's loop would count against the adapter's limit
         for k, (v, name) in enumerate(zip(carries, cur)):
             dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
             strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(f"{dst}[{e}] = {name}[{e}];"))
