@@ -128,6 +128,8 @@ class _Gen:
             self.pred, self.new_carry, self.ys = outs[0], outs[1:], []
         else:
             self.pred, self.new_carry, self.ys = None, outs[:n_carry], outs[n_carry:]
+        # kernel ops (not fusable): none in the per-element form, ``element`` rules otherwise
+        self.ops = [e for e in j.eqns if e.prim.fuse is None or e.prim.kernel is not None]
         self.role_of = {v.id: ("closed", p) for p, v in enumerate(j.constvars)}
         self.role_of.update({v.id: ("const", p) for p, v in enumerate(self.consts_v)})
         self.lw = Lowering(j, limits)
@@ -138,6 +140,11 @@ class _Gen:
     def reset(self):
         self.kb = KernelBuilder(int(self.limits.get("max-compute-workgroups-per-dimension", 65535)))
         self.K = 1
+
+    @property
+    def cap(self) -> int:
+        """Iterations one invocation may run: a margin under the adapter's loop limit."""
+        return self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP
 
     def fuser(self, subst) -> Fuser:
         return Fuser(self.kb, self.lw, None, subst=subst)
@@ -178,8 +185,8 @@ class _Gen:
     def per_element(self):
         """Thread i runs the whole loop for element i of every non-scalar carry (one shape
         S), scalar carries computed redundantly; registers hold the carry."""
-        j, kb = self.j, self.kb
-        if any(e.prim.fuse is None or e.prim.kernel is not None for e in j.eqns):
+        kb = self.kb
+        if self.ops:
             return None
         avals = [v.aval for v in self.carry_v]
         shapes = {a.shape for a in avals if a.ndim}
@@ -189,8 +196,7 @@ class _Gen:
         if any(y.aval.shape not in (shape, ()) for y in self.ys):
             return None
         n = int(np.prod(shape))
-        cap = self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP   # margin under the limit
-        self.K = max(1, min(cap, WORK_PER_DISPATCH // n))
+        self.K = max(1, min(self.cap, WORK_PER_DISPATCH // n))
 
         def flat_of(aval):
             return "i" if aval.ndim else "0u"
@@ -232,12 +238,12 @@ class _Gen:
         dot_general: each output element a sequential loop, the ``element`` rule) live in
         workgroup memory, every stage is a strided loop over its elements followed by a
         barrier; the predicate is made uniform with ``workgroupUniformLoad``."""
-        j, kb = self.j, self.kb
-        ops = [e for e in j.eqns if e.prim.fuse is None or e.prim.kernel is not None]
+        j, kb, ops = self.j, self.kb, self.ops
         op_ids = {id(e) for e in ops}
         if any(e.prim.element is None for e in ops):
             return None
         produced = {v.id: e for e in j.eqns for v in e.outvars}
+
         def cheap(a):        # a view chain over values already in memory: read it in place
             e = produced.get(a.id)
             return e is None or (id(e) not in op_ids and e.prim.name in VIEW_PRIMS
@@ -250,10 +256,8 @@ class _Gen:
                 if a.id not in seen:
                     seen.add(a.id)
                     stages.append(a)
-        carries = [v for v in self.carry_v]
-        roots = [a for a in self.new_carry + self.ys]
-        sizes = [v.aval.size for v in stages + carries]
-        if any(s == 0 for s in sizes):
+        carries, roots = self.carry_v, self.new_carry + self.ys
+        if any(v.aval.size == 0 for v in stages + carries):
             return None
 
         def inner(v):      # sequential steps of one element of v
@@ -278,8 +282,7 @@ class _Gen:
             return (-(-size // wg) + 1) * (inn + 1)
         per_iter = 2 + sum(trips(v.aval.size, inner(v)) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
-        cap = self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP
-        self.K = min(cap // per_iter, max(1, WORK_PER_DISPATCH // work))
+        self.K = min(self.cap // per_iter, max(1, WORK_PER_DISPATCH // work))
         if self.K < 1:
             return None
 

@@ -122,11 +122,7 @@ class Runtime:
         # lavapipe (llvmpipe) silently stops a shader invocation after 65535 loop iterations
         self.loop_limit = 65535 if "llvmpipe" in self.adapter.info["device"].lower() else None
         self._free: dict[int, list] = {}
-        self._free_indirect: dict[int, list] = {}
-        # Every GPU buffer stays strongly referenced here: a Buffer that dies inside a
-        # garbage *cycle* would otherwise let the GC finalize (release) its GPU buffer
-        # while Buffer.__del__ puts it back in the pool.
-        self._all: list = []
+        self._free_indirect: dict[int, list] = {}   # the pool of buffers usable as INDIRECT
         # Every GPU buffer stays referenced here for the runtime's life: a Buffer handle that
         # dies in a reference cycle (say, a traceback's frames) is finalized by the cyclic GC
         # together with its GPUBuffer, whose own __del__ would release the buffer that the
@@ -154,36 +150,29 @@ class Runtime:
         return f"{i['device']} [{i['backend_type']}, {i['adapter_type']}]"
 
     # ------------------------------------------------------------------ buffers
-    def alloc(self, nbytes: int) -> Buffer:
+    def alloc(self, nbytes: int, indirect: bool = False) -> Buffer:
+        """A pooled buffer of at least ``nbytes``; ``indirect=True``: one that dispatches can
+        also read their workgroup counts from (``indirect=`` of ``dispatch``), from a pool of
+        its own."""
         cls = size_class(nbytes)
         if cls > self.max_buffer:
             raise MemoryError(
                 f"wjax: cannot allocate {nbytes} bytes on {self.describe()}: the adapter's "
                 f"max-buffer-size is {self.max_buffer} bytes")
+        pool = self._free_indirect if indirect else self._free
         with self._lock:
-            free = self._free.get(cls)
+            free = pool.get(cls)
             if free:
                 self.stats["reuses"] += 1
-                return Buffer(free.pop(), cls, self._free)
+                return Buffer(free.pop(), cls, pool)
         self.stats["allocs"] += 1
+        usage = _USAGE | wgpu.BufferUsage.INDIRECT if indirect else _USAGE
         try:
-            gpu = self.device.create_buffer(size=cls, usage=_USAGE)
-            self._all.append(gpu)
+            gpu = self.device.create_buffer(size=cls, usage=usage)
         except Exception as e:  # out of device memory
             raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
         self._owned.append(gpu)
-        return Buffer(gpu, cls, self._free)
-
-    def alloc_indirect(self, nbytes: int) -> Buffer:
-        """A buffer that dispatches can also read their workgroup counts from (``indirect=``
-        of ``dispatch``); kept in a pool of its own."""
-        cls = size_class(nbytes)
-        free = self._free_indirect.get(cls)
-        if free:
-            return Buffer(free.pop(), cls, self._free_indirect)
-        gpu = self.device.create_buffer(size=cls, usage=_USAGE | wgpu.BufferUsage.INDIRECT)
-        self._owned.append(gpu)
-        return Buffer(gpu, cls, self._free_indirect)
+        return Buffer(gpu, cls, pool)
 
     def pool_size(self) -> int:
         return sum(len(v) for v in self._free.values())

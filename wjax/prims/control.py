@@ -233,14 +233,20 @@ class _Sub:
         return outs
 
 
-def _sub(key, build, name):
-    """A cached sub-plan (``lower_jaxpr`` may plan an equation more than once)."""
+def _cached(key, make):
+    """``make()``, cached under ``key[0]`` while the objects ``key[1:]`` (the jaxprs whose ids
+    ``key[0]`` holds) are the same: ``lower_jaxpr`` may plan an equation more than once."""
     hit = _sub_cache.get(key[0])
     if hit is None or hit[0] != key[1:]:
         if len(_sub_cache) > 512:
             _sub_cache.clear()
-        hit = _sub_cache[key[0]] = (key[1:], _Sub(build(), name))
+        hit = _sub_cache[key[0]] = (key[1:], make())
     return hit[1]
+
+
+def _sub(key, build, name):
+    """A cached sub-plan of the jaxpr ``build()``."""
+    return _cached(key, lambda: _Sub(build(), name))
 
 
 def _io(ctx):
@@ -403,7 +409,7 @@ def _device_cond(branches, index_aval):
     rt = runtime.get()
     if table:
         tab = rt.upload(np.array(table, np.uint32))
-        args = rt.alloc_indirect(12 * len(table))
+        args = rt.alloc(12 * len(table), indirect=True)
         gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1)
         rt.pipeline(gate)
 
@@ -590,14 +596,9 @@ def _in_kernel(ctx, key, build_step, kind, n_consts, n_carry, **kw):
     cached like a sub-plan (a kernel rule may be planned more than once)."""
     from ..backend import loops, runtime
 
-    def build():
-        return loops.in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.rt_limits,
-                                    runtime.get().loop_limit, **kw)
-    key = (key[0] + (loops.ENABLED,),) + key[1:]
-    hit = _sub_cache.get(key[0])
-    if hit is None or hit[0] != key[1:]:
-        hit = _sub_cache[key[0]] = (key[1:], build())
-    return hit[1]
+    return _cached((key[0] + (loops.ENABLED,),) + key[1:],
+                   lambda: loops.in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.rt_limits,
+                                                runtime.get().loop_limit, **kw))
 
 
 def _while_step(cond_jaxpr, body_jaxpr, nc, nb):
