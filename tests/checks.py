@@ -21,3 +21,39 @@ def assert_same(got, want, rtol, atol=1e-6, dtype=True):
             np.testing.assert_array_equal(g, w)
         else:
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def examples(n: int):
+    """``@settings(max_examples=n)`` for the CI profile, scaled up under ``--fuzz``."""
+    import os
+
+    from hypothesis import settings
+    if os.environ.get("WJAX_HYPOTHESIS", "ci") == "fuzz":
+        n *= int(os.environ.get("WJAX_FUZZ_SCALE", "10"))
+    return settings(max_examples=n)
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    """Equal pytree leaves (shapes exact, values allclose in float64)."""
+    import wjax
+    la, lb = wjax.tree_util.tree_leaves(a), wjax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb), (len(la), len(lb))
+    for x, y in zip(la, lb):
+        assert np.shape(x) == np.shape(y), (np.shape(x), np.shape(y))
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
+                                   rtol=rtol, atol=atol)
+
+
+def against_jax(build, *args, rtol=1e-5, atol=1e-6):
+    """``build(jax, jnp, lax)`` gives a function; wjax's and real JAX's results on ``args`` must
+    agree.  Returns wjax's result."""
+    import pytest
+
+    import wjax
+    import wjax.numpy as wjnp
+    rjax = pytest.importorskip("jax")
+    import jax.numpy as rjnp
+    got = build(wjax, wjnp, wjax.lax)(*args)
+    want = build(rjax, rjnp, rjax.lax)(*args)
+    close(got, rjax.tree_util.tree_leaves(want), rtol, atol)
+    return got

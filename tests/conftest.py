@@ -1,8 +1,16 @@
 """Shared test setup.
 
-Real JAX (installed in the system python) is a test oracle only: tests import it
+Real JAX (installed in the test environment) is a test oracle only: tests import it
 inside the individual test with ``pytest.importorskip("jax")``.  It must run on
 the CPU and with x64 off, as wjax does.
+
+Hypothesis runs under one of two profiles, chosen by ``WJAX_HYPOTHESIS``:
+
+* ``ci`` (the default, used by ``scripts/test.sh``): derandomized, no example database,
+  no deadline -- every run on every machine tries the same examples, so a pass is a pass.
+* ``fuzz`` (``scripts/test.sh --fuzz``): fresh random examples every run, ``WJAX_FUZZ_SCALE``
+  times as many per test (default 10), failures saved to ``.hypothesis/`` and replayed first
+  on the next fuzz run.
 """
 import os
 
@@ -10,11 +18,15 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: E402
 
-# GPU work makes single examples slower than hypothesis expects; bound counts instead.
-# In CI (CI=true) the examples are derandomized so a run is reproducible; locally they vary
-# from run to run, to keep finding new cases.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+# GPU work makes single examples slower than hypothesis expects: no deadline, bounded counts.
+settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True,
+                          suppress_health_check=_SLOW_OK)
 settings.register_profile(
-    "wjax", deadline=None, derandomize=bool(os.environ.get("CI")),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile("wjax")
+    "fuzz", deadline=None, derandomize=False, print_blob=True, suppress_health_check=_SLOW_OK,
+    database=DirectoryBasedExampleDatabase(
+        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".hypothesis", "fuzz")))
+settings.load_profile(os.environ.get("WJAX_HYPOTHESIS", "ci"))

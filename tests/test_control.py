@@ -11,26 +11,9 @@ from wjax import lax
 from wjax.backend import runtime
 from wjax.ir import typecheck
 from wjax.prims.control import cond_p, eval_jaxpr_reference, scan_p, while_p
+from checks import against_jax, close
 
 F = np.float32
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    assert len(la) == len(lb)
-    for x, y in zip(la, lb):
-        assert np.shape(x) == np.shape(y), (np.shape(x), np.shape(y))
-        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol, atol=atol)
-
-
-def against_jax(build, *args, rtol=1e-5, atol=1e-6):
-    """``build(jax, jnp, lax)`` gives a function; wjax's and real JAX's results must agree."""
-    rjax = pytest.importorskip("jax")
-    import jax.numpy as rjnp
-    got = build(jax, jnp, lax)(*args)
-    want = build(rjax, rjnp, rjax.lax)(*args)
-    close(got, rjax.tree_util.tree_leaves(want), rtol, atol)
-    return got
 
 
 def readbacks():

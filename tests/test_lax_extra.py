@@ -5,9 +5,9 @@ Every new primitive's WGSL kernel is checked against its NumPy reference rule
 and against real JAX where it is installed.
 """
 import numpy as np
-from checks import assert_same
+from checks import assert_same, examples
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import wjax
@@ -283,7 +283,7 @@ def test_registry_rules_present():
 
 # --------------------------------------------------------------------------- hypothesis
 
-@settings(max_examples=12)
+@examples(12)
 @given(st.sampled_from([(7,), (3, 5), (2, 3, 4), (0, 4)]), st.integers(0, 2), st.booleans(),
        st.sampled_from(["cumsum", "cummax", "cummin"]), st.sampled_from([np.float32, np.int32, np.uint8]),
        st.integers(0, 1000))
@@ -297,7 +297,7 @@ def test_hypothesis_cumulative(shape, axis, reverse, name, dtype, seed):
     check(getattr(lax, name)(jnp.asarray(x), axis=axis, reverse=reverse), prim.reference(x, axis=axis, reverse=reverse))
 
 
-@settings(max_examples=10)
+@examples(10)
 @given(st.sampled_from([(6,), (3, 9), (2, 2, 5)]), st.integers(0, 1000), st.sampled_from([np.float32, np.int32]))
 def test_hypothesis_sort_two_keys(shape, seed, dtype):
     rng = np.random.default_rng(seed)

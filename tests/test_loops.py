@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from checks import examples
 from hypothesis import strategies as st
 
 import wjax as jax
@@ -128,7 +129,7 @@ def test_chunks_over_the_per_dispatch_bound(monkeypatch, work):
     np.testing.assert_array_equal(np.asarray(ys), np.concatenate([[0], np.cumsum(xs)[:-1]]) * xs)
 
 
-@settings(max_examples=15, deadline=None)
+@examples(15)
 @given(shape=st.sampled_from([(), (1,), (5,), (3, 4), (300,)]), n=st.integers(0, 40),
        a=st.floats(-1.5, 1.5, width=32), dtype=st.sampled_from(["float32", "int32"]))
 def test_fori_loop_matches_numpy(shape, n, a, dtype):

@@ -7,9 +7,9 @@ included); NumPy is the oracle where JAX is not needed.  Sizes stay small: every
 new shape compiles new shaders on lavapipe.
 """
 import numpy as np
-from checks import assert_same
+from checks import assert_same, examples
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import wjax
@@ -379,7 +379,7 @@ def _arr(shape, dtype, seed):
     return x.astype(dtype)
 
 
-@settings(max_examples=12)
+@examples(12)
 @given(_SHAPES, _DTYPES, st.integers(-3, 2), st.integers(0, 1000))
 def test_hypothesis_sort_cumsum_flip(shape, dtype, axis, seed):
     x = _arr(shape, dtype, seed)
@@ -395,7 +395,7 @@ def test_hypothesis_sort_cumsum_flip(shape, dtype, axis, seed):
     check(jnp.roll(x, 2, axis), np.roll(x, 2, axis))
 
 
-@settings(max_examples=10)
+@examples(10)
 @given(_SHAPES, st.sampled_from(["constant", "edge", "reflect", "symmetric", "wrap"]),
        st.integers(0, 3), st.integers(0, 3), st.integers(0, 100))
 def test_hypothesis_pad(shape, mode, lo, hi, seed):
@@ -407,7 +407,7 @@ def test_hypothesis_pad(shape, mode, lo, hi, seed):
     check(jnp.pad(x, (lo, hi), mode=mode), np.pad(x, (lo, hi), mode=mode))
 
 
-@settings(max_examples=10)
+@examples(10)
 @given(st.sampled_from([(6,), (2, 5), (3, 2, 2)]), st.integers(0, 100), st.booleans())
 def test_hypothesis_take_along_axis_and_quantile(shape, seed, keepdims):
     x = _arr(shape, np.float32, seed)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+from checks import examples
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import wjax
@@ -123,7 +124,7 @@ def _shape(x):
     return np.shape(x)
 
 
-@settings(max_examples=40)
+@examples(40)
 @given(binary_case())
 def test_binary_ufuncs_match_numpy(case):
     opname, x, y = case
@@ -145,7 +146,7 @@ def test_binary_ufuncs_match_numpy(case):
     _assert_values(out, _expected_numpy(opname, x, y, dt), dt)
 
 
-@settings(max_examples=40)
+@examples(40)
 @given(binary_case())
 def test_binary_ufuncs_match_real_jax(case):
     jax = pytest.importorskip("jax")
@@ -172,7 +173,7 @@ def where_case(draw):
     return c, draw(operand(dx, shapes[1])), draw(operand(dy, shapes[2]))
 
 
-@settings(max_examples=30)
+@examples(30)
 @given(where_case())
 def test_where_promotes_and_broadcasts(case):
     c, x, y = case
@@ -194,7 +195,7 @@ def _example(name):
         else np.zeros((), name)
 
 
-@settings(max_examples=80)
+@examples(80)
 @given(_RT_ARGS)
 def test_result_type_matches_real_jax(names):
     jax = pytest.importorskip("jax")

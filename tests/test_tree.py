@@ -5,7 +5,8 @@ import functools
 import operator
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+from checks import examples
 
 from wjax import tree
 from wjax import tree_util as tu
@@ -140,7 +141,7 @@ def _sort_dicts(t):
     return t
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(trees)
 def test_roundtrip_random(t):
     leaves, treedef = tree.flatten(t)
@@ -164,7 +165,7 @@ def test_roundtrip_random(t):
     assert treedef.num_leaves == sum(c.num_leaves for c in kids) or not kids
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(trees, trees)
 def test_equality_matches_structure(t1, t2):
     s1, s2 = tree.structure(t1), tree.structure(t2)
@@ -632,7 +633,7 @@ def test_matches_real_jax_random():
     jtu = jax.tree_util
     _register_in_jax(jtu)
 
-    @settings(max_examples=300, deadline=None)
+    @examples(300)
     @given(trees)
     def check(t):
         _compare_with_jax(jtu, t)

@@ -5,7 +5,8 @@ with in_axes drawn by hypothesis; every batched jaxpr is typechecked.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+from checks import examples
 
 import wjax
 import wjax.numpy as jnp
@@ -203,7 +204,7 @@ def _check(name, data):
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
-@settings(max_examples=6, deadline=None)
+@examples(6)
 @given(data=st.data())
 def test_op_table_vs_loop(name, data):
     _check(name, data)

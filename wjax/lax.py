@@ -46,6 +46,16 @@ def _weak_const(x, dtype):
     return WeakScalar(np.asarray(x, dtype))
 
 
+def _const(example, val):
+    """``val`` as a constant of ``example``'s dtype, as JAX's ``lax._const``: weakly typed when
+    ``example`` is a weakly typed scalar, else a strong array (so ``ne(weak_vector, 0)`` is a
+    strong bool, while ``ne(weak_scalar, 0)`` stays weak)."""
+    a = _aval(example)
+    if a.weak_type and a.ndim == 0:
+        return WeakScalar(np.asarray(val, a.dtype))
+    return np.asarray(val, a.dtype)
+
+
 def _operands(*xs):
     like = next((_aval(x).dtype for x in xs if not _is_pyscalar(x)), None)
     return [_as_operand(x, like) for x in xs]

@@ -51,7 +51,7 @@ def run_plan(plan: Plan, in_buffers: list, rt=None, indirect=None, out_buffers=N
         else:
             _dispatch(rt, plan, d, bufs, (indirect[0], 12 * slot))
             slot += 1
-        for k in d.keys:
+        for k in dict.fromkeys(d.keys):     # a step may bind one buffer twice
             if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
                 del env[k]
     return _results(plan, env, rt)

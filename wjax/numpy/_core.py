@@ -168,7 +168,7 @@ def _logical(f):
 
 
 def _zero_like(x):
-    return WeakScalar(np.asarray(0, _aval(x).dtype))
+    return lax._const(x, 0)
 
 
 def _bool_to_int(f):
@@ -197,14 +197,12 @@ bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
 def _logical_binary(name, f):
-    """As JAX: each operand becomes bool on its own (x != 0), then the bools are promoted,
-    so logical_xor(-3, bool_array) is a strong bool (promoting first would make it weak)."""
+    """As JAX: the operands are promoted together, then each becomes bool (``x != 0``, the zero
+    weak only for a weak scalar ``x``), so ``logical_xor(np.array(False), -3)`` is a weak bool
+    and ``logical_xor(bool_vector, -3)`` a strong one."""
     def b(x1, x2, /):
-        bools = []
-        for x in (x1, x2):
-            x, = promote_args(name, x)
-            bools.append(x if _aval(x).dtype == np.bool_ else lax.ne(x, _zero_like(x)))
-        # both are bool now: no promotion (it would drop a shared weak type)
+        bools = [x if _aval(x).dtype == np.bool_ else lax.ne(x, _zero_like(x))
+                 for x in promote_args(name, x1, x2)]
         shape = broadcast_shapes(*[_aval(x).shape for x in bools])
         return _wrap_result(f(*[_broadcast_to_shape(x, shape) if _aval(x).ndim else x for x in bools]))
     b.__name__ = name

@@ -29,8 +29,8 @@ _f32 = np.dtype(np.float32)
 
 
 def _const(x, v):
-    """A weak scalar ``v`` of ``x``'s dtype."""
-    return WeakScalar(np.asarray(v, _aval(x).dtype))
+    """``v`` in ``x``'s dtype (weak only when ``x`` is a weak scalar, as JAX's ``lax._const``)."""
+    return lax._const(x, v)
 
 
 def _is_float(x) -> bool:

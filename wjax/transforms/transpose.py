@@ -7,6 +7,12 @@ cotangents of the linear inputs``.  Equations that read no linear variable
 are evaluated forward first; the linear ones are then walked backwards, each
 calling its primitive's transpose rule and adding the cotangents it returns
 into the cotangents of its linear operands.
+
+An equation that reads linear and non-linear operands and has a partial-evaluation
+rule (a call or control-flow primitive: ``pjit``, ``checkpoint``, ``scan``, ...) may
+compute non-linear outputs too: the jvp of a call inside a ``checkpoint`` returns
+both primals and tangents.  Such an equation is split by its rule, as ``linearize``
+would split it, into a forward part (evaluated now) and a linear part (transposed).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from ..ir import ClosedJaxpr, Jaxpr, Lit, Var
 from ..staging import trace_flat
 from .ad import UndefinedPrimal, Zero, add_tangents, aval_of, hoist_call_consts, instantiate
 from .dce import dce_closed
+from .partial_eval import pe_rules
 
 
 def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
@@ -32,15 +39,27 @@ def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
             lin.add(v.id)
         else:
             env[v.id] = next(it)
+    def forward(e):
+        outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
+        for v, o in zip(e.outvars, outs if e.prim.multiple_results else [outs]):
+            env[v.id] = o
+
     lin_eqns = []
     for e in jaxpr.eqns:
-        if any(isinstance(a, Var) and a.id in lin for a in e.invars):
+        uin = [isinstance(a, Var) and a.id in lin for a in e.invars]
+        if not any(uin):
+            forward(e)
+            continue
+        rule = pe_rules.get(e.prim.name)
+        if rule is None:
             lin.update(v.id for v in e.outvars)
             lin_eqns.append(e)
-        else:
-            outs = e.prim.bind(*[read(a) for a in e.invars], **e.params)
-            for v, o in zip(e.outvars, outs if e.prim.multiple_results else [outs]):
-                env[v.id] = o
+            continue
+        known, unknown, uout = rule(e, uin)
+        for k in known:
+            forward(k)
+        lin_eqns.extend(unknown)
+        lin.update(v.id for v, u in zip(e.outvars, uout) if u)
 
     ct_env: dict = {}
 
