@@ -365,7 +365,9 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
         box.append((out, ot, len(ol), None))
         return ol
 
-    closed = trace_flat(flat, avals, DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves))))
+    # traced with the values known (see wjax/staging.py): Python may branch on them, as in JAX
+    closed = trace_flat(flat, avals, DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves))),
+                        values=list(leaves))
     closed = _ad.hoist_call_consts(closed)
     j = closed.jaxpr
     conv = ClosedJaxpr(_Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])

@@ -108,6 +108,11 @@ class Lit:
         self.aval = aval if aval is not None else raise_to_shaped(val)
         self.val = np.asarray(val, dtype=self.aval.dtype)
 
+    @property
+    def operand(self):
+        """The literal as an operand to bind: weakly typed literals stay weak."""
+        return WeakScalar(self.val) if self.aval.weak_type else self.val
+
     def __repr__(self):
         return f"Lit({self.val!r})"
 

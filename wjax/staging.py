@@ -7,11 +7,22 @@ backend.  Tracers of an outer builder that reach an inner one are captured as
 constvars of the inner jaxpr (closure conversion), so nested traces (``jit``
 inside ``grad`` inside ``vmap``) compose.  Tracers of a finished builder are
 leaked tracers and raise :class:`UnexpectedTracerError`.
+
+Autodiff called outside ``jit`` (``grad``, ``jvp``, ``vjp``, ``linearize`` and what is built on
+them) traces with the values known, as JAX differentiates with concrete primals: such a
+builder holds its inputs' values, and a tracer's value is computed on demand (the equations it
+depends on run eagerly) when Python asks for it -- ``bool``, ``int``, ``operator.index``,
+``.item()``, boolean masks, sizes.  Python control flow then takes that path and the jaxpr
+records it; the jaxpr is specialised to those values (its structure and literals show the
+path taken, so the structural caches of ``wjax/api.py`` never reuse it for another path).
+``jit``, ``vmap``, ``checkpoint`` and control-flow bodies trace abstractly: there the same
+conversions raise JAX's errors.
 """
 from __future__ import annotations
 
 import contextlib
 import inspect
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -85,7 +96,7 @@ _builders: list["Builder"] = []
 
 
 class Builder:
-    def __init__(self, debug: DebugInfo | None = None):
+    def __init__(self, debug: DebugInfo | None = None, with_values: bool = False):
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self.constvars: list[Var] = []
@@ -94,11 +105,17 @@ class Builder:
         self.alive = True
         self.debug = debug
         self.producer: dict[int, Eqn] = {}
+        # with_values: the inputs' values are known (autodiff outside jit); var id -> value
+        # (an Array, a host value, or a Tracer of an enclosing builder, resolved on demand)
+        self.with_values = with_values
+        self.values: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ vars
-    def new_arg(self, aval: ShapedArray) -> "Tracer":
+    def new_arg(self, aval: ShapedArray, value=None) -> "Tracer":
         v = Var(aval)
         self.invars.append(v)
+        if self.with_values and value is not None:
+            self.values[v.id] = value
         return Tracer(aval, self, v)
 
     def add_const(self, val, aval: ShapedArray) -> Var:
@@ -109,7 +126,45 @@ class Builder:
         self.constvars.append(v)
         self.consts.append(val)
         self._const_ids[key] = v
+        if self.with_values:
+            self.values[v.id] = val
         return v
+
+    # ------------------------------------------------------------------ values
+    def concrete_value(self, var: Var):
+        """The value of ``var`` as a NumPy array, or None when it depends on an input whose
+        value this trace does not know.  The equations it needs run eagerly, once."""
+        if not self.with_values:
+            return None
+        need, stack, seen = set(), [var], set()
+        while stack:                       # the backward slice of var
+            v = stack.pop()
+            if not isinstance(v, Var) or v.id in seen:
+                continue
+            seen.add(v.id)
+            if v.id in self.values:
+                continue
+            e = self.producer.get(v.id)
+            if e is None:                  # an input without a known value
+                return None
+            need.add(id(e))
+            stack.extend(e.invars)
+        for vid in seen:                   # resolve inputs held as tracers of outer traces
+            x = self.values.get(vid)
+            if isinstance(x, Tracer):
+                x = x.builder.concrete_value(x.var)
+                if x is None:
+                    return None
+                self.values[vid] = x
+        with _eager():
+            for e in self.eqns:
+                if id(e) not in need:
+                    continue
+                args = [a.operand if isinstance(a, Lit) else self.values[a.id] for a in e.invars]
+                outs = e.prim.bind(*args, **e.params)
+                for v, o in zip(e.outvars, outs if e.prim.multiple_results else [outs]):
+                    self.values[v.id] = o
+        return np.asarray(self.values[var.id])
 
     def to_atom(self, x) -> Var | Lit:
         if isinstance(x, Tracer):
@@ -171,8 +226,19 @@ def current_builder() -> Builder | None:
 
 
 @contextlib.contextmanager
-def new_builder(debug: DebugInfo | None = None):
-    b = Builder(debug)
+def _eager():
+    """No active builder inside: primitives bound here run eagerly."""
+    global _builders
+    saved, _builders = _builders, []
+    try:
+        yield
+    finally:
+        _builders = saved
+
+
+@contextlib.contextmanager
+def new_builder(debug: DebugInfo | None = None, with_values: bool = False):
+    b = Builder(debug, with_values)
     _builders.append(b)
     try:
         yield b
@@ -217,7 +283,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     env: dict[int, Any] = {}
 
     def read(a):
-        return a.val if isinstance(a, Lit) else env[a.id]
+        return a.operand if isinstance(a, Lit) else env[a.id]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v.id] = x
@@ -230,10 +296,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     return [read(a) for a in jaxpr.outvars]
 
 
-def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None):
-    """Traces ``fun_flat(*tracers) -> list`` into a ClosedJaxpr."""
-    with new_builder(debug) as b:
-        tracers = [b.new_arg(a) for a in in_avals]
+def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None, values=None):
+    """Traces ``fun_flat(*tracers) -> list`` into a ClosedJaxpr.  With ``values`` (one per
+    input) the trace knows the inputs' values: Python may branch on the traced values."""
+    with new_builder(debug, with_values=values is not None) as b:
+        tracers = [b.new_arg(a, None if values is None else x)
+                   for a, x in zip(in_avals, values or [None] * len(in_avals))]
         outs = fun_flat(*tracers)
         return b.build(outs)
 
@@ -278,18 +346,28 @@ class Tracer(ArrayMethods):
         msg += hint
         return cls(msg)
 
+    def to_concrete_value(self):
+        """The value as a NumPy array when this trace knows it (autodiff outside jit), else None."""
+        return self.builder.concrete_value(self.var)
+
     def __bool__(self):
+        v = self.to_concrete_value()
+        if v is not None:
+            return bool(v)
         raise self._concrete_error(
             TracerBoolConversionError, "bool conversion",
             "Use lax.cond or jnp.where for value-dependent control flow, or mark the argument "
             "static with static_argnums / static_argnames.")
 
     def __int__(self):
+        v = self.to_concrete_value()
+        if v is not None:
+            return int(v)
         raise self._concrete_error(
             ConcretizationTypeError, "int conversion",
             "Use static_argnums / static_argnames if the value must be a Python int.")
 
-    def __float__(self):
+    def __float__(self):   # as in JAX, even where the value is known: use .item()
         raise self._concrete_error(
             ConcretizationTypeError, "float conversion",
             "Use static_argnums / static_argnames if the value must be a Python float.")
@@ -298,6 +376,9 @@ class Tracer(ArrayMethods):
         raise self._concrete_error(ConcretizationTypeError, "complex conversion", "")
 
     def __index__(self):
+        v = self.to_concrete_value()
+        if v is not None:
+            return operator.index(v[()] if v.ndim == 0 else v)
         raise self._concrete_error(
             TracerIntegerConversionError, "__index__ conversion",
             "A traced value cannot be used where Python needs an integer (a shape, a size, "
@@ -313,6 +394,9 @@ class Tracer(ArrayMethods):
         raise self._concrete_error(ConcretizationTypeError, "tolist conversion", "")
 
     def item(self, *args):
+        v = self.to_concrete_value()
+        if v is not None:
+            return v.item(*args)
         raise self._concrete_error(ConcretizationTypeError, "item conversion", "")
 
     def __iter__(self):
@@ -329,15 +413,23 @@ class Tracer(ArrayMethods):
         raise TypeError(f"unhashable type: {type(self).__name__}")
 
 
+def to_concrete_value(x):
+    """``x`` itself, or a tracer's value where its trace knows it, or None."""
+    return x.to_concrete_value() if isinstance(x, Tracer) else x
+
+
 def is_concrete(x) -> bool:
-    return not isinstance(x, Tracer)
+    return to_concrete_value(x) is not None
 
 
 def concrete_or_error(x, what: str = "a concrete value is required"):
     """Returns a NumPy value for ``x`` or raises ConcretizationTypeError."""
     if isinstance(x, Tracer):
-        raise x._concrete_error(ConcretizationTypeError, f"conversion ({what})",
-                                "Pass this value as a static argument (static_argnums) instead.")
+        v = x.to_concrete_value()
+        if v is None:
+            raise x._concrete_error(ConcretizationTypeError, f"conversion ({what})",
+                                    "Pass this value as a static argument (static_argnums) instead.")
+        return v
     return np.asarray(x)
 
 

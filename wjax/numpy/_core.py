@@ -463,7 +463,7 @@ def _shape(shape):
         shape = (operator.index(shape),)
     out = []
     for s in shape:
-        if isinstance(s, Tracer):
+        if isinstance(s, Tracer) and s.to_concrete_value() is None:
             raise TypeError(
                 f"Shapes must be 1D sequences of concrete values of integer type, got {tuple(shape)}. "
                 "If using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.")
@@ -519,8 +519,10 @@ def full_like(a, fill_value, dtype=None, shape=None):
 
 def arange(start, stop=None, step=None, dtype=None):
     for v in (start, stop, step):
-        if isinstance(v, Tracer):
+        if isinstance(v, Tracer) and v.to_concrete_value() is None:
             raise concrete_error_for("arange", v)
+    start, stop, step = (v.to_concrete_value()[()] if isinstance(v, Tracer) else v
+                         for v in (start, stop, step))
     if stop is None and step is None:
         start, stop, step = 0, start, 1
     elif step is None:
@@ -642,7 +644,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise NotImplementedError("reshape only supports order='C'")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     for s in shape:
-        if isinstance(s, Tracer):
+        if isinstance(s, Tracer) and s.to_concrete_value() is None:
             raise TypeError(
                 f"Shapes must be 1D sequences of concrete values of integer type, got {shape}. "
                 "If using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.")

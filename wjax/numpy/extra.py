@@ -52,6 +52,9 @@ def _promote_dtypes(*xs, inexact=False):
 
 def _concrete(x, what):
     if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is not None:
+            return v
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: {what}. "
             "The size of the result depends on values; pass a static size (size=/length=) to use "
@@ -864,7 +867,9 @@ def _take_axis(a, idx, axis, mode="clip", fill_value=None):
 
 def _split_points(name, n, indices_or_sections, even):
     if isinstance(indices_or_sections, Tracer):
-        raise ConcretizationTypeError(f"{name}: indices_or_sections must be concrete")
+        indices_or_sections = indices_or_sections.to_concrete_value()
+        if indices_or_sections is None:
+            raise ConcretizationTypeError(f"{name}: indices_or_sections must be concrete")
     if isinstance(indices_or_sections, (int, np.integer)) or (
             _is_array(indices_or_sections) and indices_or_sections.ndim == 0):
         k = int(indices_or_sections)
@@ -1915,6 +1920,8 @@ def _static_size(name, size, count_fn):
             raise ValueError(f"{name}: size must be nonnegative, got {size}")
         return s
     c = count_fn()
+    if isinstance(c, Tracer) and c.to_concrete_value() is not None:
+        c = c.to_concrete_value()
     if isinstance(c, Tracer):
         raise ConcretizationTypeError(
             f"The size argument of jnp.{name} must be statically specified to use jnp.{name} within "
@@ -2126,7 +2133,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if minlength < 0:
         raise ValueError(f"minlength must be nonnegative, got {minlength}")
     if length is None:
-        if isinstance(x, Tracer):
+        if isinstance(x, Tracer) and x.to_concrete_value() is None:
             raise ConcretizationTypeError(
                 "The error occurred because jnp.bincount was jit-compiled without specifying the "
                 "length argument: the output shape depends on the values of x. Pass length= to use "

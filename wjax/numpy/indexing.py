@@ -46,6 +46,8 @@ def _normalize(x, idx):
             raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {i.dtype}")
         is_bool_arr = (isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_) or isinstance(i, (bool, np.bool_))
         if is_bool_arr:
+            if isinstance(i, Tracer) and i.to_concrete_value() is not None:
+                i = i.to_concrete_value()
             if isinstance(i, Tracer):
                 raise NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete; got {i!r}\n"

@@ -296,7 +296,7 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
         env: dict = {}
 
         def read(a):
-            return a.val if isinstance(a, Lit) else env[a.id]
+            return a.operand if isinstance(a, Lit) else env[a.id]
 
         for v, c in zip(j.constvars, closed.consts):
             env[v.id] = c

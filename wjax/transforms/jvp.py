@@ -20,7 +20,7 @@ def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
     tenv: dict = {}
 
     def read(a):
-        return a.val if isinstance(a, Lit) else env[a.id]
+        return a.operand if isinstance(a, Lit) else env[a.id]
 
     def read_t(a):
         if isinstance(a, Lit):

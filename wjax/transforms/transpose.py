@@ -29,7 +29,7 @@ def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
     lin: set[int] = set()
 
     def read(a):
-        return a.val if isinstance(a, Lit) else env[a.id]
+        return a.operand if isinstance(a, Lit) else env[a.id]
 
     for v, c in zip(jaxpr.constvars, consts):
         env[v.id] = c

@@ -38,10 +38,6 @@ def batched_aval(aval: ShapedArray, d, size: int) -> ShapedArray:
     return aval.update(shape=tuple(shape))
 
 
-def _read_lit(a: Lit):
-    return WeakScalar(a.val) if a.aval.weak_type else a.val
-
-
 def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
     """Evaluates ``jaxpr`` on batched values (binding primitives into the current trace).
 
@@ -49,7 +45,7 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
     env: dict[int, Any] = {}
 
     def read(a):
-        return (_read_lit(a), None) if isinstance(a, Lit) else env[a.id]
+        return (a.operand, None) if isinstance(a, Lit) else env[a.id]
 
     for v, c in zip(jaxpr.constvars, consts):
         env[v.id] = (c, None)
@@ -375,7 +371,10 @@ class _Vmapped:
         per_arg = [len(tree_util.tree_leaves(a)) for a in args]
         names = arg_names_of(self.fun, per_arg) + [k for k in kwargs for _ in
                                                    tree_util.tree_leaves(kwargs[k])]
-        closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names))
+        # unmapped arguments and closed-over values keep their values (Python may branch on
+        # them, as in JAX, where an op on unbatched values runs outside the vmap)
+        closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names),
+                            values=[x if d is None else None for x, d in zip(leaves, dims)])
         out_tree = out_tree_box[0]
         dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         out_axes = _flatten_axes("out_axes", self.out_axes, dummy)
@@ -384,7 +383,7 @@ class _Vmapped:
 
         def run(*xs):
             outs = eval_jaxpr(batched, closed.consts, *xs)
-            outs = [_read_lit(a) if isinstance(a, Lit) else o for a, o in zip(batched.outvars, outs)]
+            outs = [a.operand if isinstance(a, Lit) else o for a, o in zip(batched.outvars, outs)]
             return [_move_out(o, d, t, size, p) for o, d, t, p in zip(outs, out_dims, out_axes, paths)]
 
         if current_builder() is not None:
