@@ -14,7 +14,6 @@ fn combine(a: {{STATE}}, b: {{STATE}}) -> {{STATE}} {
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  {{PROLOGUE}}
   let g = wid.x + wid.y * {{NX}}u;
   if (g >= {{GROUPS}}u) { return; }
   let o = g / {{PARTS}}u;

@@ -145,6 +145,21 @@ for _name, _p in sorted(REGISTRY.items()):
                signed_zero=_name in UNARY_SIGNED_ZERO)
 
 
+def round_cases():
+    halves = np.array([0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -0.4, 0.4, 0.49999997, 8388607.5,
+                       -8388607.5, 16777216.0, 1e10, -0.0, 0.0, np.nan, np.inf, -np.inf], np.float32)
+    out = []
+    for method in (0, 1):
+        for dt in FLOATS:
+            h = halves[np.abs(halves) < 6e4] if dt == "float16" else halves
+            out.append(Case([np.concatenate([vals(dt), h.astype(dt)])], {"rounding_method": method},
+                            label=f"{dt}-m{method}"))
+    return out + _floatish_extras(lambda x: [x])
+
+
+record("round", round_cases, signed_zero=True)
+
+
 # ---- binary elementwise
 
 BINARY_TOL = {"pow": {"float32": (1e-5, 1e-6), "float16": (4e-3, 1e-3)},

@@ -164,7 +164,13 @@ def test_binary_ufuncs_match_real_jax(case):
     assert out.shape == want.shape
     assert out.dtype == want.dtype, (opname, type(x), type(y), out.dtype, want.dtype)
     assert out.weak_type == want.weak_type, (opname, out.dtype)
-    _assert_values(out, np.asarray(want), np.dtype(want.dtype))
+    want = np.asarray(want)
+    if opname in ("true_divide", "divide") and np.asarray(y).dtype == bool:
+        # XLA's CPU backend gives 0/0 = 0 for divisors converted from bool (IEEE, NumPy and
+        # wjax give NaN): compare with NumPy there
+        with np.errstate(all="ignore"):
+            want = np.true_divide(np.asarray(x, np.float64), np.asarray(y, np.float64)).astype(want.dtype)
+    _assert_values(out, want, np.dtype(want.dtype))
 
 
 @st.composite

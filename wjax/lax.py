@@ -94,22 +94,21 @@ ge = _bin(E.ge_p)
 not_ = bitwise_not
 
 
-def round(x, rounding_method=0):
-    """Rounds half away from zero (method 0) or to nearest even (method 1)."""
+class RoundingMethod(int, __import__("enum").Enum):
+    """lax.round's rounding of halves (JAX's ``lax.RoundingMethod``)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """Rounds half away from zero (method 0, the default) or to nearest even (method 1)."""
     x, = _operands(x)
-    if rounding_method in (1, "TO_NEAREST_EVEN") or getattr(rounding_method, "value", 0) == 1:
-        return _round_even(x)
-    return E.round_p.bind(x)
-
-
-def _round_even(x):
-    r = E.round_p.bind(x)
-    # ties (|x - trunc(x)| == 0.5) go to the even neighbour
-    fl = floor(x)
-    diff = sub(x, fl)
-    half = eq(diff, 0.5)
-    even_fl = eq(rem(fl, 2.0), 0.0)
-    return select(half, select(even_fl, add(fl, 1.0), fl), r)
+    if isinstance(rounding_method, str):
+        rounding_method = RoundingMethod[rounding_method]
+    m = int(rounding_method)
+    if m not in (0, 1):
+        raise ValueError(f"Unknown rounding method {rounding_method!r}")
+    return E.round_p.bind(x, rounding_method=m)
 
 
 def integer_pow(x, y: int):

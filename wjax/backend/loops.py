@@ -354,11 +354,10 @@ class _Gen:
             dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
             strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(f"{dst}[{e}] = {name}[{e}];"))
         kb.emit(self._state_out("lid == 0u"))
-        pro = "  wj_zero = wid.z;\n" if "wj_opq" in kb.helpers else ""
         body = "\n  ".join(kb.lines)
         src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-               f"{pro}  {body}\n}}\n")
+               f"  {body}\n}}\n")
         return src, (1, 1, 1)
 
     # ------------------------------------------------------------------ checks

@@ -513,7 +513,7 @@ class Lowering:
             raise BindingOverflow(current[0], len(kb.bindings))
         if single and self._too_big(kb, n):
             return self._emit_chunked(current, level, kb, n)
-        if single and kb.vec_ok and not kb.helpers and n % 4 == 0 and n >= 4096:
+        if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
             src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
             if vkb.vec_ok and self._compiles(src):

@@ -19,6 +19,8 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import wgpu  # noqa: E402
 
+from . import wgsl as W  # noqa: E402
+
 _USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _BATCH = 512            # dispatches recorded before a submit is forced
 
@@ -221,7 +223,7 @@ class Runtime:
         if p is None:
             t0 = time.perf_counter()
             try:
-                mod = self.device.create_shader_module(code=wgsl)
+                mod = self.device.create_shader_module(code=W.finalize(wgsl))
                 p = self.device.create_compute_pipeline(layout="auto",
                                                         compute={"module": mod, "entry_point": "main"})
             except Exception as e:

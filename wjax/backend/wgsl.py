@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 
 import numpy as np
 
@@ -132,6 +133,30 @@ def render(name: str, **subs) -> str:
     for k, v in subs.items():
         src = src.replace("{{" + k + "}}", str(v))
     return src
+
+
+_MAIN = re.compile(r"fn main\(([^)]*)\)\s*(->[^{]*)?\{")
+
+
+def finalize(src: str) -> str:
+    """The last touch every kernel gets before compiling (``Runtime.pipeline`` calls it): a
+    kernel using the opaque zero of ``wj_opq`` (see ``wgsl_math``) sets it at the start of
+    ``main``, from ``num_workgroups`` -- never 0 in a running dispatch, unknown to the compiler."""
+    if "var<private> wj_zero" not in src:
+        return src
+    m = _MAIN.search(src)
+    if m is None:
+        return src
+    params = m.group(1)
+    b = re.search(r"@builtin\(num_workgroups\)\s*(\w+)", params)
+    if b is not None:
+        name = b.group(1)
+    else:
+        name = "wj_nwg"
+        params = params.rstrip().rstrip(",")
+        params += (", " if params.strip() else "") + "@builtin(num_workgroups) wj_nwg: vec3<u32>"
+    head = f"fn main({params}) {m.group(2) or ''}{{\n  wj_zero = u32({name}.x == 0u);"
+    return src[:m.start()] + head + src[m.end():]
 
 
 # --------------------------------------------------------------------------- kernels

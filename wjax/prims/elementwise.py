@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..backend import wgsl as W
+from ..backend import wgsl_math  # noqa: F401  (registers the float math helpers)
 from ..ir import ShapedArray
 from ..primitive import Primitive
 from ..transforms import batching as _batching
@@ -42,13 +43,30 @@ def _fill(kb, template: str, args, dtype) -> str:
                            B=bits, M=hex((1 << bits) - 1))
 
 
+def _fill_vec(kb, template, args, in_dtype, out_dtype) -> str:
+    """In a vec4 kernel, a template calling a (scalar) WGSL helper is applied per component:
+    ``vec4<T>(f(a.x, b.x), f(a.y, b.y), ...)`` -- the kernel keeps its vec4 loads and stores."""
+    names = [kb.let(a) for a in args]
+    comps = [_fill(kb, template, [f"{n}.{c}" for n in names], in_dtype) for c in "xyzw"[:kb.vec]]
+    saved, kb.vec = kb.vec, 1
+    ty = kb.vt(out_dtype)
+    kb.vec = saved
+    return f"vec{kb.vec}<{ty}>({', '.join(comps)})"
+
+
 def _fill_f16_via_f32(kb, template, args, in_dtype, out_dtype) -> str:
-    """float16 ops compute in f32 and round once (as XLA's CPU backend does): the helpers are
-    f32-only, and f16 transcendental builtins are too coarse on some drivers."""
+    """float16 ops compute in f32 and round to f16 after each op, as XLA does (the helpers are
+    f32-only, and f16 builtins are coarse on some drivers).  The rounding goes through
+    ``wj_f16r`` so no compiler fuses two f16 ops into one rounding."""
     if np.dtype(in_dtype) != np.float16:
+        if kb.vec > 1 and _helpers_in(template):
+            return _fill_vec(kb, template, args, in_dtype, out_dtype)
         return _fill(kb, template, args, in_dtype)
     e = _fill(kb, template, [f"f32({a})" for a in args], np.float32)
-    return f"f16({e})" if np.dtype(out_dtype) == np.float16 else e
+    if np.dtype(out_dtype) != np.float16:
+        return e
+    kb.use_helper("wj_f16r")
+    return f"wj_f16r({e})"
 
 
 def elementwise_shape(name, *avals) -> tuple:
@@ -150,8 +168,6 @@ fn wj_rem_i(a: i32, b: i32) -> i32 {
 }""")
 W.helper("wj_div_u", "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }")
 W.helper("wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }")
-W.helper("wj_isnan", "fn wj_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }")
-W.helper("wj_isinf", "fn wj_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }")
 W.helper("wj_max_f", """
 fn wj_max_f(a: f32, b: f32) -> f32 {
   if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
@@ -163,31 +179,6 @@ fn wj_min_f(a: f32, b: f32) -> f32 {
   if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
   if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
   return min(a, b);
-}""")
-W.helper("wj_tanh", """
-fn wj_tanh(x: f32) -> f32 {
-  if (abs(x) > 9.01) { return sign(x); }
-  if (abs(x) < 0.0004) { return x; }
-  let e = exp(2.0 * x);
-  return (e - 1.0) / (e + 1.0);
-}""")
-W.helper("wj_expm1", """
-fn wj_expm1(x: f32) -> f32 {
-  if (abs(x) < 1e-5) { return x + 0.5 * x * x; }
-  let u = exp(x);
-  if (u == 1.0) { return x; }
-  let um1 = u - 1.0;
-  if (um1 == -1.0) { return -1.0; }
-  if (wj_isinf(u)) { return u; }
-  return um1 * x / log(u);
-}""")
-W.helper("wj_log1p", """
-fn wj_log1p(x: f32) -> f32 {
-  if (wj_isnan(x) || x < -1.0) { return bitcast<f32>(0x7fc00000u); }
-  let u = 1.0 + x;
-  if (u == 1.0) { return x; }
-  if (wj_isinf(u)) { return u; }
-  return log(u) * x / (u - 1.0);
 }""")
 W.helper("wj_pow_f", """
 fn wj_pow_f(x: f32, y: f32) -> f32 {
@@ -218,14 +209,6 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
     return select(m, -m, odd);
   }
   return exp2(y * log2(x));
-}""")
-W.helper("wj_round_even", """
-fn wj_round_even(x: f32) -> f32 { return round(x); }""")
-W.helper("wj_round_away", """
-fn wj_round_away(x: f32) -> f32 {
-  let t = trunc(x);
-  if (abs(x - t) >= 0.5) { return t + sign(x); }
-  return t;
 }""")
 W.helper("wj_sign_f", """
 fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
@@ -277,12 +260,6 @@ fn wj_acos(x: f32) -> f32 {
   if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
   return wj_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
 }""")
-W.helper("wj_cbrt", """
-fn wj_cbrt(x: f32) -> f32 {
-  if (wj_isnan(x) || wj_isinf(x) || x == 0.0) { return x; }
-  let m = pow(abs(x), 1.0 / 3.0);
-  return select(m, -m, x < 0.0);
-}""")
 # fmod, exact like C's (musl's fmodf on the bits): float tricks such as x - y * trunc(x / y)
 # lose the low bits once x / y rounds, and drivers may not fuse fma
 W.helper("wj_rem_f", """
@@ -331,18 +308,25 @@ fn wj_rem_f(x: f32, y: f32) -> f32 {
 }""")
 W.helper("wj_erf", """
 fn wj_erf(x: f32) -> f32 {
-  // Abramowitz-Stegun 7.1.26 is too coarse; use erf = 1 - erfc with a rational fit (|err| < 1.2e-7)
+  // |x| < 0.5: the Maclaurin series to x^15; beyond, 1 - erfc with Numerical Recipes'
+  // Chebyshev fit of erfc (fractional error < 1.2e-7)
+  if (wj_isnan(x) || x == 0.0) { return x; }
   let z = abs(x);
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
-          t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
-          t * (-0.82215223 + t * 0.17087277)))))))));
-  var e = 1.0 - r;
+  if (z > 4.0) { return wj_copysign(1.0, x); }   // 1 - erfc(4) rounds to 1
+  var e: f32;
   if (z < 0.5) {
-    let z2 = x * x;
-    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706 + z2 * 0.0052239776))));
+    let z2 = z * z;
+    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706
+        + z2 * (0.0052239776 + z2 * (-0.00085483270 + z2 * (0.00012055332 + z2 * -1.4925650e-05)))))));
+  } else {
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let s = bitcast<f32>(bitcast<u32>(z) & 0xfffff000u);   // s*s exact: see scipy.special._erfc
+    let r = t * wj_exp(-(s * s)) * wj_exp(-(z - s) * (z + s) - 1.26551223 + t * (1.00002368
+            + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    e = 1.0 - r;
   }
-  return select(e, -e, x < 0.0);
+  return wj_copysign(e, x);
 }""")
 
 
@@ -353,26 +337,25 @@ sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u,
                lambda x: np.where(x == 0, x, np.sign(x)))   # sign(-0.0) is -0.0 in XLA
 floor_p = unop("floor", T(F, "floor({0})"), np.floor)
 ceil_p = unop("ceil", T(F, "ceil({0})"), np.ceil)
-round_p = unop("round", T(F, "wj_round_away({0})"), lambda x, rounding_method=0: _round_away_ref(x))
 abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}"}, np.abs)
-exp_p = unop("exp", T(F, "exp({0})"), np.exp)
+exp_p = unop("exp", T(F, "wj_exp({0})"), np.exp)
 exp2_p = unop("exp2", T(F, "exp2({0})"), np.exp2)
-log_p = unop("log", T(F, "log({0})"), np.log)
+log_p = unop("log", T(F, "wj_log({0})"), np.log)
 log1p_p = unop("log1p", T(F, "wj_log1p({0})"), np.log1p)
 expm1_p = unop("expm1", T(F, "wj_expm1({0})"), np.expm1)
 tanh_p = unop("tanh", T(F, "wj_tanh({0})"), np.tanh)
-logistic_p = unop("logistic", T(F, "(1.0 / (1.0 + exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x)))
-sin_p = unop("sin", T(F, "sin({0})"), np.sin)
-cos_p = unop("cos", T(F, "cos({0})"), np.cos)
-tan_p = unop("tan", T(F, "tan({0})"), np.tan)
+logistic_p = unop("logistic", T(F, "(1.0 / (1.0 + wj_exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x)))
+sin_p = unop("sin", T(F, "wj_sin({0})"), np.sin)
+cos_p = unop("cos", T(F, "wj_cos({0})"), np.cos)
+tan_p = unop("tan", T(F, "wj_tan({0})"), np.tan)
 asin_p = unop("asin", T(F, "wj_asin({0})"), np.arcsin)
 acos_p = unop("acos", T(F, "wj_acos({0})"), np.arccos)
 atan_p = unop("atan", T(F, "wj_atan({0})"), np.arctan)
-sinh_p = unop("sinh", T(F, "sinh({0})"), np.sinh)
-cosh_p = unop("cosh", T(F, "cosh({0})"), np.cosh)
-asinh_p = unop("asinh", T(F, "asinh({0})"), np.arcsinh)
-acosh_p = unop("acosh", T(F, "acosh({0})"), np.arccosh)
-atanh_p = unop("atanh", T(F, "atanh({0})"), np.arctanh)
+sinh_p = unop("sinh", T(F, "wj_sinh({0})"), np.sinh)
+cosh_p = unop("cosh", T(F, "wj_cosh({0})"), np.cosh)
+asinh_p = unop("asinh", T(F, "wj_asinh({0})"), np.arcsinh)
+acosh_p = unop("acosh", T(F, "wj_acosh({0})"), np.arccosh)
+atanh_p = unop("atanh", T(F, "wj_atanh({0})"), np.arctanh)
 sqrt_p = unop("sqrt", T(F, "sqrt({0})"), np.sqrt)
 rsqrt_p = unop("rsqrt", T(F, "inverseSqrt({0})"), lambda x: 1 / np.sqrt(x))
 cbrt_p = unop("cbrt", T(F, "wj_cbrt({0})"), np.cbrt)
@@ -389,9 +372,31 @@ clz_p = unop("clz", {"i": "bitcast<i32>(countLeadingZeros(bitcast<u32>({0}) & {M
 imag_p = None
 
 
-def _round_away_ref(x):
-    """lax.round's default: half away from zero (np.round rounds half to even)."""
+# round: lax's ``rounding_method`` 0 rounds half away from zero, 1 half to even (jnp.round)
+round_p = Primitive("round")
+
+
+@round_p.def_abstract_eval
+def _round_abstract(x, rounding_method=0):
+    _check_kind("round", x.dtype, F)
+    return x
+
+
+@round_p.def_fuse
+def _round_fuse(kb, idx, read, in_avals, out_aval, rounding_method=0):
+    fn = "wj_round_even" if int(rounding_method) == 1 else "wj_round_away"
+    kb.use_helper(fn)
+    return _fill_f16_via_f32(kb, fn + "({0})", [read[0](idx)], in_avals[0].dtype, out_aval.dtype)
+
+
+def _round_ref(x, rounding_method=0):
+    if int(rounding_method) == 1:
+        return np.round(x)
     return np.copysign(np.floor(np.abs(x.astype(np.float64)) + 0.5), x).astype(x.dtype)
+
+
+round_p.reference = _round_ref
+_batching.defbroadcasting(round_p)
 
 
 def _erf_ref(x):

@@ -418,11 +418,15 @@ fn wj_fma(a: f32, b: f32, c: f32) -> f32 {
 
 @fma_p.def_fuse
 def _fma_fuse(kb, idx, read, in_avals, out_aval):
-    args = ", ".join(r(idx) for r in read)
+    args = [r(idx) for r in read]
     if W.value_type(out_aval.dtype) == "f32":
         kb.use_helper("wj_fma")
-        return f"wj_fma({args})"
-    return f"fma({args})"
+        return f"wj_fma({', '.join(args)})"
+    # float16: XLA rounds the product to f16, then the sum (no fused f16 multiply-add);
+    # both roundings explicit and opaque, so no driver fuses them (wgsl_math.wj_f16r)
+    kb.use_helper("wj_f16r")
+    a, b, c = (f"f32({x})" for x in args)
+    return f"wj_f16r(f32(wj_f16r({a} * {b})) + {c})"
 
 
 def _fma_ref(x, y, z):

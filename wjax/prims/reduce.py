@@ -105,12 +105,9 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     raise ValueError(op)
 
 
-# An opaque identity: the driver's compiler may reassociate float math (lavapipe does),
-# which would fold TwoSum's error term to zero; a bit-xor with a zero it cannot see
-# (wid.z of a 1-deep grid, stored in wj_zero at kernel start) keeps each rounding.
-W.helper("wj_opq", """
-var<private> wj_zero: u32;
-fn wj_opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ wj_zero); }""")
+# TwoSum's error term would fold to zero under reassociation: its sums go through wj_opq
+# (wjax/backend/wgsl_math.py), an identity the compiler cannot see through.
+from ..backend import wgsl_math  # noqa: E402,F401  (registers wj_opq)
 
 
 def _runtime():
@@ -281,7 +278,6 @@ def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=
     inner = "\n    ".join(body)
     src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
            f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-           + ("  wj_zero = wid.z;\n" if "wj_opq" in helpers else "")
            + f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
            f"  var acc = RState({', '.join(m.identity for m in monos)});\n"
            f"  for (var r = 0u; r < {N}u; r = r + 1u) {{\n    {inner}\n"
@@ -337,8 +333,7 @@ def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
     grid = W.grid_for(groups, kb.max_groups)
     src = W.render("reduce.wgsl", HEADER=kb.header(), STATE="RState", WG=wg, EXTRA_SHARED="",
                    COMBINE=combine, NX=grid[0], GROUPS=groups, PARTS=parts, SLICE=max(slice_n, 1),
-                   N=n, IDENTITY=identity, LOOP=loop, WRITE=write,
-                   PROLOGUE="wj_zero = wid.z;" if "wj_opq" in helpers else "")
+                   N=n, IDENTITY=identity, LOOP=loop, WRITE=write)
     return src, grid
 
 

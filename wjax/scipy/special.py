@@ -102,14 +102,18 @@ def erf(x):
 def _erfc(x):
     # erfc(|x|) = t * exp(-x^2 + P(t)), t = 1 / (1 + |x| / 2) (relative error < 1.2e-7 for all x);
     # near 0, 1 - erf(x) is as accurate.
-    z = lax.abs(x)
+    z = lax.min(lax.abs(x), np.float32(10.5))   # erfc(10.5) underflows: the tail ends there
     t = 1.0 / (1.0 + 0.5 * z)
     poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
         -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
             -0.82215223 + t * 0.17087277)))))))))
-    r = t * lax.exp(-z * z + poly)
+    # exp(-z^2 + P) as exp(-s^2) exp(-(z - s)(z + s) + P), s = z with its low 12 significand
+    # bits cleared: s^2 is exact, so no rounding of the large argument -z^2 enters the exp
+    s = lax.bitcast_convert_type(
+        lax.bitwise_and(lax.bitcast_convert_type(z, np.uint32), np.uint32(0xfffff000)), np.float32)
+    r = t * lax.exp(-(s * s)) * lax.exp(-(z - s) * (z + s) + poly)
     tail = jnp.where(x < 0, 2.0 - r, r)
-    return jnp.where(z < 0.5, 1.0 - lax.erf(x), tail)
+    return jnp.where(lax.abs(x) < 0.5, 1.0 - lax.erf(x), tail)
 
 
 def erfc(x):
