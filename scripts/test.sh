@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
 # Runs the test suite (sets itself up first, with real JAX as the test oracle).
-#   bash scripts/test.sh [pytest args]     the deterministic suite (CI runs exactly this)
+#   bash scripts/test.sh                   everything CI runs: the suite on the default adapter,
+#                                          then the kernel-heavy tests through other drivers
+#   bash scripts/test.sh [pytest args]     pytest on the default adapter with those arguments
 #   bash scripts/test.sh --fuzz [MINUTES]  fresh random hypothesis examples, for MINUTES (30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+py=.venv/bin/python
 if [ "${1:-}" = "--fuzz" ]; then
   shift
   exec bash scripts/fuzz.sh "$@"
 fi
-exec .venv/bin/python -m pytest tests "$@"
+if [ $# -gt 0 ]; then
+  exec "$py" -m pytest tests "$@"
+fi
+
+"$py" -m pytest tests
+
+# The same WGSL through other compilers: a difference between drivers is a bug.
+DRIVER_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_random.py tests/test_loops.py
+              tests/test_control.py tests/test_lax_extra.py tests/test_regressions.py"
+if "$py" -m wjax --has opengl; then
+  echo "[test] driver run: wgpu's GL backend (naga -> GLSL -> llvmpipe)"
+  WJAX_BACKEND=gl "$py" -m pytest $DRIVER_TESTS
+else
+  echo "[test] no GL adapter here: the GL driver run is not possible on this machine"
+fi
+if "$py" -m wjax --has "vulkan llvmpipe"; then
+  echo "[test] driver run: lavapipe with 128-bit vectors (LP_NATIVE_VECTOR_WIDTH=128)"
+  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest $DRIVER_TESTS
+fi

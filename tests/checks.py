@@ -57,3 +57,17 @@ def against_jax(build, *args, rtol=1e-5, atol=1e-6):
     want = build(rjax, rjnp, rjax.lax)(*args)
     close(got, rjax.tree_util.tree_leaves(want), rtol, atol)
     return got
+
+
+def has_f16() -> bool:
+    """Whether the adapter has ``shader-f16`` (wgpu's GL backend has not): float16 cases run
+    where it does; where it does not, float16 must raise TypeError naming the feature."""
+    from wjax.backend import runtime
+    return runtime.get().has_f16
+
+
+def f16_unsupported(fn):
+    """Asserts ``fn()`` raises wjax's TypeError for float16 on an adapter without it."""
+    import pytest
+    with pytest.raises(TypeError, match="shader-f16"):
+        fn()

@@ -1,6 +1,8 @@
 """``python -m wjax``: the adapters wjax sees, the one it picks, features and limits.
 
 ``python -m wjax --check`` exits 0 when a Vulkan, Metal or D3D12 adapter exists.
+``python -m wjax --has WORD`` exits 0 when an adapter's backend or device name contains WORD
+(``--has opengl``, ``--has llvmpipe``): the test script asks it which driver runs exist.
 """
 from __future__ import annotations
 
@@ -10,10 +12,14 @@ import sys
 def main(argv):
     from .backend import runtime
     adapters = runtime.list_adapters()
+    if "--has" in argv:
+        word = argv[argv.index("--has") + 1].lower()
+        return 0 if any(word in f"{a.info['backend_type']} {a.info['device']}".lower()
+                        for a in adapters) else 1
     if "--check" in argv:
         good = [a for a in adapters if a.info["backend_type"] in ("Vulkan", "Metal", "D3D12")]
         if good:
-            print("ok:", runtime._adapter_desc(runtime.choose_adapter(good)))
+            print("ok:", runtime._adapter_desc(runtime.choose_adapter(good, honour_env=False)))
             return 0
         print("no Vulkan/Metal/D3D12 adapter found; adapters: "
               + ("; ".join(runtime._adapter_desc(a) for a in adapters) or "none"))

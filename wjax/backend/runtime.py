@@ -42,21 +42,22 @@ def list_adapters():
     return list(wgpu.gpu.enumerate_adapters_sync())
 
 
-def choose_adapter(adapters=None):
+def choose_adapter(adapters=None, honour_env: bool = True):
     """Discrete GPU, then integrated, then CPU (lavapipe), GL last.
 
     ``WJAX_BACKEND`` (vulkan/metal/d3d12/gl) restricts the backend and
-    ``WJAX_ADAPTER`` (a substring of the device name, or an index) picks one.
+    ``WJAX_ADAPTER`` (a substring of the device name, or an index) picks one
+    (unless ``honour_env`` is False: the set-up probe ``python -m wjax --check``).
     """
     adapters = list_adapters() if adapters is None else adapters
-    want_backend = os.environ.get("WJAX_BACKEND", "").strip().lower()
+    want_backend = os.environ.get("WJAX_BACKEND", "").strip().lower() if honour_env else ""
     if want_backend:
         alias = {"gl": "opengl"}
         b = alias.get(want_backend, want_backend)
         adapters = [a for a in adapters if a.info["backend_type"].lower() == b]
         if not adapters:
             raise WjaxRuntimeError(f"WJAX_BACKEND={want_backend!r}: no adapter with that backend")
-    want = os.environ.get("WJAX_ADAPTER", "").strip()
+    want = os.environ.get("WJAX_ADAPTER", "").strip() if honour_env else ""
     if want:
         if want.isdigit() and int(want) < len(adapters):
             return adapters[int(want)]

@@ -160,11 +160,12 @@ fn wj_div_i(a: i32, b: i32) -> i32 {
   if (a == i32(-2147483647 - 1) && b == -1) { return a; }
   return a / b;
 }""")
+# on magnitudes, in u32: GLSL (wgpu's GL backend) leaves % of negative ints undefined
 W.helper("wj_rem_i", """
 fn wj_rem_i(a: i32, b: i32) -> i32 {
   if (b == 0) { return a; }
-  if (b == -1) { return 0; }
-  return a % b;
+  let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+  return select(r, -r, a < 0);
 }""")
 W.helper("wj_div_u", "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }")
 W.helper("wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }")
@@ -205,10 +206,10 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
   }
   if (x < 0.0) {
     if (!is_int) { return bitcast<f32>(0x7fc00000u); }
-    let m = exp2(y * log2(-x));
+    let m = exp2(y * wj_log2(-x));
     return select(m, -m, odd);
   }
-  return exp2(y * log2(x));
+  return exp2(y * wj_log2(x));
 }""")
 W.helper("wj_sign_f", """
 fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
