@@ -97,7 +97,9 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
 
 
 def _force(j):
-    return j() if callable(j) and not isinstance(j, ClosedJaxpr) else j
+    while callable(j) and not isinstance(j, ClosedJaxpr):
+        j = j()
+    return j
 
 
 class _Lazy:
@@ -240,16 +242,26 @@ class custom_jvp:
 
         pj, ptc, pkc = _split_consts(closed)
         pa = [t.aval for t in ptc]
-        if self._tracing_rule:
-            # called from inside its own rule: that rule is traced lazily (when differentiated)
-            def lazy():
-                jj, jtc, jkc = _split_consts(trace_rule())
-                if jtc:
-                    _lazy_tracer_error(name)
-                return _with_leading(jj, jkc, pa, [], [])
+        def lazy():
+            jj, jtc, jkc = _split_consts(trace_rule())
+            if jtc:
+                _lazy_tracer_error(name)
+            return _with_leading(jj, jkc, pa, [], [])
+
+        traced = None
+        if not self._tracing_rule:
+            # traced now, so the rule may close over values of the enclosing trace; a rule that
+            # cannot be traced (say, it applies jvp to a custom_vjp function) fails only where
+            # it is used -- under differentiation -- as in JAX
+            try:
+                traced = _split_consts(trace_rule())
+            except Exception:   # noqa: BLE001 - re-raised when the rule is needed
+                traced = None
+        if traced is None:
+            # called from inside its own rule, or not traceable now: traced when differentiated
             jvp_param, jtc = _Lazy(lazy), []
         else:
-            jj, jtc, jkc = _split_consts(trace_rule())
+            jj, jtc, jkc = traced
             jvp_param = _with_leading(jj, jkc, pa, jj.invars[:len(jtc)], [])
         primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in jtc])
         outs = custom_jvp_call_p.bind(*ptc, *jtc, *leaves, jaxpr=primal, jvp_jaxpr=jvp_param,
@@ -399,15 +411,10 @@ class custom_vjp:
                 return flat
             return f
 
-        def trace_rules():
+        def traced(fun, *args):
             self._tracing_rule += 1
             try:
-                fc = trace_flat(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
-                n_out = len(out_avals)
-                res_avals = fc.out_avals[n_out:]
-                bc = trace_flat(bwd_flat(res_box[-1], len(res_avals)), list(res_avals) + list(out_avals),
-                                DebugInfo("custom_vjp bwd", self.bwd))
-                return fc, bc
+                return trace_flat(*args)
             finally:
                 self._tracing_rule -= 1
 
@@ -415,13 +422,22 @@ class custom_vjp:
         pa = [t.aval for t in ptc]
 
         def rules():
-            fc, bc = trace_rules()
+            """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
+            that is never differentiated never runs the bwd rule."""
+            fc = traced(self.fwd, fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
             fj, ftc, fkc = _split_consts(fc)
-            bj, btc, bkc = _split_consts(bc)
-            if btc:
-                raise TypeError(f"the bwd rule of custom_vjp function {name} closes over traced values; "
-                                "pass them through the residuals instead")
-            return fj, ftc, fkc, ClosedJaxpr(bj, bkc)
+            res_avals = fc.out_avals[len(out_avals):]
+            res_tree = res_box[-1]
+
+            def bwd():
+                bc = traced(self.bwd, bwd_flat(res_tree, len(res_avals)),
+                            list(res_avals) + list(out_avals), DebugInfo("custom_vjp bwd", self.bwd))
+                bj, btc, bkc = _split_consts(bc)
+                if btc:
+                    raise TypeError(f"the bwd rule of custom_vjp function {name} closes over traced "
+                                    "values; pass them through the residuals instead")
+                return ClosedJaxpr(bj, bkc)
+            return fj, ftc, fkc, _Lazy(bwd)
 
         if self._tracing_rule:
             # called from inside its own fwd/bwd: those are traced lazily (when differentiated)

@@ -225,7 +225,7 @@ class Runtime:
             t0 = time.perf_counter()
             try:
                 mod = self.device.create_shader_module(code=W.finalize(wgsl))
-                p = self.device.create_compute_pipeline(layout="auto",
+                p = self.device.create_compute_pipeline(layout=self._layout(wgsl),
                                                         compute={"module": mod, "entry_point": "main"})
             except Exception as e:
                 raise WjaxRuntimeError(f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}") from e
@@ -233,6 +233,22 @@ class Runtime:
             self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
         return p
+
+    _BINDING = __import__("re").compile(
+        r"@group\(0\)\s*@binding\((\d+)\)\s*var<(storage|uniform)(?:,\s*(read_write|read))?>")
+
+    def _layout(self, wgsl: str):
+        """An explicit pipeline layout from the shader's declared bindings: every declared
+        binding stays bindable even where the shader body happens not to use it (an "auto"
+        layout drops those, and binding them fails)."""
+        entries = []
+        for m in self._BINDING.finditer(wgsl):
+            kind = ("uniform" if m.group(2) == "uniform" else
+                    "storage" if m.group(3) == "read_write" else "read-only-storage")
+            entries.append({"binding": int(m.group(1)), "visibility": wgpu.ShaderStage.COMPUTE,
+                            "buffer": {"type": kind}})
+        bgl = self.device.create_bind_group_layout(entries=entries)
+        return self.device.create_pipeline_layout(bind_group_layouts=[bgl])
 
     def compiles(self, wgsl: str) -> bool:
         """Whether ``wgsl`` passes validation (and compiles): used to try optional variants."""

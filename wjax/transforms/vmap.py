@@ -149,7 +149,12 @@ class _LazyBatched:
 def _batch_carried(j, in_dims, n):
     """``j`` batched (outputs at axis 0); ``in_dims`` is a list, or a function of the jaxpr."""
     if not isinstance(j, ClosedJaxpr):            # a lazily traced rule
-        return _LazyBatched(lambda: _batch_carried(j(), in_dims, n))
+        def force():
+            r = j
+            while not isinstance(r, ClosedJaxpr):
+                r = r()
+            return _batch_carried(r, in_dims, n)
+        return _LazyBatched(force)
     if callable(in_dims):
         in_dims = in_dims(j)
     key = (id(j), tuple(in_dims), n)
