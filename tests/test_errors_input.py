@@ -20,13 +20,13 @@ from wjax.backend import runtime
 
 @pytest.mark.parametrize("a,b", [((3,), (4,)), ((2, 3), (3, 2)), ((5, 1, 2), (4, 3))])
 def test_broadcast_mismatch_names_both_shapes(a, b):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(TypeError) as e:           # JAX's class: the lax op's shape rule
         jnp.add(jnp.ones(a), jnp.ones(b))
     msg = str(e.value)
     assert str(a) in msg and str(b) in msg
-    with pytest.raises(ValueError, match=re.escape(str(b))):
+    with pytest.raises(TypeError, match=re.escape(str(b))):
         jnp.ones(a) * jnp.ones(b)
-    with pytest.raises(ValueError, match=re.escape(str(a))):
+    with pytest.raises(ValueError, match=re.escape(str(a))):   # JAX's where: a ValueError
         jnp.where(jnp.ones(a, bool), jnp.ones(a), jnp.ones(b))
 
 
@@ -45,7 +45,7 @@ def test_bad_reshape_names_shapes():
     with pytest.raises((TypeError, ValueError)) as e:
         x.reshape(-1, 4)
     assert "(6,)" in str(e.value)
-    with pytest.raises(ValueError, match="one unknown dimension"):
+    with pytest.raises(TypeError, match="one unknown axis size"):
         x.reshape(-1, -1)
 
 
@@ -81,7 +81,7 @@ def test_bad_axes_and_sizes():
     from numpy.exceptions import AxisError
     with pytest.raises(AxisError):
         jnp.sum(jnp.ones((2, 3)), axis=2)
-    with pytest.raises(ValueError, match="negative dimensions"):
+    with pytest.raises(TypeError, match="nonnegative"):
         jnp.zeros((3, -1))
     with pytest.raises(ValueError, match="squeeze"):
         jnp.squeeze(jnp.ones((2, 3)), axis=0)

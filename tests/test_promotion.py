@@ -291,5 +291,5 @@ def test_broadcasting_rank_and_size_one():
     assert r.shape == (3, 4)
     np.testing.assert_array_equal(np.asarray(r), np.ones((3, 1)) + np.arange(4.0))
     assert (jnp.ones(()) + jnp.ones((2, 0))).shape == (2, 0)
-    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)|\(4,\).*\(3,\)"):
+    with pytest.raises(TypeError, match=r"\(3,\).*\(4,\)|\(4,\).*\(3,\)"):
         jnp.ones(3) + jnp.ones(4)

@@ -576,17 +576,6 @@ def _check_jvp_args(primals, tangents):
     return pl, pt, out
 
 
-def _has_custom_lin(jaxpr) -> bool:
-    from .ir import subjaxprs
-    return any(e.prim.name == "custom_lin" or any(_has_custom_lin(s) for s in subjaxprs(e.params))
-               for e in jaxpr.eqns)
-
-
-def _no_custom_vjp(closed):
-    if _has_custom_lin(closed.jaxpr):
-        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
-
-
 def jvp(fun, primals, tangents, has_aux=False):
     """``(fun(*primals), J·tangents)``: forward-mode differentiation."""
     _check_fun(fun, "jvp")
@@ -606,7 +595,6 @@ def jvp(fun, primals, tangents, has_aux=False):
         return jc
 
     jc = _ad_cached(("jvp", tr.key, diff, n_main), tr.keep, build)
-    _no_custom_vjp(jc)
     res = _run_closed(jc, tr.consts + list(pl) + [t for t, d in zip(tl, diff) if d])
     outs, touts = res[:n_out], res[n_out:]
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
@@ -632,7 +620,6 @@ def linearize(fun, *primals, has_aux=False):
 
     def f_jvp(*tangents):
         _, _, tl = _check_jvp_args(primals, tangents)
-        _no_custom_vjp(lin)
         r = _run_closed(lin, list(res) + [t for t, d in zip(tl, diff) if d])
         return tree_util.tree_unflatten(tr.out_tree, list(r))
 

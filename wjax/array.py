@@ -274,35 +274,37 @@ class Array(ArrayMethods):
     def item(self, *args):
         return self._value().item(*args)
 
+    # conversions check as JAX's core.check_{scalar,integer,bool}_conversion
     def __float__(self):
-        self._check_scalar("float")
+        self._check_scalar()
         return float(self._value().reshape(()))
 
     def __int__(self):
-        self._check_scalar("int")
+        self._check_scalar()
         return int(self._value().reshape(()))
 
     def __complex__(self):
-        self._check_scalar("complex")
+        self._check_scalar()
         return complex(self._value().reshape(()))
 
     def __bool__(self):
-        if self.size != 1:
+        if self.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use `array.size > 0` "
+                             "to check that an array is not empty.")
+        if self.size > 1:
             raise ValueError("The truth value of an array with more than one element is ambiguous. "
                              "Use a.any() or a.all()")
         return bool(self._value().reshape(()))
 
     def __index__(self):
-        if not dtypes.is_int(self.dtype) and self.dtype != np.bool_:
-            raise TypeError(f"only integer scalar arrays can be converted to a scalar index "
-                            f"(got dtype {self.dtype})")
-        self._check_scalar("index")
+        if self.shape != () or not dtypes.is_int(self.dtype):
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return int(self._value().reshape(()))
 
-    def _check_scalar(self, what):
-        if self.size != 1:
-            raise TypeError(f"only length-1 arrays can be converted to Python {what}s "
-                            f"(got shape {self.shape})")
+    def _check_scalar(self):
+        if self.ndim > 0:
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; got "
+                            f"arr.ndim={self.ndim}")
 
     def __len__(self):
         if self.ndim == 0:
@@ -320,12 +322,17 @@ class Array(ArrayMethods):
     def __repr__(self):
         v = self._value()
         prefix = "Array("
-        weak = ", weak_type=True" if self.weak_type else ""
+        dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        line_width = np.get_printoptions()["linewidth"]
         if v.size == 0:
             body = f"[], shape={self.shape}"   # JAX shows the shape of every empty array
         else:
-            body = np.array2string(v, separator=", ", prefix=prefix, suffix=",")
-        return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+            body = np.array2string(v, separator=", ", prefix=prefix, suffix=",",
+                                   max_line_width=line_width)
+        # JAX's layout: a dtype that would overrun the line is set off by the prefix's width
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line_len + len(dtype_str) + 2 > line_width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self):
         return str(self._value())

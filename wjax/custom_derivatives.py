@@ -301,6 +301,9 @@ def _custom_lin_transpose(cts, *args, bwd_jaxpr, num_res, out_avals, name):
 
 
 custom_lin_p.impl = _custom_lin_impl
+# evaluating it forward (eagerly or in a compiled plan) is JAX's error; under a trace that is
+# later transposed (grad of a custom_jvp rule that applies jvp to a custom_vjp function) it is not
+custom_lin_p.kernel = lambda ctx, *avals, **params: _custom_lin_impl()
 custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_impl()
 custom_lin_p.transpose = _custom_lin_transpose
 _call_batch(custom_lin_p, ("bwd_jaxpr",))

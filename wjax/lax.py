@@ -112,6 +112,9 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 
 def integer_pow(x, y: int):
+    if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
+        raise TypeError(f"integer_pow requires an integer exponent, got {y!r} of type "
+                        f"{type(y).__name__}")
     return E.integer_pow_p.bind(x, y=int(y))
 
 
@@ -267,6 +270,13 @@ def _index_operands(starts):
 
 
 def dynamic_slice(operand, start_indices, slice_sizes):
+    nd = _aval(operand).ndim
+    if len(start_indices) != nd:
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {_aval(operand).shape})")
+    if len(slice_sizes) != nd:
+        raise TypeError(f"Length of slice sizes must match number of operand dimensions "
+                        f"({len(slice_sizes)} vs {nd})")
     return S.dynamic_slice_p.bind(operand, *_index_operands(start_indices),
                                   slice_sizes=tuple(int(s) for s in slice_sizes))
 
@@ -364,9 +374,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
     la, ra = _aval(lhs), _aval(rhs)
-    if pet is not None and la.dtype != ra.dtype:
-        lhs = convert_element_type(lhs, pet)
-        rhs = convert_element_type(rhs, pet)
+    if la.dtype != ra.dtype:
+        # operands of two dtypes meet at the higher-precision one (XLA's rule, as JAX)
+        dt = pet if pet is not None else _dot_dtype(la.dtype, ra.dtype)
+        lhs = convert_element_type(lhs, dt) if la.dtype != dt else lhs
+        rhs = convert_element_type(rhs, dt) if ra.dtype != dt else rhs
         la, ra = _aval(lhs), _aval(rhs)
     K = int(np.prod([la.shape[i] for i in dn[0][0]], dtype=np.int64))
     if K > _SPLIT_K:
@@ -374,6 +386,19 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         return _dot_split_k(lhs, rhs, dn, pet)
     return L.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
                                 preferred_element_type=pet, out_sharding=None)
+
+
+def _dot_dtype(a, b):
+    """XLA's HigherPrecisionType for dot operands (JAX's ``_dot_general_dtype_rule``)."""
+    def props(dt):
+        dt = np.dtype(dt)
+        f = dtypes.is_float(dt)
+        return (dtypes.finfo(dt).maxexp if f else -1, dtypes.finfo(dt).nmant if f else -1,
+                dt.itemsize * 8 if dt != np.bool_ else 1, not dtypes.is_unsigned(dt))
+    pa, pb = props(a), props(b)
+    if pa == pb:
+        raise TypeError(f"lax.dot_general argument type error: {np.dtype(a).name}, {np.dtype(b).name}")
+    return np.dtype(a) if pa > pb else np.dtype(b)
 
 
 # Long contractions are split into chunks that run as an extra batch dimension, then summed:
@@ -446,12 +471,18 @@ def _dot_split_k_impl(lhs, rhs, dn, pet):
     return reduce_or(out, (nb,)) if _aval(out).dtype == np.bool_ else reduce_sum(out, (nb,))
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
     la, ra = _aval(lhs), _aval(rhs)
-    if la.ndim in (1, 2) and ra.ndim in (1, 2):
-        return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
-                           preferred_element_type=preferred_element_type)
-    raise TypeError(f"lax.dot requires lhs and rhs of rank 1 or 2, got shapes {la.shape} and {ra.shape}")
+    if dimension_numbers is None:
+        if not (la.ndim in (1, 2) and ra.ndim in (1, 2) and la.shape[-1] == ra.shape[0]):
+            raise ValueError(
+                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
+                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+        dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                       preferred_element_type=preferred_element_type)
 
 
 # --------------------------------------------------------------------------- cumulative, sort, conv

@@ -70,12 +70,18 @@ def _is_array(x) -> builtins.bool:
     return isinstance(x, (Array, Tracer))
 
 
-def _check_arg(name, x):
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} at "
-                        f"position 0.")
-    if isinstance(x, (str, bytes)) or x is None:
-        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__}.")
+def _check_arg(name, x, pos=0):
+    """JAX's ``check_arraylike``: jnp functions take arrays and scalars, not lists or tuples
+    (which would be converted silently on every call) nor strings or None."""
+    if isinstance(x, (list, tuple, str, bytes)) or x is None:
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at "
+                        f"position {pos}.")
+
+
+def _arraylike(name, x, pos=0):
+    """``x`` as an array, after JAX's check that it is array-like."""
+    _check_arg(name, x, pos)
+    return asarray(x)
 
 
 def _aval(x):
@@ -120,13 +126,17 @@ def _broadcast_to_shape(x, shape):
 
 def promote_args(name, *args, to_float=False, to_inexact=False):
     """JAX's promotion of ufunc arguments, then rank/shape broadcasting."""
-    for x in args:
-        _check_arg(name, x)
+    for i, x in enumerate(args):
+        _check_arg(name, x, i)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if (to_float or to_inexact) and not dtypes.is_float(dt):
         dt = np.dtype(np.float32)
     ops = [_to_operand(x, dt, weak) for x in args]
-    shape = broadcast_shapes(*[_aval(o).shape for o in ops])
+    try:
+        shape = broadcast_shapes(*[_aval(o).shape for o in ops])
+    except ValueError:   # as JAX, where the lax op's shape rule reports it
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        + ", ".join(str(_aval(o).shape) for o in ops) + ".") from None
     # rank-0 operands stay scalars: elementwise primitives broadcast them (``mul a 2.0``)
     return [_broadcast_to_shape(o, shape) if 0 < _aval(o).ndim and _aval(o).shape != shape else o
             for o in ops]
@@ -230,47 +240,81 @@ def right_shift(x1, x2, /):
 
 
 def floor_divide(x1, x2, /):
+    """As JAX: integer division rounds toward -inf (x // 0 is -1 rounded the same way, so
+    ``7 // 0 == -2``); floats use Python's divmod rule (``1.0 // 0.1 == 9.0``)."""
     x1, x2 = promote_args("floor_divide", x1, x2)
     dt = _aval(x1).dtype
     if dt == np.bool_:
         raise TypeError("floor_divide does not accept dtype bool")
+    if dtypes.is_unsigned(dt):
+        return lax.div(x1, x2)
     if dtypes.is_int(dt):
         q = lax.div(x1, x2)
-        if dtypes.is_unsigned(dt):
-            return q
-        r = lax.rem(x1, x2)
-        fix = lax.bitwise_and(lax.ne(r, _zero_like(r)), lax.ne(lax.lt(r, _zero_like(r)), lax.lt(x2, _zero_like(x2))))
-        return lax.select(fix, lax.sub(q, WeakScalar(np.asarray(1, dt))), q)
-    return lax.floor(lax.div(x1, x2))
+        fix = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(lax.rem(x1, x2), _zero_like(q)))
+        return _where(fix, lax.sub(q, lax._const(q, 1)), q)
+    return _float_divmod(x1, x2)[0]
+
+
+def _where(c, a, b):
+    shape = broadcast_shapes(_aval(c).shape, _aval(a).shape, _aval(b).shape)
+    return lax.select(*[_broadcast_to_shape(v, shape) if _aval(v).shape != shape else v
+                        for v in (c, a, b)])
+
+
+def _float_divmod(x1, x2):
+    """CPython's float divmod (floatobject.c), as JAX: the quotient rounds (away from zero)."""
+    mod = lax.rem(x1, x2)
+    x1c = _where(lax.eq(x2, _zero_like(x2)), x1, lax.sub(x1, mod))
+    div = lax.div(x1c, x2)
+    ind = lax.bitwise_and(lax.ne(mod, _zero_like(mod)), lax.ne(lax.sign(x2), lax.sign(mod)))
+    mod = _where(ind, lax.add(mod, x2), mod)
+    div = _where(ind, lax.sub(div, lax._const(div, 1)), div)
+    return lax.round(div), mod
+
+
+def _nonzero_divisor(x2):
+    """Integer ``x % 0`` is 0 in JAX: the divisor 0 becomes 1 first."""
+    if dtypes.is_int(_aval(x2).dtype):
+        return _where(lax.eq(x2, _zero_like(x2)), lax._const(x2, 1), x2)
+    return x2
 
 
 def remainder(x1, x2, /):
     x1, x2 = promote_args("remainder", x1, x2)
-    dt = _aval(x1).dtype
+    if _aval(x1).dtype == np.bool_:
+        raise TypeError("remainder does not accept dtype bool")
+    x2 = _nonzero_divisor(x2)
     r = lax.rem(x1, x2)
-    if dtypes.is_unsigned(dt):
-        return r
     z = _zero_like(r)
-    fix = lax.bitwise_and(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(x2, _zero_like(x2))))
-    return lax.select(fix, lax.add(r, x2), r)
+    fix = lax.bitwise_and(lax.ne(lax.lt(r, z), lax.lt(x2, _zero_like(x2))), lax.ne(r, z))
+    return _where(fix, lax.add(r, x2), r)
 
 
 mod = remainder
 
 
 def divmod(x1, x2, /):
-    return floor_divide(x1, x2), remainder(x1, x2)
+    x1, x2 = promote_args("divmod", x1, x2)
+    if dtypes.is_int(_aval(x1).dtype) or _aval(x1).dtype == np.bool_:
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
 
 
 def power(x1, x2, /):
-    if isinstance(x2, int) and not isinstance(x2, builtins.bool) and not _is_array(x1) is False:
-        pass
-    if isinstance(x2, int) and not isinstance(x2, builtins.bool):
-        x1, = promote_args("power", x1)
-        if dtypes.is_int(_aval(x1).dtype) and x2 < 0:
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return _wrap_result(lax.integer_pow(x1, x2)) if builtins.abs(x2) <= 64 else _wrap_result(
-            lax.pow(*promote_args("power", x1, float(x2))))
+    """As JAX: a concrete integer exponent (a Python int, a NumPy int, a 0-d integer array, a
+    traced value whose value is known) means ``lax.integer_pow`` -- which rejects negative
+    powers of integers with a TypeError; otherwise integer bases use binary exponentiation over
+    6 exponent bits and float bases ``lax.pow``."""
+    from ..staging import to_concrete_value
+    c = to_concrete_value(x2)
+    if c is not None and np.ndim(c) == 0:
+        try:
+            k = operator.index(c)
+        except TypeError:
+            k = None
+        if k is not None:
+            x1, = promote_args("power", x1)
+            return _wrap_result(lax.integer_pow(x1, k))
     x1, x2 = promote_args("power", x1, x2)
     if dtypes.is_int(_aval(x1).dtype) or _aval(x1).dtype == np.bool_:
         return _pow_int_int(x1, x2)
@@ -386,9 +430,10 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
-    c = asarray(condition)
+    c = _arraylike("where", condition)
     if c.dtype != np.bool_:
         c = not_equal(c, 0)
+    broadcast_shapes(c.shape, np.shape(x), np.shape(y))   # JAX's ValueError, all three shapes
     x, y = promote_args("where", x, y)
     shape = broadcast_shapes(c.shape, _aval(x).shape, _aval(y).shape)
     c = _broadcast_to_shape(c, shape)
@@ -400,6 +445,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 # --------------------------------------------------------------------------- creation
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0):
+    if object is None:
+        raise ValueError("None is not a valid value for jnp.array")
     if _is_array(object):
         out = object if dtype is None else astype(object, dtype)
     else:
@@ -468,8 +515,9 @@ def _shape(shape):
                 f"Shapes must be 1D sequences of concrete values of integer type, got {tuple(shape)}. "
                 "If using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.")
         out.append(operator.index(s))
-    if builtins.any(s < 0 for s in out):
-        raise ValueError(f"negative dimensions are not allowed: {tuple(out)}")
+    if builtins.any(s < 0 for s in out):   # JAX's class and words (broadcast_in_dim's rule)
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{tuple(out)}.")
     return tuple(out)
 
 
@@ -577,8 +625,21 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return astype(power(base, linspace(start, stop, num, endpoint, axis=axis)), _dt(dtype, np.float32))
 
 
+def _dim(name, n, m):
+    """Concrete, nonnegative matrix sizes (JAX's checks for eye and tri)."""
+    try:
+        n, m = operator.index(n), (None if m is None else operator.index(m))
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"({n!r}, {m!r}).") from None
+    if n < 0 or (m is not None and m < 0):
+        raise ValueError(f"negative dimensions are not allowed, got {n} and {m}")
+    return n, (n if m is None else m)
+
+
 def eye(N, M=None, k=0, dtype=None):
-    M = N if M is None else M
+    N, M = _dim("eye", N, M)
+    k = operator.index(k)
     r = lax.broadcasted_iota(np.int32, (N, M), 0)
     c = lax.broadcasted_iota(np.int32, (N, M), 1)
     return astype(equal(c - r, k), _dt(dtype))
@@ -589,7 +650,9 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
+    N, M = operator.index(N), (None if M is None else operator.index(M))   # negatives: iota's TypeError
     M = N if M is None else M
+    k = operator.index(k)
     r = lax.broadcasted_iota(np.int32, (N, M), 0)
     c = lax.broadcasted_iota(np.int32, (N, M), 1)
     return astype(less_equal(c, r + k), _dt(dtype))
@@ -597,7 +660,7 @@ def tri(N, M=None, k=0, dtype=None):
 
 def astype(x, dtype, copy=False, device=None):
     dt = dtypes.check_supported(dtype)
-    x = asarray(x)
+    x = _arraylike("astype", x)
     if x.dtype == dt and not x.weak_type:
         return x
     return lax.convert_element_type(x, dt)
@@ -639,7 +702,7 @@ def _axes(axis, nd):
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         shape = newshape
-    a = asarray(a)
+    a = _arraylike("reshape", a)
     if order != "C":
         raise NotImplementedError("reshape only supports order='C'")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -650,7 +713,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
                 "If using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.")
     shape = tuple(operator.index(s) for s in shape)
     if shape.count(-1) > 1:
-        raise ValueError(f"can only specify one unknown dimension, got shape {shape}")
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {shape}")
+    if builtins.any(s < -1 for s in shape):
+        raise TypeError(f"reshape new_sizes must all be positive, got {shape}.")
     if -1 in shape:
         known = int(np.prod([s for s in shape if s != -1]))
         if known == 0 or a.size % known:
@@ -667,12 +732,13 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
-    a = asarray(a)
+    a = _arraylike("transpose", a)
     if axes is None:
         axes = tuple(range(a.ndim))[::-1]
     axes = tuple(_axis(operator.index(x), a.ndim) for x in axes)
     if sorted(axes) != list(range(a.ndim)):
-        raise ValueError(f"axes {axes} don't match array of shape {a.shape}")
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {axes} for operand shape {a.shape}.")
     return lax.transpose(a, axes)
 
 
@@ -681,7 +747,7 @@ def permute_dims(a, axes):
 
 
 def swapaxes(a, axis1, axis2):
-    a = asarray(a)
+    a = _arraylike("swapaxes", a)
     p = list(range(a.ndim))
     i, j = _axis(axis1, a.ndim), _axis(axis2, a.ndim)
     p[i], p[j] = p[j], p[i]
@@ -689,7 +755,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    a = asarray(a)
+    a = _arraylike("moveaxis", a)
     src = _axes(source, a.ndim) if not isinstance(source, int) else (_axis(source, a.ndim),)
     dst = _axes(destination, a.ndim) if not isinstance(destination, int) else (_axis(destination, a.ndim),)
     if len(src) != len(dst):
@@ -701,7 +767,7 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
-    a = asarray(a)
+    a = _arraylike("expand_dims", a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     nd = a.ndim + len(axes)
     axes = tuple(_axis(x, nd) for x in axes)
@@ -709,7 +775,7 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
-    a = asarray(a)
+    a = _arraylike("squeeze", a)
     if axis is None:
         axes = tuple(i for i, s in enumerate(a.shape) if s == 1)
     else:
@@ -722,7 +788,7 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape):
-    a = asarray(array)
+    a = _arraylike("broadcast_to", array)
     shape = _shape(shape)
     try:
         out = np.broadcast_shapes(a.shape, shape)
@@ -767,14 +833,14 @@ def concatenate(arrays, axis=0, dtype=None):
     dt = dtypes.result_type(*arrays) if dtype is None else dtypes.check_supported(dtype)
     nd = arrays[0].ndim
     if builtins.any(a.ndim != nd for a in arrays):
-        raise ValueError("All input arrays must have the same number of dimensions, got shapes "
-                         + ", ".join(str(a.shape) for a in arrays))
+        raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                        + ", ".join(str(a.shape) for a in arrays) + ".")
     ax = _axis(axis, nd)
     for a in arrays:
         if builtins.any(s != t for i, (s, t) in enumerate(zip(a.shape, arrays[0].shape)) if i != ax):
-            raise ValueError("All input array dimensions except for the concatenation axis must match "
-                             f"exactly, got shapes " + ", ".join(str(a.shape) for a in arrays)
-                             + f" for axis={axis}")
+            raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                            f"than the one being concatenated: concatenating along dimension {ax} "
+                            "for shapes " + ", ".join(str(a.shape) for a in arrays) + ".")
     arrays = [astype(a, dt) if a.dtype != dt else a for a in arrays]
     return lax.concatenate(arrays, ax)
 
@@ -808,7 +874,7 @@ def _reduction(name, lax_fn, bool_op=None, promote_int=False, identity=None):
     def red(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if out is not None:
             raise NotImplementedError("The 'out' argument to jnp.%s is not supported." % name)
-        a = asarray(a)
+        a = _arraylike(name, a)
         axes = _axes(axis, a.ndim)
         dt = a.dtype
         if dtype is not None:
@@ -868,7 +934,7 @@ def _max_identity(dt):
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    a = asarray(a)
+    a = _arraylike("any", a)
     b = a if a.dtype == np.bool_ else not_equal(a, 0)
     if where is not None:
         b = logical_and(b, where)
@@ -877,7 +943,7 @@ def any(a, axis=None, out=None, keepdims=False, *, where=None):
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
-    a = asarray(a)
+    a = _arraylike("all", a)
     b = a if a.dtype == np.bool_ else not_equal(a, 0)
     if where is not None:
         b = logical_or(b, logical_not(where))
@@ -886,7 +952,7 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    a = asarray(a)
+    a = _arraylike("mean", a)
     axes = _axes(axis, a.ndim)
     if where is None:
         n = int(np.prod([a.shape[i] for i in axes]))
@@ -903,7 +969,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     if correction is not None:
         ddof = correction
-    a = asarray(a)
+    a = _arraylike("var", a)
     dt = dtypes.check_supported(dtype) if dtype is not None else (
         a.dtype if dtypes.is_float(a.dtype) else np.dtype(np.float32))
     a = astype(a, dt) if a.dtype != dt else a
@@ -938,7 +1004,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def _arg_reduction(name, lax_fn):
     def f(a, axis=None, out=None, keepdims=False):
-        a = asarray(a)
+        a = _arraylike(name, a)
         if axis is None:
             a, axis = ravel(a), 0
         ax = _axis(axis, a.ndim)
@@ -959,7 +1025,7 @@ argmin = _arg_reduction("argmin", lax.argmin)
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     for x in (a, b):
         _check_arg("matmul", x)
-    a, b = asarray(a), asarray(b)
+    a, b = _arraylike("matmul", a), _arraylike("matmul", b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: Input operand does not have enough dimensions (shapes {a.shape} "
                          f"and {b.shape})")
@@ -988,7 +1054,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
-    a, b = asarray(a), asarray(b)
+    a, b = _arraylike("dot", a), _arraylike("dot", b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     if b.ndim <= 2:
@@ -1005,7 +1071,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
-    a, b = asarray(a), asarray(b)
+    a, b = _arraylike("inner", a), _arraylike("inner", b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     dt = dtypes.result_type(a, b)
@@ -1016,5 +1082,5 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 def outer(a, b, out=None):
-    a, b = ravel(asarray(a)), ravel(asarray(b))
+    a, b = ravel(_arraylike("outer", a)), ravel(_arraylike("outer", b))
     return multiply(a[:, None], b[None, :])

@@ -20,7 +20,7 @@ from ..ir import WeakScalar
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from ..staging import ConcretizationTypeError, Tracer
 from . import _core as C
-from ._core import _aval, _axes, _axis, _is_array, _wrap_result, asarray, promote_args
+from ._core import _aval, _arraylike, _axes, _axis, _is_array, _wrap_result, asarray, promote_args
 
 __array_api_version__ = "2023.12"
 
@@ -114,7 +114,7 @@ def heaviside(x1, x2, /):
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    x = asarray(x)
+    x = _arraylike("nan_to_num", x)
     if not _is_float(x):
         return x
     info = np.finfo(x.dtype)
@@ -210,11 +210,11 @@ def fmod(x1, x2, /):
     x1, x2 = promote_args("fmod", x1, x2)
     if _aval(x1).dtype == np.bool_:
         raise TypeError("fmod does not accept dtype bool")
-    return _wrap_result(lax.rem(x1, x2))
+    return _wrap_result(lax.rem(x1, C._nonzero_divisor(x2)))   # integer fmod(x, 0) is 0
 
 
 def ldexp(x1, x2, /):
-    x2 = asarray(x2)
+    x2 = _arraylike("ldexp", x2)
     if not dtypes.is_int(x2.dtype):
         raise ValueError(f"ldexp: x2 must be of integer type, got {x2.dtype}")
     x1, = _inexact("ldexp", x1)
@@ -248,12 +248,12 @@ def modf(x, /, out=None):
 
 
 def isneginf(x, /, out=None):
-    x = asarray(x)
+    x = _arraylike("isneginf", x)
     return C.logical_and(C.isinf(x), signbit(x)) if _is_float(x) else C.full_like(x, False, dtype=bool)
 
 
 def isposinf(x, /, out=None):
-    x = asarray(x)
+    x = _arraylike("isposinf", x)
     return C.logical_and(C.isinf(x), C.logical_not(signbit(x))) if _is_float(x) else \
         C.full_like(x, False, dtype=bool)
 
@@ -281,7 +281,7 @@ def isscalar(element):
 
 
 def real(x, /):
-    return asarray(x)
+    return _arraylike("real", x)
 
 
 def imag(x, /):
@@ -289,7 +289,7 @@ def imag(x, /):
 
 
 def conjugate(x, /):
-    return asarray(x)
+    return _arraylike("conjugate", x)
 
 
 conj = conjugate
@@ -421,7 +421,7 @@ def diag_indices(n, ndim=2):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    a = asarray(a)
+    a = _arraylike("diagonal", a)
     if a.ndim < 2:
         raise ValueError("diagonal requires an array of at least two dimensions.")
     ax1, ax2 = _axis(axis1, a.ndim, "axis1"), _axis(axis2, a.ndim, "axis2")
@@ -440,7 +440,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def diag(v, k=0):
-    v = asarray(v)
+    v = _arraylike("diag", v)
     if v.ndim == 1:
         n = v.shape[0] + builtins.abs(k)
         r = lax.broadcasted_iota(np.int32, (n, n), 0)
@@ -458,7 +458,7 @@ def diag(v, k=0):
 
 
 def diagflat(v, k=0):
-    return diag(C.ravel(asarray(v)), k)
+    return diag(C.ravel(_arraylike("diagflat", v)), k)
 
 
 def fill_diagonal(a, val, wrap=False, *, inplace=True):
@@ -479,7 +479,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def vander(x, N=None, increasing=False):
-    x = asarray(x)
+    x = _arraylike("vander", x)
     if x.ndim != 1:
         raise ValueError("x must be a one-dimensional array")
     N = x.shape[0] if N is None else operator.index(N)
@@ -554,7 +554,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    a = asarray(a)
+    a = _arraylike("count_nonzero", a)
     return C.sum(C.not_equal(a, 0) if a.dtype != np.bool_ else a, axis=axis, keepdims=keepdims,
                  dtype=np.int32)
 
@@ -593,7 +593,7 @@ nanmin = _nan_extreme("nanmin", C.min, np.inf)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    a = asarray(a)
+    a = _arraylike("nanmean", a)
     if not _is_float(a):
         return C.mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     valid = lax.bitwise_not(lax.ne(a, a))
@@ -607,7 +607,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
     if correction is not None:
         ddof = correction
-    a = asarray(a)
+    a = _arraylike("nanvar", a)
     if not _is_float(a):
         return C.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
     if dtype is not None:
@@ -647,14 +647,14 @@ nanargmin = _nanarg("nanargmin", C.argmin, np.inf)
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    a = asarray(a)
+    a = _arraylike("average", a)
     if weights is None:
         avg = C.mean(a, axis=axis, keepdims=keepdims)
         axes = _axes(axis, a.ndim)
         cnt = int(np.prod([a.shape[i] for i in axes]))
         scl = C.full_like(avg, cnt)
     else:
-        w = asarray(weights)
+        w = _arraylike("average", weights)
         a, w = _promote_dtypes(a, w, inexact=True)
         if a.shape != w.shape:
             if axis is None:
@@ -908,26 +908,26 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
-    a = asarray(ary)
+    a = _arraylike("hsplit", ary)
     return split(a, indices_or_sections, axis=1 if a.ndim > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
-    a = asarray(ary)
+    a = _arraylike("vsplit", ary)
     if a.ndim < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return split(a, indices_or_sections, axis=0)
 
 
 def dsplit(ary, indices_or_sections):
-    a = asarray(ary)
+    a = _arraylike("dsplit", ary)
     if a.ndim < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return split(a, indices_or_sections, axis=2)
 
 
 def unstack(x, /, *, axis=0):
-    x = asarray(x)
+    x = _arraylike("unstack", x)
     if x.ndim == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was passed.")
     ax = _axis(axis, x.ndim)
@@ -935,7 +935,7 @@ def unstack(x, /, *, axis=0):
 
 
 def tile(A, reps):
-    a = asarray(A)
+    a = _arraylike("tile", A)
     reps = (operator.index(reps),) if not isinstance(reps, (tuple, list)) else tuple(operator.index(r) for r in reps)
     nd = builtins.max(len(reps), a.ndim)
     reps = (1,) * (nd - len(reps)) + reps
@@ -951,22 +951,22 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
-    a = asarray(a)
+    a = _arraylike("repeat", a)
     if axis is None:
         a, axis = C.ravel(a), 0
     ax = _axis(axis, a.ndim)
     n = a.shape[ax]
     if isinstance(repeats, (int, np.integer)) or (not _is_array(repeats) and np.ndim(repeats) == 0):
         r = int(repeats)
-        if r < 0:
-            raise ValueError("repeats may not contain negative values.")
+        if r < 0:   # JAX's class (its broadcast_in_dim rejects the shape)
+            raise TypeError(f"repeats may not contain negative values, got {r}.")
         shape = a.shape[:ax + 1] + (r,) + a.shape[ax + 1:]
         b = lax.broadcast_in_dim(a, shape, tuple(i for i in range(len(shape)) if i != ax + 1))
         out = C.reshape(b, a.shape[:ax] + (n * r,) + a.shape[ax + 1:])
         if total_repeat_length is not None:
             out = _fit_length(out, ax, total_repeat_length)
         return out
-    reps = asarray(repeats)
+    reps = _arraylike("repeat", repeats)
     if reps.ndim == 0:
         reps = C.broadcast_to(reps, (n,))
     if reps.shape != (n,):
@@ -1006,7 +1006,7 @@ def _pad_widths(pad_width, nd):
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    a = asarray(array)
+    a = _arraylike("pad", array)
     if callable(mode):
         raise NotImplementedError("jnp.pad with a callable mode is not supported")
     widths = _pad_widths(pad_width, a.ndim)
@@ -1015,7 +1015,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
                "linear_ramp": {"end_values"}, "maximum": {"stat_length"}, "minimum": {"stat_length"},
                "mean": {"stat_length"}, "median": {"stat_length"}}
     if mode not in allowed:
-        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad.")
+        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
     bad = set(kwargs) - allowed[mode]
     if bad:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {sorted(bad)}")
@@ -1103,13 +1103,13 @@ def _odd_reflect(a, even, ax, n, lo, hi, mode):
 
 
 def flip(m, axis=None):
-    m = asarray(m)
+    m = _arraylike("flip", m)
     axes = _axes(axis, m.ndim)
     return lax.rev(m, axes) if axes else m
 
 
 def fliplr(m):
-    m = asarray(m)
+    m = _arraylike("fliplr", m)
     if m.ndim < 2:
         raise ValueError("fliplr requires an array of at least two dimensions, got shape "
                          f"{m.shape}")
@@ -1117,14 +1117,14 @@ def fliplr(m):
 
 
 def flipud(m):
-    m = asarray(m)
+    m = _arraylike("flipud", m)
     if m.ndim < 1:
         raise ValueError("flipud requires an array of at least one dimension, got shape ()")
     return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
-    a = asarray(a)
+    a = _arraylike("roll", a)
     if axis is None:
         return C.reshape(roll(C.ravel(a), shift, 0), a.shape)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -1159,7 +1159,7 @@ def roll(a, shift, axis=None):
 
 
 def rollaxis(a, axis, start=0):
-    a = asarray(a)
+    a = _arraylike("rollaxis", a)
     ax = _axis(axis, a.ndim)
     start = operator.index(start)
     if not -a.ndim <= start <= a.ndim:
@@ -1172,7 +1172,7 @@ def rollaxis(a, axis, start=0):
 
 
 def rot90(m, k=1, axes=(0, 1)):
-    m = asarray(m)
+    m = _arraylike("rot90", m)
     if len(axes) != 2:
         raise ValueError("len(axes) must be 2.")
     if m.ndim < 2:
@@ -1223,12 +1223,12 @@ row_stack = C.vstack
 
 def append(arr, values, axis=None):
     if axis is None:
-        return C.concatenate([C.ravel(asarray(arr)), C.ravel(asarray(values))], axis=0)
+        return C.concatenate([C.ravel(_arraylike("append", arr)), C.ravel(_arraylike("append", values))], axis=0)
     return C.concatenate([arr, values], axis=axis)
 
 
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
-    a = asarray(arr)
+    a = _arraylike("delete", arr)
     if axis is None:
         a, axis = C.ravel(a), 0
     ax = _axis(axis, a.ndim)
@@ -1247,7 +1247,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
 
 
 def insert(arr, obj, values, axis=None):
-    a = asarray(arr)
+    a = _arraylike("insert", arr)
     if axis is None:
         a, axis = C.ravel(a), 0
     ax = _axis(axis, a.ndim)
@@ -1260,7 +1260,7 @@ def insert(arr, obj, values, axis=None):
     idx = np.where(idx < 0, idx + n, idx)
     if ((idx < 0) | (idx > n)).any():
         raise IndexError(f"index out of bounds for axis {axis} with size {n}")
-    v = C.astype(asarray(values), a.dtype)
+    v = C.astype(_arraylike("insert", values), a.dtype)
     if scalar:
         v = C.reshape(v, (1,) * (a.ndim - v.ndim) + v.shape) if v.ndim < a.ndim else v
         v = C.moveaxis(v, 0, ax)
@@ -1277,7 +1277,7 @@ def insert(arr, obj, values, axis=None):
 
 
 def resize(a, new_shape):
-    a = C.ravel(asarray(a))
+    a = C.ravel(_arraylike("resize", a))
     new_shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
     total = int(np.prod(new_shape))
     if a.size == 0:
@@ -1290,14 +1290,14 @@ def trim_zeros(filt, trim="fb"):
     f = np.asarray(_concrete(filt, "jnp.trim_zeros"))
     nz = np.nonzero(f)[0]
     if nz.size == 0:
-        return asarray(filt)[:0]
+        return _arraylike("trim_zeros", filt)[:0]
     s = nz[0] if "f" in trim.lower() else 0
     e = nz[-1] + 1 if "b" in trim.lower() else f.shape[0]
-    return asarray(filt)[int(s):int(e)]
+    return _arraylike("trim_zeros", filt)[int(s):int(e)]
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
-    a = asarray(a)
+    a = _arraylike("diff", a)
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n}")
     if a.ndim == 0:
@@ -1328,14 +1328,14 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-    a = C.ravel(asarray(ary))
+    a = C.ravel(_arraylike("ediff1d", ary))
     r = diff(a) if a.shape[0] else a
     parts = []
     if to_begin is not None:
-        parts.append(C.ravel(C.astype(asarray(to_begin), r.dtype)))
+        parts.append(C.ravel(C.astype(_arraylike("ediff1d", to_begin), r.dtype)))
     parts.append(r)
     if to_end is not None:
-        parts.append(C.ravel(C.astype(asarray(to_end), r.dtype)))
+        parts.append(C.ravel(C.astype(_arraylike("ediff1d", to_end), r.dtype)))
     return C.concatenate(parts) if len(parts) > 1 else r
 
 
@@ -1343,8 +1343,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
          fill_value=None):
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
-    a = asarray(a)
-    idx = asarray(indices)
+    a = _arraylike("take", a)
+    idx = _arraylike("take", indices)
     if not dtypes.is_int(idx.dtype):
         raise TypeError(f"jnp.take: indices must be integers, got {idx.dtype}")
     if axis is None:
@@ -1384,8 +1384,8 @@ def _default_fill(dt):
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    a = asarray(arr)
-    idx = asarray(indices)
+    a = _arraylike("take_along_axis", arr)
+    idx = _arraylike("take_along_axis", indices)
     if not dtypes.is_int(idx.dtype):
         raise TypeError(f"take_along_axis indices must be of integer type, got {idx.dtype}")
     if axis is None:
@@ -1435,8 +1435,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     if inplace:
         raise ValueError("jax.numpy.put_along_axis cannot modify arrays in-place; use inplace=False")
-    a = asarray(arr)
-    idx = C.astype(asarray(indices), np.int32)
+    a = _arraylike("put_along_axis", arr)
+    idx = C.astype(_arraylike("put_along_axis", indices), np.int32)
     ax = _axis(axis, a.ndim)
     shape = C.broadcast_shapes(tuple(1 if i == ax else s for i, s in enumerate(a.shape)), idx.shape)
     idx = C.broadcast_to(idx, shape)
@@ -1504,10 +1504,10 @@ def choose(a, choices, out=None, mode="raise"):
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
-    cond = asarray(condition)
+    cond = _arraylike("compress", condition)
     if cond.ndim != 1:
         raise ValueError("condition must be a 1D array")
-    a = asarray(a)
+    a = _arraylike("compress", a)
     if axis is None:
         a, axis = C.ravel(a), 0
     ax = _axis(axis, a.ndim)
@@ -1518,13 +1518,13 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
-    return compress(C.ravel(asarray(condition)), C.ravel(asarray(arr)), size=size, fill_value=fill_value)
+    return compress(C.ravel(_arraylike("extract", condition)), C.ravel(_arraylike("extract", arr)), size=size, fill_value=fill_value)
 
 
 # =========================================================================== products
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
-    a, b = asarray(a), asarray(b)
+    a, b = _arraylike("tensordot", a), _arraylike("tensordot", b)
     if isinstance(axes, (int, np.integer)):
         k = int(axes)
         if k < 0 or k > builtins.min(a.ndim, b.ndim):
@@ -1551,7 +1551,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
 
 
 def kron(a, b):
-    a, b = asarray(a), asarray(b)
+    a, b = _arraylike("kron", a), _arraylike("kron", b)
     dt = C.result_type(a, b)
     a, b = C.astype(a, dt), C.astype(b, dt)
     nd = builtins.max(a.ndim, b.ndim)
@@ -1565,8 +1565,8 @@ def kron(a, b):
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = C.moveaxis(asarray(a), axisa, -1)
-    b = C.moveaxis(asarray(b), axisb, -1)
+    a = C.moveaxis(_arraylike("cross", a), axisa, -1)
+    b = C.moveaxis(_arraylike("cross", b), axisb, -1)
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
     if a.shape[-1] == 2 and b.shape[-1] == 2:
@@ -1582,7 +1582,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
-    x1, x2 = asarray(x1), asarray(x2)
+    x1, x2 = _arraylike("vecdot", x1), _arraylike("vecdot", x2)
     a1, a2 = _axis(axis, x1.ndim), _axis(axis, x2.ndim)
     if x1.shape[a1] != x2.shape[a2]:
         raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with axis={axis}")
@@ -1590,18 +1590,18 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
 
 
 def matrix_transpose(x, /):
-    x = asarray(x)
+    x = _arraylike("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got ndim={x.ndim}")
     return C.swapaxes(x, -1, -2)
 
 
 def matvec(x1, x2, /):
-    return C.matmul(x1, C.expand_dims(asarray(x2), -1))[..., 0]
+    return C.matmul(x1, C.expand_dims(_arraylike("matvec", x2), -1))[..., 0]
 
 
 def vecmat(x1, x2, /):
-    return C.matmul(C.expand_dims(asarray(x1), -2), x2)[..., 0, :]
+    return C.matmul(C.expand_dims(_arraylike("vecmat", x1), -2), x2)[..., 0, :]
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
@@ -1882,7 +1882,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
                          "['left', 'right'].")
     if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
         raise ValueError(f"invalid method {method!r} for searchsorted")
-    a, v = asarray(a), asarray(v)
+    a, v = _arraylike("searchsorted", a), _arraylike("searchsorted", v)
     if a.ndim != 1:
         raise ValueError("a should be 1-dimensional")
     if sorter is not None:
@@ -1892,7 +1892,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
 
 
 def digitize(x, bins, right=False):
-    x, bins = asarray(x), asarray(bins)
+    x, bins = _arraylike("digitize", x), _arraylike("digitize", bins)
     if bins.ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
     if bins.shape[0] == 0:
@@ -1930,7 +1930,7 @@ def _static_size(name, size, count_fn):
 
 
 def nonzero(a, *, size=None, fill_value=None):
-    a = asarray(a)
+    a = _arraylike("nonzero", a)
     if a.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d(scalar).nonzero() instead.")
     mask = C.ravel(a if a.dtype == np.bool_ else C.not_equal(a, 0))
@@ -1951,11 +1951,11 @@ def nonzero(a, *, size=None, fill_value=None):
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
-    return nonzero(C.ravel(asarray(a)), size=size, fill_value=fill_value)[0]
+    return nonzero(C.ravel(_arraylike("flatnonzero", a)), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a, *, size=None, fill_value=None):
-    a = asarray(a)
+    a = _arraylike("argwhere", a)
     if a.ndim == 0:
         r = argwhere(C.reshape(a, (1,)), size=size, fill_value=fill_value)
         return r[:, :0]
@@ -1975,7 +1975,7 @@ def _sorted_unique_mask(s, equal_nan):
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, size=None, fill_value=None, sorted=True):
-    a = asarray(ar)
+    a = _arraylike("unique", ar)
     if axis is not None:
         return _unique_axis(a, axis, return_index, return_inverse, return_counts, size, fill_value)
     shape = a.shape
@@ -2084,8 +2084,8 @@ def unique_all(x, /, *, size=None, fill_value=None):
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
-    e = asarray(element)
-    t = C.ravel(asarray(test_elements))
+    e = _arraylike("isin", element)
+    t = C.ravel(_arraylike("isin", test_elements))
     if t.shape[0] == 0:
         return C.full(e.shape, bool(invert), dtype=bool)
     eq = C.equal(C.expand_dims(e, -1), t)
@@ -2094,7 +2094,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 
 def in1d(ar1, ar2, assume_unique=False, invert=False):
-    return isin(C.ravel(asarray(ar1)), ar2, invert=invert)
+    return isin(C.ravel(_arraylike("in1d", ar1)), ar2, invert=invert)
 
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None, fill_value=None):
@@ -2105,7 +2105,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
-    return unique(C.concatenate([C.ravel(asarray(ar1)), C.ravel(asarray(ar2))]), size=size,
+    return unique(C.concatenate([C.ravel(_arraylike("union1d", ar1)), C.ravel(_arraylike("union1d", ar2))]), size=size,
                   fill_value=fill_value)
 
 
@@ -2124,7 +2124,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
 
 
 def bincount(x, weights=None, minlength=0, *, length=None):
-    x = asarray(x)
+    x = _arraylike("bincount", x)
     if not dtypes.is_int(x.dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")
     if x.ndim != 1:
@@ -2144,7 +2144,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is None:
         w = C.ones(x.shape, np.int32)
     else:
-        w = asarray(weights)
+        w = _arraylike("bincount", weights)
         if w.shape != x.shape:
             raise ValueError("shape of weights must match shape of x.")
         if w.dtype == np.bool_:
@@ -2156,9 +2156,9 @@ def bincount(x, weights=None, minlength=0, *, length=None):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if isinstance(bins, str):
         raise NotImplementedError("string values for `bins` not implemented.")
-    a = C.ravel(asarray(a))
+    a = C.ravel(_arraylike("histogram_bin_edges", a))
     if np.ndim(bins) == 1 or (_is_array(bins) and bins.ndim == 1):
-        return asarray(bins)
+        return _arraylike("histogram_bin_edges", bins)
     bins = operator.index(bins)
     dt = a.dtype if _is_float(a) else _f32
     if range is None:
@@ -2175,7 +2175,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
-    a = C.ravel(asarray(a))
+    a = C.ravel(_arraylike("histogram", a))
     if weights is not None:
         w = C.ravel(asarray(weights))
         if w.shape != a.shape:
@@ -2237,7 +2237,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-    x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    x, xp, fp = _arraylike("interp", x), _arraylike("interp", xp), _arraylike("interp", fp)
     if xp.ndim != 1 or fp.ndim != 1:
         raise ValueError("xp and fp must be one-dimensional")
     if xp.shape[0] != fp.shape[0]:
@@ -2272,7 +2272,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
-    y = asarray(y)
+    y = _arraylike("trapezoid", y)
     ax = _axis(axis, y.ndim)
     n = y.shape[ax]
     if n < 2:
@@ -2282,7 +2282,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     if x is None:
         d = dx
     else:
-        x = asarray(x)
+        x = _arraylike("trapezoid", x)
         d = diff(x) if x.ndim == 1 else diff(x, axis=ax)
         if x.ndim == 1:
             d = C.reshape(d, [n - 1 if i == ax else 1 for i in range(y.ndim)])

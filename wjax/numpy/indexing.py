@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ..array import Array
-from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers, _mode
 from ..staging import NonConcreteBooleanIndexError, Tracer
 from . import _core as jnp
 
@@ -34,11 +34,10 @@ def _normalize(x, idx):
                         "https://github.com/jax-ml/jax/issues/4564 for more information.")
     if not isinstance(idx, tuple):
         idx = (idx,)
+    idx = tuple(np.asarray(i) if isinstance(i, list) else i for i in idx)   # as JAX
+    _check_bool_shapes(x, idx)
     out = []
     for i in idx:
-        if isinstance(i, list):
-            raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; "
-                            "use `arr[array(seq)]` instead of `arr[seq]`.")
         if isinstance(i, (str, float, complex)) or (isinstance(i, np.ndarray) and i.dtype.kind == "f"):
             raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                             f"{type(i).__name__ if not isinstance(i, np.ndarray) else i.dtype}")
@@ -72,6 +71,29 @@ def _normalize(x, idx):
     else:
         out = out + [slice(None)] * (x.ndim - used)
     return out
+
+
+def _check_bool_shapes(x, idx):
+    """A boolean mask must have the shape of the dimensions it indexes (JAX's IndexError)."""
+    def ndims(i):
+        if i is None or i is Ellipsis:
+            return 0
+        if isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_:
+            return i.ndim
+        return 1
+    used = sum(ndims(i) for i in idx)
+    pos = 0
+    for k, i in enumerate(idx):
+        if i is Ellipsis:
+            pos += max(x.ndim - used, 0)
+            continue
+        n = ndims(i)
+        if n and isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_ and i.ndim:
+            want = x.shape[pos:pos + n]
+            if tuple(i.shape) != tuple(want):
+                raise IndexError(f"boolean index did not match shape of indexed array in index "
+                                 f"{k}: got {tuple(i.shape)}, expected {tuple(want)}")
+        pos += n
 
 
 def _is_advanced(i) -> bool:
@@ -190,7 +212,7 @@ class _IndexUpdateRef:
         self.array, self.index = array, index
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        m = None if mode in (None, "clip", "promise_in_bounds") else "fill"
+        m = None if mode is None or _mode(mode) == "clip" else "fill"
         return getitem(self.array, self.index, mode=m, fill_value=fill_value)
 
     def set(self, values, **kw):
@@ -226,6 +248,8 @@ class _IndexUpdateRef:
 def _update(x, index, values, scatter_fn, kw):
     x = jnp.asarray(x)
     mode = kw.get("mode")
+    if mode is not None:
+        _mode(mode)                     # JAX's ValueError for an unknown mode
     if mode is not None and str(getattr(mode, "name", mode)).lower() in ("clip",):
         pos = getitem(jnp.reshape(lax.iota(np.int32, x.size), x.shape), index)
     else:

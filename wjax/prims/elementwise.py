@@ -766,6 +766,9 @@ integer_pow_p = Primitive("integer_pow")
 @integer_pow_p.def_abstract_eval
 def _ipow_abstract(x, y):
     _check_kind("integer_pow", x.dtype, NUM)
+    if y < 0 and kind(x.dtype) in "iu":
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}], {y})")
     return x
 
 

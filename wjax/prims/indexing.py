@@ -44,7 +44,7 @@ def _mode(mode) -> str:
         return "clip"
     if m in ("fill", "drop", "fill_or_drop"):
         return "fill"
-    raise ValueError(f"unknown gather/scatter mode {mode!r}")
+    raise ValueError(f'Unknown gather mode "{mode}"')
 
 
 # --------------------------------------------------------------------------- gather

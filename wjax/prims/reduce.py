@@ -22,7 +22,9 @@ def _check_axes(name, x, axes):
     axes = tuple(axes)
     for a in axes:
         if not 0 <= a < x.ndim:
-            raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension {x.ndim}")
+            raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                             f"{np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}] ({name}: "
+                             f"axis {a} is out of bounds for array of dimension {x.ndim}).")
     if len(set(axes)) != len(axes):
         raise ValueError(f"{name}: duplicate value in 'axes': {axes}")
     return axes

@@ -29,6 +29,8 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 @broadcast_in_dim_p.def_abstract_eval
 def _bcast_abstract(x, shape, broadcast_dimensions, sharding=None):
     shape, bd = tuple(shape), tuple(broadcast_dimensions)
+    if any(d < 0 for d in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
     if len(bd) != x.ndim:
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to operand "
                         f"ndim; got broadcast_dimensions {bd} for operand ndim {x.ndim}.")
@@ -97,9 +99,11 @@ reshape_p = Primitive("reshape")
 @reshape_p.def_abstract_eval
 def _reshape_abstract(x, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(new_sizes)
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for shape "
-                        f"{x.shape}.")
+    if any(d < 0 for d in new_sizes):
+        raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:   # JAX: a ValueError (from lowering)
+        raise ValueError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for "
+                         f"shape {x.shape}.")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
@@ -309,6 +313,8 @@ iota_p = Primitive("iota")
 
 @iota_p.def_abstract_eval
 def _iota_abstract(dtype, shape, dimension, sharding=None):
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got {tuple(shape)}.")
     return ShapedArray(shape, dtypes.check_supported(dtype), False)
 
 

@@ -48,8 +48,8 @@ def _stop_gradient(x):
 def _reduction_dims(a, axis):
     if axis is None:
         return tuple(range(a.ndim)), tuple(range(a.ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    dims = tuple(sorted(int(d) % max(a.ndim, 1) for d in axes))
+    from ..numpy._core import _axes
+    dims = tuple(sorted(_axes(axis, a.ndim)))       # out-of-bounds axes raise, as in JAX
     return dims, dims
 
 
