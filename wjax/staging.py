@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import operator
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -92,7 +93,15 @@ def arg_names_of(fun, n_leaves_per_arg: list[int], static: set[int] = frozenset(
     return out
 
 
-_builders: list["Builder"] = []
+class _TraceState(threading.local):
+    """The stack of active builders, one per thread (JAX's trace context is thread-local):
+    a thread tracing a jit function never turns another thread's eager ops into equations."""
+
+    def __init__(self):
+        self.builders: list["Builder"] = []
+
+
+_state = _TraceState()
 
 
 class Builder:
@@ -172,7 +181,7 @@ class Builder:
                 return x.var
             if not x.builder.alive:
                 raise _leak_error(x)
-            if x.builder in _builders:   # an outer trace: capture it
+            if x.builder in _state.builders:   # an outer trace: capture it
                 return self.add_const(x, x.aval)
             raise _leak_error(x)
         if isinstance(x, WeakScalar):
@@ -222,28 +231,28 @@ class Builder:
 
 
 def current_builder() -> Builder | None:
-    return _builders[-1] if _builders else None
+    b = _state.builders
+    return b[-1] if b else None
 
 
 @contextlib.contextmanager
 def _eager():
     """No active builder inside: primitives bound here run eagerly."""
-    global _builders
-    saved, _builders = _builders, []
+    saved, _state.builders = _state.builders, []
     try:
         yield
     finally:
-        _builders = saved
+        _state.builders = saved
 
 
 @contextlib.contextmanager
 def new_builder(debug: DebugInfo | None = None, with_values: bool = False):
     b = Builder(debug, with_values)
-    _builders.append(b)
+    _state.builders.append(b)
     try:
         yield b
     finally:
-        _builders.pop()
+        _state.builders.pop()
         b.alive = False
 
 

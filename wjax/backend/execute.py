@@ -30,6 +30,11 @@ def run_plan(plan: Plan, in_buffers: list, rt=None, indirect=None, out_buffers=N
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
     rt = rt or runtime.get()
+    with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
+        return _run_plan(plan, in_buffers, rt, indirect, out_buffers)
+
+
+def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
     env = dict(zip(plan.in_keys, in_buffers))
     outs = set(k for k in plan.out_keys if not (isinstance(k, tuple) and k and k[0] == "lit"))
     for k, b in zip(plan.out_keys, out_buffers or ()):

@@ -619,13 +619,36 @@ def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
+MAX_FUSE_DEPTH = 64
+
+
+def deep_fusion_splits(jaxpr: Jaxpr, max_depth: int = MAX_FUSE_DEPTH) -> set:
+    """Vars where a chain of fused elementwise ops gets deeper than ``max_depth``: they are
+    materialized, so no kernel inlines an unbounded expression (a Python loop of 500 updates
+    under jit stays a few kernels of bounded size, and code generation never recurses deeper
+    than the bound)."""
+    depth: dict[int, int] = {}
+    split: set[int] = set()
+    for e in jaxpr.eqns:
+        if e.prim.fuse is None:
+            continue
+        d = 1 + max([depth.get(a.id, 0) for a in e.invars if isinstance(a, Var)], default=0)
+        for v in e.outvars:
+            if d > max_depth:
+                split.add(v.id)
+                depth[v.id] = 0
+            else:
+                depth[v.id] = d
+    return split
+
+
 def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
     """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
     allows, the fusable operand reading the most buffers is split into a kernel of its
     own (materialized) and planning starts again."""
     max_ops = int(limits.get("max-storage-buffers-per-shader-stage", 8)) - 1
     j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
-    split: set[int] = set()
+    split: set[int] = deep_fusion_splits(j)
     while True:
         lw = Lowering(j, limits, split)
         try:

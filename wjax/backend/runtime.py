@@ -135,7 +135,9 @@ class Runtime:
         self._encoder = None
         self._pass = None
         self._pending = 0
-        self._lock = threading.RLock()
+        # one re-entrant lock for everything that records or submits: a plan is recorded
+        # under it as a whole (execute.run_plan), so threads never interleave inside a plan
+        self._lock = self.lock = threading.RLock()
         self.stats = {"dispatches": 0, "submits": 0, "compiles": 0, "allocs": 0, "reuses": 0,
                       "uploads": 0, "readbacks": 0}
 
