@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from . import tree_util
+from . import caches, tree_util
 from .ir import ClosedJaxpr
 from .primitive import Primitive
 from .staging import DebugInfo, current_builder, eval_jaxpr, trace_flat
@@ -30,7 +30,7 @@ def _checkpoint_impl(*args, jaxpr, prevent_cse=True, policy=None, name="checkpoi
     return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
 
-_memo: dict = {}
+_memo: dict = caches.register({})
 
 
 def _memoized(key, jaxpr, build):

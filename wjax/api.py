@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from .config import config as _cfg
-from . import tree_util
+from . import caches, tree_util
 from .array import Array, asarray_device
 from .ir import ClosedJaxpr, ShapedArray, raise_to_shaped
 from .primitive import Primitive
@@ -120,6 +120,7 @@ class JitWrapped:
             if 0 <= i < len(names):
                 self.static_argnames.add(names[i])
         self._cache: dict = {}
+        caches.register_owner(self)
 
     def _split(self, args, kwargs):
         n = len(args)
@@ -207,6 +208,17 @@ class JitWrapped:
     def clear_cache(self):
         self._cache.clear()
 
+
+def clear_caches() -> None:
+    """Empties every cache wjax keeps (traces of ``jit`` functions, transformed jaxprs,
+    compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
+    reuse back to the driver, as ``jax.clear_caches()``."""
+    from .backend import runtime
+    caches.clear_all()
+    rt = runtime.peek()
+    if rt is not None:
+        rt.clear()
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
@@ -232,7 +244,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                  spmd_axis_name=spmd_axis_name)
 
 
-_pjit_batched: dict = {}
+_pjit_batched: dict = caches.register({})
 
 
 def _pjit_batch(args, dims, *, jaxpr, name):
@@ -276,7 +288,7 @@ def _memo_by_jaxpr(table, key, jaxpr, build):
     return hit[1]
 
 
-_pjit_ad_memo: dict = {}
+_pjit_ad_memo: dict = caches.register({})
 
 
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
@@ -306,7 +318,7 @@ pjit_p.transpose = _pjit_transpose
 
 # --------------------------------------------------------------------------- running rewrites
 
-_ad_cache: "_collections.OrderedDict" = _collections.OrderedDict()
+_ad_cache: "_collections.OrderedDict" = caches.register(_collections.OrderedDict())
 
 
 def _ad_cached(key, keep, build):

@@ -7,6 +7,8 @@ and method surface is shared with tracers through :class:`ArrayMethods`.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import dtypes
@@ -183,6 +185,16 @@ class Device:
     def __eq__(self, other):
         return isinstance(other, Device) and other.id == self.id
 
+    def memory_stats(self) -> dict:
+        """Device memory held by wjax, in JAX's keys: ``bytes_in_use`` (live arrays and
+        temporaries), ``peak_bytes_in_use``, ``bytes_reserved`` (in use plus the pool of free
+        buffers kept for reuse), ``pool_bytes``, ``pool_bytes_limit`` (``WJAX_POOL_MB``),
+        ``num_allocs``, ``largest_alloc_size``, ``bytes_limit`` (the largest buffer)."""
+        return self._rt.memory_stats()
+
+    def live_buffers(self):
+        return live_arrays()
+
 
 _device = None
 
@@ -206,6 +218,14 @@ class SingleDeviceSharding:
 
 # --------------------------------------------------------------------------- Array
 
+_live: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # id -> Array
+
+
+def live_arrays(platform=None) -> list:
+    """Every Array alive in this process (``jax.live_arrays()``)."""
+    return list(_live.values())
+
+
 class Array(ArrayMethods):
     """An immutable n-d array on the WebGPU device."""
 
@@ -213,6 +233,7 @@ class Array(ArrayMethods):
 
     def __init__(self, buffer, aval: ShapedArray):
         self.buffer, self.aval, self._npy = buffer, aval, None
+        _live[id(self)] = self
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import caches, dtypes
 from .ir import WeakScalar, raise_to_shaped
 from .prims import elementwise as E
 from .prims import indexing as I
@@ -408,7 +408,7 @@ def _dot_dtype(a, b):
 _SPLIT_K, _K_CHUNK = 32768, 16384
 
 
-_split_k_jits: dict = {}
+_split_k_jits: dict = caches.register({})
 
 
 def _dot_split_k(lhs, rhs, dn, pet):

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from .. import dtypes
+from .. import caches, dtypes
 from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from . import runtime
 from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
@@ -130,7 +130,7 @@ def _to_array(x, weak=None):
 
 # --------------------------------------------------------------------------- eager
 
-_eager_cache: dict = {}
+_eager_cache: dict = caches.register({})
 _EAGER_CACHE_MAX = 4096
 
 
@@ -143,7 +143,7 @@ def _params_key(params):
         return None
 
 
-_consts: dict = {}
+_consts: dict = caches.register({})
 
 
 def _const_array(x):

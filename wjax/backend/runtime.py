@@ -8,6 +8,7 @@ handed to later work straight away.
 """
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import time
@@ -89,12 +90,69 @@ class Buffer:
 
     def __init__(self, gpu, nbytes, pool):
         self.gpu, self.nbytes, self.pool = gpu, nbytes, pool
+        pool.in_use += nbytes
 
     def __del__(self):
         try:
-            self.pool.setdefault(self.nbytes, []).append(self.gpu)
+            self.pool.put(self.gpu, self.nbytes)
         except Exception:  # interpreter shutdown
             pass
+
+
+class Pool:
+    """Free GPU buffers by size class, within a byte budget.
+
+    ``put`` runs in ``Buffer.__del__`` (at any time, in any thread): it only appends to a
+    deque.  ``take`` and ``trim`` run under the runtime's lock: ``trim`` releases the oldest
+    free buffers until the pool holds at most ``budget`` bytes.  Releasing is safe while a
+    buffer's last use is still recorded and unsubmitted: wgpu keeps it alive for the work."""
+
+    def __init__(self, budget: int, owned: dict):
+        self.budget = budget
+        self.owned = owned               # id(gpu) -> gpu: every live GPU buffer (see Runtime)
+        self.free: dict[int, list] = {}
+        self.returned = collections.deque()
+        self.pooled = 0                  # bytes in ``free``
+        self.in_use = 0                  # bytes held by live Buffers
+
+    def put(self, gpu, nbytes):
+        self.in_use -= nbytes
+        self.returned.append((gpu, nbytes))
+
+    def _drain(self):
+        while self.returned:
+            gpu, n = self.returned.popleft()
+            self.free.setdefault(n, []).append(gpu)
+            self.pooled += n
+
+    def take(self, nbytes):
+        self._drain()
+        free = self.free.get(nbytes)
+        if free:
+            self.pooled -= nbytes
+            return free.pop()
+        return None
+
+    def trim(self, budget=None) -> int:
+        """Releases free buffers (largest classes first) down to ``budget`` bytes; returns
+        the bytes released."""
+        self._drain()
+        budget = self.budget if budget is None else budget
+        released = 0
+        for n in sorted(self.free, reverse=True):
+            lst = self.free[n]
+            while lst and self.pooled > budget:
+                gpu = lst.pop(0)
+                self.owned.pop(id(gpu), None)
+                self.pooled -= n
+                released += n
+            if self.pooled <= budget:
+                break
+        return released
+
+    def size(self) -> int:
+        self._drain()
+        return sum(len(v) for v in self.free.values())
 
 
 def size_class(nbytes: int) -> int:
@@ -124,13 +182,18 @@ class Runtime:
                                              self.limits["max-compute-workgroups-per-dimension"]))
         # lavapipe (llvmpipe) silently stops a shader invocation after 65535 loop iterations
         self.loop_limit = 65535 if "llvmpipe" in self.adapter.info["device"].lower() else None
-        self._free: dict[int, list] = {}
-        self._free_indirect: dict[int, list] = {}   # the pool of buffers usable as INDIRECT
-        # Every GPU buffer stays referenced here for the runtime's life: a Buffer handle that
-        # dies in a reference cycle (say, a traceback's frames) is finalized by the cyclic GC
-        # together with its GPUBuffer, whose own __del__ would release the buffer that the
-        # handle's __del__ just returned to the pool.  Reachable objects are never finalized.
-        self._owned: list = []
+        # Every GPU buffer stays referenced in ``_owned`` until the pool releases it: a Buffer
+        # handle that dies in a reference cycle (say, a traceback's frames) is finalized by the
+        # cyclic GC together with its GPUBuffer, whose own __del__ would release the buffer
+        # that the handle's __del__ just returned to the pool.  Reachable objects are never
+        # finalized.
+        self._owned: dict[int, object] = {}
+        budget = int(float(os.environ.get("WJAX_POOL_MB", "512")) * 2**20)
+        self._free = Pool(budget, self._owned)
+        self._free_indirect = Pool(budget // 8, self._owned)   # buffers usable as INDIRECT
+        self.peak_in_use = 0
+        self.largest_alloc = 0
+        self._staged = 0                 # upload bytes written since the queue last drained
         self._pipelines: dict[str, object] = {}
         self._encoder = None
         self._pass = None
@@ -166,21 +229,66 @@ class Runtime:
                 f"max-buffer-size is {self.max_buffer} bytes")
         pool = self._free_indirect if indirect else self._free
         with self._lock:
-            free = pool.get(cls)
-            if free:
+            gpu = pool.take(cls)
+            if gpu is not None:
                 self.stats["reuses"] += 1
-                return Buffer(free.pop(), cls, pool)
+                return self._handle(gpu, cls, pool)
+            if pool.pooled > pool.budget:
+                pool.trim()
         self.stats["allocs"] += 1
         usage = _USAGE | wgpu.BufferUsage.INDIRECT if indirect else _USAGE
         try:
             gpu = self.device.create_buffer(size=cls, usage=usage)
-        except Exception as e:  # out of device memory
-            raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
-        self._owned.append(gpu)
-        return Buffer(gpu, cls, pool)
+        except Exception:  # out of device memory: give the pool back and try once more
+            with self._lock:
+                self.trim(0)
+            try:
+                gpu = self.device.create_buffer(size=cls, usage=usage)
+            except Exception as e:
+                raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
+        self._owned[id(gpu)] = gpu
+        self.largest_alloc = max(self.largest_alloc, cls)
+        return self._handle(gpu, cls, pool)
+
+    def _handle(self, gpu, cls, pool) -> Buffer:
+        b = Buffer(gpu, cls, pool)
+        in_use = self._free.in_use + self._free_indirect.in_use
+        if in_use > self.peak_in_use:
+            self.peak_in_use = in_use
+        return b
+
+    def trim(self, budget=None) -> int:
+        """Releases pooled (free) buffers down to ``budget`` bytes (the pool's budget by
+        default; 0 empties it).  Returns the bytes released."""
+        with self._lock:
+            n = self._free.trim(budget) + self._free_indirect.trim(budget)
+            if n:
+                self.device._poll(False)    # let wgpu free what no pending work uses
+            return n
+
+    def clear(self) -> None:
+        """Empties the buffer pool and the pipeline cache (``wjax.clear_caches()``)."""
+        with self._lock:
+            self.flush()
+            self._pipelines.clear()
+            self.trim(0)
 
     def pool_size(self) -> int:
-        return sum(len(v) for v in self._free.values())
+        return self._free.size()
+
+    def memory_stats(self) -> dict:
+        """JAX's ``Device.memory_stats()`` keys, for this device's buffers."""
+        pools = (self._free, self._free_indirect)
+        for p in pools:
+            p._drain()
+        in_use = sum(p.in_use for p in pools)
+        pooled = sum(p.pooled for p in pools)
+        return {"bytes_in_use": in_use, "peak_bytes_in_use": self.peak_in_use,
+                "bytes_reserved": in_use + pooled, "pool_bytes": pooled,
+                "pool_bytes_limit": self._free.budget, "num_allocs": self.stats["allocs"],
+                "largest_alloc_size": self.largest_alloc, "bytes_limit": self.max_buffer}
+
+    _STAGING_LIMIT = 64 << 20
 
     def upload(self, data: np.ndarray) -> Buffer:
         data = np.ascontiguousarray(data)
@@ -194,6 +302,13 @@ class Runtime:
                 if len(raw) % 4:
                     raw += b"\0" * (4 - len(raw) % 4)
                 self.device.queue.write_buffer(buf.gpu, 0, raw)
+                # wgpu stages each write until a submit and frees the staging once the device
+                # is polled: without this, uploads that are never read pile up host memory
+                self._staged += len(raw)
+                if self._staged > self._STAGING_LIMIT:
+                    self.device.queue.submit([])
+                    self.device._poll(True)
+                    self._staged = 0
         self.stats["uploads"] += 1
         return buf
 
@@ -326,6 +441,11 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+
+
+def peek() -> Runtime | None:
+    """The runtime if it was started, else None (never starts one)."""
+    return _runtime
 
 
 def get() -> Runtime:

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import caches
 from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
 from ..primitive import Primitive
 from ..transforms import ad as _ad
@@ -181,7 +182,7 @@ def contains_prim(closed, names) -> bool:
 # by the structure of the carried jaxprs (execute.eager would key them by object identity,
 # and every eager lax.cond traces fresh jaxprs).
 
-_eager_cache: dict = {}
+_eager_cache: dict = caches.register({})
 
 
 def _eager_impl(prim):
@@ -208,7 +209,7 @@ def _eager_impl(prim):
 
 # --------------------------------------------------------------------------- sub-plans
 
-_sub_cache: dict = {}
+_sub_cache: dict = caches.register({})
 
 
 class _Sub:

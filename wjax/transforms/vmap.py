@@ -24,6 +24,7 @@ import numpy as np
 
 from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, WeakScalar
 from ..staging import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
+from .. import caches
 from . import batching
 from .ad import jaxpr_key
 
@@ -126,7 +127,7 @@ def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, out_dims=Non
 # a custom bwd's per-example cotangents sum back over the batch through broadcast's transpose),
 # and every output of every carried jaxpr is forced to batch axis 0 so that they agree.
 
-_call_memo: dict = {}
+_call_memo: dict = caches.register({})
 
 
 class _LazyBatched:
@@ -197,7 +198,7 @@ def batch_custom_call(prim, num_consts_param="num_consts"):
 # but compiles each distinct batched program once: plans are cached by the structure of
 # the final jaxpr, with its constants passed as inputs.
 
-_plan_cache: dict = {}
+_plan_cache: dict = caches.register({})
 
 
 def run_eager(closed: ClosedJaxpr, args, name: str = "vmap"):
