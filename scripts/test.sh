@@ -4,6 +4,7 @@
 #                                          then the kernel-heavy tests through other drivers
 #   bash scripts/test.sh [pytest args]     pytest on the default adapter with those arguments
 #   bash scripts/test.sh --fuzz [MINUTES]  fresh random hypothesis examples, for MINUTES (30)
+#   bash scripts/test.sh --slow            real arrays past the 128 MiB binding limit (minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -13,15 +14,20 @@ if [ "${1:-}" = "--fuzz" ]; then
   shift
   exec bash scripts/fuzz.sh "$@"
 fi
+if [ "${1:-}" = "--slow" ]; then
+  shift
+  exec "$py" -m pytest tests -m slow -s "$@"
+fi
 if [ $# -gt 0 ]; then
-  exec "$py" -m pytest tests "$@"
+  exec "$py" -m pytest tests -m "not slow" "$@"
 fi
 
-"$py" -m pytest tests
+"$py" -m pytest tests -m "not slow"
 
 # The same WGSL through other compilers: a difference between drivers is a bug.
 DRIVER_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_random.py tests/test_loops.py
-              tests/test_control.py tests/test_lax_extra.py tests/test_regressions.py"
+              tests/test_control.py tests/test_lax_extra.py tests/test_regressions.py
+              tests/test_big_arrays.py"
 if "$py" -m wjax --has opengl; then
   echo "[test] driver run: wgpu's GL backend (naga -> GLSL -> llvmpipe)"
   WJAX_BACKEND=gl "$py" -m pytest $DRIVER_TESTS

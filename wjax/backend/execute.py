@@ -20,10 +20,6 @@ def nbytes_of(aval: ShapedArray) -> int:
     return aval.size * storage_itemsize(aval.dtype)
 
 
-def _align4(n: int) -> int:
-    return (n + 3) // 4 * 4
-
-
 def run_plan(plan: Plan, in_buffers: list, rt=None, indirect=None, out_buffers=None) -> list:
     """Records the plan's dispatches; returns the output Buffers (or Lits).  With
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
@@ -63,12 +59,7 @@ def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
 
 
 def _dispatch(rt, plan, d, bufs, indirect=None):
-    ranges = None
-    if d.ranges is not None:
-        ranges = [None if r is None else
-                  (r[0] * storage_itemsize(plan.avals[k].dtype), _align4(r[1] * storage_itemsize(plan.avals[k].dtype)))
-                  for k, r in zip(d.keys, d.ranges)]
-    rt.dispatch(d.wgsl, bufs, d.grid, ranges, indirect)
+    rt.dispatch(d.wgsl, bufs, d.grid, d.ranges, indirect)
 
 
 def _results(plan, env, rt):
@@ -118,6 +109,7 @@ def _limits(rt):
     lim = dict(rt.limits)
     lim["max-storage-buffers-per-shader-stage"] = rt.max_storage
     lim["max-compute-workgroups-per-dimension"] = rt.max_groups
+    lim["max-storage-buffer-binding-size"] = rt.max_binding
     return lim
 
 

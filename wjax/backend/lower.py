@@ -27,8 +27,8 @@ ALIAS_PRIMS = {"reshape", "squeeze", "expand_dims"}   # contiguous views: share 
 
 
 class Dispatch:
-    """One kernel launch; ``ranges`` (per binding: None or (element offset, count)) bind
-    windows of buffers when an elementwise kernel is split over the binding-size limit."""
+    """One kernel launch; ``ranges`` (per binding: None, or a (byte offset, byte size) window,
+    size None for the rest of the buffer) bind windows of buffers larger than one binding."""
 
     __slots__ = ("wgsl", "keys", "grid", "writes", "ranges")
 
@@ -247,7 +247,7 @@ class KernelContext:
         return self.lw.limits.get("max-compute-workgroups-per-dimension", 65535)
 
     def new_kb(self) -> KernelBuilder:
-        return KernelBuilder(self.max_groups)
+        return self.lw.new_kb()
 
     def reader(self, kb: KernelBuilder, i: int, fuser: Fuser | None = None):
         """A function Index -> WGSL expr for operand ``i`` (fused producers inlined)."""
@@ -300,11 +300,12 @@ class KernelContext:
 
 
 class BindingOverflow(Exception):
-    """A kernel would bind more storage buffers than the device allows."""
+    """A kernel would bind more storage buffers than the device allows (``windowed``: some
+    of them are windows of a buffer larger than one binding)."""
 
-    def __init__(self, var, n):
+    def __init__(self, var, n, windowed=False):
         super().__init__(var, n)
-        self.var, self.n = var, n
+        self.var, self.n, self.windowed = var, n, windowed
 
 
 class Lowering:
@@ -320,9 +321,19 @@ class Lowering:
         self.materialized: set[int] = set()
         self.level: dict[int, int] = {}
         self.split: set[int] = set(split)   # fusable vars forced into their own kernel
+        avals = self.plan.avals
+        self.windows = W.Windows(
+            limits.get("max-storage-buffer-binding-size", 1 << 27),
+            limits.get("min-storage-buffer-offset-alignment", 256),
+            lambda k: avals[k].size * W.storage_itemsize(avals[k].dtype) if k in avals else None)
 
     def key_of(self, v: Var):
         return self.plan.aliases.get(v.id, v.id)
+
+    def new_kb(self) -> KernelBuilder:
+        """A kernel builder for this device: buffers over the binding limit get windows."""
+        return KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535),
+                             windows=self.windows)
 
     # ---------------------------------------------------------------- planning
     def run(self) -> Plan:
@@ -462,21 +473,16 @@ class Lowering:
 
     def _fused_group(self, roots, level):
         """All fused roots of one level: one kernel over the largest of them, the smaller
-        shapes guarded (``if (i < size)``), unless an array is larger than one binding
-        (then each shape gets its own kernels, which can be dispatched in windows)."""
-        shapes = list(dict.fromkeys(v.aval.shape for v in roots))
-        big = any(v.aval.size * W.storage_itemsize(v.aval.dtype) > self._max_binding() for v in roots)
-        if len(shapes) > 1 and big:
-            for shape in shapes:
-                self._fused_kernels([v for v in roots if v.aval.shape == shape], level)
-            return
+        shapes guarded (``if (i < size)``)."""
         self._fused_kernels(roots, level)
 
-    def _gen_fused(self, roots, level, n, vec=1):
+    def _gen_fused(self, roots, level, n, vec=1, restrict=None):
         """One kernel computing every root at flat index ``i`` < ``n``; roots smaller than
-        ``n`` are guarded by ``if (i < size)``.  With ``vec`` = 4 each value is a vec4."""
-        kb = KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535))
+        ``n`` are guarded by ``if (i < size)``.  With ``vec`` = 4 each value is a vec4;
+        ``restrict`` binds only a chunk of some buffers (see ``_emit_chunked``)."""
+        kb = self.new_kb()
         kb.vec = vec
+        kb.restrict = restrict or {}
         shapes = list(dict.fromkeys(v.aval.shape for v in roots))
         shapes.sort(key=lambda sh: -int(np.prod(sh)))     # unguarded (full-size) code first
         for shape in shapes:
@@ -503,51 +509,42 @@ class Lowering:
         current: list[Var] = []
         for v in roots:
             kb = self._gen_fused(current + [v], level, n)
-            if len(kb.bindings) > self.max_storage and current:
+            if kb.n_bindings() > self.max_storage and current:
                 self._emit_fused(self._gen_fused(current, level, n), n)
                 current = [v]
             else:
                 current.append(v)
         kb = self._gen_fused(current, level, n)
-        if len(kb.bindings) > self.max_storage:
-            raise BindingOverflow(current[0], len(kb.bindings))
-        if single and self._too_big(kb, n):
+        if single and kb.windowed and self._flat_keys(kb, n):
             return self._emit_chunked(current, level, kb, n)
+        if kb.n_bindings() > self.max_storage:
+            raise BindingOverflow(current[0], kb.n_bindings(), bool(kb.windowed))
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
             src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
-            if vkb.vec_ok and self._compiles(src):
+            if vkb.vec_ok and self._compiles(vkb.finish(src)):
                 self.add_dispatch(vkb, src, grid)
                 return
         self._emit_fused(kb, n)
 
-    def _max_binding(self) -> int:
-        return int(self.limits.get("max-storage-buffer-binding-size", 1 << 27))
-
-    def _too_big(self, kb: KernelBuilder, n: int) -> bool:
-        return any(self.plan.avals[k].size * W.storage_itemsize(self.plan.avals[k].dtype) > self._max_binding()
-                   for k, _, _ in kb.bindings)
+    def _flat_keys(self, kb: KernelBuilder, n: int) -> list:
+        """The buffers an elementwise kernel over ``n`` elements reads and writes at ``i``."""
+        return [k for k, _, _ in kb.bindings
+                if k not in kb.nonflat_keys and k in self.plan.avals and self.plan.avals[k].size == n]
 
     def _emit_chunked(self, roots, level, kb: KernelBuilder, n: int):
-        """An elementwise kernel over arrays larger than one binding may hold: dispatch it in
-        chunks, binding a window of every flat-indexed buffer per chunk."""
-        big = [k for k, _, _ in kb.bindings
-               if self.plan.avals[k].size * W.storage_itemsize(self.plan.avals[k].dtype) > self._max_binding()]
-        if any(k in kb.nonflat_keys for k in big):
-            raise MemoryError(
-                f"wjax: a fused kernel reads an array of more than {self._max_binding()} bytes (the "
-                f"adapter's max-storage-buffer-binding-size) with index math; only purely "
-                f"elementwise kernels are split over that limit")
-        itemsize = max(W.storage_itemsize(self.plan.avals[k].dtype) for k, _, _ in kb.bindings)
-        chunk = 1 << ((self._max_binding() // itemsize).bit_length() - 1)
+        """An elementwise kernel over arrays larger than one binding, dispatched in chunks:
+        chunk c binds just its elements of every flat-indexed buffer (one window each) and
+        keeps the global index ``i`` for index math (iota, broadcasts, random counters);
+        buffers read at other positions are bound whole, in windows."""
+        flat = self._flat_keys(kb, n)
+        esize = max(W.storage_itemsize(self.plan.avals[k].dtype) for k in flat)
+        chunk = self.windows.chunk(esize)
         for start in range(0, n, chunk):
             cnt = min(chunk, n - start)
-            src, grid = kb.elementwise_kernel(cnt)
-            keys = [k for k, _, _ in kb.bindings]
-            ranges = [None if (k in kb.nonflat_keys or self.plan.avals[k].size != n) else (start, cnt)
-                      for k in keys]
-            writes = [k for k, acc, _ in kb.bindings if acc != "read"]
-            self.plan.steps.append(Dispatch(src, keys, tuple(grid), writes, ranges))
+            ckb = self._gen_fused(roots, level, n, restrict={k: (start, cnt) for k in flat})
+            src, grid = ckb.elementwise_kernel(cnt, base=start)
+            self.add_dispatch(ckb, src, grid)
 
     @staticmethod
     def _compiles(src: str) -> bool:
@@ -561,11 +558,13 @@ class Lowering:
         self.add_dispatch(kb, src, grid)
 
     def add_dispatch(self, kb: KernelBuilder, src: str, grid, eqn=None) -> None:
-        if len(kb.bindings) > self.max_storage:
-            raise BindingOverflow(eqn.outvars[0] if eqn is not None else None, len(kb.bindings))
-        keys = [k for k, _, _ in kb.bindings]
+        n = kb.n_bindings()
+        if n > self.max_storage:
+            raise BindingOverflow(eqn.outvars[0] if eqn is not None else None, n, bool(kb.windowed))
+        keys, ranges = kb.dispatch_bindings()
         writes = [k for k, acc, _ in kb.bindings if acc != "read"]
-        self.plan.steps.append(Dispatch(src, keys, tuple(grid), writes))
+        self.plan.steps.append(Dispatch(kb.finish(src), keys, tuple(grid), writes,
+                                        ranges if kb.windowed else None))
 
 
 def _virtual_operands(lw: Lowering, v: Var) -> list:
@@ -619,6 +618,17 @@ def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
+def _check_sizes(jaxpr: Jaxpr, limits: dict) -> None:
+    """Every array must fit one device buffer (and be indexable in 32 bits)."""
+    max_buffer = int(limits.get("max-buffer-size", 1 << 30))
+    for v in jaxpr.invars + [o for e in jaxpr.eqns for o in e.outvars]:
+        n = v.aval.size * W.storage_itemsize(v.aval.dtype) if not getattr(v.aval.dtype, "is_key", False) else 0
+        if n > max_buffer or v.aval.size >= 1 << 32:
+            raise MemoryError(
+                f"wjax: an array of shape {v.aval.shape} and dtype {v.aval.dtype} needs {n} bytes; "
+                f"the adapter's max-buffer-size is {max_buffer} bytes")
+
+
 MAX_FUSE_DEPTH = 64
 
 
@@ -648,6 +658,7 @@ def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
     own (materialized) and planning starts again."""
     max_ops = int(limits.get("max-storage-buffers-per-shader-stage", 8)) - 1
     j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
+    _check_sizes(j, limits)
     split: set[int] = deep_fusion_splits(j)
     while True:
         lw = Lowering(j, limits, split)
@@ -659,6 +670,11 @@ def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
                 # the root's own operands are buffers: nothing left to split here
                 cands = []
             if not cands:
+                if err.windowed:
+                    raise MemoryError(
+                        f"wjax: a kernel needs {err.n} storage bindings -- arrays larger than the "
+                        f"adapter's max-storage-buffer-binding-size are bound as several windows -- "
+                        f"more than the adapter's limit of {lw.max_storage}") from None
                 raise NotImplementedError(
                     f"wjax: a kernel needs {err.n} storage buffers and cannot be split below the "
                     f"device's limit of {lw.max_storage}") from None

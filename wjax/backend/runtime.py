@@ -176,7 +176,8 @@ class Runtime:
         self.limits = dict(self.device.limits)
         self.max_storage = int(os.environ.get("WJAX_MAX_STORAGE_BUFFERS",
                                               self.limits["max-storage-buffers-per-shader-stage"]))
-        self.max_binding = int(self.limits["max-storage-buffer-binding-size"])
+        self.max_binding = int(os.environ.get("WJAX_MAX_BINDING",
+                                              self.limits["max-storage-buffer-binding-size"]))
         self.max_buffer = int(self.limits["max-buffer-size"])
         self.max_groups = int(os.environ.get("WJAX_MAX_WORKGROUPS",
                                              self.limits["max-compute-workgroups-per-dimension"]))
@@ -400,11 +401,13 @@ class Runtime:
         entries = []
         for i, (b, r) in enumerate(zip(buffers, ranges)):
             off, size = r if r is not None else (0, b.gpu.size)
+            if size is None:   # the last window of a windowed buffer: the rest of it
+                size = min(b.gpu.size - off, self.max_binding)
             if size > self.max_binding:
                 raise MemoryError(
                     f"wjax: a kernel would bind {size} bytes of one buffer, more than this "
                     f"adapter's max-storage-buffer-binding-size of {self.max_binding} bytes "
-                    f"({self.describe()}); only elementwise kernels are split automatically")
+                    f"({self.describe()})")
             entries.append({"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}})
         pipe = self.pipeline(wgsl)
         with self._lock:

@@ -174,11 +174,52 @@ def grid_for(n_groups: int, max_per_dim: int = 65535):
     return (x, y, 1)
 
 
-class KernelBuilder:
-    """Collects one compute shader: bindings (in binding order), helpers, body."""
+class Windows:
+    """How buffers larger than one binding are bound: the adapter's limit, the offset
+    alignment, and the byte size of each buffer key (given by the lowering)."""
 
-    def __init__(self, max_groups: int = 65535):
+    def __init__(self, max_binding: int, align: int, nbytes):
+        self.max_binding, self.align, self.nbytes = int(max_binding), int(align), nbytes
+
+    def of(self, key, esize: int):
+        """(first element, number of windows, elements per window) for ``key`` bound with
+        ``esize``-byte elements, or None when it fits one binding."""
+        n = self.nbytes(key)
+        if n is None or n <= self.max_binding:
+            return None
+        step = math.lcm(self.align, esize, 4)
+        wbytes = self.max_binding // step * step
+        return 0, -(-n // wbytes), wbytes // esize
+
+    def chunk(self, esize: int) -> int:
+        """Elements per chunk of an elementwise kernel dispatched in pieces: one window of
+        every flat-indexed buffer (a multiple of the offset alignment)."""
+        step = math.lcm(self.align, esize, 4)
+        return self.max_binding // step * step // esize
+
+
+_ESIZE = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "atomic<u32>": 4}
+
+
+def _esize(ty: str) -> int:
+    m = re.match(r"vec(\d)<(\w+)>", ty)
+    return int(m.group(1)) * _ESIZE[m.group(2)] if m else _ESIZE[ty]
+
+
+class KernelBuilder:
+    """Collects one compute shader: bindings (in binding order), helpers, body.
+
+    A buffer larger than the adapter's binding limit (``windows``) is bound as several
+    consecutive windows of itself; code still writes ``bN[i]`` (and atomics on ``&bN[i]``),
+    and :meth:`finish` turns those into calls of accessor functions that pick the window."""
+
+    def __init__(self, max_groups: int = 65535, windows: Windows | None = None):
         self.bindings: list[tuple[object, str, str]] = []   # (key, access, wgsl elem type)
+        self.windows = windows
+        # name -> (first element, count, elements per window) of a buffer bound in windows
+        self.windowed: dict[str, tuple[int, int, int]] = {}
+        # key -> (start, count): bind only these elements (one chunk of an elementwise kernel)
+        self.restrict: dict = {}
         self._binding_names: dict[tuple, str] = {}
         self.helpers: list[str] = []
         self.decls: list[str] = []
@@ -232,7 +273,45 @@ class KernelBuilder:
             ty = f"vec{self.vec}<{ty}>"
         self.bindings.append((key, access, ty))
         self._binding_names[k] = name
+        if key in self.restrict:
+            start, count = self.restrict[key]
+            self.windowed[name] = (start * self.vec, 1, count * self.vec) if self.vec > 1 else (start, 1, count)
+        else:
+            w = self.windows.of(key, _esize(ty)) if self.windows is not None else None
+            if w is not None:
+                self.windowed[name] = w
         return name
+
+    def n_bindings(self) -> int:
+        """Storage bindings the kernel declares (a windowed buffer counts once per window)."""
+        return sum(self.windowed.get(f"b{i}", (0, 1))[1] for i in range(len(self.bindings)))
+
+    def dispatch_bindings(self):
+        """(keys, byte ranges) in binding order: a windowed buffer's key once per window,
+        with its (offset, size) -- size None for the last window: the rest of the buffer."""
+        keys, ranges = [], []
+        for i, (key, _, ty) in enumerate(self.bindings):
+            w = self.windowed.get(f"b{i}")
+            if w is None:
+                keys.append(key)
+                ranges.append(None)
+                continue
+            base, count, elems = w
+            es = _esize(ty)
+            for j in range(count):
+                keys.append(key)
+                if count == 1:            # one chunk's elements (an elementwise kernel in pieces)
+                    size = -(-elems * es // 4) * 4
+                else:                     # windows of the whole buffer; the last: the rest
+                    size = elems * es if j < count - 1 else None
+                ranges.append(((base + j * elems) * es, size))
+        return keys, ranges
+
+    def finish(self, src: str) -> str:
+        """The kernel source with every access to a windowed buffer made an accessor call."""
+        if not self.windowed:
+            return src
+        return _rewrite_windowed(src, self.windowed)
 
     def use_helper(self, name: str) -> None:
         if name not in self.helpers:
@@ -259,17 +338,28 @@ class KernelBuilder:
         out = []
         if self.enable_f16:
             out.append("enable f16;")
+        slot = 0
         for i, (_, access, ty) in enumerate(self.bindings):
             mode = "read" if access == "read" else "read_write"
-            out.append(f"@group(0) @binding({i}) var<storage, {mode}> b{i}: array<{ty}>;")
+            w = self.windowed.get(f"b{i}")
+            if w is None:
+                out.append(f"@group(0) @binding({slot}) var<storage, {mode}> b{i}: array<{ty}>;")
+                slot += 1
+                continue
+            for j in range(w[1]):
+                out.append(f"@group(0) @binding({slot}) var<storage, {mode}> b{i}_w{j}: array<{ty}>;")
+                slot += 1
+            out.append(_window_accessors(f"b{i}", w, ty, access))
         out.extend(self.decls)
         for h in self.helpers:
             out.append(HELPERS[h].strip())
         return "\n".join(out)
 
-    def elementwise_kernel(self, n: int, wg: int = WORKGROUP, per_thread: int = 1) -> tuple[str, tuple]:
+    def elementwise_kernel(self, n: int, wg: int = WORKGROUP, per_thread: int = 1,
+                           base: int = 0) -> tuple[str, tuple]:
         """Wraps ``self.lines`` (which use ``i``, the flat index) in a kernel over ``n``
-        elements, each thread taking ``per_thread`` consecutive ones; returns (wgsl, grid)."""
+        elements -- ``base .. base + n - 1`` when dispatched in chunks --, each thread taking
+        ``per_thread`` consecutive ones; returns (wgsl, grid)."""
         k = max(1, per_thread if n >= wg * per_thread * 4 else 1)
         groups = -(-n // (wg * k))
         grid = grid_for(groups, self.max_groups)
@@ -279,11 +369,125 @@ class KernelBuilder:
                 f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
                 f"@builtin(local_invocation_index) lid: u32) {{\n"
                 f"  let wj_t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n")
+        off = f" + {base}u" if base else ""
         if k == 1:
-            return head + f"  let i = wj_t;\n  if (i >= {n}u) {{ return; }}\n  {body}\n}}\n", grid
+            return (head + f"  if (wj_t >= {n}u) {{ return; }}\n  let i = wj_t{off};\n  {body}\n}}\n"), grid
         body = body.replace("\n  ", "\n    ")
         return (head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
-                f"    let i = wj_t * {k}u + q;\n    if (i >= {n}u) {{ return; }}\n    {body}\n  }}\n}}\n"), grid
+                f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"
+                f"    {body}\n  }}\n}}\n"), grid
+
+
+# --------------------------------------------------------------------------- windowed buffers
+
+_ATOMIC_ARGS = {"atomicLoad": 0, "atomicStore": 1, "atomicAdd": 1, "atomicSub": 1,
+                "atomicMax": 1, "atomicMin": 1, "atomicAnd": 1, "atomicOr": 1, "atomicXor": 1,
+                "atomicExchange": 1, "atomicCompareExchangeWeak": 2}
+
+
+def _window_accessors(name: str, w: tuple, ty: str, access: str) -> str:
+    """``NAME_ld(i)``, ``NAME_st(i, v)`` and, for atomics, ``NAME_atomicOp(i, ...)`` over the
+    windows ``NAME_w0 .. NAME_w{n-1}`` of ``elems`` elements each."""
+    base, count, elems = w
+
+    def pick(stmt):   # stmt(window name, index expr) -> statement; last window takes the rest
+        k = f"(i - {base}u)" if base else "i"
+        if count == 1:
+            return f"  let j = {k};\n  {stmt(f'{name}_w0', 'j')}"
+        lines = [f"  let w = min({k} / {elems}u, {count - 1}u);", f"  let j = {k} - w * {elems}u;"]
+        for k in range(count - 1):
+            lines.append(f"  if (w == {k}u) {{ {stmt(f'{name}_w{k}', 'j')} }}")
+        lines.append(f"  {stmt(f'{name}_w{count - 1}', 'j')}")
+        return "\n".join(lines)
+
+    if access == "atomic":
+        out = []
+        for op, nargs in _ATOMIC_ARGS.items():
+            params = "".join(f", a{k}: u32" for k in range(nargs))
+            args = "".join(f", a{k}" for k in range(nargs))
+            if op == "atomicStore":
+                out.append(f"fn {name}_{op}(i: u32{params}) {{\n"
+                           + pick(lambda b, j: f"{op}(&{b}[{j}]{args}); return;") + "\n}")
+            elif op == "atomicCompareExchangeWeak":   # its result struct cannot be named: .exchanged
+                out.append(f"fn {name}_{op}(i: u32{params}) -> bool {{\n"
+                           + pick(lambda b, j: f"return {op}(&{b}[{j}]{args}).exchanged;") + "\n}")
+            else:
+                out.append(f"fn {name}_{op}(i: u32{params}) -> u32 {{\n"
+                           + pick(lambda b, j: f"return {op}(&{b}[{j}]{args});") + "\n}")
+        return "\n".join(out)
+    out = [f"fn {name}_ld(i: u32) -> {ty} {{\n" + pick(lambda b, j: f"return {b}[{j}];") + "\n}"]
+    if access != "read":
+        out.append(f"fn {name}_st(i: u32, v: {ty}) {{\n" + pick(lambda b, j: f"{b}[{j}] = v; return;")
+                   + "\n}")
+    return "\n".join(out)
+
+
+def _closing(src: str, start: int, open_ch: str, close_ch: str) -> int:
+    """Index of the bracket closing the one just before ``start``."""
+    depth = 1
+    i = start
+    while depth:
+        c = src[i]
+        if c == open_ch:
+            depth += 1
+        elif c == close_ch:
+            depth -= 1
+        i += 1
+    return i - 1
+
+
+def _statement_end(src: str, start: int) -> int:
+    depth, i = 0, start
+    while True:
+        c = src[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            return i
+        i += 1
+
+
+def _rewrite_windowed(src: str, windowed: dict) -> str:
+    """Rewrites ``b3[e]`` reads to ``b3_ld(e)``, ``b3[e] = v;`` to ``b3_st(e, v);`` and
+    ``atomicOp(&b3[e], ...)`` to ``b3_atomicOp(e, ...)`` for the windowed bindings."""
+    names = "|".join(re.escape(n) for n in windowed)
+    pat = re.compile(rf"(atomic\w+)\(\s*&\s*({names})\[|(?<![\w.])({names})\[")
+    out, i = [], 0
+    while True:
+        m = pat.search(src, i)
+        if m is None:
+            out.append(src[i:])
+            return "".join(out)
+        out.append(src[i:m.start()])
+        if m.group(1):                                      # atomicOp(&bN[e], args...)
+            op, name = m.group(1), m.group(2)
+            close = _closing(src, m.end(), "[", "]")
+            index = _rewrite_windowed(src[m.end():close], windowed)
+            call_end = _closing(src, close + 1, "(", ")")
+            rest = _rewrite_windowed(src[close + 1:call_end], windowed)
+            i = call_end + 1
+            if op == "atomicCompareExchangeWeak":
+                tail = re.match(r"\s*\.\s*exchanged", src[i:])
+                if tail is None:
+                    raise NotImplementedError("windowed atomicCompareExchangeWeak needs .exchanged")
+                i += tail.end()
+            out.append(f"{name}_{op}({index}{rest})")
+            continue
+        name = m.group(3)
+        close = _closing(src, m.end(), "[", "]")
+        index = _rewrite_windowed(src[m.end():close], windowed)
+        assign = re.match(r"\s*=(?!=)", src[close + 1:])
+        if assign:                                          # bN[e] = v;
+            v0 = close + 1 + assign.end()
+            end = _statement_end(src, v0)
+            value = _rewrite_windowed(src[v0:end], windowed)
+            out.append(f"{name}_st({index}, {value.strip()})")
+            i = end
+            continue
+        out.append(f"{name}_ld({index})")
+        i = close + 1
 
 
 def strides_of(shape) -> list[int]:
