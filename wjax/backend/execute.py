@@ -110,6 +110,7 @@ def _limits(rt):
     lim["max-storage-buffers-per-shader-stage"] = rt.max_storage
     lim["max-compute-workgroups-per-dimension"] = rt.max_groups
     lim["max-storage-buffer-binding-size"] = rt.max_binding
+    lim["shader-f16"] = rt.has_f16
     return lim
 
 

@@ -618,10 +618,15 @@ def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
-def _check_sizes(jaxpr: Jaxpr, limits: dict) -> None:
-    """Every array must fit one device buffer (and be indexable in 32 bits)."""
+def _check_avals(jaxpr: Jaxpr, limits: dict) -> None:
+    """Every array must fit one device buffer (and be indexable in 32 bits), and float16 needs
+    the adapter's ``shader-f16`` (``limits["shader-f16"]``, set by the executor)."""
     max_buffer = int(limits.get("max-buffer-size", 1 << 30))
+    f16 = limits.get("shader-f16", True)
     for v in jaxpr.invars + [o for e in jaxpr.eqns for o in e.outvars]:
+        if not f16 and v.aval.dtype == np.float16:
+            raise TypeError("float16 needs the adapter feature 'shader-f16', which this adapter "
+                            "does not have")
         n = v.aval.size * W.storage_itemsize(v.aval.dtype) if not getattr(v.aval.dtype, "is_key", False) else 0
         if n > max_buffer or v.aval.size >= 1 << 32:
             raise MemoryError(
@@ -658,7 +663,7 @@ def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
     own (materialized) and planning starts again."""
     max_ops = int(limits.get("max-storage-buffers-per-shader-stage", 8)) - 1
     j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
-    _check_sizes(j, limits)
+    _check_avals(j, limits)
     split: set[int] = deep_fusion_splits(j)
     while True:
         lw = Lowering(j, limits, split)
