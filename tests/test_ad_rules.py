@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import wjax
-from wjax.ir import typecheck
-from wjax.primitive import REGISTRY
+from wjax.core.ir import typecheck
+from wjax.core.primitive import REGISTRY
 from wjax.transforms.jvp import jvp_jaxpr
 from wjax.transforms.partial_eval import partial_eval_jaxpr
 from wjax.transforms.transpose import transpose_jaxpr

@@ -10,7 +10,7 @@ import pytest
 
 import wjax as jax
 import wjax.numpy as jnp
-from wjax.ir import typecheck
+from wjax.core.ir import typecheck
 from wjax.transforms.jvp import jvp_jaxpr
 from wjax.transforms.partial_eval import partial_eval_jaxpr
 from wjax.transforms.transpose import transpose_jaxpr

@@ -9,7 +9,7 @@ import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
 from wjax.backend import runtime
-from wjax.ir import typecheck
+from wjax.core.ir import typecheck
 from wjax.prims.control import cond_p, eval_jaxpr_reference, scan_p, while_p
 from checks import against_jax, close, f16_unsupported
 
@@ -384,7 +384,7 @@ def test_disable_jit_runs_python_loops():
 
 
 def test_dce_prunes_unused_outputs_of_control_flow():
-    from wjax.staging import eval_jaxpr
+    from wjax.core.tracing import eval_jaxpr
     from wjax.transforms.dce import dce_jaxpr
     xs = np.linspace(0, 1, 5).astype(F)
     j = jax.make_jaxpr(lambda xs: lax.scan(lambda c, x: ((c[0] + x, c[1] * 2), (c[0] * x, jnp.sin(x))),

@@ -9,7 +9,7 @@ import wjax
 import wjax.numpy as jnp
 from wjax import lax
 from wjax.backend import execute, lower, runtime
-from wjax.ir import ClosedJaxpr, typecheck
+from wjax.core.ir import ClosedJaxpr, typecheck
 
 
 def selu(x, alpha=1.67, lmbda=1.05):

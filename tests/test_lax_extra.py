@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.ir import typecheck
+from wjax.core.ir import typecheck
 from wjax.prims import conv as CV
 from wjax.prims import cumulative as CU
 from wjax.prims import decomp as DC
@@ -274,7 +274,7 @@ def test_decomp_primitives_against_reference():
 
 
 def test_registry_rules_present():
-    from wjax.primitive import REGISTRY
+    from wjax.core.primitive import REGISTRY
     for name in ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort", "top_k",
                  "conv_general_dilated", "erf_inv", "reduce_precision", "lu", "triangular_solve", "cholesky"]:
         p = REGISTRY[name]

@@ -21,7 +21,7 @@ from wjax.backend import runtime
 from wjax.prims import elementwise as E
 from wjax.prims.indexing import GatherDimensionNumbers as GDN
 from wjax.prims.indexing import ScatterDimensionNumbers as SDN
-from wjax.primitive import REGISTRY
+from wjax.core.primitive import REGISTRY
 
 # Call-like primitives: their "operation" is a nested jaxpr (or rule jaxprs), not an array op
 # with a NumPy meaning; the tests of jit, checkpoint and custom derivatives cover them.
@@ -930,7 +930,7 @@ def test_primitive_has_required_rules(name):
 @pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if getattr(p, "table", None)))
 def test_rejected_dtypes_raise_type_error(name):
     """A dtype kind missing from an elementwise op's WGSL table is rejected at abstract eval."""
-    from wjax.ir import ShapedArray
+    from wjax.core.ir import ShapedArray
     p = REGISTRY[name]
     nargs = p.abstract_eval.__code__.co_argcount
     rejected = [k for k in "fiub" if k not in p.table]
@@ -941,7 +941,7 @@ def test_rejected_dtypes_raise_type_error(name):
 
 
 def test_binary_ops_require_equal_dtypes_and_shapes():
-    from wjax.ir import ShapedArray
+    from wjax.core.ir import ShapedArray
     with pytest.raises(TypeError, match="int32.*float32|same dtypes"):
         REGISTRY["add"].abstract_eval(ShapedArray((2,), "int32"), ShapedArray((2,), "float32"))
     with pytest.raises(TypeError, match=r"\(2,\).*\(3,\)"):

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, strategies as st
 from checks import examples
 
-from wjax import tree
-from wjax import tree_util as tu
-from wjax.tree_util import (DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef,
-                            SequenceKey)
+from wjax.core import tree
+from wjax.core import tree_util as tu
+from wjax.core.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, SequenceKey
 
 Point = collections.namedtuple("Point", ["x", "y"])
 Other = collections.namedtuple("Other", ["x", "y"])

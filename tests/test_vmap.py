@@ -12,8 +12,8 @@ import wjax
 import wjax.numpy as jnp
 import wjax.random  # noqa: F401
 from wjax import lax
-from wjax.ir import typecheck
-from wjax.primitive import REGISTRY
+from wjax.core.ir import typecheck
+from wjax.core.primitive import REGISTRY
 from wjax.transforms.vmap import vmap_jaxpr
 
 B = 3

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 
-from . import caches, tree_util
-from .ir import ClosedJaxpr
-from .primitive import Primitive
-from .staging import DebugInfo, current_builder, eval_jaxpr, trace_flat
+from .core import caches, tree_util
+from .core.ir import ClosedJaxpr
+from .core.primitive import Primitive
+from .core.tracing import DebugInfo, current_builder, eval_jaxpr, trace_flat
 from .transforms import ad as _ad
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)

@@ -15,13 +15,12 @@ import time
 
 import numpy as np
 
-from .config import config as _cfg
-from . import caches, tree_util
+from .core.config import config as _cfg
+from .core import caches, tree_util
 from .array import Array, asarray_device
-from .ir import ClosedJaxpr, ShapedArray, raise_to_shaped
-from .primitive import Primitive
-from .staging import (DebugInfo, Tracer, arg_names_of, current_builder, eval_jaxpr, make_jaxpr,
-                      trace_flat)
+from .core.ir import ClosedJaxpr, ShapedArray, raise_to_shaped
+from .core.primitive import Primitive
+from .core.tracing import DebugInfo, Tracer, arg_names_of, current_builder, eval_jaxpr, make_jaxpr, trace_flat
 
 logger = logging.getLogger("wjax")
 
@@ -76,7 +75,7 @@ def _abstractify(x):
 def _hoist_tracer_consts(closed: ClosedJaxpr):
     """Constants of ``closed`` that are tracers of an enclosing trace become leading inputs,
     so the nested ``pjit`` equation passes them explicitly."""
-    from .ir import Jaxpr
+    from .core.ir import Jaxpr
     idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
     if not idx:
         return closed, []
@@ -209,6 +208,12 @@ class JitWrapped:
         self._cache.clear()
 
 
+def eval_shape(fun, *args, **kwargs):
+    """The output shapes/dtypes of ``fun`` at these arguments, traced without running."""
+    _, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
+    return shapes
+
+
 def clear_caches() -> None:
     """Empties every cache wjax keeps (traces of ``jit`` functions, transformed jaxprs,
     compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
@@ -275,7 +280,7 @@ pjit_p.batch = _pjit_batch
 
 import collections as _collections  # noqa: E402
 
-from .ir import Jaxpr as _Jaxpr  # noqa: E402
+from .core.ir import Jaxpr as _Jaxpr  # noqa: E402
 from .transforms import ad as _ad  # noqa: E402
 
 

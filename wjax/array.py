@@ -2,8 +2,8 @@
 
 An Array is an aval (shape, dtype, weak type) plus a pooled device Buffer.
 Operations on it record GPU work and return at once (async, like JAX);
-reading its value (``np.asarray``, ``repr``, ``float``) waits.  The operator
-and method surface is shared with tracers through :class:`ArrayMethods`.
+reading its value (``np.asarray``, ``repr``, ``float``) waits.  Its operators and
+array methods (shared with tracers) are installed by ``wjax/numpy/array_methods.py``.
 """
 from __future__ import annotations
 
@@ -11,154 +11,8 @@ import weakref
 
 import numpy as np
 
-from . import dtypes
-from .ir import ShapedArray
-
-
-def _jnp():
-    from . import numpy as jnp
-    return jnp
-
-
-def _binop(name, reflected=False):
-    def op(self, other):
-        if _defer(other):
-            return NotImplemented
-        f = getattr(_jnp(), name)
-        return f(other, self) if reflected else f(self, other)
-    op.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return op
-
-
-def _defer(other) -> bool:
-    """Let unknown types (other libraries' arrays) handle the operator."""
-    return not isinstance(other, (ArrayMethods, np.ndarray, np.generic, int, float, bool, complex, list, tuple))
-
-
-class ArrayMethods:
-    """Operators and methods shared by Array and Tracer; all go through wjax.numpy."""
-
-    __slots__ = ()
-    __array_priority__ = 100
-
-    # arithmetic
-    __add__ = _binop("add"); __radd__ = _binop("add", True)
-    __sub__ = _binop("subtract"); __rsub__ = _binop("subtract", True)
-    __mul__ = _binop("multiply"); __rmul__ = _binop("multiply", True)
-    __truediv__ = _binop("true_divide"); __rtruediv__ = _binop("true_divide", True)
-    __floordiv__ = _binop("floor_divide"); __rfloordiv__ = _binop("floor_divide", True)
-    __mod__ = _binop("remainder"); __rmod__ = _binop("remainder", True)
-    __pow__ = _binop("power"); __rpow__ = _binop("power", True)
-    __matmul__ = _binop("matmul"); __rmatmul__ = _binop("matmul", True)
-    __and__ = _binop("bitwise_and"); __rand__ = _binop("bitwise_and", True)
-    __or__ = _binop("bitwise_or"); __ror__ = _binop("bitwise_or", True)
-    __xor__ = _binop("bitwise_xor"); __rxor__ = _binop("bitwise_xor", True)
-    __lshift__ = _binop("left_shift"); __rlshift__ = _binop("left_shift", True)
-    __rshift__ = _binop("right_shift"); __rrshift__ = _binop("right_shift", True)
-    __eq__ = _binop("equal"); __ne__ = _binop("not_equal")
-    __lt__ = _binop("less"); __le__ = _binop("less_equal")
-    __gt__ = _binop("greater"); __ge__ = _binop("greater_equal")
-
-    def __divmod__(self, other):
-        return _jnp().divmod(self, other)
-
-    def __rdivmod__(self, other):
-        return _jnp().divmod(other, self)
-
-    def __neg__(self):
-        return _jnp().negative(self)
-
-    def __pos__(self):
-        return _jnp().positive(self)
-
-    def __abs__(self):
-        return _jnp().abs(self)
-
-    def __invert__(self):
-        return _jnp().invert(self)
-
-    def __round__(self, ndigits=None):
-        if ndigits is None:
-            return round(float(self))
-        return _jnp().round(self, ndigits)
-
-    __hash__ = None
-
-    # indexing
-    def __getitem__(self, idx):
-        from .numpy.indexing import getitem
-        return getitem(self, idx)
-
-    def __setitem__(self, idx, value):
-        raise TypeError(
-            f"'{type(self).__name__}' object does not support item assignment. JAX arrays are "
-            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] "
-            "method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
-
-    @property
-    def at(self):
-        from .numpy.indexing import _IndexUpdateHelper
-        return _IndexUpdateHelper(self)
-
-    # shape
-    @property
-    def T(self):
-        return _jnp().transpose(self)
-
-    @property
-    def mT(self):
-        return _jnp().swapaxes(self, -1, -2)
-
-    @property
-    def itemsize(self):
-        return np.dtype(self.dtype).itemsize
-
-    @property
-    def nbytes(self):
-        return self.size * self.itemsize
-
-    def reshape(self, *shape, order="C"):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return _jnp().reshape(self, shape, order=order)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return _jnp().transpose(self, axes or None)
-
-    def astype(self, dtype, copy=False):
-        return _jnp().astype(self, dtype)
-
-    def __array_namespace__(self, api_version=None):
-        return _jnp()
-
-    def __format__(self, spec):
-        if self.ndim == 0:
-            return format(self.item(), spec)
-        return format(str(self), spec)
-
-
-def _method(name, fname=None):
-    def m(self, *args, **kwargs):
-        return getattr(_jnp(), fname or name)(self, *args, **kwargs)
-    m.__name__ = name
-    return m
-
-
-for _n in ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all",
-           "cumsum", "cumprod", "ravel", "flatten", "squeeze", "swapaxes", "clip", "round", "dot",
-           "conj", "conjugate", "nonzero", "sort", "argsort", "take", "repeat", "diagonal", "trace",
-           "ptp", "searchsorted", "view", "real", "imag", "choose", "compress", "nansum", "item_"]:
-    if _n == "flatten":
-        setattr(ArrayMethods, _n, _method(_n, "ravel"))
-    elif _n != "item_":
-        setattr(ArrayMethods, _n, _method(_n))
-
-# x.compress(condition, axis) is jnp.compress(condition, x, axis); real/imag are properties (issue 3)
-ArrayMethods.compress = lambda self, condition, axis=None, **kw: _jnp().compress(condition, self, axis, **kw)
-ArrayMethods.real = property(lambda self: _jnp().real(self))
-ArrayMethods.imag = property(lambda self: _jnp().imag(self))
+from .core import dtypes
+from .core.ir import ShapedArray
 
 
 # --------------------------------------------------------------------------- devices
@@ -226,8 +80,11 @@ def live_arrays(platform=None) -> list:
     return list(_live.values())
 
 
-class Array(ArrayMethods):
+class Array:
     """An immutable n-d array on the WebGPU device."""
+
+    __array_priority__ = 100
+    __hash__ = None
 
     __slots__ = ("aval", "buffer", "_npy", "__weakref__")
 

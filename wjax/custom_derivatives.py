@@ -25,10 +25,10 @@ import inspect
 
 import numpy as np
 
-from . import tree_util
-from .ir import ClosedJaxpr, Jaxpr, Var
-from .primitive import Primitive
-from .staging import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
+from .core import tree_util
+from .core.ir import ClosedJaxpr, Jaxpr, Var
+from .core.primitive import Primitive
+from .core.tracing import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
 from .transforms import ad as _ad
 
 # --------------------------------------------------------------------------- helpers

@@ -1,4 +1,7 @@
-"""wjax.errors: JAX's error types (``jax.errors``)."""
-from .staging import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
-                      TracerArrayConversionError, TracerBoolConversionError,
-                      TracerIntegerConversionError, UnexpectedTracerError)
+"""``jax.errors`` (public names; the implementation is ``wjax/core/errors.py``)."""
+from .core import errors as _impl
+from .core.errors import *  # noqa: F401,F403
+
+
+def __getattr__(name):
+    return getattr(_impl, name)

@@ -10,8 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import caches, dtypes
-from .ir import WeakScalar, raise_to_shaped
+from .core import caches, dtypes
+from .core.ir import WeakScalar, raise_to_shaped
 from .prims import elementwise as E
 from .prims import indexing as I
 from .prims import linalg as L
@@ -412,7 +412,7 @@ _split_k_jits: dict = caches.register({})
 
 
 def _dot_split_k(lhs, rhs, dn, pet):
-    from .staging import current_builder
+    from .core.tracing import current_builder
     if current_builder() is not None:
         return _dot_split_k_impl(lhs, rhs, dn, pet)
     # eagerly, run the decomposition as one jitted (fused) call, as the primitive would be
@@ -609,7 +609,7 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
 
 def stop_gradient(x):
     """The identity, with a zero derivative (applied to every leaf of a pytree)."""
-    from . import tree_util
+    from .core import tree_util
     from .custom_derivatives import stop_gradient_p
 
     def stop(v):

@@ -10,11 +10,11 @@ import inspect
 
 import numpy as np
 
-from . import dtypes, tree_util
-from .config import config as _cfg
-from .ir import ShapedArray
+from .core import dtypes, tree_util
+from .core.config import config as _cfg
+from .core.ir import ShapedArray
 from .prims.control import cond_p, lift_consts, scan_p, while_p
-from .staging import DebugInfo, Tracer, is_concrete, trace_flat
+from .core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 
@@ -206,7 +206,7 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
 
 def _merge_consts(jaxprs, constss):
     """Branch jaxprs taking (all branches' consts, operands); consts deduplicated by identity."""
-    from .ir import ClosedJaxpr, Jaxpr, Var
+    from .core.ir import ClosedJaxpr, Jaxpr, Var
     allc, pos = [], {}
     for cs in constss:
         for c in cs:
@@ -224,7 +224,7 @@ def _merge_consts(jaxprs, constss):
 
 def _forwarded(jaxprs):
     """Output positions every branch returns as the same input (JAX prunes these)."""
-    from .ir import Var
+    from .core.ir import Var
     fwd = []
     for k in range(len(jaxprs[0].jaxpr.outvars)):
         srcs = set()
@@ -238,7 +238,7 @@ def _forwarded(jaxprs):
 
 
 def _prune_outputs(closed, keep):
-    from .ir import ClosedJaxpr, Jaxpr
+    from .core.ir import ClosedJaxpr, Jaxpr
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k], j.eqns),
                        closed.consts)

@@ -22,14 +22,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import dtypes, lax
+from .core import dtypes
+from . import lax
 from . import numpy as jnp
 from .api import jit
 from .array import Array
-from .config import config
+from .core.config import config
 from .prims.random import fma_p, random_bits_p, random_fold_in_p, random_split_p
-from .staging import Tracer, concrete_or_error
-from .tree_util import register_pytree_node
+from .core.tracing import Tracer, concrete_or_error
+from .core.tree_util import register_pytree_node
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone", "split",
@@ -108,7 +109,7 @@ class PRNGKeyArray:
 
     @property
     def aval(self):
-        from .ir import ShapedArray
+        from .core.ir import ShapedArray
         return ShapedArray(self.shape, KEY_DTYPE)
 
     def __len__(self):

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from .. import caches, dtypes
-from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
+from ..core import caches, dtypes
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from . import runtime
 from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
 from .wgsl import storage_itemsize
@@ -142,7 +142,7 @@ _consts: dict = caches.register({})
 def _const_array(x):
     """Uploads a host operand; small scalars are cached so eager loops don't re-upload."""
     from ..array import asarray_device
-    from ..ir import WeakScalar
+    from ..core.ir import WeakScalar
     weak = None
     if isinstance(x, WeakScalar):
         x, weak = x.val, True
@@ -182,3 +182,8 @@ def eager(prim, args, params):
             _eager_cache[key] = comp
     outs = comp(arrays)
     return outs if prim.multiple_results else outs[0]
+
+
+from ..core.tracing import set_eager  # noqa: E402
+
+set_eager(eager)

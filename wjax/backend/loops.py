@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import ClosedJaxpr
+from ..core.ir import ClosedJaxpr
 from . import wgsl as W
 from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, dce, flatten_closed
 from .wgsl import Index, KernelBuilder

@@ -19,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
 from . import wgsl as W
 from .wgsl import Index, KernelBuilder
 

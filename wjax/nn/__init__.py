@@ -10,7 +10,8 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
+from ..core import dtypes
+from .. import lax
 from .. import numpy as jnp
 from ..custom_derivatives import custom_jvp
 from ..scipy.special import _erfc, _inexact, logsumexp

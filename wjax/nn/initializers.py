@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from .. import numpy as jnp
 from .. import random
 

@@ -18,3 +18,10 @@ from . import _core as __core  # noqa: E402
 from . import extra as __extra  # noqa: E402
 
 __all__ = _public(__core) + list(__extra.__all__)
+
+
+import sys as _sys  # noqa: E402
+
+from . import array_methods as _array_methods  # noqa: E402
+
+_array_methods.install_all(_sys.modules[__name__])   # operators and methods of Array and Tracer

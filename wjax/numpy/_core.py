@@ -10,10 +10,11 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..array import Array, ArrayMethods, asarray_device
-from ..ir import WeakScalar, raise_to_shaped
-from ..staging import Tracer, concrete_or_error
+from ..core import dtypes
+from .. import lax
+from ..array import Array, asarray_device
+from ..core.ir import WeakScalar, raise_to_shaped
+from ..core.tracing import Tracer, concrete_or_error
 
 ndarray = Array
 
@@ -305,7 +306,7 @@ def power(x1, x2, /):
     traced value whose value is known) means ``lax.integer_pow`` -- which rejects negative
     powers of integers with a TypeError; otherwise integer bases use binary exponentiation over
     6 exponent bits and float bases ``lax.pow``."""
-    from ..staging import to_concrete_value
+    from ..core.tracing import to_concrete_value
     c = to_concrete_value(x2)
     if c is not None and np.ndim(c) == 0:
         try:
@@ -592,7 +593,7 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def concrete_error_for(name, v):
-    from ..staging import ConcretizationTypeError
+    from ..core.tracing import ConcretizationTypeError
     return ConcretizationTypeError(
         f"jax.numpy.{name} requires concrete (non-traced) arguments, got {v!r}. Use "
         "static_argnums for values that determine shapes.")

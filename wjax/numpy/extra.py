@@ -15,10 +15,11 @@ import string
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..ir import WeakScalar
+from ..core import dtypes
+from .. import lax
+from ..core.ir import WeakScalar
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
-from ..staging import ConcretizationTypeError, Tracer
+from ..core.tracing import ConcretizationTypeError, Tracer
 from . import _core as C
 from ._core import _aval, _arraylike, _axes, _axis, _is_array, _wrap_result, asarray, promote_args
 

@@ -15,10 +15,11 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
+from ..core import dtypes
+from .. import lax
 from ..array import Array
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers, _mode
-from ..staging import NonConcreteBooleanIndexError, Tracer
+from ..core.tracing import NonConcreteBooleanIndexError, Tracer
 from . import _core as jnp
 
 

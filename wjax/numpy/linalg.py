@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import dtypes, lax
+from ..core import dtypes
+from .. import lax
 from ..prims import decomp as D
 from . import _core as jnp
 from . import extra as X

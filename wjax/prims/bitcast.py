@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..backend import wgsl as W
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")

@@ -60,9 +60,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import caches
-from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
-from ..primitive import Primitive
+from ..core import caches
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..core.primitive import Primitive
 from ..transforms import ad as _ad
 from ..transforms import batching as _batching
 from ..transforms.dce import dce_jaxpr, dce_rules
@@ -122,7 +122,7 @@ def lift_consts(closed: ClosedJaxpr):
 def _trace(fun, avals) -> ClosedJaxpr:
     """Traces ``fun(*tracers) -> list`` into a ClosedJaxpr (rules build bodies with it; they
     must close over no tracer of an enclosing trace)."""
-    from ..staging import Tracer, trace_flat
+    from ..core.tracing import Tracer, trace_flat
     closed = trace_flat(fun, list(avals))
     if any(isinstance(c, Tracer) for c in closed.consts):
         raise AssertionError("a control-flow rule closed over a traced value")
@@ -130,7 +130,7 @@ def _trace(fun, avals) -> ClosedJaxpr:
 
 
 def _eval(closed: ClosedJaxpr, *args):
-    from ..staging import eval_jaxpr
+    from ..core.tracing import eval_jaxpr
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
@@ -171,7 +171,7 @@ def _zeros_like_aval(aval):
 
 def contains_prim(closed, names) -> bool:
     """Whether a jaxpr (or any jaxpr nested in it) binds one of the primitives ``names``."""
-    from ..ir import subjaxprs
+    from ..core.ir import subjaxprs
     j = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
     return any(e.prim.name in names or any(contains_prim(s, names) for s in subjaxprs(e.params))
                for e in j.eqns)

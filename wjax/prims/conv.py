@@ -23,11 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from .linalg import _acc_dtype, emit_generic_matmul
@@ -121,7 +121,7 @@ CONV_K_CHUNK = 16384
 
 
 def conv_bind(lhs, rhs, **params):
-    from ..ir import raise_to_shaped
+    from ..core.ir import raise_to_shaped
     from .elementwise import add_p
     from .shape import slice_p
     la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 

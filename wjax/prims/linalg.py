@@ -6,11 +6,11 @@ import os
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 
@@ -87,7 +87,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    from ..ir import Var
+    from ..core.ir import Var
     if (isinstance(a, Var) and a.id in ctx.lw.materialized and order == tuple(range(aval.ndim))
             and not pad_rows):
         return ctx.in_key(i)

@@ -32,8 +32,8 @@ import numpy as np
 
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..ir import ShapedArray
-from ..primitive import REGISTRY, Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
 from .elementwise import T, unop
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import _same_dtypes
 

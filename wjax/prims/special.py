@@ -6,8 +6,8 @@ import math
 import numpy as np
 
 from ..backend import wgsl as W
-from ..ir import ShapedArray
-from ..primitive import Primitive
+from ..core.ir import ShapedArray
+from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import F, T, _check_kind, kind, unop
 

@@ -13,7 +13,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..array import asarray_device
 from ..custom_derivatives import custom_jvp
-from ..ir import WeakScalar
+from ..core.ir import WeakScalar
 from ..numpy._core import promote_args
 from ..prims.random import digamma_p, lgamma_p
 

@@ -31,8 +31,8 @@ import importlib
 
 import numpy as np
 
-from .. import dtypes
-from ..ir import ShapedArray, raise_to_shaped
+from ..core import dtypes
+from ..core.ir import ShapedArray, raise_to_shaped
 
 
 class _LazyModule:
@@ -157,7 +157,7 @@ def unbroadcast(ct, aval: ShapedArray):
 
 def const(x, val):
     """``val`` as a weakly typed scalar of ``x``'s dtype."""
-    from ..ir import WeakScalar
+    from ..core.ir import WeakScalar
     return WeakScalar(np.asarray(val, np.dtype(aval_of(x).dtype)))
 
 
@@ -264,7 +264,7 @@ _HOISTED_CALLS = ("pjit", "checkpoint")
 
 
 def _tracer_consts(closed) -> bool:
-    from ..staging import Tracer
+    from ..core.tracing import Tracer
     if any(isinstance(c, Tracer) for c in closed.consts):
         return True
     return any(e.prim.name in _HOISTED_CALLS and _tracer_consts(e.params["jaxpr"])
@@ -277,7 +277,7 @@ def hoist_call_consts(closed):
 
     A closed-over tracer that is a variable of ``closed`` becomes that variable; one from a trace
     further out becomes a new constvar of ``closed`` whose value is the tracer."""
-    from ..ir import ClosedJaxpr, Jaxpr
+    from ..core.ir import ClosedJaxpr, Jaxpr
     if not _tracer_consts(closed):
         return closed
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
@@ -286,8 +286,8 @@ def hoist_call_consts(closed):
 
 
 def _hoist(jaxpr, constvars, consts):
-    from ..ir import ClosedJaxpr, Eqn, Jaxpr, Var
-    from ..staging import Tracer
+    from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
+    from ..core.tracing import Tracer
     defined = {v.id: v for v in jaxpr.constvars + jaxpr.invars}
     by_obj = {id(c): v for v, c in zip(constvars, consts)}
     eqns = []
@@ -323,7 +323,7 @@ def _hoist(jaxpr, constvars, consts):
 # --------------------------------------------------------------------------- structural keys
 
 def _param_key(v, keep):
-    from ..ir import ClosedJaxpr, Jaxpr
+    from ..core.ir import ClosedJaxpr, Jaxpr
     if isinstance(v, ClosedJaxpr):
         keep.append(v)
         return ("closed", jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
@@ -350,7 +350,7 @@ def jaxpr_key(jaxpr, keep: list) -> tuple:
     """A hashable key equal for structurally identical jaxprs (variables numbered in order,
     literals by value, params by value; callables and inner consts by identity, kept alive in
     ``keep``)."""
-    from ..ir import Lit
+    from ..core.ir import Lit
     ids: dict = {}
 
     def atom(a):

@@ -16,7 +16,7 @@ This module imports no primitive at module level (the prims files import it).
 """
 from __future__ import annotations
 
-from ..ir import raise_to_shaped
+from ..core.ir import raise_to_shaped
 
 not_mapped = None
 

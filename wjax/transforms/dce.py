@@ -7,7 +7,7 @@ and reports which inputs are still used.
 """
 from __future__ import annotations
 
-from ..ir import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 
 # call primitives whose inner jaxpr may be pruned (custom_jvp/vjp calls carry rules tied
 # to their signature, so they are kept whole)

@@ -8,8 +8,8 @@ are.  Tangents are values or symbolic :class:`~wjax.transforms.ad.Zero`s.
 """
 from __future__ import annotations
 
-from ..ir import ClosedJaxpr, Jaxpr, Lit
-from ..staging import trace_flat
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit
+from ..core.tracing import trace_flat
 from .ad import Zero, aval_of, hoist_call_consts, instantiate, is_differentiable, tangent_aval
 from .dce import dce_closed
 

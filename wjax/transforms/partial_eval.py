@@ -15,7 +15,7 @@ in the unknown jaxpr (rematerialization).
 """
 from __future__ import annotations
 
-from ..ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var
 from .ad import hoist_call_consts
 from .dce import dce_jaxpr
 

@@ -16,8 +16,8 @@ would split it, into a forward part (evaluated now) and a linear part (transpose
 """
 from __future__ import annotations
 
-from ..ir import ClosedJaxpr, Jaxpr, Lit, Var
-from ..staging import trace_flat
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, Var
+from ..core.tracing import trace_flat
 from .ad import UndefinedPrimal, Zero, add_tangents, aval_of, hoist_call_consts, instantiate
 from .dce import dce_closed
 from .partial_eval import pe_rules

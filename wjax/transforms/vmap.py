@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, WeakScalar
-from ..staging import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
-from .. import caches
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, WeakScalar
+from ..core.tracing import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
+from ..core import caches
 from . import batching
 from .ad import jaxpr_key
 
@@ -230,7 +230,7 @@ def run_eager(closed: ClosedJaxpr, args, name: str = "vmap"):
 
 
 def _check_axes_types(in_axes, out_axes):
-    from .. import tree_util
+    from ..core import tree_util
     if not (in_axes is None or type(in_axes) in (int, tuple)):
         raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                         f"to the positional arguments passed to the function, but got {in_axes}.")
@@ -242,7 +242,7 @@ def _check_axes_types(in_axes, out_axes):
 
 
 def _flatten_axes(what, axes, tree, shown_axes=None, shown_tree=None):
-    from .. import tree_util
+    from ..core import tree_util
     try:
         return tree_util.broadcast_prefix(axes, tree, none_is_leaf=True)
     except ValueError as e:
@@ -260,7 +260,7 @@ def _flatten_axes(what, axes, tree, shown_axes=None, shown_tree=None):
 
 def _arg_paths(fun, args, kwargs):
     """One description per leaf, like JAX's: 'argument x of type float32[3]'."""
-    from .. import tree_util
+    from ..core import tree_util
     try:
         params = list(inspect.signature(fun).parameters)
     except (TypeError, ValueError):
@@ -349,7 +349,7 @@ class _Vmapped:
         self.axis_name, self.axis_size = axis_name, axis_size
 
     def __call__(self, *args, **kwargs):
-        from .. import tree_util
+        from ..core import tree_util
         in_axes = self.in_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding "

@@ -29,38 +29,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes
-from .ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, WeakScalar, raise_to_shaped
-
-# --------------------------------------------------------------------------- errors
-
-
-class JAXTypeError(TypeError):
-    pass
-
-
-class ConcretizationTypeError(JAXTypeError):
-    pass
-
-
-class TracerBoolConversionError(ConcretizationTypeError):
-    pass
-
-
-class TracerIntegerConversionError(JAXTypeError):
-    pass
-
-
-class TracerArrayConversionError(JAXTypeError):
-    pass
-
-
-class NonConcreteBooleanIndexError(IndexError):
-    pass
-
-
-class UnexpectedTracerError(Exception):
-    pass
-
+from .errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
+                     TracerArrayConversionError, TracerBoolConversionError,
+                     TracerIntegerConversionError, UnexpectedTracerError)
+from .ir import (ClosedJaxpr, Eqn, Jaxpr, Lit, ShapeDtypeStruct, ShapedArray, Var, WeakScalar,
+                 raise_to_shaped)
 
 # --------------------------------------------------------------------------- builders
 
@@ -188,13 +161,10 @@ class Builder:
             return Lit(x.val, x.aval)
         if isinstance(x, (bool, int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0):
             return Lit(x)
-        from .array import Array
-        if isinstance(x, Array):
+        if isinstance(getattr(x, "aval", None), ShapedArray):   # a concrete array (wjax.Array)
             return self.add_const(x, x.aval)
-        if isinstance(x, np.ndarray):
-            from .array import asarray_device
-            arr = asarray_device(x)
-            return self.add_const(arr, arr.aval)
+        if isinstance(x, np.ndarray):     # a host array: the backend uploads it with the consts
+            return self.add_const(x, raise_to_shaped(x))
         raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid wjax type")
 
     # ------------------------------------------------------------------ eqns
@@ -269,6 +239,20 @@ def _leak_error(t: "Tracer") -> UnexpectedTracerError:
 
 # --------------------------------------------------------------------------- bind
 
+def _no_backend(prim, args, params):
+    raise RuntimeError("wjax: no backend to run primitives eagerly (import wjax, not wjax.core)")
+
+
+_run_eagerly = _no_backend
+
+
+def set_eager(run) -> None:
+    """Installs ``run(prim, args, params)``, which runs a primitive on concrete values (the
+    dispatch layer does, at import): the core never imports what is above it."""
+    global _run_eagerly
+    _run_eagerly = run
+
+
 def bind(prim, args, params):
     """Binds a primitive: traced when a builder is active, else run eagerly."""
     b = current_builder()
@@ -278,8 +262,7 @@ def bind(prim, args, params):
                 raise _leak_error(a)
         if prim.impl is not None:
             return prim.impl(*args, **params)
-        from .backend import execute
-        return execute.eager(prim, args, params)
+        return _run_eagerly(prim, args, params)
     avals = [raise_to_shaped(a) if not isinstance(a, Tracer) else a.aval for a in args]
     out = prim.abstract_eval(*avals, **params)
     if prim.multiple_results:
@@ -317,11 +300,9 @@ def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None, val
 
 # --------------------------------------------------------------------------- tracers
 
-from .array import ArrayMethods  # noqa: E402  (the shared operator surface)
-
-
-class Tracer(ArrayMethods):
-    """A traced value: an aval and the variable it stands for in a builder."""
+class Tracer:
+    """A traced value: an aval and the variable it stands for in a builder.  Its operators and
+    array methods are installed by ``wjax/numpy/array_methods.py`` (shared with Array)."""
 
     __slots__ = ("aval", "builder", "var")
     __array_priority__ = 1000
@@ -468,7 +449,6 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
         debug = DebugInfo("make_jaxpr", fun, arg_names_of(fun, [1] * len(leaves)))
         closed = trace_flat(flat, avals, debug)
         if return_shape:
-            from .api_util import ShapeDtypeStruct
             shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
             return closed, tree_util.tree_unflatten(out_tree_box[0], shapes)
         return closed

@@ -18,6 +18,8 @@ otherwise it runs eagerly as a one-equation jaxpr through the WGSL backend.
 """
 from __future__ import annotations
 
+from .tracing import bind as _bind
+
 REGISTRY: dict[str, "Primitive"] = {}
 
 
@@ -44,8 +46,7 @@ class Primitive:
         REGISTRY[name] = self
 
     def bind(self, *args, **params):
-        from .staging import bind
-        return bind(self, args, params)
+        return _bind(self, args, params)
 
     def __repr__(self):
         return self.name

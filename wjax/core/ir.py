@@ -81,6 +81,30 @@ def raise_to_shaped(x) -> ShapedArray:
     return ShapedArray(np.shape(x), dt, weak)
 
 
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (``jax.ShapeDtypeStruct``)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape)))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+
 # --------------------------------------------------------------------------- vars
 
 _var_ids = itertools.count()
