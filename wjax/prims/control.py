@@ -67,8 +67,8 @@ from ..transforms import ad as _ad
 from ..transforms import batching as _batching
 from ..transforms.dce import dce_jaxpr, dce_rules
 from ..transforms.partial_eval import pe_rules
+from . import ops as _ops
 
-lax = _ad.lax     # lazy: wjax.lax imports the prims
 
 
 # =========================================================================== helpers
@@ -401,7 +401,7 @@ def _device_cond(branches, index_aval):
 
     def build_select():
         def f(i, *outs):
-            i = lax.clamp(np.int32(0), i, np.int32(n - 1))
+            i = _ops.clamp(np.int32(0), i, np.int32(n - 1))
             return [_select_n(i, list(outs[j::len(out_avals)]), a) for j, a in enumerate(out_avals)]
         return _trace(f, [index_aval] + out_avals * n)
     sel = _sub((("cond_select", n, index_aval, tuple(out_avals)),), build_select, "cond_select")
@@ -515,7 +515,7 @@ def _cond_batch(args, dims, *, branches):
     outs = []
     for k, a in enumerate(branches[0].out_avals):
         shape = (n,) + a.shape
-        which = lax.broadcast_in_dim(index, shape, (0,)) if a.shape else index
+        which = _ops.broadcast_in_dim(index, shape, (0,)) if a.shape else index
         outs.append(_select_n(which, [o[k] for o in outs_b], a))
     return outs, [0] * len(outs)
 
@@ -769,7 +769,7 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
     def any_cond(*xs):
         p = _eval(cj, *xs)[0]
-        return [lax.reduce_or(p, (0,))]
+        return [_ops.reduce_or(p, (0,))]
 
     def guarded(*xs):
         cc_, bc_, carry = _split(xs, nc, nb)
@@ -777,7 +777,7 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         new = _eval(bj, *bc_, *carry)
         out = []
         for old, nw, a in zip(carry, new, carry_avals):
-            which = lax.broadcast_in_dim(p, a.shape, (0,)) if a.ndim > 1 else p
+            which = _ops.broadcast_in_dim(p, a.shape, (0,)) if a.ndim > 1 else p
             out.append(_select_n(which, [old, nw], a))
         return out
 
@@ -917,13 +917,13 @@ def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
             for j, v in zip(xs_al, xa):
                 xs[j] = v
             for j, full in zip(xs_mis, xm):
-                xs[j] = lax.reshape(lax.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
+                xs[j] = _ops.reshape(_ops.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
             outs = _eval(body, *consts, *carry, *xs)
             cout, ys = outs[:ncar], outs[ncar:]
             rc = [cout[i] for i in rest]
             ys_out += [ys[j] for j in ys_al]
-            ya = [lax.dynamic_update_slice_in_dim(
-                a, lax.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape), tt[0], 0)
+            ya = [_ops.dynamic_update_slice_in_dim(
+                a, _ops.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape), tt[0], 0)
                 for j, a in zip(ys_mis, ya)]
         return list(rc) + ys_out + list(ya)
 
@@ -933,7 +933,7 @@ def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
 
 def _as_traced(x, aval):
     if isinstance(x, np.ndarray) and x.ndim == 0:
-        return lax.broadcast_in_dim(np.asarray(x, aval.dtype), aval.shape, ())
+        return _ops.broadcast_in_dim(np.asarray(x, aval.dtype), aval.shape, ())
     return x
 
 
@@ -980,8 +980,8 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
             ctr_static[i] = asarray_device(vals)
         else:
             def build(dt=dt):
-                return _trace(lambda c: [lax.add(lax.broadcast_in_dim(c, (length + 1,), ()),
-                                                 lax.iota(dt, length + 1))], [ShapedArray((), dt)])
+                return _trace(lambda c: [_ops.add(_ops.broadcast_in_dim(c, (length + 1,), ()),
+                                                 _ops.iota(dt, length + 1))], [ShapedArray((), dt)])
             ctr_subs[i] = _sub((("counter", dt.name, length),), build, "scan_counter")
     steps = asarray_device(np.arange(max(length, 1), dtype=np.int32)) if (xs_mis or ys_mis) else None
 
@@ -1150,7 +1150,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         nlc_, acc, cc, cy, nlx = _split(a, nnl, nlc, ncar, len(ys_avals))
         outs = _eval(tj, *nlc_, *nlx, *cc, *cy)
         g_c, g_carry, g_x = _split(outs, nlc, ncar)
-        return [lax.add(x, y) for x, y in zip(acc, g_c)] + list(g_carry) + list(g_x)
+        return [_ops.add(x, y) for x, y in zip(acc, g_c)] + list(g_carry) + list(g_x)
 
     bj = _trace(body, [_ad.aval_of(x) for x in nl_consts] + lc_avals + list(carry_avals) + list(ys_avals)
                 + nlx_avals)

@@ -210,14 +210,14 @@ cumlogsumexp_p = _cumulative("cumlogsumexp", "logsumexp")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
 _ad.deflinear(cumsum_p, lambda ct, x, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 
 
 def _cumprod_jvp(g, ans, x, axis, reverse=False):
     # d out_i = out_i * sum_{j <= i} t_j / x_j   (exact where x is nonzero)
-    return _lax.mul(ans, cumsum_p.bind(_lax.div(g, x), axis=axis, reverse=reverse))
+    return ops.mul(ans, cumsum_p.bind(ops.div(g, x), axis=axis, reverse=reverse))
 
 
 def _cum_extremal_jvp(prim, pick):
@@ -230,22 +230,21 @@ def _cum_extremal_jvp(prim, pick):
         if not _ad.is_differentiable(a):
             return ans, _ad.Zero(a)
         n = a.shape[axis]
-        pos = _lax.broadcasted_iota(np.int32, a.shape, axis)
-        record = _lax.eq(x, ans)
+        pos = ops.broadcasted_iota(np.int32, a.shape, axis)
+        record = ops.eq(x, ans)
         if not reverse:   # the last record at or before i
-            src = cummax_p.bind(_lax.select(record, pos, np.full((), -1, np.int32)), axis=axis, reverse=False)
+            src = cummax_p.bind(ops.select(record, pos, np.full((), -1, np.int32)), axis=axis, reverse=False)
         else:             # the first record at or after i
-            src = cummin_p.bind(_lax.select(record, pos, np.full((), n, np.int32)), axis=axis, reverse=True)
-        from .. import numpy as jnp
-        return ans, jnp.take_along_axis(t, src, axis=axis)
+            src = cummin_p.bind(ops.select(record, pos, np.full((), n, np.int32)), axis=axis, reverse=True)
+        return ans, ops.take_along_axis(t, src, axis)
     return rule
 
 
 def _cumlogsumexp_jvp(g, ans, x, axis, reverse=False):
     # d out_i = sum_{j <= i} t_j exp(x_j - out_i)
-    m = _lax.stop_gradient(_lax.reduce_max(x, tuple(range(_ad.aval_of(x).ndim))))
-    e = _lax.exp(_lax.sub(x, m))
-    return _lax.div(cumsum_p.bind(_lax.mul(g, e), axis=axis, reverse=reverse), _lax.exp(_lax.sub(ans, m)))
+    m = ops.stop_gradient(ops.reduce_max(x, tuple(range(_ad.aval_of(x).ndim))))
+    e = ops.exp(ops.sub(x, m))
+    return ops.div(cumsum_p.bind(ops.mul(g, e), axis=axis, reverse=reverse), ops.exp(ops.sub(ans, m)))
 
 
 _ad.defjvp2(cumprod_p, _cumprod_jvp)

@@ -331,16 +331,15 @@ _batching.deffront(cholesky_p)   # vmap: one more leading batch dimension
 
 # --------------------------------------------------------------------------- autodiff (JAX's rules)
 from ..transforms import ad as _ad  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _tril(x, k=0):
-    from .. import numpy as jnp
-    return jnp.tril(x, k)
+    return ops.tril(x, k)
 
 
 def _triu(x, k=0):
-    from .. import numpy as jnp
-    return jnp.triu(x, k)
+    return ops.triu(x, k)
 
 
 def _ts(a, b, **kw):
@@ -349,18 +348,17 @@ def _ts(a, b, **kw):
 
 def _ts_jvp_a(g_a, ans, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
               unit_diagonal=False):
-    from .. import numpy as jnp
     m, n = _ad.aval_of(b).shape[-2:]
     k = 1 if unit_diagonal else 0
     g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
     g_a = -g_a
     if transpose_a:
-        g_a = jnp.swapaxes(g_a, -1, -2)
+        g_a = ops.swapaxes(g_a, -1, -2)
     kw = dict(left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
               unit_diagonal=unit_diagonal)
     if left_side:
-        return _ts(a, jnp.matmul(g_a, ans), **kw) if m > n else jnp.matmul(_ts(a, g_a, **kw), ans)
-    return _ts(a, jnp.matmul(ans, g_a), **kw) if m < n else jnp.matmul(ans, _ts(a, g_a, **kw))
+        return _ts(a, ops.matmul(g_a, ans), **kw) if m > n else ops.matmul(_ts(a, g_a, **kw), ans)
+    return _ts(a, ops.matmul(ans, g_a), **kw) if m < n else ops.matmul(ans, _ts(a, g_a, **kw))
 
 
 def _ts_transpose(ct, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
@@ -376,7 +374,6 @@ triangular_solve_p.transpose = _ts_transpose
 
 
 def _chol_jvp(primals, tangents):
-    from .. import numpy as jnp
     x, = primals
     sigma_dot, = tangents
     L = _tril(cholesky_p.bind(x))
@@ -384,15 +381,14 @@ def _chol_jvp(primals, tangents):
     dt = _ad.aval_of(x).dtype
 
     def phi(X):
-        return _tril(X) / (1.0 + jnp.eye(n, dtype=dt))
+        return _tril(X) / (1.0 + ops.eye(n, dt))
 
     tmp = _ts(L, sigma_dot, left_side=False, transpose_a=True, conjugate_a=True, lower=True)
-    L_dot = jnp.matmul(L, phi(_ts(L, tmp, left_side=True, transpose_a=False, lower=True)))
+    L_dot = ops.matmul(L, phi(_ts(L, tmp, left_side=True, transpose_a=False, lower=True)))
     return L, L_dot
 
 
 def _lu_jvp(primals, tangents):
-    from .. import lax, numpy as jnp
     a, = primals
     a_dot, = tangents
     lu, pivots, perm = lu_p.bind(a)
@@ -401,19 +397,19 @@ def _lu_jvp(primals, tangents):
     dt = _ad.aval_of(a).dtype
     k = min(m, n)
     nd = len(shape)
-    idx = jnp.broadcast_to(jnp.expand_dims(perm, -1), tuple(shape[:-2]) + (m, n))
-    x = jnp.take_along_axis(a_dot, idx, axis=-2)
+    idx = ops.broadcast_in_dim(perm, tuple(shape[:-2]) + (m, n), tuple(range(nd - 1)))
+    x = ops.take_along_axis(a_dot, idx, nd - 2)
     zero = np.zeros((), dt)
     lpad = [(0, 0, 0)] * nd
     lpad[-1] = (0, m - k, 0)
-    l = lax.pad(_tril(lu[..., :, :k], -1), zero, lpad) + jnp.eye(m, dtype=dt)
-    u_eye = lax.pad(jnp.eye(n - k, dtype=dt), zero, ((k, 0, 0), (k, 0, 0)))
+    l = ops.pad(_tril(lu[..., :, :k], -1), zero, lpad) + ops.eye(m, dt)
+    u_eye = ops.pad(ops.eye(n - k, dt), zero, ((k, 0, 0), (k, 0, 0)))
     upad = [(0, 0, 0)] * nd
     upad[-2] = (0, n - k, 0)
-    u = lax.pad(_triu(lu[..., :k, :]), zero, upad) + u_eye
+    u = ops.pad(_triu(lu[..., :k, :]), zero, upad) + u_eye
     la = _ts(l, x, left_side=True, transpose_a=False, lower=True, unit_diagonal=True)
     lau = _ts(u, la, left_side=False, transpose_a=False, lower=False)
-    lu_dot = jnp.matmul(l, _tril(lau, -1)) + jnp.matmul(_triu(lau), u)
+    lu_dot = ops.matmul(l, _tril(lau, -1)) + ops.matmul(_triu(lau), u)
     return [lu, pivots, perm], [lu_dot, _ad.Zero(_ad.aval_of(pivots)), _ad.Zero(_ad.aval_of(perm))]
 
 

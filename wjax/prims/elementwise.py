@@ -416,36 +416,37 @@ def _clz_ref(x):
 
 # autodiff rules (unary) -------------------------------------------------------
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import const as _c, lax as _lax  # noqa: E402
+from ..transforms.ad import const as _c  # noqa: E402
+from . import ops  # noqa: E402
 
-_ad.deflinear(neg_p, lambda ct, x: [_lax.neg(ct)])
+_ad.deflinear(neg_p, lambda ct, x: [ops.neg(ct)])
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p, population_count_p, clz_p):
     _ad.defjvp_zero(_p)
-_ad.defjvp(abs_p, lambda g, x: _lax.select(_lax.ge(x, _c(x, 0)), g, _lax.neg(g)))
-_ad.defjvp2(exp_p, lambda g, ans, x: _lax.mul(g, ans))
-_ad.defjvp2(exp2_p, lambda g, ans, x: _lax.mul(g, _lax.mul(ans, _c(x, np.log(2)))))
-_ad.defjvp(log_p, lambda g, x: _lax.div(g, x))
-_ad.defjvp(log1p_p, lambda g, x: _lax.div(g, _lax.add(x, _c(x, 1))))
-_ad.defjvp2(expm1_p, lambda g, ans, x: _lax.mul(g, _lax.add(ans, _c(x, 1))))
-_ad.defjvp2(tanh_p, lambda g, ans, x: _lax.mul(_lax.add(g, _lax.mul(g, ans)), _lax.sub(_c(x, 1), ans)))
-_ad.defjvp2(logistic_p, lambda g, ans, x: _lax.mul(g, _lax.mul(ans, _lax.sub(_c(x, 1), ans))))
-_ad.defjvp(sin_p, lambda g, x: _lax.mul(g, _lax.cos(x)))
-_ad.defjvp(cos_p, lambda g, x: _lax.neg(_lax.mul(g, _lax.sin(x))))
-_ad.defjvp2(tan_p, lambda g, ans, x: _lax.mul(g, _lax.add(_c(x, 1), _lax.mul(ans, ans))))
-_ad.defjvp(asin_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.sub(_c(x, 1), _lax.mul(x, x)))))
-_ad.defjvp(acos_p, lambda g, x: _lax.neg(_lax.mul(g, _lax.rsqrt(_lax.sub(_c(x, 1), _lax.mul(x, x))))))
-_ad.defjvp(atan_p, lambda g, x: _lax.div(g, _lax.add(_c(x, 1), _lax.mul(x, x))))
-_ad.defjvp(sinh_p, lambda g, x: _lax.mul(g, _lax.cosh(x)))
-_ad.defjvp(cosh_p, lambda g, x: _lax.mul(g, _lax.sinh(x)))
-_ad.defjvp(asinh_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.add(_lax.mul(x, x), _c(x, 1)))))
-_ad.defjvp(acosh_p, lambda g, x: _lax.mul(g, _lax.rsqrt(_lax.mul(_lax.sub(x, _c(x, 1)), _lax.add(x, _c(x, 1))))))
-_ad.defjvp(atanh_p, lambda g, x: _lax.mul(_lax.reciprocal(_lax.add(_c(x, 1), x)),
-                                          _lax.div(g, _lax.sub(_c(x, 1), x))))
-_ad.defjvp2(sqrt_p, lambda g, ans, x: _lax.mul(g, _lax.div(_c(x, 0.5), ans)))
-_ad.defjvp2(rsqrt_p, lambda g, ans, x: _lax.mul(g, _lax.mul(_c(x, -0.5), _lax.div(ans, x))))
-_ad.defjvp2(cbrt_p, lambda g, ans, x: _lax.mul(g, _lax.mul(_c(x, 1 / 3), _lax.integer_pow(ans, -2))))
-_ad.defjvp(erf_p, lambda g, x: _lax.mul(_c(x, 2 / np.sqrt(np.pi)),
-                                        _lax.mul(g, _lax.exp(_lax.neg(_lax.mul(x, x))))))
+_ad.defjvp(abs_p, lambda g, x: ops.select(ops.ge(x, _c(x, 0)), g, ops.neg(g)))
+_ad.defjvp2(exp_p, lambda g, ans, x: ops.mul(g, ans))
+_ad.defjvp2(exp2_p, lambda g, ans, x: ops.mul(g, ops.mul(ans, _c(x, np.log(2)))))
+_ad.defjvp(log_p, lambda g, x: ops.div(g, x))
+_ad.defjvp(log1p_p, lambda g, x: ops.div(g, ops.add(x, _c(x, 1))))
+_ad.defjvp2(expm1_p, lambda g, ans, x: ops.mul(g, ops.add(ans, _c(x, 1))))
+_ad.defjvp2(tanh_p, lambda g, ans, x: ops.mul(ops.add(g, ops.mul(g, ans)), ops.sub(_c(x, 1), ans)))
+_ad.defjvp2(logistic_p, lambda g, ans, x: ops.mul(g, ops.mul(ans, ops.sub(_c(x, 1), ans))))
+_ad.defjvp(sin_p, lambda g, x: ops.mul(g, ops.cos(x)))
+_ad.defjvp(cos_p, lambda g, x: ops.neg(ops.mul(g, ops.sin(x))))
+_ad.defjvp2(tan_p, lambda g, ans, x: ops.mul(g, ops.add(_c(x, 1), ops.mul(ans, ans))))
+_ad.defjvp(asin_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.sub(_c(x, 1), ops.mul(x, x)))))
+_ad.defjvp(acos_p, lambda g, x: ops.neg(ops.mul(g, ops.rsqrt(ops.sub(_c(x, 1), ops.mul(x, x))))))
+_ad.defjvp(atan_p, lambda g, x: ops.div(g, ops.add(_c(x, 1), ops.mul(x, x))))
+_ad.defjvp(sinh_p, lambda g, x: ops.mul(g, ops.cosh(x)))
+_ad.defjvp(cosh_p, lambda g, x: ops.mul(g, ops.sinh(x)))
+_ad.defjvp(asinh_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.add(ops.mul(x, x), _c(x, 1)))))
+_ad.defjvp(acosh_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.mul(ops.sub(x, _c(x, 1)), ops.add(x, _c(x, 1))))))
+_ad.defjvp(atanh_p, lambda g, x: ops.mul(ops.reciprocal(ops.add(_c(x, 1), x)),
+                                          ops.div(g, ops.sub(_c(x, 1), x))))
+_ad.defjvp2(sqrt_p, lambda g, ans, x: ops.mul(g, ops.div(_c(x, 0.5), ans)))
+_ad.defjvp2(rsqrt_p, lambda g, ans, x: ops.mul(g, ops.mul(_c(x, -0.5), ops.div(ans, x))))
+_ad.defjvp2(cbrt_p, lambda g, ans, x: ops.mul(g, ops.mul(_c(x, 1 / 3), ops.integer_pow(ans, -2))))
+_ad.defjvp(erf_p, lambda g, x: ops.mul(_c(x, 2 / np.sqrt(np.pi)),
+                                        ops.mul(g, ops.exp(ops.neg(ops.mul(x, x))))))
 
 
 # --------------------------------------------------------------------------- binary
@@ -560,55 +561,55 @@ def _add_transpose(ct, x, y):
 
 def _sub_transpose(ct, x, y):
     return [_ad.unbroadcast(ct, x.aval) if _undef(x) else None,
-            _ad.unbroadcast(_lax.neg(ct), y.aval) if _undef(y) else None]
+            _ad.unbroadcast(ops.neg(ct), y.aval) if _undef(y) else None]
 
 
 def _div_transpose(ct, x, y):
     if _undef(y):
         raise TypeError("div is not linear in its divisor: cannot transpose it")
-    return [_ad.unbroadcast(_lax.div(ct, y), x.aval), None]
+    return [_ad.unbroadcast(ops.div(ct, y), x.aval), None]
 
 
 def _replace_zero(x):
-    return _lax.select(_lax.eq(x, _c(x, 0)), np.ones((), _ad.aval_of(x).dtype), x)
+    return ops.select(ops.eq(x, _c(x, 0)), np.ones((), _ad.aval_of(x).dtype), x)
 
 
 def _pow_jvp_lhs(g, ans, x, y):
-    jac = _lax.select(_lax.eq(y, _c(y, 0)), np.zeros((), _ad.aval_of(y).dtype),
-                      _lax.mul(_replace_zero(y), _lax.pow(x, _lax.sub(y, _c(y, 1)))))
-    return _lax.mul(g, jac)
+    jac = ops.select(ops.eq(y, _c(y, 0)), np.zeros((), _ad.aval_of(y).dtype),
+                      ops.mul(_replace_zero(y), ops.pow(x, ops.sub(y, _c(y, 1)))))
+    return ops.mul(g, jac)
 
 
 def _pow_jvp_rhs(g, ans, x, y):
-    return _lax.mul(g, _lax.mul(_lax.log(_replace_zero(x)), ans))
+    return ops.mul(g, ops.mul(ops.log(_replace_zero(x)), ans))
 
 
 def _balanced_eq(x, z, y):
     dt = _ad.aval_of(z).dtype
     one, half, zero = (np.asarray(v, dt) for v in (1, 0.5, 0))
-    return _lax.select(_lax.eq(x, z), _lax.select(_lax.eq(y, z), half, one), zero)
+    return ops.select(ops.eq(x, z), ops.select(ops.eq(y, z), half, one), zero)
 
 
 _ad.defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
 add_p.transpose = _add_transpose
-_ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: _lax.neg(g))
+_ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: ops.neg(g))
 sub_p.transpose = _sub_transpose
-_ad.defbilinear(mul_p, lambda ct, x, y: _ad.unbroadcast(_lax.mul(ct, y), x.aval),
-                lambda ct, x, y: _ad.unbroadcast(_lax.mul(x, ct), y.aval))
-_ad.defjvp(div_p, lambda g, x, y: _lax.div(g, y),
-           lambda g, x, y: _lax.mul(_lax.mul(_lax.neg(g), x), _lax.integer_pow(y, -2)))
+_ad.defbilinear(mul_p, lambda ct, x, y: _ad.unbroadcast(ops.mul(ct, y), x.aval),
+                lambda ct, x, y: _ad.unbroadcast(ops.mul(x, ct), y.aval))
+_ad.defjvp(div_p, lambda g, x, y: ops.div(g, y),
+           lambda g, x, y: ops.mul(ops.mul(ops.neg(g), x), ops.integer_pow(y, -2)))
 div_p.transpose = _div_transpose
 _ad.defjvp(rem_p, lambda g, x, y: g,
-           lambda g, x, y: _lax.mul(_lax.neg(g), _lax.mul(_lax.sign(_lax.div(x, y)),
-                                                          _lax.floor(_lax.abs(_lax.div(x, y))))))
+           lambda g, x, y: ops.mul(ops.neg(g), ops.mul(ops.sign(ops.div(x, y)),
+                                                          ops.floor(ops.abs(ops.div(x, y))))))
 _ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
-_ad.defjvp2(max_p, lambda g, ans, x, y: _lax.mul(g, _balanced_eq(x, ans, y)),
-            lambda g, ans, x, y: _lax.mul(g, _balanced_eq(y, ans, x)))
-_ad.defjvp2(min_p, lambda g, ans, x, y: _lax.mul(g, _balanced_eq(x, ans, y)),
-            lambda g, ans, x, y: _lax.mul(g, _balanced_eq(y, ans, x)))
+_ad.defjvp2(max_p, lambda g, ans, x, y: ops.mul(g, _balanced_eq(x, ans, y)),
+            lambda g, ans, x, y: ops.mul(g, _balanced_eq(y, ans, x)))
+_ad.defjvp2(min_p, lambda g, ans, x, y: ops.mul(g, _balanced_eq(x, ans, y)),
+            lambda g, ans, x, y: ops.mul(g, _balanced_eq(y, ans, x)))
 _ad.defjvp(atan2_p,
-           lambda g, x, y: _lax.mul(g, _lax.div(y, _lax.add(_lax.mul(x, x), _lax.mul(y, y)))),
-           lambda g, x, y: _lax.mul(g, _lax.div(_lax.neg(x), _lax.add(_lax.mul(x, x), _lax.mul(y, y)))))
+           lambda g, x, y: ops.mul(g, ops.div(y, ops.add(ops.mul(x, x), ops.mul(y, y)))),
+           lambda g, x, y: ops.mul(g, ops.div(ops.neg(x), ops.add(ops.mul(x, x), ops.mul(y, y)))))
 for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p,
            eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     _ad.defjvp_zero(_p)
@@ -798,7 +799,7 @@ def _ipow_jvp(g, x, y):
         return _ad.Zero(_ad.aval_of(x))
     if y == 1:
         return g
-    return _lax.mul(g, _lax.mul(_c(x, y), x if y == 2 else _lax.integer_pow(x, y - 1)))
+    return ops.mul(g, ops.mul(_c(x, y), x if y == 2 else ops.integer_pow(x, y - 1)))
 
 
 _ad.defjvp(integer_pow_p, _ipow_jvp)

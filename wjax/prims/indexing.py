@@ -20,31 +20,8 @@ from ..transforms import batching as _batching
 from .elementwise import _same_dtypes, kind
 
 
-class GatherDimensionNumbers(NamedTuple):
-    offset_dims: tuple
-    collapsed_slice_dims: tuple
-    start_index_map: tuple
-    operand_batching_dims: tuple = ()
-    start_indices_batching_dims: tuple = ()
-
-
-class ScatterDimensionNumbers(NamedTuple):
-    update_window_dims: tuple
-    inserted_window_dims: tuple
-    scatter_dims_to_operand_dims: tuple
-    operand_batching_dims: tuple = ()
-    scatter_indices_batching_dims: tuple = ()
-
-
-def _mode(mode) -> str:
-    if mode is None:
-        return "clip"
-    m = str(getattr(mode, "name", mode)).lower()
-    if m in ("clip", "promise_in_bounds"):
-        return "clip"
-    if m in ("fill", "drop", "fill_or_drop"):
-        return "fill"
-    raise ValueError(f'Unknown gather mode "{mode}"')
+from .ops import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: E402,F401
+from .ops import gather_mode as _mode  # noqa: E402
 
 
 # --------------------------------------------------------------------------- gather
@@ -393,7 +370,7 @@ scatter_max_p = _make_scatter("scatter_max")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
@@ -435,13 +412,13 @@ def _window_starts(indices, op_shape, start_index_map, slice_sizes, mode):
     dt = ia.dtype
     hi = np.asarray([op_shape[od] - slice_sizes[od] for od in start_index_map], dt)
     last = (ia.ndim - 1,)
-    hi_b = _lax.broadcast_in_dim(hi, ia.shape, last)
+    hi_b = ops.broadcast_in_dim(hi, ia.shape, last)
     if mode == "clip":
-        return _lax.clamp(np.zeros((), dt), indices, hi_b)
-    ok = _lax.bitwise_and(_lax.ge(indices, np.zeros((), dt)), _lax.le(indices, hi_b))
-    ok = _lax.broadcast_in_dim(_lax.reduce_and(ok, last), ia.shape, tuple(range(ia.ndim - 1)))
-    big = _lax.broadcast_in_dim(np.asarray([op_shape[od] for od in start_index_map], dt), ia.shape, last)
-    return _lax.select(ok, indices, big)
+        return ops.clamp(np.zeros((), dt), indices, hi_b)
+    ok = ops.bitwise_and(ops.ge(indices, np.zeros((), dt)), ops.le(indices, hi_b))
+    ok = ops.broadcast_in_dim(ops.reduce_and(ok, last), ia.shape, tuple(range(ia.ndim - 1)))
+    big = ops.broadcast_in_dim(np.asarray([op_shape[od] for od in start_index_map], dt), ia.shape, last)
+    return ops.select(ok, indices, big)
 
 
 def _gather_jvp(primals, tangents, **params):
@@ -499,11 +476,11 @@ def _scatter_transpose(ct, x, indices, u, dimension_numbers, **params):
         t_x = scatter_p.bind(ct, indices, _ad.zeros(ua), dimension_numbers=dimension_numbers, **params)
     if _ad.is_undefined_primal(u):
         # only the update that won a position receives its cotangent
-        ids = _lax.add(_lax.reshape(_lax.iota(np.int32, ua.size), ua.shape), np.ones((), np.int32))
+        ids = ops.add(ops.reshape(ops.iota(np.int32, ua.size), ua.shape), np.ones((), np.int32))
         winners = scatter_p.bind(_ad.zeros(ShapedArray(_ad.aval_of(ct).shape, np.int32)), indices, ids,
                                  dimension_numbers=dimension_numbers, **params)
-        won = _lax.eq(_gather_at(winners, indices, dimension_numbers, ua.shape), ids)
-        t_u = _lax.select(won, _gather_at(ct, indices, dimension_numbers, ua.shape), np.zeros((), ua.dtype))
+        won = ops.eq(_gather_at(winners, indices, dimension_numbers, ua.shape), ids)
+        t_u = ops.select(won, _gather_at(ct, indices, dimension_numbers, ua.shape), np.zeros((), ua.dtype))
     return [t_x, None, t_u]
 
 
@@ -519,9 +496,9 @@ def _scatter_mul_jvp(primals, tangents, **params):
         dn = params["dimension_numbers"]
         rest = {k: v for k, v in params.items() if k != "dimension_numbers"}
         if params.get("unique_indices"):
-            tu_t = _lax.mul(x, scatter_add_p.bind(zeros, idx, tu, dimension_numbers=dn, **rest))
+            tu_t = ops.mul(x, scatter_add_p.bind(zeros, idx, tu, dimension_numbers=dn, **rest))
         else:   # out * sum_i tu_i / u_i (exact where the updates are nonzero)
-            tu_t = _lax.mul(ans, scatter_add_p.bind(zeros, idx, _lax.div(tu, u), dimension_numbers=dn, **rest))
+            tu_t = ops.mul(ans, scatter_add_p.bind(zeros, idx, ops.div(tu, u), dimension_numbers=dn, **rest))
         t = _ad.add_tangents(t, tu_t)
     return ans, t
 
@@ -544,16 +521,16 @@ def _scatter_extremal_jvp(prim):
         tx, tu = _ad.instantiate(tx), _ad.instantiate(tu)
         dt = xa.dtype
         zero = np.zeros((), dt)
-        x_wins = _lax.eq(x, ans)
-        u_wins = _lax.eq(u, _gather_at(ans, idx, dn, ua.shape))
+        x_wins = ops.eq(x, ans)
+        u_wins = ops.eq(u, _gather_at(ans, idx, dn, ua.shape))
         zeros = _ad.zeros(xa)
-        num = _lax.add(_lax.convert_element_type(x_wins, dt),
-                       scatter_add_p.bind(zeros, idx, _lax.convert_element_type(u_wins, dt),
+        num = ops.add(ops.convert_element_type(x_wins, dt),
+                       scatter_add_p.bind(zeros, idx, ops.convert_element_type(u_wins, dt),
                                           dimension_numbers=dn, **rest))
-        tsum = _lax.add(_lax.select(x_wins, tx, zero),
-                        scatter_add_p.bind(zeros, idx, _lax.select(u_wins, tu, zero),
+        tsum = ops.add(ops.select(x_wins, tx, zero),
+                        scatter_add_p.bind(zeros, idx, ops.select(u_wins, tu, zero),
                                            dimension_numbers=dn, **rest))
-        return ans, _lax.div(tsum, num)
+        return ans, ops.div(tsum, num)
     return rule
 
 

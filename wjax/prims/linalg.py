@@ -336,7 +336,7 @@ dot_general_p.batch = _dot_batch
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _ranges_like(*xs):
@@ -367,22 +367,22 @@ def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans=False, preferred_ele
     yv = y
     xdt = _ad.aval_of(x).dtype
     if _ad.aval_of(g).dtype != _ad.aval_of(yv).dtype:
-        g = _lax.convert_element_type(g, _ad.aval_of(yv).dtype)
+        g = ops.convert_element_type(g, _ad.aval_of(yv).dtype)
     # dot_general(y, g) gives x's dims in the order [batch, contract (by y), kept]: when that is
     # x's own order, it avoids transposing the result (a separate kernel here)
     alt_axes = np.argsort(list(x_batch) + x_contract_sorted_by_y + x_kept)
     if list(out_axes) != list(range(x_ndim)) and list(alt_axes) == list(range(x_ndim)):
-        return _maybe_convert(_lax.dot_general(yv, g, ((tuple(y_kept), ans_y), (tuple(y_batch), ans_batch))),
+        return _maybe_convert(ops.dot_general(yv, g, ((tuple(y_kept), ans_y), (tuple(y_batch), ans_batch))),
                               xdt)
-    r = _lax.dot_general(g, yv, dims)
-    r = _lax.transpose(r, tuple(int(i) for i in out_axes))
+    r = ops.dot_general(g, yv, dims)
+    r = ops.transpose(r, tuple(int(i) for i in out_axes))
     if _ad.aval_of(r).dtype != xdt:
-        r = _lax.convert_element_type(r, xdt)
+        r = ops.convert_element_type(r, xdt)
     return r
 
 
 def _maybe_convert(r, dt):
-    return r if _ad.aval_of(r).dtype == dt else _lax.convert_element_type(r, dt)
+    return r if _ad.aval_of(r).dtype == dt else ops.convert_element_type(r, dt)
 
 
 def _dot_transpose_rhs(g, x, y, dimension_numbers, preferred_element_type=None):

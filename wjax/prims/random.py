@@ -35,6 +35,7 @@ from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
+from . import ops
 from .elementwise import T, unop
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -700,10 +701,9 @@ def _random_gamma_jvp(primals, tangents, **params):
 
 def _trigamma(x):
     """polygamma(1, x): recurrence up to x >= 6, then the asymptotic series; reflection for x < 0.5."""
-    from .. import numpy as jnp
     refl = x < 0.5
-    y = jnp.where(refl, 1.0 - x, x)
-    acc = jnp.zeros_like(y)
+    y = ops.where(refl, 1.0 - x, x)
+    acc = ops.zeros_like(y)
     for k in range(6):
         acc = acc + 1.0 / ((y + k) * (y + k))
     z = y + 6.0
@@ -711,8 +711,8 @@ def _trigamma(x):
     iz2 = iz * iz
     asym = iz + 0.5 * iz2 + iz * iz2 * (1.0 / 6 - iz2 * (1.0 / 30 - iz2 * (1.0 / 42 - iz2 / 30)))
     t = acc + asym
-    s = jnp.sin(np.pi * x)
-    return jnp.where(refl, (np.pi * np.pi) / (s * s) - t, t)
+    s = ops.sin(np.pi * x)
+    return ops.where(refl, (np.pi * np.pi) / (s * s) - t, t)
 
 
 def _digamma_rules():

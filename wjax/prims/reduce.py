@@ -454,7 +454,7 @@ argmin_p = _arg("argmin", "argmin")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _kept(x_aval, axes):
@@ -463,7 +463,7 @@ def _kept(x_aval, axes):
 
 def _sum_transpose(ct, x, axes, out_sharding=None):
     a = x.aval
-    return [_lax.broadcast_in_dim(ct, a.shape, _kept(a, axes))]
+    return [ops.broadcast_in_dim(ct, a.shape, _kept(a, axes))]
 
 
 def _chooser_jvp(prim):
@@ -475,9 +475,9 @@ def _chooser_jvp(prim):
         a = _ad.aval_of(x)
         if not _ad.is_differentiable(a):
             return ans, _ad.Zero(_ad.aval_of(ans))
-        loc = _lax.convert_element_type(_lax.eq(x, _lax.broadcast_in_dim(ans, a.shape, _kept(a, axes))), a.dtype)
-        counts = _lax.reduce_sum(loc, axes)
-        return ans, _lax.div(_lax.reduce_sum(_lax.mul(t, loc), axes), counts)
+        loc = ops.convert_element_type(ops.eq(x, ops.broadcast_in_dim(ans, a.shape, _kept(a, axes))), a.dtype)
+        counts = ops.reduce_sum(loc, axes)
+        return ans, ops.div(ops.reduce_sum(ops.mul(t, loc), axes), counts)
     return rule
 
 
@@ -491,14 +491,14 @@ def _prod_jvp(primals, tangents, axes, out_sharding=None):
         return ans, _ad.Zero(_ad.aval_of(ans))
     dt = a.dtype
     kept = _kept(a, axes)
-    is0 = _lax.eq(x, np.zeros((), dt))
-    nz = _lax.select(is0, np.ones((), dt), x)
-    p_nz = _lax.broadcast_in_dim(_lax.reduce_prod(nz, axes), a.shape, kept)
-    n0 = _lax.broadcast_in_dim(_lax.reduce_sum(_lax.convert_element_type(is0, dt), axes), a.shape, kept)
-    others = _lax.select(_lax.eq(n0, np.zeros((), dt)), _lax.div(p_nz, nz),
-                         _lax.select(_lax.bitwise_and(_lax.eq(n0, np.ones((), dt)), is0), p_nz,
+    is0 = ops.eq(x, np.zeros((), dt))
+    nz = ops.select(is0, np.ones((), dt), x)
+    p_nz = ops.broadcast_in_dim(ops.reduce_prod(nz, axes), a.shape, kept)
+    n0 = ops.broadcast_in_dim(ops.reduce_sum(ops.convert_element_type(is0, dt), axes), a.shape, kept)
+    others = ops.select(ops.eq(n0, np.zeros((), dt)), ops.div(p_nz, nz),
+                         ops.select(ops.bitwise_and(ops.eq(n0, np.ones((), dt)), is0), p_nz,
                                      np.zeros((), dt)))
-    return ans, _lax.reduce_sum(_lax.mul(t, others), axes)
+    return ans, ops.reduce_sum(ops.mul(t, others), axes)
 
 
 _ad.deflinear(reduce_sum_p, _sum_transpose)

@@ -67,7 +67,7 @@ broadcast_in_dim_p.reference = _bcast_ref
 
 # autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
@@ -75,8 +75,8 @@ def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
     bd = tuple(broadcast_dimensions)
     unit = [bd[i] for i, s in enumerate(a.shape) if s == 1 and shape[bd[i]] != 1]
     dims = sorted([d for d in range(len(shape)) if d not in bd] + unit)
-    r = _lax.reduce_sum(ct, dims) if dims else ct
-    return [_lax.reshape(r, a.shape)]
+    r = ops.reduce_sum(ct, dims) if dims else ct
+    return [ops.reshape(r, a.shape)]
 
 
 _ad.deflinear(broadcast_in_dim_p, _bcast_transpose)
@@ -114,7 +114,7 @@ def _reshape_fuse(kb, idx, read, in_avals, out_aval, new_sizes, dimensions=None,
 
 reshape_p.reference = lambda x, new_sizes, dimensions=None, sharding=None: np.reshape(x, new_sizes)
 _ad.deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None, sharding=None:
-              [_lax.reshape(ct, x.aval.shape)])
+              [ops.reshape(ct, x.aval.shape)])
 
 
 def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
@@ -144,7 +144,7 @@ def _squeeze_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 squeeze_p.reference = lambda x, dimensions: np.squeeze(x, tuple(dimensions))
-_ad.deflinear(squeeze_p, lambda ct, x, dimensions: [_lax.reshape(ct, x.aval.shape)])
+_ad.deflinear(squeeze_p, lambda ct, x, dimensions: [ops.reshape(ct, x.aval.shape)])
 
 
 def _squeeze_batch(args, dims, dimensions):
@@ -173,7 +173,7 @@ def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
-_ad.deflinear(expand_dims_p, lambda ct, x, dimensions: [_lax.reshape(ct, x.aval.shape)])
+_ad.deflinear(expand_dims_p, lambda ct, x, dimensions: [ops.reshape(ct, x.aval.shape)])
 
 
 def _expand_batch(args, dims, dimensions):
@@ -209,7 +209,7 @@ def _transpose_fuse(kb, idx, read, in_avals, out_aval, permutation):
 
 
 transpose_p.reference = lambda x, permutation: np.transpose(x, permutation)
-_ad.deflinear(transpose_p, lambda ct, x, permutation: [_lax.transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
+_ad.deflinear(transpose_p, lambda ct, x, permutation: [ops.transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
 
 
 def _transpose_batch(args, dims, permutation):
@@ -282,11 +282,11 @@ def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
     ct_shape = _ad.aval_of(ct).shape
     real_limits = [s + (0 if n == 0 else (n - 1) * st + 1) for s, n, st in zip(start_indices, ct_shape, strides)]
     cfg = [(s, d - rl, st - 1) for s, d, rl, st in zip(start_indices, shape, real_limits, strides)]
-    return [_lax.pad(ct, np.zeros((), x.aval.dtype), cfg)]
+    return [ops.pad(ct, np.zeros((), x.aval.dtype), cfg)]
 
 
 _ad.deflinear(slice_p, _slice_transpose)
-_ad.deflinear(rev_p, lambda ct, x, dimensions: [_lax.rev(ct, dimensions)])
+_ad.deflinear(rev_p, lambda ct, x, dimensions: [ops.rev(ct, dimensions)])
 
 
 def _slice_batch(args, dims, start_indices, limit_indices, strides=None):
@@ -406,13 +406,13 @@ def _pad_transpose(ct, x, padval, padding_config):
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
     ca = _ad.aval_of(ct)
     zero = np.zeros((), ca.dtype)
-    unpad = _lax.pad(ct, zero, [(-l, -h, 0) for l, h in zip(lo, hi)])
+    unpad = ops.pad(ct, zero, [(-l, -h, 0) for l, h in zip(lo, hi)])
     ua = _ad.aval_of(unpad)
-    t_x = _lax.slice(unpad, [0] * ua.ndim, ua.shape, [i + 1 for i in interior])
+    t_x = ops.slice(unpad, [0] * ua.ndim, ua.shape, [i + 1 for i in interior])
     t_pv = None
     if _ad.is_undefined_primal(padval):
-        t_pv = _lax.sub(_lax.reduce_sum(ct, tuple(range(ca.ndim))),
-                        _lax.reduce_sum(t_x, tuple(range(ca.ndim))))
+        t_pv = ops.sub(ops.reduce_sum(ct, tuple(range(ca.ndim))),
+                        ops.reduce_sum(t_x, tuple(range(ca.ndim))))
     return [t_x if _ad.is_undefined_primal(x) else None, t_pv]
 
 
@@ -495,7 +495,7 @@ def _concat_transpose(ct, *xs, dimension):
         if _ad.is_undefined_primal(x):
             start, limit = [0] * len(shape), list(shape)
             start[dimension], limit[dimension] = off, off + n
-            out.append(_lax.slice(ct, start, limit))
+            out.append(ops.slice(ct, start, limit))
         else:
             out.append(None)
         off += n
@@ -548,9 +548,9 @@ def _zero_of(x):
 
 
 _ad.defjvp(clamp_p,
-           lambda g, lo, x, hi: _lax.select(_lax.bitwise_and(_lax.gt(lo, x), _lax.lt(lo, hi)), g, _zero_of(x)),
-           lambda g, lo, x, hi: _lax.select(_lax.bitwise_and(_lax.gt(x, lo), _lax.lt(x, hi)), g, _zero_of(x)),
-           lambda g, lo, x, hi: _lax.select(_lax.lt(hi, x), g, _zero_of(x)))
+           lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(lo, x), ops.lt(lo, hi)), g, _zero_of(x)),
+           lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(x, lo), ops.lt(x, hi)), g, _zero_of(x)),
+           lambda g, lo, x, hi: ops.select(ops.lt(hi, x), g, _zero_of(x)))
 
 _batching.defbroadcasting(clamp_p)
 

@@ -379,28 +379,27 @@ _batching.defaxis(top_k_p)
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
+from . import ops  # noqa: E402
 
 
 def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):
     """Sorts an iota along to get the permutation, then gathers the tangents with it."""
-    from .. import lax, numpy as jnp
     shape = _ad.aval_of(primals[0]).shape
-    iota = lax.broadcasted_iota(np.int32, shape, dimension)
+    iota = ops.broadcasted_iota(np.int32, shape, dimension)
     outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
     perm = outs[-1]
     outs = list(outs[:-1])
-    touts = [t if isinstance(t, _ad.Zero) else jnp.take_along_axis(t, perm, axis=dimension)
+    touts = [t if isinstance(t, _ad.Zero) else ops.take_along_axis(t, perm, dimension)
              for t in tangents]
     return outs, [_ad.Zero(_ad.aval_of(o)) if isinstance(t, _ad.Zero) else t for o, t in zip(outs, touts)]
 
 
 def _top_k_jvp(primals, tangents, k, axis=-1):
-    from .. import numpy as jnp
     x, = primals
     t, = tangents
     vals, idx = top_k_p.bind(x, k=k, axis=axis)
     ax = axis % _ad.aval_of(x).ndim
-    return [vals, idx], [jnp.take_along_axis(t, idx, axis=ax), _ad.Zero(_ad.aval_of(idx))]
+    return [vals, idx], [ops.take_along_axis(t, idx, ax), _ad.Zero(_ad.aval_of(idx))]
 
 
 sort_p.jvp = _sort_jvp

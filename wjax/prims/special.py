@@ -143,9 +143,9 @@ _batching.defvectorized(reduce_precision_p)
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import lax as _lax  # noqa: E402
+from . import ops  # noqa: E402
 
-_ad.defjvp2(erf_inv_p, lambda g, ans, x: _lax.mul(g, _lax.mul(_ad.const(x, np.sqrt(np.pi) / 2),
-                                                               _lax.exp(_lax.mul(ans, ans)))))
+_ad.defjvp2(erf_inv_p, lambda g, ans, x: ops.mul(g, ops.mul(_ad.const(x, np.sqrt(np.pi) / 2),
+                                                               ops.exp(ops.mul(ans, ans)))))
 _ad.deflinear(reduce_precision_p, lambda ct, x, exponent_bits, mantissa_bits:
               [reduce_precision_p.bind(ct, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)])

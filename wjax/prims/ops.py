@@ -1,23 +1,54 @@
-"""wjax.lax: thin, strictly typed wrappers over primitives (JAX's ``jax.lax``).
+"""The thin functions over primitives (JAX's ``lax`` level): operand normalization (Python
+scalars become weakly typed values of the other operand's dtype), canonical parameters, bind.
 
-Operands must agree in dtype (TypeError otherwise, as in JAX); a Python
-scalar is weakly typed and takes the dtype of the other operand.
+Each looks its primitive up by name in the registry, so this module imports nothing of the
+families in ``wjax/prims/`` -- and every family's rules (jvp, transpose, batching) can use
+any primitive through it without an import cycle.  ``wjax.lax`` re-exports these functions
+and adds what needs the layers above (control flow, convolution helpers, fused eager calls).
 """
 from __future__ import annotations
 
 import builtins
-from typing import Sequence
+import enum
+from typing import NamedTuple
 
 import numpy as np
 
-from .core import caches, dtypes
-from .core.ir import WeakScalar, raise_to_shaped
-from .prims import elementwise as E
-from .prims import indexing as I
-from .prims import linalg as L
-from .prims import reduce as R
-from .prims import shape as S
-from .prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+from ..core import dtypes, tree_util
+from ..core.ir import WeakScalar, raise_to_shaped
+from ..core.primitive import REGISTRY
+
+
+def _p(name: str):
+    return REGISTRY[name]
+
+
+class GatherDimensionNumbers(NamedTuple):
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def gather_mode(mode) -> str:
+    """A gather/scatter ``mode`` (None, a string or GatherScatterMode) as "clip" or "fill"."""
+    if mode is None:
+        return "clip"
+    m = str(getattr(mode, "name", mode)).lower()
+    if m in ("clip", "promise_in_bounds"):
+        return "clip"
+    if m in ("fill", "drop", "fill_or_drop"):
+        return "fill"
+    raise ValueError(f'Unknown gather mode "{mode}"')
 
 
 def _is_pyscalar(x) -> bool:
@@ -61,40 +92,40 @@ def _operands(*xs):
     return [_as_operand(x, like) for x in xs]
 
 
-def _un(p):
+def _un(name):
     def f(x):
-        return p.bind(*_operands(x))
-    f.__name__ = p.name
+        return _p(name).bind(*_operands(x))
+    f.__name__ = name
     return f
 
 
-def _bin(p):
+def _bin(name):
     def f(x, y):
-        return p.bind(*_operands(x, y))
-    f.__name__ = p.name
+        return _p(name).bind(*_operands(x, y))
+    f.__name__ = name
     return f
 
 
-neg = _un(E.neg_p); sign = _un(E.sign_p); floor = _un(E.floor_p); ceil = _un(E.ceil_p)
-abs = _un(E.abs_p); exp = _un(E.exp_p); exp2 = _un(E.exp2_p); log = _un(E.log_p)
-log1p = _un(E.log1p_p); expm1 = _un(E.expm1_p); tanh = _un(E.tanh_p); logistic = _un(E.logistic_p)
-sin = _un(E.sin_p); cos = _un(E.cos_p); tan = _un(E.tan_p); asin = _un(E.asin_p)
-acos = _un(E.acos_p); atan = _un(E.atan_p); sinh = _un(E.sinh_p); cosh = _un(E.cosh_p)
-asinh = _un(E.asinh_p); acosh = _un(E.acosh_p); atanh = _un(E.atanh_p); sqrt = _un(E.sqrt_p)
-rsqrt = _un(E.rsqrt_p); cbrt = _un(E.cbrt_p); erf = _un(E.erf_p); bitwise_not = _un(E.not_p)
-is_finite = _un(E.is_finite_p); population_count = _un(E.population_count_p); clz = _un(E.clz_p)
-add = _bin(E.add_p); sub = _bin(E.sub_p); mul = _bin(E.mul_p); div = _bin(E.div_p)
-rem = _bin(E.rem_p); pow = _bin(E.pow_p); max = _bin(E.max_p); min = _bin(E.min_p)
-atan2 = _bin(E.atan2_p); bitwise_and = _bin(E.and_p); bitwise_or = _bin(E.or_p)
-bitwise_xor = _bin(E.xor_p); shift_left = _bin(E.shift_left_p)
-shift_right_arithmetic = _bin(E.shift_right_arithmetic_p)
-shift_right_logical = _bin(E.shift_right_logical_p)
-eq = _bin(E.eq_p); ne = _bin(E.ne_p); lt = _bin(E.lt_p); le = _bin(E.le_p); gt = _bin(E.gt_p)
-ge = _bin(E.ge_p)
+neg = _un("neg"); sign = _un("sign"); floor = _un("floor"); ceil = _un("ceil")
+abs = _un("abs"); exp = _un("exp"); exp2 = _un("exp2"); log = _un("log")
+log1p = _un("log1p"); expm1 = _un("expm1"); tanh = _un("tanh"); logistic = _un("logistic")
+sin = _un("sin"); cos = _un("cos"); tan = _un("tan"); asin = _un("asin")
+acos = _un("acos"); atan = _un("atan"); sinh = _un("sinh"); cosh = _un("cosh")
+asinh = _un("asinh"); acosh = _un("acosh"); atanh = _un("atanh"); sqrt = _un("sqrt")
+rsqrt = _un("rsqrt"); cbrt = _un("cbrt"); erf = _un("erf"); bitwise_not = _un("not")
+is_finite = _un("is_finite"); population_count = _un("population_count"); clz = _un("clz")
+add = _bin("add"); sub = _bin("sub"); mul = _bin("mul"); div = _bin("div")
+rem = _bin("rem"); pow = _bin("pow"); max = _bin("max"); min = _bin("min")
+atan2 = _bin("atan2"); bitwise_and = _bin("and"); bitwise_or = _bin("or")
+bitwise_xor = _bin("xor"); shift_left = _bin("shift_left")
+shift_right_arithmetic = _bin("shift_right_arithmetic")
+shift_right_logical = _bin("shift_right_logical")
+eq = _bin("eq"); ne = _bin("ne"); lt = _bin("lt"); le = _bin("le"); gt = _bin("gt")
+ge = _bin("ge")
 not_ = bitwise_not
 
 
-class RoundingMethod(int, __import__("enum").Enum):
+class RoundingMethod(int, enum.Enum):
     """lax.round's rounding of halves (JAX's ``lax.RoundingMethod``)."""
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
@@ -108,14 +139,14 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     m = int(rounding_method)
     if m not in (0, 1):
         raise ValueError(f"Unknown rounding method {rounding_method!r}")
-    return E.round_p.bind(x, rounding_method=m)
+    return _p("round").bind(x, rounding_method=m)
 
 
 def integer_pow(x, y: int):
     if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow requires an integer exponent, got {y!r} of type "
                         f"{type(y).__name__}")
-    return E.integer_pow_p.bind(x, y=int(y))
+    return _p("integer_pow").bind(x, y=int(y))
 
 
 def square(x):
@@ -128,7 +159,7 @@ def reciprocal(x):
 
 def select_n(which, *cases):
     cs = _operands(*cases)
-    return E.select_n_p.bind(which, *cs)
+    return _p("select_n").bind(which, *cs)
 
 
 def select(pred, on_true, on_false):
@@ -142,17 +173,16 @@ def convert_element_type(x, new_dtype, weak_type=False):
     a = _aval(x)
     if a.dtype == new and a.weak_type == weak_type:
         return x
-    return E.convert_element_type_p.bind(x, new_dtype=new, weak_type=weak_type)
+    return _p("convert_element_type").bind(x, new_dtype=new, weak_type=weak_type)
 
 
 def bitcast_convert_type(x, new_dtype):
-    from .prims.bitcast import bitcast_convert_type_p
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.check_supported(new_dtype))
+    return _p("bitcast_convert_type").bind(x, new_dtype=dtypes.check_supported(new_dtype))
 
 
 def clamp(min, x, max):
     lo, xx, hi = _operands(min, x, max)
-    return S.clamp_p.bind(lo, xx, hi)
+    return _p("clamp").bind(lo, xx, hi)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -162,7 +192,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     shape = tuple(int(s) for s in shape)
     if a.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))):
         return operand
-    return S.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions),
+    return _p("broadcast_in_dim").bind(operand, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions),
                                      sharding=None)
 
 
@@ -178,31 +208,31 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
         operand = transpose(operand, dimensions)
     if _aval(operand).shape == new_sizes:
         return operand
-    return S.reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+    return _p("reshape").bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
 
 
 def transpose(operand, permutation):
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))) and len(permutation) == _aval(operand).ndim:
         return operand
-    return S.transpose_p.bind(operand, permutation=permutation)
+    return _p("transpose").bind(operand, permutation=permutation)
 
 
 def squeeze(array, dimensions):
     dims = tuple(sorted(int(d) % builtins.max(_aval(array).ndim, 1) for d in dimensions))
     if not dims:
         return array
-    return S.squeeze_p.bind(array, dimensions=dims)
+    return _p("squeeze").bind(array, dimensions=dims)
 
 
 def expand_dims(array, dimensions):
     if not dimensions:
         return array
-    return S.expand_dims_p.bind(array, dimensions=tuple(int(d) for d in dimensions))
+    return _p("expand_dims").bind(array, dimensions=tuple(int(d) for d in dimensions))
 
 
 def slice(operand, start_indices, limit_indices, strides=None):
-    return S.slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
+    return _p("slice").bind(operand, start_indices=tuple(int(i) for i in start_indices),
                           limit_indices=tuple(int(i) for i in limit_indices),
                           strides=tuple(int(s) for s in strides) if strides is not None else None)
 
@@ -229,21 +259,21 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
 def rev(operand, dimensions):
     if not dimensions:
         return operand
-    return S.rev_p.bind(operand, dimensions=tuple(int(d) for d in dimensions))
+    return _p("rev").bind(operand, dimensions=tuple(int(d) for d in dimensions))
 
 
 def iota(dtype, size):
-    return S.iota_p.bind(dtype=dtypes.check_supported(dtype), shape=(int(size),), dimension=0, sharding=None)
+    return _p("iota").bind(dtype=dtypes.check_supported(dtype), shape=(int(size),), dimension=0, sharding=None)
 
 
 def broadcasted_iota(dtype, shape, dimension):
-    return S.iota_p.bind(dtype=dtypes.check_supported(dtype), shape=tuple(int(s) for s in shape),
+    return _p("iota").bind(dtype=dtypes.check_supported(dtype), shape=tuple(int(s) for s in shape),
                          dimension=int(dimension), sharding=None)
 
 
 def pad(operand, padding_value, padding_config):
     operand, padding_value = _operands(operand, padding_value)
-    return S.pad_p.bind(operand, padding_value,
+    return _p("pad").bind(operand, padding_value,
                         padding_config=tuple((int(l), int(h), int(i)) for l, h, i in padding_config))
 
 
@@ -255,9 +285,9 @@ def concatenate(operands, dimension):
     # operands as a tree of small concatenates, which the lowering can split into kernels
     k = 4
     while len(ops) > k:
-        ops = [S.concatenate_p.bind(*ops[i:i + k], dimension=int(dimension)) if len(ops[i:i + k]) > 1
+        ops = [_p("concatenate").bind(*ops[i:i + k], dimension=int(dimension)) if len(ops[i:i + k]) > 1
                else ops[i] for i in range(0, len(ops), k)]
-    return S.concatenate_p.bind(*ops, dimension=int(dimension))
+    return _p("concatenate").bind(*ops, dimension=int(dimension))
 
 
 def _index_operands(starts):
@@ -277,12 +307,12 @@ def dynamic_slice(operand, start_indices, slice_sizes):
     if len(slice_sizes) != nd:
         raise TypeError(f"Length of slice sizes must match number of operand dimensions "
                         f"({len(slice_sizes)} vs {nd})")
-    return S.dynamic_slice_p.bind(operand, *_index_operands(start_indices),
+    return _p("dynamic_slice").bind(operand, *_index_operands(start_indices),
                                   slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(operand, update, start_indices):
-    return S.dynamic_update_slice_p.bind(operand, update, *_index_operands(start_indices))
+    return _p("dynamic_update_slice").bind(operand, update, *_index_operands(start_indices))
 
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
@@ -303,28 +333,28 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
            indices_are_sorted=False, mode=None, fill_value=None):
-    return I.gather_p.bind(operand, start_indices, dimension_numbers=dimension_numbers,
-                           slice_sizes=tuple(int(s) for s in slice_sizes), mode=I._mode(mode),
+    return _p("gather").bind(operand, start_indices, dimension_numbers=dimension_numbers,
+                           slice_sizes=tuple(int(s) for s in slice_sizes), mode=gather_mode(mode),
                            fill_value=fill_value, indices_are_sorted=indices_are_sorted,
                            unique_indices=unique_indices)
 
 
-def _scatter(p):
+def _scatter(name):
     def f(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
           unique_indices=False, mode=None):
         operand, updates = _operands(operand, updates)
-        return p.bind(operand, scatter_indices, updates, dimension_numbers=dimension_numbers,
-                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                      mode=I._mode(mode) if mode is not None else "fill")
-    f.__name__ = p.name
+        return _p(name).bind(operand, scatter_indices, updates, dimension_numbers=dimension_numbers,
+                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                             mode=gather_mode(mode) if mode is not None else "fill")
+    f.__name__ = name
     return f
 
 
-scatter = _scatter(I.scatter_p)
-scatter_add = _scatter(I.scatter_add_p)
-scatter_mul = _scatter(I.scatter_mul_p)
-scatter_min = _scatter(I.scatter_min_p)
-scatter_max = _scatter(I.scatter_max_p)
+scatter = _scatter("scatter")
+scatter_add = _scatter("scatter_add")
+scatter_mul = _scatter("scatter_mul")
+scatter_min = _scatter("scatter_min")
+scatter_max = _scatter("scatter_max")
 
 # --------------------------------------------------------------------------- reductions
 
@@ -334,35 +364,35 @@ def _axes(axes):
 
 
 def reduce_sum(operand, axes):
-    return R.reduce_sum_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_sum").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def reduce_prod(operand, axes):
-    return R.reduce_prod_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_prod").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def reduce_max(operand, axes):
-    return R.reduce_max_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_max").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def reduce_min(operand, axes):
-    return R.reduce_min_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_min").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def reduce_and(operand, axes):
-    return R.reduce_and_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_and").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def reduce_or(operand, axes):
-    return R.reduce_or_p.bind(operand, axes=_axes(axes), out_sharding=None)
+    return _p("reduce_or").bind(operand, axes=_axes(axes), out_sharding=None)
 
 
 def argmax(operand, axis, index_dtype):
-    return R.argmax_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+    return _p("argmax").bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
-    return R.argmin_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+    return _p("argmin").bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -382,9 +412,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         la, ra = _aval(lhs), _aval(rhs)
     K = int(np.prod([la.shape[i] for i in dn[0][0]], dtype=np.int64))
     if K > _SPLIT_K:
-        L.dot_general_p.abstract_eval(la, ra, dimension_numbers=dn, preferred_element_type=pet)  # checks
+        _p("dot_general").abstract_eval(la, ra, dimension_numbers=dn, preferred_element_type=pet)  # checks
         return _dot_split_k(lhs, rhs, dn, pet)
-    return L.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
+    return _p("dot_general").bind(lhs, rhs, dimension_numbers=dn, precision=None,
                                 preferred_element_type=pet, out_sharding=None)
 
 
@@ -408,19 +438,9 @@ def _dot_dtype(a, b):
 _SPLIT_K, _K_CHUNK = 32768, 16384
 
 
-_split_k_jits: dict = caches.register({})
-
-
 def _dot_split_k(lhs, rhs, dn, pet):
-    from .core.tracing import current_builder
-    if current_builder() is not None:
-        return _dot_split_k_impl(lhs, rhs, dn, pet)
-    # eagerly, run the decomposition as one jitted (fused) call, as the primitive would be
-    f = _split_k_jits.get((dn, pet))
-    if f is None:
-        from .api import jit
-        f = _split_k_jits[(dn, pet)] = jit(lambda a, b: _dot_split_k_impl(a, b, dn, pet))
-    return f(lhs, rhs)
+    # (eagerly, wjax.lax.dot_general runs this decomposition as one fused plan)
+    return _dot_split_k_impl(lhs, rhs, dn, pet)
 
 
 def _permute(x, perm):
@@ -465,7 +485,7 @@ def _dot_split_k_impl(lhs, rhs, dn, pet):
     a = reshape(a, bsh + msh + [nS, Kc])
     b = reshape(b, bsh + [nS, Kc] + nsh)
     dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
-    out = L.dot_general_p.bind(a, b, dimension_numbers=dn2, precision=None,
+    out = _p("dot_general").bind(a, b, dimension_numbers=dn2, precision=None,
                                preferred_element_type=pet, out_sharding=None)
     # out: batch dims, the chunk axis, lhs free dims, rhs free dims
     return reduce_or(out, (nb,)) if _aval(out).dtype == np.bool_ else reduce_sum(out, (nb,))
@@ -485,31 +505,22 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numb
                        preferred_element_type=preferred_element_type)
 
 
-# --------------------------------------------------------------------------- cumulative, sort, conv
-# (issue 3: primitives in prims/cumulative.py, prims/sort.py, prims/conv.py, prims/special.py)
 
-from .prims import conv as _C  # noqa: E402
-from .prims import cumulative as _CU  # noqa: E402
-from .prims import sort as _SO  # noqa: E402
-from .prims import special as _SP  # noqa: E402
-from .prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations  # noqa: E402,F401
-
-
-def _cum(p):
+def _cum(name):
     def f(operand, axis: int = 0, reverse: bool = False):
         a = _aval(operand)
         if not -a.ndim <= int(axis) < builtins.max(a.ndim, 1) or a.ndim == 0:
-            raise ValueError(f"{p.name}: axis {axis} is out of bounds for array of shape {a.shape}")
-        return p.bind(operand, axis=int(axis) % a.ndim, reverse=bool(reverse))
-    f.__name__ = p.name
+            raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape {a.shape}")
+        return _p(name).bind(operand, axis=int(axis) % a.ndim, reverse=bool(reverse))
+    f.__name__ = name
     return f
 
 
-cumsum = _cum(_CU.cumsum_p)
-cumprod = _cum(_CU.cumprod_p)
-cummax = _cum(_CU.cummax_p)
-cummin = _cum(_CU.cummin_p)
-cumlogsumexp = _cum(_CU.cumlogsumexp_p)
+cumsum = _cum("cumsum")
+cumprod = _cum("cumprod")
+cummax = _cum("cummax")
+cummin = _cum("cummin")
+cumlogsumexp = _cum("cumlogsumexp")
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
@@ -524,7 +535,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     if not -nd <= dimension < nd:
         raise ValueError(f"sort dimension {dimension} is out of bounds for operand shape "
                          f"{_aval(ops[0]).shape}")
-    out = _SO.sort_p.bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
+    out = _p("sort").bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
                           num_keys=int(num_keys))
     return out[0] if single else tuple(out)
 
@@ -543,84 +554,102 @@ def top_k(operand, k: int, *, axis: int = -1):
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     ax = int(axis) % a.ndim
-    vals, idx = _SO.top_k_p.bind(operand, k=k, axis=ax)
+    vals, idx = _p("top_k").bind(operand, k=k, axis=ax)
     return vals, idx
 
 
 def erf_inv(x):
-    return _SP.erf_inv_p.bind(*_operands(x))
+    return _p("erf_inv").bind(*_operands(x))
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
-    return _SP.reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits),
+    return _p("reduce_precision").bind(operand, exponent_bits=int(exponent_bits),
                                        mantissa_bits=int(mantissa_bits))
-
-
-def padtype_to_pads(in_shape, window_shape, window_strides, padding):
-    return _C.padtype_to_pads(in_shape, window_shape, window_strides, padding)
-
-
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
-                         dimension_numbers=None, feature_group_count: int = 1,
-                         batch_group_count: int = 1, precision=None, preferred_element_type=None):
-    la, ra = _aval(lhs), _aval(rhs)
-    dnums = _C.conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
-    nsp = la.ndim - 2
-    lhs_dilation = (1,) * nsp if lhs_dilation is None else tuple(int(d) for d in lhs_dilation)
-    rhs_dilation = (1,) * nsp if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
-    window_strides = tuple(int(s) for s in window_strides)
-    if isinstance(padding, str):
-        if builtins.any(d != 1 for d in lhs_dilation):
-            raise ValueError("String padding is not implemented for transposed convolution using "
-                             "this op. Please either exactly specify the required padding or use "
-                             "conv_transpose.")
-        k_sp = [ra.shape[d] for d in dnums.rhs_spec[2:]]
-        eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(k_sp, rhs_dilation)]
-        padding = _C.padtype_to_pads([la.shape[d] for d in dnums.lhs_spec[2:]], eff,
-                                     window_strides, padding)
-    else:
-        try:
-            padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-        except (TypeError, ValueError):
-            raise ValueError("padding argument to conv_general_dilated should be a string or a "
-                             f"sequence of (low, high) pairs, got {padding}") from None
-    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
-    if pet is not None and la.dtype != ra.dtype:
-        lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
-    return _C.conv_bind(
-        lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
-        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=None, preferred_element_type=pet, out_sharding=None)
-
-
-def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
-    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
-                                preferred_element_type=preferred_element_type)
-
-
-def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                              precision=None, preferred_element_type=None):
-    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
-                                rhs_dilation=rhs_dilation, precision=precision,
-                                preferred_element_type=preferred_element_type)
 
 
 
 def stop_gradient(x):
     """The identity, with a zero derivative (applied to every leaf of a pytree)."""
-    from .core import tree_util
-    from .custom_derivatives import stop_gradient_p
 
     def stop(v):
         a = _aval(v)
         if not dtypes.is_float(a.dtype):
             return v
-        return stop_gradient_p.bind(v)
+        return _p("stop_gradient").bind(v)
 
     return tree_util.tree_map(stop, x)
 
 
-from .lax_control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A001
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+
+
+# --------------------------------------------------------------------------- composites for rules
+# A few jnp-level compositions that autodiff and batching rules need (the rules sit below
+# wjax.numpy): same-shape cases only, no argument checking.
+
+def zeros_like(x):
+    a = _aval(x)
+    return broadcast_in_dim(np.zeros((), a.dtype), a.shape, ())
+
+
+def where(c, x, y):
+    shape = np.broadcast_shapes(*(_aval(v).shape for v in (c, x, y)))
+
+    def b(v):
+        a = _aval(v)
+        return v if a.shape == shape else broadcast_in_dim(v, shape, tuple(range(len(shape) - a.ndim, len(shape))))
+    return select(b(c), b(x), b(y))
+
+
+def eye(n: int, dtype=np.float32):
+    return convert_element_type(eq(broadcasted_iota(np.int32, (n, n), 0),
+                                   broadcasted_iota(np.int32, (n, n), 1)), dtype)
+
+
+def _band(x, k, lower):
+    a = _aval(x)
+    r = broadcasted_iota(np.int32, a.shape, a.ndim - 2)
+    c = broadcasted_iota(np.int32, a.shape, a.ndim - 1)
+    keep = le(c, add(r, np.int32(k))) if lower else ge(c, add(r, np.int32(k)))
+    return select(keep, x, zeros_like(x))
+
+
+def tril(x, k: int = 0):
+    return _band(x, k, True)
+
+
+def triu(x, k: int = 0):
+    return _band(x, k, False)
+
+
+def swapaxes(x, a: int, b: int):
+    nd = _aval(x).ndim
+    perm = list(range(nd))
+    perm[a % nd], perm[b % nd] = perm[b % nd], perm[a % nd]
+    return transpose(x, perm)
+
+
+def matmul(a, b):
+    """Batched matrix products with equal leading (batch) dimensions."""
+    na, nb = _aval(a).ndim, _aval(b).ndim
+    batch = tuple(range(na - 2))
+    return dot_general(a, b, (((na - 1,), (nb - 2,)), (batch, batch)))
+
+
+def take_along_axis(arr, idx, axis: int):
+    """``arr`` gathered along ``axis`` by ``idx`` of the same shape (indices in bounds)."""
+    a = _aval(arr)
+    shape = _aval(idx).shape
+    idx = convert_element_type(idx, np.int32)
+    coords = [expand_dims(broadcasted_iota(np.int32, shape, d) if d != axis else idx, (len(shape),))
+              for d in range(a.ndim)]
+    dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(a.ndim)),
+                                start_index_map=tuple(range(a.ndim)))
+    return gather(arr, concatenate(coords, len(shape)), dn, (1,) * a.ndim, mode="clip")
+
+
+_RULE_HELPERS = {"zeros_like", "where", "eye", "tril", "triu", "swapaxes", "matmul",
+                 "take_along_axis"}   # not lax names: wjax.lax does not re-export them
+__all__ = [n for n, v in list(globals().items())
+           if not n.startswith("_") and n not in _RULE_HELPERS
+           and getattr(v, "__module__", None) == __name__]

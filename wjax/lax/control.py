@@ -10,11 +10,12 @@ import inspect
 
 import numpy as np
 
-from .core import dtypes, tree_util
-from .core.config import config as _cfg
-from .core.ir import ShapedArray
-from .prims.control import cond_p, lift_consts, scan_p, while_p
-from .core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
+from ..core import dtypes, tree_util
+from ..core.config import config as _cfg
+from ..core.ir import ShapedArray
+from ..prims import ops as lax
+from ..prims.control import cond_p, lift_consts, scan_p, while_p
+from ..core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 
@@ -24,7 +25,7 @@ _no_operand = object()
 # --------------------------------------------------------------------------- helpers
 
 def _aval(x) -> ShapedArray:
-    from .api import _abstractify
+    from ..api import _abstractify
     return _abstractify(x)
 
 
@@ -164,7 +165,7 @@ def _promote_weak(leaves, in_avals, out_avals):
         if a.weak_type and a.shape == b.shape and np.dtype(a.dtype) != np.dtype(b.dtype):
             new = dtypes.result_type(a, b)
             if np.dtype(new) == np.dtype(b.dtype):
-                from .lax import convert_element_type
+                from ..prims.ops import convert_element_type
                 leaves[i] = convert_element_type(x, new)
                 changed = True
     return leaves, changed
@@ -206,7 +207,7 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
 
 def _merge_consts(jaxprs, constss):
     """Branch jaxprs taking (all branches' consts, operands); consts deduplicated by identity."""
-    from .core.ir import ClosedJaxpr, Jaxpr, Var
+    from ..core.ir import ClosedJaxpr, Jaxpr, Var
     allc, pos = [], {}
     for cs in constss:
         for c in cs:
@@ -224,7 +225,7 @@ def _merge_consts(jaxprs, constss):
 
 def _forwarded(jaxprs):
     """Output positions every branch returns as the same input (JAX prunes these)."""
-    from .core.ir import Var
+    from ..core.ir import Var
     fwd = []
     for k in range(len(jaxprs[0].jaxpr.outvars)):
         srcs = set()
@@ -238,7 +239,7 @@ def _forwarded(jaxprs):
 
 
 def _prune_outputs(closed, keep):
-    from .core.ir import ClosedJaxpr, Jaxpr
+    from ..core.ir import ClosedJaxpr, Jaxpr
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k], j.eqns),
                        closed.consts)
@@ -261,7 +262,7 @@ def _cond_internal(index, funs, names, api, operands):
     outs = cond_p.bind(index, *ins, branches=tuple(jaxprs))
     it = iter(outs)
     res = []
-    from .numpy import asarray
+    from ..numpy import asarray
     for f in fwd:
         res.append(next(it) if f is None else asarray(ins[f]))
     return tree_util.tree_unflatten(traced[0][2], res)
@@ -289,10 +290,9 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         pdt = dtypes.result_type(pred)
     except (TypeError, ValueError):
         raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from None
-    from . import lax
     if pdt.kind != "b":
         if pdt.kind in "iuf":
-            from . import numpy as jnp
+            from .. import numpy as jnp
             pred = jnp.not_equal(pred, 0)
         else:
             raise TypeError(f"Pred type must be either boolean or number, got {pdt}.")
@@ -328,7 +328,6 @@ def switch(index, branches, *operands, operand=_no_operand):
         raise ValueError("Empty branch sequence")
     if len(branches) == 1:
         return branches[0](*operands)
-    from . import lax
     index = lax.convert_element_type(index, np.int32)
     index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     if _cfg.jax_disable_jit and is_concrete(index):
@@ -434,7 +433,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             x = tree_util.tree_unflatten(xs_tree, list(tracers[len(c_avals):]))
             out = f(c, x)
             if not (isinstance(out, tuple) and len(out) == 2):
-                from .api import _abstractify
+                from ..api import _abstractify
                 try:
                     shown = "~" + _str(_abstractify(out))
                 except TypeError:
@@ -464,7 +463,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
 
 def _scan_python(f, init, xs_leaves, xs_tree, length, reverse):
-    from . import numpy as jnp
+    from .. import numpy as jnp
     carry, ys = init, []
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         x = tree_util.tree_unflatten(xs_tree, [v[t] for v in xs_leaves])
@@ -482,8 +481,8 @@ def map(f, xs, *, batch_size=None):
     """``f`` mapped over the leading axis of ``xs`` with a ``scan`` (JAX's ``lax.map``); with
     ``batch_size``, ``vmap`` over chunks of that size (and the remainder)."""
     if batch_size is not None:
-        from .api import vmap
-        from . import numpy as jnp
+        from ..api import vmap
+        from .. import numpy as jnp
         leaves, tree = tree_util.tree_flatten(xs)
         n = int(_aval(leaves[0]).shape[0])
         nb, rem = divmod(n, batch_size)
@@ -514,7 +513,6 @@ def _fori_scan_body_fun(body_fun):
 
 def _fori_cond_fun(loop_carry):
     i, upper, _ = loop_carry
-    from . import lax
     return lax.lt(i, upper)
 
 
@@ -563,7 +561,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         return result
     if unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
-    from . import lax
     if ldt != dt:
         lower = lax.convert_element_type(lower, dt)
     if udt != dt:

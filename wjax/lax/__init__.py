@@ -1,0 +1,117 @@
+"""``jax.lax``: the functions over primitives (``wjax/prims/ops.py``, re-exported here),
+control flow (``wjax/lax/control.py``), convolutions, and ``dot_general`` run fused when eager.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..core import caches, dtypes
+from ..core.ir import raise_to_shaped
+from ..core.tracing import current_builder
+from ..prims import ops
+from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: F401
+from ..prims.ops import *  # noqa: F401,F403
+from ..prims.ops import RoundingMethod, _const, _operands  # noqa: F401
+
+
+def _aval(x):
+    return raise_to_shaped(x)
+
+
+_fused_dots: dict = caches.register({})
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    """``ops.dot_general``; eagerly, a long contraction (split into chunks there) runs as one
+    fused plan instead of one dispatch per piece."""
+    (lc, _), _ = dimension_numbers
+    K = int(np.prod([_aval(lhs).shape[i] for i in lc], dtype=np.int64))
+    if K <= ops._SPLIT_K or current_builder() is not None:
+        return ops.dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+    key = (str(dimension_numbers), str(preferred_element_type))
+    f = _fused_dots.get(key)
+    if f is None:
+        from ..api import jit
+        f = _fused_dots[key] = jit(lambda a, b: ops.dot_general(a, b, dimension_numbers, precision,
+                                                                 preferred_element_type))
+    return f(lhs, rhs)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
+    la, ra = _aval(lhs), _aval(rhs)
+    if dimension_numbers is None:
+        if not (la.ndim in (1, 2) and ra.ndim in (1, 2) and la.shape[-1] == ra.shape[0]):
+            raise ValueError(
+                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
+                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+        dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                       preferred_element_type=preferred_element_type)
+
+
+# --------------------------------------------------------------------------- cumulative, sort, conv
+# (issue 3: primitives in prims/cumulative.py, prims/sort.py, prims/conv.py, prims/special.py)
+
+from ..prims import conv as _C  # noqa: E402
+from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations  # noqa: E402,F401
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    return _C.padtype_to_pads(in_shape, window_shape, window_strides, padding)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count: int = 1,
+                         batch_group_count: int = 1, precision=None, preferred_element_type=None):
+    la, ra = _aval(lhs), _aval(rhs)
+    dnums = _C.conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    nsp = la.ndim - 2
+    lhs_dilation = (1,) * nsp if lhs_dilation is None else tuple(int(d) for d in lhs_dilation)
+    rhs_dilation = (1,) * nsp if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
+    window_strides = tuple(int(s) for s in window_strides)
+    if isinstance(padding, str):
+        if builtins.any(d != 1 for d in lhs_dilation):
+            raise ValueError("String padding is not implemented for transposed convolution using "
+                             "this op. Please either exactly specify the required padding or use "
+                             "conv_transpose.")
+        k_sp = [ra.shape[d] for d in dnums.rhs_spec[2:]]
+        eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(k_sp, rhs_dilation)]
+        padding = _C.padtype_to_pads([la.shape[d] for d in dnums.lhs_spec[2:]], eff,
+                                     window_strides, padding)
+    else:
+        try:
+            padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+        except (TypeError, ValueError):
+            raise ValueError("padding argument to conv_general_dilated should be a string or a "
+                             f"sequence of (low, high) pairs, got {padding}") from None
+    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
+    if pet is not None and la.dtype != ra.dtype:
+        lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
+    return _C.conv_bind(
+        lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=None, preferred_element_type=pet, out_sharding=None)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+
+from .control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A001
+
+__all__ = [n for n in dir() if not n.startswith("_")]
