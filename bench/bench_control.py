@@ -1,7 +1,7 @@
 """Control-flow benchmarks (issue 8): a ``fori_loop`` of 1000 small iterations (time per
 iteration; plain and with ``unroll=8``), a ``while_loop`` of 1000 iterations and a ``scan``
 RNN cell (hidden 64, 100 steps; forward and gradient), next to real JAX on the CPU, to the
-same loops with the in-kernel forms switched off (``loops.ENABLED = False``: the body is
+same loops with the in-kernel forms switched off (``runtime.options(in_kernel_loops=False)``: the body is
 recorded once per iteration), and to a hand-written WGSL kernel of the fori_loop.
 
     .venv/bin/python bench/bench_control.py
@@ -76,13 +76,10 @@ def main():
         disp = rt.stats["dispatches"] - s0["dispatches"]
         rb = rt.stats["readbacks"] - s0["readbacks"]
         t = timeit(run, warmup=1, reps=5)
-        loops.ENABLED = False            # the same loop, recorded per iteration
-        try:
+        with rt.options(in_kernel_loops=False):     # the same loop, recorded per iteration
             f_rec = build(wjax, jnp, lax)
             t_rec = timeit(lambda: wjax.block_until_ready(wjax.tree_util.tree_leaves(f_rec(*dev_args))[0]),
                            warmup=1, reps=3)
-        finally:
-            loops.ENABLED = True
         row = [name, ms(t), us(t / iters), str(disp), str(rb), ms(t_rec), f"{t_rec / t:.1f}x"]
         if jax is not None:
             import jax.numpy as rjnp

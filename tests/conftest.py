@@ -30,3 +30,18 @@ settings.register_profile(
     database=DirectoryBasedExampleDatabase(
         os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".hypothesis", "fuzz")))
 settings.load_profile(os.environ.get("WJAX_HYPOTHESIS", "ci"))
+
+
+import contextlib  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def target_options():
+    """``target_options(matmul="tiled", loop_work=64, ...)`` sets options of the device's
+    ``Target`` (``wjax/backend/target.py``) for the rest of the test: tests exercise every
+    kernel form on any adapter.  Executables are cached per target, so none leaks across."""
+    from wjax.backend import runtime
+    with contextlib.ExitStack() as stack:
+        yield lambda **options: stack.enter_context(runtime.get().options(**options))

@@ -420,13 +420,13 @@ def _mlp_loss_np(m, p, x):
 def test_eager_grad_is_one_compiled_plan_cached_by_structure(monkeypatch):
     from wjax.backend import execute
     made = []
-    orig = execute.Compiled.__init__
+    orig = execute.Executable.__init__
 
-    def counting(self, closed, name="jit"):
+    def counting(self, jaxpr, target, name="jit"):
         made.append(name)
-        orig(self, closed, name)
+        orig(self, jaxpr, target, name)
 
-    monkeypatch.setattr(execute.Compiled, "__init__", counting)
+    monkeypatch.setattr(execute.Executable, "__init__", counting)
     scale = {"s": 2.0}
 
     def loss(w):

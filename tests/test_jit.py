@@ -34,14 +34,10 @@ def run_with_limits(f, args, **limits):
     """Lowers ``f`` with forced device limits and runs the plan on real buffers."""
     closed = wjax.make_jaxpr(f)(*args)
     rt = runtime.get()
-    lim = dict(rt.limits)
-    lim.update(limits)
-    jaxpr, consts = lower.flatten_closed(closed)
-    plan = lower.lower_jaxpr(jaxpr, lim)
-    arrays = [execute._to_array(c) for c in consts] + [jnp.asarray(a) for a in args]
-    outs = execute.run_plan(plan, [a.buffer for a in arrays])
-    res = [wjax.Array(o, v.aval) for o, v in zip(outs, jaxpr.outvars)]
-    return res, plan
+    exe = execute.Executable(closed.jaxpr, rt.target().with_limits(**limits))
+    outs = execute.Bound(exe, closed.consts).run(rt, [jnp.asarray(a).buffer for a in args])
+    res = [wjax.Array(o, a) for o, a in zip(outs, exe.out_avals)]
+    return res, exe.plan
 
 
 # --------------------------------------------------------------------------- tracing
@@ -311,7 +307,7 @@ def test_reduction_fuses_producer():
 def test_cse_and_folding():
     f = lambda x: jnp.sin(x) * (2.0 * 3.0) + jnp.sin(x) * 6.0
     j = wjax.make_jaxpr(f)(jnp.ones(3))
-    plan = lower.lower_jaxpr(lower.flatten_closed(j)[0], runtime.get().limits)
+    plan = lower.lower_jaxpr(lower.flatten_closed(j)[0], runtime.get().target())
     assert plan.wgsl_text().count("= wj_sin(") == 1   # one call in the kernel body
 
 
@@ -402,11 +398,10 @@ def test_wide_concatenate_under_storage_limit():
 
 @pytest.mark.parametrize("strategy", ["tiled", "vec4"])
 @pytest.mark.parametrize("shape", [(67, 45, 70), (2, 33, 130, 9)])
-def test_matmul_strategies(monkeypatch, strategy, shape):
+def test_matmul_strategies(target_options, strategy, shape):
     """Both matmul kernels (GPU tiles, CPU register blocks) are exercised here, whatever the
     adapter: batched, ragged sizes, with a fused epilogue."""
-    from wjax.prims import linalg
-    monkeypatch.setattr(linalg, "MATMUL_STRATEGY", strategy)
+    target_options(matmul=strategy)
     rng = np.random.RandomState(3)
     *bs, m, k, n = (1,) + shape if len(shape) == 3 else shape
     a = rng.randn(*bs, m, k).astype(np.float32)

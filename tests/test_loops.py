@@ -110,10 +110,10 @@ def test_bool_int_and_swapped_carries():
 
 
 @pytest.mark.parametrize("work", [5, 64])
-def test_chunks_over_the_per_dispatch_bound(monkeypatch, work):
+def test_chunks_over_the_per_dispatch_bound(target_options, work):
     """With a tiny per-dispatch bound the loop runs in many chunks (the carry ping-pongs
     between two buffer sets, both parities end in the output)."""
-    monkeypatch.setattr(loops, "WORK_PER_DISPATCH", work)
+    target_options(loop_work=work)
     f = jax.jit(lambda x: lax.while_loop(lambda c: c[1] < 37, lambda c: (c[0] * 1.5 - 1.0, c[1] + 1), (x, 0)))
     x = np.array([1.0, 2.0], F)
     v, n = f(x)
@@ -219,8 +219,8 @@ def test_neighbour_reads_and_mixed_shapes():
     assert int(k) == wk
 
 
-def test_workgroup_form_chunks(monkeypatch):
-    monkeypatch.setattr(loops, "WORK_PER_DISPATCH", 200)
+def test_workgroup_form_chunks(target_options):
+    target_options(loop_work=200)
     f = jax.jit(lambda *a: _rnn(lax, jnp, *a))
     h, ys = f(WH, WX, B, XS)
     hh = np.zeros(16, F)

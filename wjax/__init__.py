@@ -9,19 +9,16 @@ __version__ = "0.1.0"
 
 from . import dtypes, tree, tree_util  # noqa: F401
 from . import prims as _prims  # noqa: F401  (registers every primitive)
-from .backend import execute as _execute  # noqa: F401  (runs primitives eagerly)
+from . import dispatch as _dispatch  # noqa: F401  (runs primitives eagerly)
 from .core.config import config, disable_jit  # noqa: F401
 from .array import Array, Device, live_arrays  # noqa: F401
-from .core.ir import ShapedArray  # noqa: F401
+from .core.ir import ShapedArray, ShapeDtypeStruct  # noqa: F401
 from .core.tracing import make_jaxpr  # noqa: F401
-from .core.ir import ShapeDtypeStruct  # noqa: F401
-from .api import eval_shape  # noqa: F401
-from .api import jit, clear_caches  # noqa: F401
-from .api import vmap  # noqa: F401
-from .api import grad, value_and_grad, jvp, vjp, linearize, jacfwd, jacrev, hessian  # noqa: F401
-from .custom_derivatives import custom_jvp, custom_vjp, closure_convert  # noqa: F401
-from .ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401
 from . import lax, numpy  # noqa: F401
+from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert,  # noqa: F401
+                  custom_jvp, custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp,
+                  linearize, remat, value_and_grad, vjp, vmap)
+from . import ad_checkpoint, custom_derivatives  # noqa: F401
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)

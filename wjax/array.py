@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from .backend import execute, runtime
 from .core import dtypes
 from .core.ir import ShapedArray
 
@@ -56,7 +57,6 @@ _device = None
 def default_device() -> Device:
     global _device
     if _device is None:
-        from .backend import runtime
         _device = Device(runtime.get())
     return _device
 
@@ -101,18 +101,7 @@ class Array:
     # ------------------------------------------------------------ host side
     def _value(self) -> np.ndarray:
         if self._npy is None:
-            from .backend import runtime
-            from .backend.wgsl import host_storage_dtype
-            store = host_storage_dtype(self.dtype)
-            n = self.size * store.itemsize
-            raw = runtime.get().read(self.buffer, n) if n else b""
-            v = np.frombuffer(raw, dtype=store, count=self.size).reshape(self.shape)
-            if self.dtype == np.bool_:
-                v = np.asarray(v != 0)   # 0-d comparisons give a NumPy scalar
-            else:
-                v = v.astype(self.dtype, copy=False)
-            v.flags.writeable = False
-            self._npy = v
+            self._npy = execute.download(runtime.get(), self.buffer, self.aval)
         return self._npy
 
     def __array__(self, dtype=None, copy=None):
@@ -124,12 +113,10 @@ class Array:
         return v
 
     def block_until_ready(self):
-        from .backend import runtime
         runtime.get().synchronize()
         return self
 
     def copy_to_host_async(self):
-        from .backend import runtime
         runtime.get().flush()
 
     def is_ready(self):
@@ -233,8 +220,6 @@ def asarray_device(x, dtype=None, weak_type=None) -> Array:
     64-bit values are narrowed to 32 bits as JAX does with x64 off."""
     if isinstance(x, Array) and dtype is None:
         return x
-    from .backend import runtime
-    from .backend.wgsl import host_storage_dtype
     if dtype is None:
         dt, weak = dtypes.dtype_and_weak(x)
     else:
@@ -250,7 +235,4 @@ def asarray_device(x, dtype=None, weak_type=None) -> Array:
     if host.dtype.kind in "cOSUVMm":
         raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
     val = host.astype(dt, copy=False)
-    store = val.astype(host_storage_dtype(dt), copy=False)
-    buf = rt.upload(store) if val.size else rt.alloc(0)
-    arr = Array(buf, ShapedArray(val.shape, dt, weak))
-    return arr
+    return Array(execute.upload(rt, val), ShapedArray(val.shape, dt, weak))

@@ -25,7 +25,7 @@ import numpy as np
 from .core import dtypes
 from . import lax
 from . import numpy as jnp
-from .api import jit
+from .api.jit import jit
 from .array import Array
 from .core.config import config
 from .prims.random import fma_p, random_bits_p, random_fold_in_p, random_split_p

@@ -1,7 +1,11 @@
-"""Running plans: buffers in, dispatches recorded, Arrays out (no waiting).
+"""The backend's last stage: executables, plans run on device buffers, host <-> buffer copies.
 
-``eager`` runs one primitive as a one-equation jaxpr through the same
-lowering as ``jit``; its plans are cached per (primitive, avals, params).
+``Executable`` is a jaxpr lowered for a ``Target`` (``lower.lower_jaxpr``); ``run`` records
+its plan's dispatches on a runtime and returns device ``Buffer``s at once (no waiting).
+Everything here speaks buffers: ``Array``s are made one layer up (``wjax/dispatch.py``).
+
+A jaxpr's constants reach the backend as *device values* -- any object with a ``buffer``
+attribute (an ``Array``) -- or as host values, uploaded here (``const_buffer``).
 """
 from __future__ import annotations
 
@@ -9,30 +13,65 @@ import time
 
 import numpy as np
 
-from ..core import caches, dtypes
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
-from . import runtime
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray
 from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
-from .wgsl import storage_itemsize
+from .runtime import Buffer, Runtime
+from .target import Target
+from .wgsl import host_storage_dtype, storage_itemsize
 
 
 def nbytes_of(aval: ShapedArray) -> int:
     return aval.size * storage_itemsize(aval.dtype)
 
 
-def run_plan(plan: Plan, in_buffers: list, rt=None, indirect=None, out_buffers=None) -> list:
+# --------------------------------------------------------------------------- host <-> buffer
+
+def upload(rt: Runtime, value: np.ndarray) -> Buffer:
+    """A new buffer holding ``value`` (already of its final dtype) in the device layout."""
+    store = value.astype(host_storage_dtype(value.dtype), copy=False)
+    return rt.upload(store) if value.size else rt.alloc(0)
+
+
+def download(rt: Runtime, buffer: Buffer, aval: ShapedArray) -> np.ndarray:
+    """The value of a buffer holding ``aval``, as a read-only NumPy array (waits)."""
+    store = host_storage_dtype(aval.dtype)
+    n = aval.size * store.itemsize
+    raw = rt.read(buffer, n) if n else b""
+    v = np.frombuffer(raw, dtype=store, count=aval.size).reshape(aval.shape)
+    if aval.dtype == np.bool_:
+        v = np.asarray(v != 0)   # 0-d comparisons give a NumPy scalar
+    else:
+        v = v.astype(aval.dtype, copy=False)
+    v.flags.writeable = False
+    return v
+
+
+def const_buffer(rt: Runtime, value, aval: ShapedArray) -> Buffer:
+    """The buffer of a jaxpr constant: a device value's own, or a host value uploaded."""
+    buf = getattr(value, "buffer", None)
+    if isinstance(buf, Buffer):
+        return buf
+    return upload(rt, np.asarray(value, aval.dtype))
+
+
+# --------------------------------------------------------------------------- plans
+
+def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None) -> list:
     """Records the plan's dispatches; returns the output Buffers (or Lits).  With
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
-    rt = rt or runtime.get()
     with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
         return _run_plan(plan, in_buffers, rt, indirect, out_buffers)
 
 
+def _is_lit_key(k) -> bool:
+    return isinstance(k, tuple) and bool(k) and k[0] == "lit"
+
+
 def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
     env = dict(zip(plan.in_keys, in_buffers))
-    outs = set(k for k in plan.out_keys if not (isinstance(k, tuple) and k and k[0] == "lit"))
+    outs = set(k for k in plan.out_keys if not _is_lit_key(k))
     for k, b in zip(plan.out_keys, out_buffers or ()):
         if k in outs and k not in env:
             env[k] = b
@@ -48,24 +87,16 @@ def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
             assert indirect is None, "an indirect plan holds a host step"
             d.fn(rt, bufs)
         elif indirect is None:
-            _dispatch(rt, plan, d, bufs)
+            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges)
         else:
-            _dispatch(rt, plan, d, bufs, (indirect[0], 12 * slot))
+            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges, (indirect[0], 12 * slot))
             slot += 1
         for k in dict.fromkeys(d.keys):     # a step may bind one buffer twice
             if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
                 del env[k]
-    return _results(plan, env, rt)
-
-
-def _dispatch(rt, plan, d, bufs, indirect=None):
-    rt.dispatch(d.wgsl, bufs, d.grid, d.ranges, indirect)
-
-
-def _results(plan, env, rt):
     result = []
     for k in plan.out_keys:
-        if isinstance(k, tuple) and k and k[0] == "lit":
+        if _is_lit_key(k):
             result.append(k[1])
         else:
             b = env.get(k)
@@ -75,115 +106,59 @@ def _results(plan, env, rt):
     return result
 
 
-class Compiled:
-    """A lowered closed jaxpr, ready to run on device buffers."""
+class Executable:
+    """A jaxpr lowered for a target; its inputs are the jaxpr's constvars, then its invars.
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
-        rt = runtime.get()
+    Calls inside it are inlined (``lower.flatten_closed``); constants of inner jaxprs become
+    buffers the executable holds itself.  ``run(rt, buffers)`` records it and returns one
+    Buffer per output; an output the plan knows as a literal comes from a constant buffer.
+    Pipelines are compiled, and constants uploaded, on the first run (``prepare``)."""
+
+    def __init__(self, jaxpr: Jaxpr, target: Target, name: str = "jit"):
         t0 = time.perf_counter()
-        jaxpr, consts = flatten_closed(closed)
-        self.consts = [_to_array(c) for c in consts]
-        self.in_avals = jaxpr.in_avals
-        self.out_avals = [a.aval for a in jaxpr.outvars]
-        self.plan = lower_jaxpr(jaxpr, _limits(rt))
-        for d in self.plan.steps:      # compile pipelines now, not at first run
+        self.name = name
+        self.in_avals: list[ShapedArray] = [v.aval for v in jaxpr.constvars + jaxpr.invars]
+        self.out_avals: list[ShapedArray] = [a.aval for a in jaxpr.outvars]
+        opened = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+        flat, inner = flatten_closed(ClosedJaxpr(opened, []))
+        self._inner = [(c, v.aval) for c, v in zip(inner, flat.constvars)]
+        self.plan: Plan = lower_jaxpr(flat, target)
+        self.compile_s = time.perf_counter() - t0
+        self._ready: tuple | None = None      # (inner const buffers, literal output buffers)
+
+    def prepare(self, rt: Runtime) -> None:
+        """Compiles the pipelines and uploads constants (once)."""
+        if self._ready is not None:
+            return
+        t0 = time.perf_counter()
+        for d in self.plan.steps:
             if not isinstance(d, HostStep):
                 rt.pipeline(d.wgsl)
-        self.compile_s = time.perf_counter() - t0
-        self.name = name
+        inner = [const_buffer(rt, c, aval) for c, aval in self._inner]
+        lits = {i: upload(rt, np.asarray(k[1].val, aval.dtype))
+                for i, (k, aval) in enumerate(zip(self.plan.out_keys, self.out_avals))
+                if _is_lit_key(k)}
+        self._ready = (inner, lits)
+        self.compile_s += time.perf_counter() - t0
 
-    def __call__(self, args: list):
-        from ..array import Array
-        bufs = [c.buffer for c in self.consts] + [a.buffer for a in args]
-        outs = run_plan(self.plan, bufs)
-        res = []
-        for o, aval in zip(outs, self.out_avals):
-            if isinstance(o, Lit):
-                res.append(_to_array(np.asarray(o.val, aval.dtype), aval.weak_type))
-            else:
-                res.append(Array(o, aval))
-        return res
-
-
-def _limits(rt):
-    lim = dict(rt.limits)
-    lim["max-storage-buffers-per-shader-stage"] = rt.max_storage
-    lim["max-compute-workgroups-per-dimension"] = rt.max_groups
-    lim["max-storage-buffer-binding-size"] = rt.max_binding
-    lim["shader-f16"] = rt.has_f16
-    return lim
+    def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
+        self.prepare(rt)
+        inner, lits = self._ready
+        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers)
+        if lits:
+            outs = [lits.get(i, o) for i, o in enumerate(outs)]
+        return outs
 
 
-def _to_array(x, weak=None):
-    from ..array import Array, asarray_device
-    if isinstance(x, Array):
-        return x
-    return asarray_device(x, weak_type=weak)
+class Bound:
+    """An executable with values for its constvars: ``run(rt, buffers)`` takes the invars'."""
 
+    def __init__(self, exe: Executable, consts: list):
+        self.exe = exe
+        self.consts = [(c, a) for c, a in zip(consts, exe.in_avals)]
+        self._bufs: list | None = None
 
-# --------------------------------------------------------------------------- eager
-
-_eager_cache: dict = caches.register({})
-_EAGER_CACHE_MAX = 4096
-
-
-def _params_key(params):
-    try:
-        key = tuple(sorted(params.items()))
-        hash(key)
-        return key
-    except TypeError:
-        return None
-
-
-_consts: dict = caches.register({})
-
-
-def _const_array(x):
-    """Uploads a host operand; small scalars are cached so eager loops don't re-upload."""
-    from ..array import asarray_device
-    from ..core.ir import WeakScalar
-    weak = None
-    if isinstance(x, WeakScalar):
-        x, weak = x.val, True
-    key = None
-    if np.ndim(x) == 0 and not isinstance(x, np.ndarray) or (isinstance(x, np.ndarray) and x.ndim == 0):
-        dt, w = dtypes.dtype_and_weak(x)
-        key = (np.asarray(x).tobytes(), str(dt), weak if weak is not None else w)
-        hit = _consts.get(key)
-        if hit is not None:
-            return hit
-    arr = asarray_device(x, weak_type=weak)
-    if key is not None:
-        if len(_consts) > 4096:
-            _consts.clear()
-        _consts[key] = arr
-    return arr
-
-
-def eager(prim, args, params):
-    """Runs one primitive on concrete operands through the WGSL backend."""
-    from ..array import Array, asarray_device
-    arrays = [a if isinstance(a, Array) else _const_array(a) for a in args]
-    avals = tuple(a.aval for a in arrays)
-    pkey = _params_key(params)
-    key = (prim.name, avals, pkey) if pkey is not None else None
-    comp = _eager_cache.get(key) if key is not None else None
-    if comp is None:
-        out = prim.abstract_eval(*avals, **params)
-        out_avals = list(out) if prim.multiple_results else [out]
-        invars = [Var(a) for a in avals]
-        outvars = [Var(a) for a in out_avals]
-        jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
-        comp = Compiled(ClosedJaxpr(jaxpr, []), name=prim.name)
-        if key is not None:
-            if len(_eager_cache) >= _EAGER_CACHE_MAX:   # bounded: params may hold jaxprs
-                _eager_cache.pop(next(iter(_eager_cache)))
-            _eager_cache[key] = comp
-    outs = comp(arrays)
-    return outs if prim.multiple_results else outs[0]
-
-
-from ..core.tracing import set_eager  # noqa: E402
-
-set_eager(eager)
+    def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
+        if self._bufs is None:
+            self._bufs = [const_buffer(rt, c, a) for c, a in self.consts]
+        return self.exe.run(rt, self._bufs + list(buffers), indirect, out_buffers)

@@ -41,16 +41,14 @@ import numpy as np
 
 from ..core.ir import ClosedJaxpr
 from . import wgsl as W
+from .execute import const_buffer, nbytes_of, upload
 from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, dce, flatten_closed
+from .target import Target
 from .wgsl import Index, KernelBuilder
 
-ENABLED = True                  # False: every loop takes the recorded form (benchmarks compare)
-WORK_PER_DISPATCH = 1 << 24     # element-iterations one chunk may run (bounds K for big carries)
 DEFAULT_CAP = 1 << 16           # iterations per dispatch where the adapter has no loop limit
 WORKGROUP = 256                 # threads of the single-workgroup form
 MAX_WORKGROUP_WORK = 1 << 17    # element-steps per iteration the single-workgroup form takes on
-VIEW_PRIMS = {"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "slice",
-              "convert_element_type", "copy", "rev"}
 _U32 = np.dtype(np.uint32)
 
 
@@ -63,18 +61,20 @@ class InKernelLoop:
     def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals):
         self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
         self.kind, self.length, self.carry_avals = kind, length, carry_avals
-        self.consts = consts                     # device arrays of the step's closed consts
-        from ..array import asarray_device
-        self.state0 = asarray_device(np.zeros(2, np.uint32))
+        self.consts = consts          # (value, aval) of the step's closed consts
+        self._fixed = None            # their buffers and the zero loop state, on the first run
 
     def run(self, rt, consts, carry, xs, carry_out, ys_out):
         """Records the loop; writes the final carry into ``carry_out`` and the stacked
         ``ys`` into ``ys_out``.  Returns the number of dispatches."""
-        from .execute import nbytes_of
+        if self._fixed is None:
+            self._fixed = ([const_buffer(rt, v, a) for v, a in self.consts],
+                           upload(rt, np.zeros(2, np.uint32)))
+        closed, state0 = self._fixed
         other = [rt.alloc(nbytes_of(a)) for a in self.carry_avals]
         states = [rt.alloc(8), rt.alloc(8)]
-        fixed = {"const": consts, "closed": [c.buffer for c in self.consts], "xs": xs, "ys": ys_out}
-        cin, sin, c = list(carry), [self.state0.buffer], 0
+        fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out}
+        cin, sin, c = list(carry), [state0], 0
         while True:
             cout = carry_out if c % 2 == 0 else other
             sout = [states[c % 2]]
@@ -93,14 +93,14 @@ class InKernelLoop:
         return c
 
 
-def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, limits: dict,
-                   loop_limit=None, length: int = 0, reverse: bool = False):
+def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, target: Target,
+                   length: int = 0, reverse: bool = False):
     """An :class:`InKernelLoop` for ``step``, or None when the body qualifies for neither
     kernel form (see the module docstring)."""
-    if not ENABLED or (kind == "scan" and length == 0):
+    if not target.in_kernel_loops or (kind == "scan" and length == 0):
         return None
     j, closed_consts = flatten_closed(step)
-    g = _Gen(dce(cse_and_fold(j)), kind, n_consts, n_carry, limits, loop_limit, length, reverse)
+    g = _Gen(dce(cse_and_fold(j)), kind, n_consts, n_carry, target, length, reverse)
     for form in (g.per_element, g.one_workgroup):
         g.reset()
         try:
@@ -108,17 +108,17 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, li
         except EpilogueMismatch:     # a carry read at another element's position
             src_grid = None
         if src_grid is not None and g.fits():
-            from .execute import _to_array
-            return InKernelLoop(*src_grid, g.roles(), [_to_array(c) for c in closed_consts], g.K, kind,
-                                length, [v.aval for v in g.carry_v])
+            consts = [(c, v.aval) for c, v in zip(closed_consts, j.constvars)]
+            return InKernelLoop(*src_grid, g.roles(), consts, g.K, kind, length,
+                                [v.aval for v in g.carry_v])
     return None
 
 
 class _Gen:
     """Generates the two kernel forms over one flattened step jaxpr."""
 
-    def __init__(self, j, kind, n_consts, n_carry, limits, loop_limit, length, reverse):
-        self.j, self.kind, self.limits, self.loop_limit = j, kind, limits, loop_limit
+    def __init__(self, j, kind, n_consts, n_carry, target, length, reverse):
+        self.j, self.kind, self.target, self.loop_limit = j, kind, target, target.loop_limit
         self.length, self.reverse = length, reverse
         self.consts_v = j.invars[:n_consts]
         self.carry_v = j.invars[n_consts:n_consts + n_carry]
@@ -132,13 +132,13 @@ class _Gen:
         self.ops = [e for e in j.eqns if e.prim.fuse is None or e.prim.kernel is not None]
         self.role_of = {v.id: ("closed", p) for p, v in enumerate(j.constvars)}
         self.role_of.update({v.id: ("const", p) for p, v in enumerate(self.consts_v)})
-        self.lw = Lowering(j, limits)
+        self.lw = Lowering(j, target)
         for v in j.constvars + j.invars:
             self.lw.materialized.add(v.id)
             self.lw.level[v.id] = 0
 
     def reset(self):
-        self.kb = KernelBuilder(int(self.limits.get("max-compute-workgroups-per-dimension", 65535)))
+        self.kb = KernelBuilder(int(self.target["max-compute-workgroups-per-dimension"]))
         self.K = 1
 
     @property
@@ -196,7 +196,7 @@ class _Gen:
         if any(y.aval.shape not in (shape, ()) for y in self.ys):
             return None
         n = int(np.prod(shape))
-        self.K = max(1, min(self.cap, WORK_PER_DISPATCH // n))
+        self.K = max(1, min(self.cap, self.target.loop_work // n))
 
         def flat_of(aval):
             return "i" if aval.ndim else "0u"
@@ -246,7 +246,7 @@ class _Gen:
 
         def cheap(a):        # a view chain over values already in memory: read it in place
             e = produced.get(a.id)
-            return e is None or (id(e) not in op_ids and e.prim.name in VIEW_PRIMS
+            return e is None or (id(e) not in op_ids and e.prim.view
                                  and all(not hasattr(x, "id") or cheap(x) for x in e.invars))
 
         stages, seen = [], set()
@@ -272,17 +272,17 @@ class _Gen:
         if work > MAX_WORKGROUP_WORK:
             return None
         shared = sum(4 * v.aval.size for v in stages) + sum(8 * v.aval.size for v in carries)
-        if shared + 16 > int(self.limits.get("max-compute-workgroup-storage-size", 16384)):
+        if shared + 16 > int(self.target["max-compute-workgroup-storage-size"]):
             return None
         biggest = max(v.aval.size for v in stages + carries + roots)
-        wg = min(WORKGROUP, int(self.limits.get("max-compute-invocations-per-workgroup", 256)),
+        wg = min(WORKGROUP, int(self.target["max-compute-invocations-per-workgroup"]),
                  max(32, 1 << (biggest - 1).bit_length()))
 
         def trips(size, inn=0):
             return (-(-size // wg) + 1) * (inn + 1)
         per_iter = 2 + sum(trips(v.aval.size, inner(v)) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
-        self.K = min(self.cap // per_iter, max(1, WORK_PER_DISPATCH // work))
+        self.K = min(self.cap // per_iter, max(1, self.target.loop_work // work))
         if self.K < 1:
             return None
 
@@ -363,9 +363,9 @@ class _Gen:
     # ------------------------------------------------------------------ checks
     def fits(self) -> bool:
         kb = self.kb
-        if len(kb.bindings) > int(self.limits.get("max-storage-buffers-per-shader-stage", 8)):
+        if len(kb.bindings) > int(self.target["max-storage-buffers-per-shader-stage"]):
             return False
-        max_binding = int(self.limits.get("max-storage-buffer-binding-size", 1 << 27))
+        max_binding = int(self.target["max-storage-buffer-binding-size"])
         for key, _, _ in kb.bindings:
             a = self._binding_aval(key)
             if a is not None and a.size * W.storage_itemsize(a.dtype) > max_binding:

@@ -19,11 +19,11 @@ import itertools
 
 import numpy as np
 
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, params_key
 from . import wgsl as W
+from .target import Target
 from .wgsl import Index, KernelBuilder
 
-ALIAS_PRIMS = {"reshape", "squeeze", "expand_dims"}   # contiguous views: share storage
 
 
 class Dispatch:
@@ -65,13 +65,10 @@ class Plan:
 
 # --------------------------------------------------------------------------- jaxpr passes
 
-CALL_PRIMS = ("pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint")
-
-
 def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
     """Inlines nested ``pjit`` (and other call) equations into one flat jaxpr; concrete
     consts of inner jaxprs are appended to ``extra_consts`` as (new outer constvar, value)."""
-    if not any(e.prim.name in CALL_PRIMS for e in jaxpr.eqns):
+    if not any(e.prim.call for e in jaxpr.eqns):
         return jaxpr
     eqns = []
     sub: dict[int, object] = {}
@@ -80,7 +77,7 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
         return sub.get(a.id, a) if isinstance(a, Var) else a
 
     for e in jaxpr.eqns:
-        if e.prim.name in CALL_PRIMS:
+        if e.prim.call:
             closed = e.params["jaxpr"]
             inner = inline_calls(closed.jaxpr, extra_consts)
             env = {}
@@ -116,23 +113,12 @@ def flatten_closed(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
     return j, consts
 
 
-def _param_key(params):
-    def k(v):
-        if isinstance(v, (list, tuple)):
-            return tuple(k(x) for x in v)
-        try:
-            hash(v)
-            return v
-        except TypeError:
-            return ("id", id(v))
-    return tuple(sorted((n, k(v)) for n, v in params.items()))
-
-
 def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
     """Common-subexpression elimination, and folding of scalar all-literal equations."""
     sub: dict[int, object] = {}
     seen: dict = {}
     eqns = []
+    keep: list = []     # objects keyed by identity stay alive while keys are compared
 
     def rd(a):
         return sub.get(a.id, a) if isinstance(a, Var) else a
@@ -152,8 +138,8 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
             except Exception:
                 pass
         key = None
-        if not getattr(e.prim, "effectful", False):
-            key = (e.prim.name, tuple(akey(a) for a in invars), _param_key(e.params))
+        if not e.prim.effectful:
+            key = (e.prim.name, tuple(akey(a) for a in invars), params_key(e.params, keep))
             prev = seen.get(key)
             if prev is not None:
                 for v, p in zip(e.outvars, prev.outvars):
@@ -170,7 +156,7 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     live = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
     keep = []
     for e in reversed(jaxpr.eqns):
-        if any(v.id in live for v in e.outvars) or getattr(e.prim, "effectful", False):
+        if any(v.id in live for v in e.outvars) or e.prim.effectful:
             keep.append(e)
             live.update(a.id for a in e.invars if isinstance(a, Var))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, keep[::-1])
@@ -240,11 +226,11 @@ class KernelContext:
 
     def __init__(self, lowering: "Lowering", eqn: Eqn):
         self.lw, self.eqn = lowering, eqn
-        self.rt_limits = lowering.limits
+        self.target = lowering.target
 
     @property
     def max_groups(self):
-        return self.lw.limits.get("max-compute-workgroups-per-dimension", 65535)
+        return self.target["max-compute-workgroups-per-dimension"]
 
     def new_kb(self) -> KernelBuilder:
         return self.lw.new_kb()
@@ -309,9 +295,9 @@ class BindingOverflow(Exception):
 
 
 class Lowering:
-    def __init__(self, jaxpr: Jaxpr, limits: dict, split=frozenset()):
-        self.jaxpr, self.limits = jaxpr, limits
-        self.max_storage = int(limits.get("max-storage-buffers-per-shader-stage", 8))
+    def __init__(self, jaxpr: Jaxpr, target: Target, split=frozenset()):
+        self.jaxpr, self.target = jaxpr, target
+        self.max_storage = int(target["max-storage-buffers-per-shader-stage"])
         self.plan = Plan()
         self._scratch_ids = itertools.count()
         self.producer: dict[int, Eqn] = {}
@@ -323,8 +309,8 @@ class Lowering:
         self.split: set[int] = set(split)   # fusable vars forced into their own kernel
         avals = self.plan.avals
         self.windows = W.Windows(
-            limits.get("max-storage-buffer-binding-size", 1 << 27),
-            limits.get("min-storage-buffer-offset-alignment", 256),
+            target["max-storage-buffer-binding-size"],
+            target["min-storage-buffer-offset-alignment"],
             lambda k: avals[k].size * W.storage_itemsize(avals[k].dtype) if k in avals else None)
 
     def key_of(self, v: Var):
@@ -332,7 +318,7 @@ class Lowering:
 
     def new_kb(self) -> KernelBuilder:
         """A kernel builder for this device: buffers over the binding limit get windows."""
-        return KernelBuilder(self.limits.get("max-compute-workgroups-per-dimension", 65535),
+        return KernelBuilder(self.target["max-compute-workgroups-per-dimension"],
                              windows=self.windows)
 
     # ---------------------------------------------------------------- planning
@@ -367,7 +353,7 @@ class Lowering:
         # contiguous views of buffers share storage
         for e in j.eqns:
             v = e.outvars[0]
-            if (e.prim.name in ALIAS_PRIMS and v.id in self.materialized
+            if (e.prim.shares_storage and v.id in self.materialized
                     and isinstance(e.invars[0], Var) and e.invars[0].id in self.materialized):
                 plan.aliases[v.id] = self.key_of(e.invars[0])
 
@@ -393,7 +379,7 @@ class Lowering:
                 e = batch[0]
                 if all(v.aval.size == 0 for v in e.outvars):
                     continue
-                if getattr(e.prim, "epilogue", False) and self._try_epilogue(e, groups):
+                if e.prim.epilogue and self._try_epilogue(e, groups):
                     continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
                               **e.params)
@@ -546,12 +532,10 @@ class Lowering:
             src, grid = ckb.elementwise_kernel(cnt, base=start)
             self.add_dispatch(ckb, src, grid)
 
-    @staticmethod
-    def _compiles(src: str) -> bool:
+    def _compiles(self, src: str) -> bool:
         """vec4 kernels are opportunistic: any template that is scalar-only fails WGSL
         validation, and the scalar kernel is used instead."""
-        from . import runtime
-        return runtime.get().compiles(src)
+        return self.target.compiles(src)
 
     def _emit_fused(self, kb: KernelBuilder, n: int):
         src, grid = kb.elementwise_kernel(n)
@@ -618,11 +602,11 @@ def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
-def _check_avals(jaxpr: Jaxpr, limits: dict) -> None:
+def _check_avals(jaxpr: Jaxpr, target: Target) -> None:
     """Every array must fit one device buffer (and be indexable in 32 bits), and float16 needs
-    the adapter's ``shader-f16`` (``limits["shader-f16"]``, set by the executor)."""
-    max_buffer = int(limits.get("max-buffer-size", 1 << 30))
-    f16 = limits.get("shader-f16", True)
+    the adapter's ``shader-f16``."""
+    max_buffer = int(target["max-buffer-size"])
+    f16 = target.has_f16
     for v in jaxpr.invars + [o for e in jaxpr.eqns for o in e.outvars]:
         if not f16 and v.aval.dtype == np.float16:
             raise TypeError("float16 needs the adapter feature 'shader-f16', which this adapter "
@@ -657,16 +641,16 @@ def deep_fusion_splits(jaxpr: Jaxpr, max_depth: int = MAX_FUSE_DEPTH) -> set:
     return split
 
 
-def lower_jaxpr(jaxpr: Jaxpr, limits: dict) -> Plan:
+def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
     """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
     allows, the fusable operand reading the most buffers is split into a kernel of its
     own (materialized) and planning starts again."""
-    max_ops = int(limits.get("max-storage-buffers-per-shader-stage", 8)) - 1
+    max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
-    _check_avals(j, limits)
+    _check_avals(j, target)
     split: set[int] = deep_fusion_splits(j)
     while True:
-        lw = Lowering(j, limits, split)
+        lw = Lowering(j, target, split)
         try:
             return lw.run()
         except BindingOverflow as err:

@@ -9,6 +9,7 @@ handed to later work straight away.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 import time
@@ -21,6 +22,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
+from .target import Target  # noqa: E402
 
 _USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _BATCH = 512            # dispatches recorded before a submit is forced
@@ -176,6 +178,8 @@ class Runtime:
         self.limits = dict(self.device.limits)
         self.max_storage = int(os.environ.get("WJAX_MAX_STORAGE_BUFFERS",
                                               self.limits["max-storage-buffers-per-shader-stage"]))
+        self._target = None
+        self._options: dict = {}       # Target options set by ``options`` (tests, benchmarks)
         self.max_binding = int(os.environ.get("WJAX_MAX_BINDING",
                                               self.limits["max-storage-buffer-binding-size"]))
         self.max_buffer = int(self.limits["max-buffer-size"])
@@ -213,6 +217,47 @@ class Runtime:
     @property
     def has_f16(self) -> bool:
         return "shader-f16" in self.features
+
+    @property
+    def max_binding(self) -> int:
+        return self._max_binding
+
+    @max_binding.setter
+    def max_binding(self, n: int) -> None:     # tests force a small limit
+        self._max_binding = int(n)
+        self._target = None
+
+    def target(self) -> Target:
+        """What the lowering may know of this device (``wjax/backend/target.py``)."""
+        if self._target is None:
+            lim = dict(self.limits)
+            lim["max-storage-buffers-per-shader-stage"] = self.max_storage
+            lim["max-compute-workgroups-per-dimension"] = self.max_groups
+            lim["max-storage-buffer-binding-size"] = self.max_binding
+            cpu = self.adapter.info["adapter_type"] == "CPU"
+            matmul = os.environ.get("WJAX_MATMUL", "auto")
+            if matmul not in ("tiled", "vec4"):
+                matmul = "vec4" if cpu else "tiled"
+            opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
+                        has_f16=self.has_f16, matmul=matmul, compiles=self.compiles)
+            opts.update(self._options)
+            self._target = Target(lim, **opts)
+        return self._target
+
+    @contextlib.contextmanager
+    def options(self, **options):
+        """Within the block, the target has these options (``Target.OPTIONS``): tests and
+        benchmarks compare kernel forms, e.g. ``options(matmul="tiled")`` or
+        ``options(in_kernel_loops=False)``.  Executables are cached per target, so nothing
+        compiled under other options is reused."""
+        saved = self._options
+        self._options = dict(saved, **options)
+        self._target = None
+        try:
+            yield self.target()
+        finally:
+            self._options = saved
+            self._target = None
 
     def describe(self) -> str:
         i = self.adapter.info

@@ -81,6 +81,22 @@ def raise_to_shaped(x) -> ShapedArray:
     return ShapedArray(np.shape(x), dt, weak)
 
 
+def abstractify(x) -> ShapedArray:
+    """The aval of an argument of a transformation (``jit``, ``grad``, ``vmap``): arrays,
+    tracers, NumPy values, Python scalars and anything with ``shape`` and ``dtype``
+    (``ShapeDtypeStruct``); a TypeError for anything else."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return raise_to_shaped(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return raise_to_shaped(np.asarray(x))
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(x.shape, x.dtype)
+    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+
+
 class ShapeDtypeStruct:
     """A shape and dtype standing in for an array (``jax.ShapeDtypeStruct``)."""
 
@@ -335,3 +351,86 @@ def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
     return _pp(jaxpr, {})
+
+
+class LazyJaxpr:
+    """A jaxpr parameter made on first use: a custom rule that could not be traced when its
+    call was bound is traced when the call is differentiated (or batched)."""
+
+    __name__ = "lazy_rule"
+
+    def __init__(self, make):
+        self._make, self._val = make, None
+
+    def __repr__(self):
+        return "lazy_rule"
+
+    def __call__(self):
+        if self._val is None:
+            self._val = self._make()
+        return self._val
+
+
+def force_jaxpr(j) -> "ClosedJaxpr":
+    """The ClosedJaxpr of a parameter that may be lazy."""
+    while callable(j) and not isinstance(j, ClosedJaxpr):
+        j = j()
+    return j
+
+
+# --------------------------------------------------------------------------- structural keys
+
+def param_key(v, keep: list):
+    """A hashable key for one equation parameter: jaxprs by structure, arrays and scalars by
+    value, anything else (callables, unhashables) by identity -- those objects are appended
+    to ``keep``, which the key's holder keeps alive so that no id is reused."""
+    if isinstance(v, ClosedJaxpr):
+        keep.append(v)
+        return ("closed", jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
+    if isinstance(v, Jaxpr):
+        return ("jaxpr", jaxpr_key(v, keep))
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(param_key(x, keep) for x in v)
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    try:
+        hash(v)
+    except TypeError:
+        keep.append(v)
+        return ("id", id(v))
+    if callable(v) and not isinstance(v, (type, np.dtype)):
+        keep.append(v)
+        return ("id", id(v))
+    return (type(v).__name__, v)
+
+
+def jaxpr_key(jaxpr: "Jaxpr", keep: list) -> tuple:
+    """A hashable key equal for structurally identical jaxprs (variables numbered in order,
+    literals by value, params by value; callables and inner consts by identity, kept alive in
+    ``keep``)."""
+    ids: dict = {}
+
+    def atom(a):
+        if isinstance(a, Lit):
+            return ("lit", a.val.tobytes(), a.val.dtype.str, a.aval.weak_type)
+        if a.id not in ids:
+            ids[a.id] = len(ids)
+        return ids[a.id]
+
+    parts: list = [tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars)]
+    for v in jaxpr.constvars + jaxpr.invars:
+        atom(v)
+    for e in jaxpr.eqns:
+        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params_key(e.params, keep),
+                      tuple(o.aval for o in e.outvars)))
+        for o in e.outvars:
+            atom(o)
+    parts.append(tuple(atom(a) for a in jaxpr.outvars))
+    return tuple(parts)
+
+
+def params_key(params: dict, keep: list) -> tuple:
+    """The key of an equation's parameters (see ``param_key``)."""
+    return tuple((k, param_key(v, keep)) for k, v in sorted(params.items()))

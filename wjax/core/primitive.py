@@ -1,48 +1,91 @@
 """Primitives and the registry of all of them.
 
-A primitive is one block in ``wjax/prims/<family>.py`` that fills these slots
-side by side:
+A primitive is one block in ``wjax/prims/<family>.py`` that fills the slots below side by
+side.  Everything the rest of wjax asks of a primitive is a slot or a flag declared here; no
+module lists primitives by name.
 
-    abstract_eval(*avals, **params) -> aval (or list)   shape/dtype rule
-    reference(*ndarrays, **params)  -> ndarray (or list) NumPy rule, tests only
-    fuse(kb, idx, read, in_avals, out_aval, **params) -> WGSL expression
-                                     elementwise/index op, fusable into a kernel
-    kernel(kb, ...)                  a whole-kernel op (reduction, matmul, ...)
-    element(kb, idx, read, in_avals, out_aval, **params) -> WGSL expression
-                                     a kernel op's value at one output index as sequential
-                                     code (a loop); used by single-workgroup loop kernels
-    jvp, transpose, batch            transformation rules (autodiff and vmap)
-
-Binding a primitive while a tracing builder is active records an equation;
-otherwise it runs eagerly as a one-equation jaxpr through the WGSL backend.
+Binding a primitive while a tracing builder is active records an equation; otherwise it runs
+eagerly, as a one-equation jaxpr through the WGSL backend (``wjax/dispatch.py``).
 """
 from __future__ import annotations
+
+from typing import Any, Callable, Optional
 
 from .tracing import bind as _bind
 
 REGISTRY: dict[str, "Primitive"] = {}
 
+Rule = Optional[Callable[..., Any]]
+
 
 class Primitive:
-    multiple_results = False
+    """One operation of the IR.
+
+    Rules (None when the primitive has none):
+
+    ``abstract_eval(*avals, **params) -> aval (or list)``   shape/dtype rule (required)
+    ``reference(*ndarrays, **params) -> ndarray (or list)`` NumPy rule (tests, constant folding)
+    ``fuse(kb, idx, read, in_avals, out_aval, **params) -> str``
+        an elementwise/index op: a WGSL expression, fused into its consumers' kernels
+    ``kernel(ctx, *avals, **params)``  a whole-kernel op (reduction, matmul, sort, control flow)
+    ``element(kb, idx, read, in_avals, out_aval, **params) -> str``
+        a kernel op's value at one output index as sequential code (single-workgroup loops)
+    ``merge_key(eqn) -> key`` / ``kernel_many(ctxs)``  kernel ops with equal keys at one
+        fusion level are emitted together by ``kernel_many``
+    ``jvp(primals, tangents, **params) -> (outs, tangents)``    forward-mode rule
+    ``transpose(cts, *args, **params) -> cts of the linear args``  reverse-mode rule
+    ``batch(args, dims, **params) -> (outs, out dims)``          vmap rule
+    ``partial_eval(eqn, unknowns) -> (known eqns, unknown eqns, out unknowns)``
+        how an equation with some unknown operands splits (calls, control flow); without
+        one, an equation with any unknown operand is unknown as a whole
+    ``dce(eqn, used_outputs) -> eqn``  drops unused outputs of an equation carrying jaxprs
+    ``impl(*args, **params)``  an eager override (custom calls evaluate their jaxpr)
+
+    Flags:
+
+    ``multiple_results``  returns a list
+    ``fuse_inputs``       kernel ops: operand positions that accept fused producers
+    ``epilogue``          kernel ops: same-shaped elementwise consumers fuse into the kernel
+    ``table``             elementwise ops: the dtype -> WGSL template table they were made from
+    ``zero_jvp``          the output's tangent is always zero (comparisons, integer ops)
+    ``call``              carries a ``jaxpr`` parameter that the backend inlines
+    ``transparent_call``  a call that only runs its ``jaxpr`` (``pjit``, ``checkpoint``): its
+                          unused outputs may be pruned and its traced constants hoisted
+    ``shares_storage``    a contiguous view (reshape): its output aliases its operand's buffer
+    ``view``              moves elements without arithmetic (loops index through it)
+    ``effectful``         never removed by dead-code elimination
+    ``remat``             ``checkpoint``: its partial-eval rule runs even when every operand is
+                          unknown (it recomputes, rather than saves, what it can)
+    """
 
     def __init__(self, name: str, multiple_results: bool = False):
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} registered twice")
         self.name = name
         self.multiple_results = multiple_results
-        self.abstract_eval = None
-        self.reference = None
-        self.fuse = None          # fusable op: expression template
-        self.kernel = None        # whole-kernel op
-        self.element = None       # kernel ops: one output element as a sequential loop
-        self.fuse_inputs = ()     # kernel ops: operand positions that accept fused producers
-        self.merge_key = None     # kernel ops: eqn -> key; equal keys at one level share a kernel
-        self.kernel_many = None   # ... emitted together by kernel_many(list of KernelContext)
-        self.jvp = None
-        self.transpose = None
-        self.batch = None
-        self.impl = None          # optional eager override (e.g. call primitives)
+        self.abstract_eval: Rule = None
+        self.reference: Rule = None
+        self.fuse: Rule = None
+        self.kernel: Rule = None
+        self.element: Rule = None
+        self.merge_key: Rule = None
+        self.kernel_many: Rule = None
+        self.jvp: Rule = None
+        self.transpose: Rule = None
+        self.batch: Rule = None
+        self.partial_eval: Rule = None
+        self.dce: Rule = None
+        self.impl: Rule = None
+        self.fuse_inputs: tuple[int, ...] = ()
+        self.epilogue: bool = False
+        self.table: dict | None = None
+        self.zero_jvp: bool = False
+        self.call: bool = False
+        self.transparent_call: bool = False
+        self.shares_storage: bool = False
+        self.view: bool = False
+        self.effectful: bool = False
+        self.remat: bool = False
         REGISTRY[name] = self
 
     def bind(self, *args, **params):

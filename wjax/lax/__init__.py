@@ -1,4 +1,4 @@
-"""``jax.lax``: the functions over primitives (``wjax/prims/ops.py``, re-exported here),
+"""``jax.lax``: the functions over primitives (``wjax/core/ops.py``, re-exported here),
 control flow (``wjax/lax/control.py``), convolutions, and ``dot_general`` run fused when eager.
 """
 from __future__ import annotations
@@ -7,20 +7,21 @@ import builtins
 
 import numpy as np
 
+from .. import dispatch
 from ..core import caches, dtypes
 from ..core.ir import raise_to_shaped
-from ..core.tracing import current_builder
-from ..prims import ops
+from ..core.tracing import current_builder, trace_flat
+from ..core import ops
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: F401
-from ..prims.ops import *  # noqa: F401,F403
-from ..prims.ops import RoundingMethod, _const, _operands  # noqa: F401
+from ..core.ops import *  # noqa: F401,F403
+from ..core.ops import RoundingMethod, _const, _operands  # noqa: F401
 
 
 def _aval(x):
     return raise_to_shaped(x)
 
 
-_fused_dots: dict = caches.register({})
+_fused_dots = caches.LRU(256)     # (dimension numbers, dtype, avals) -> dispatch.Compiled
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
@@ -31,13 +32,15 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     K = int(np.prod([_aval(lhs).shape[i] for i in lc], dtype=np.int64))
     if K <= ops._SPLIT_K or current_builder() is not None:
         return ops.dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
-    key = (str(dimension_numbers), str(preferred_element_type))
-    f = _fused_dots.get(key)
-    if f is None:
-        from ..api import jit
-        f = _fused_dots[key] = jit(lambda a, b: ops.dot_general(a, b, dimension_numbers, precision,
-                                                                 preferred_element_type))
-    return f(lhs, rhs)
+    avals = (raise_to_shaped(lhs), raise_to_shaped(rhs))
+    key = (str(dimension_numbers), str(preferred_element_type), avals)
+
+    def compile_dot():
+        closed = trace_flat(lambda a, b: [ops.dot_general(a, b, dimension_numbers, precision,
+                                                          preferred_element_type)], list(avals))
+        return dispatch.Compiled(closed, "dot_general")
+
+    return _fused_dots.get_or_make(key, compile_dot)([lhs, rhs])[0]
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,

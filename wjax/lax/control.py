@@ -12,8 +12,12 @@ import numpy as np
 
 from ..core import dtypes, tree_util
 from ..core.config import config as _cfg
-from ..core.ir import ShapedArray
-from ..prims import ops as lax
+from .. import dispatch
+from ..array import Array
+from ..core.ir import ShapedArray, abstractify
+from ..core.tracing import eval_jaxpr
+from ..transforms.vmap import vmap_closed_jaxpr
+from ..core import ops as lax
 from ..prims.control import cond_p, lift_consts, scan_p, while_p
 from ..core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
 
@@ -25,8 +29,7 @@ _no_operand = object()
 # --------------------------------------------------------------------------- helpers
 
 def _aval(x) -> ShapedArray:
-    from ..api import _abstractify
-    return _abstractify(x)
+    return abstractify(x)
 
 
 def _trace(fun, in_tree, avals, what, call=None):
@@ -165,7 +168,7 @@ def _promote_weak(leaves, in_avals, out_avals):
         if a.weak_type and a.shape == b.shape and np.dtype(a.dtype) != np.dtype(b.dtype):
             new = dtypes.result_type(a, b)
             if np.dtype(new) == np.dtype(b.dtype):
-                from ..prims.ops import convert_element_type
+                from ..core.ops import convert_element_type
                 leaves[i] = convert_element_type(x, new)
                 changed = True
     return leaves, changed
@@ -262,9 +265,10 @@ def _cond_internal(index, funs, names, api, operands):
     outs = cond_p.bind(index, *ins, branches=tuple(jaxprs))
     it = iter(outs)
     res = []
-    from ..numpy import asarray
     for f in fwd:
-        res.append(next(it) if f is None else asarray(ins[f]))
+        x = None if f is None else ins[f]
+        res.append(next(it) if f is None else x if isinstance(x, (Tracer, Array))
+                   else dispatch.device_array(x))
     return tree_util.tree_unflatten(traced[0][2], res)
 
 
@@ -292,8 +296,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from None
     if pdt.kind != "b":
         if pdt.kind in "iuf":
-            from .. import numpy as jnp
-            pred = jnp.not_equal(pred, 0)
+            pred = lax.ne(pred, lax._const(pred, 0))
         else:
             raise TypeError(f"Pred type must be either boolean or number, got {pdt}.")
     if _cfg.jax_disable_jit and is_concrete(pred):
@@ -433,11 +436,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             x = tree_util.tree_unflatten(xs_tree, list(tracers[len(c_avals):]))
             out = f(c, x)
             if not (isinstance(out, tuple) and len(out) == 2):
-                from ..api import _abstractify
                 try:
-                    shown = "~" + _str(_abstractify(out))
+                    shown = "~" + _str(abstractify(out))
                 except TypeError:
-                    shown = tree_util.tree_map(lambda v: "~" + _str(_abstractify(v)), out)
+                    shown = tree_util.tree_map(lambda v: "~" + _str(abstractify(v)), out)
                 raise TypeError(f"scan body output must be a pair, got {shown}.")
             cl, ct = tree_util.tree_flatten(out[0])
             yl, yt = tree_util.tree_flatten(out[1])
@@ -462,8 +464,32 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     return carry, ys
 
 
+def _stack(vs):
+    """``jnp.stack`` of one output per step (values of one dtype; Python scalars allowed)."""
+    vs = [v if isinstance(v, (Tracer, Array)) else dispatch.device_array(v) for v in vs]
+    return lax.concatenate([lax.expand_dims(v, (0,)) for v in vs], 0)
+
+
+def _vmapped(f, n: int):
+    """``vmap(f)`` over axis 0 of a pytree of size-``n`` leaves (the batching rewrite applied
+    directly: this layer is below ``wjax.vmap``)."""
+    def g(xs):
+        leaves, tree = tree_util.tree_flatten(xs)
+        avals = [_aval(x).update(shape=_aval(x).shape[1:]) for x in leaves]
+        box = []
+
+        def flat(*tracers):
+            out_leaves, out_tree = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, list(tracers))))
+            box.append(out_tree)
+            return out_leaves
+
+        closed = trace_flat(flat, avals, DebugInfo("map", f))
+        batched, _ = vmap_closed_jaxpr(closed, [0] * len(leaves), n, out_dims=0)
+        return tree_util.tree_unflatten(box[0], eval_jaxpr(batched.jaxpr, batched.consts, *leaves))
+    return g
+
+
 def _scan_python(f, init, xs_leaves, xs_tree, length, reverse):
-    from .. import numpy as jnp
     carry, ys = init, []
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         x = tree_util.tree_unflatten(xs_tree, [v[t] for v in xs_leaves])
@@ -473,7 +499,7 @@ def _scan_python(f, init, xs_leaves, xs_tree, length, reverse):
         ys = ys[::-1]
     if not ys:
         raise ValueError("scan with disable_jit needs length > 0 to know the ys")
-    stacked = tree_util.tree_map(lambda *v: jnp.stack(v), *ys)
+    stacked = tree_util.tree_map(lambda *v: _stack(v), *ys)
     return carry, stacked
 
 
@@ -481,21 +507,22 @@ def map(f, xs, *, batch_size=None):
     """``f`` mapped over the leading axis of ``xs`` with a ``scan`` (JAX's ``lax.map``); with
     ``batch_size``, ``vmap`` over chunks of that size (and the remainder)."""
     if batch_size is not None:
-        from ..api import vmap
-        from .. import numpy as jnp
         leaves, tree = tree_util.tree_flatten(xs)
         n = int(_aval(leaves[0]).shape[0])
         nb, rem = divmod(n, batch_size)
-        main = [jnp.reshape(x[:nb * batch_size], (nb, batch_size) + tuple(_aval(x).shape[1:]))
-                for x in leaves]
+        main = [lax.reshape(lax.slice_in_dim(x, 0, nb * batch_size),
+                            (nb, batch_size) + tuple(_aval(x).shape[1:])) for x in leaves]
         ys = None
         if nb:
-            _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), tree_util.tree_unflatten(tree, main))
-            ys = tree_util.tree_map(lambda y: jnp.reshape(y, (nb * batch_size,) + tuple(y.shape[2:])), ys)
+            _, ys = scan(lambda _, x: ((), _vmapped(f, batch_size)(x)), (),
+                         tree_util.tree_unflatten(tree, main))
+            ys = tree_util.tree_map(
+                lambda y: lax.reshape(y, (nb * batch_size,) + tuple(_aval(y).shape[2:])), ys)
         if rem:
-            tail = vmap(f)(tree_util.tree_unflatten(tree, [x[nb * batch_size:] for x in leaves]))
+            tail = _vmapped(f, rem)(tree_util.tree_unflatten(
+                tree, [lax.slice_in_dim(x, nb * batch_size, n) for x in leaves]))
             ys = tail if ys is None else tree_util.tree_map(
-                lambda a, b: jnp.concatenate([a, b], axis=0), ys, tail)
+                lambda a, b: lax.concatenate([a, b], 0), ys, tail)
         return ys
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtypes
 from .. import lax
 from .. import numpy as jnp
-from ..custom_derivatives import custom_jvp
+from ..api.custom_derivatives import custom_jvp
 from ..scipy.special import _erfc, _inexact, logsumexp
 from . import initializers  # noqa: F401
 

@@ -60,14 +60,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import wgsl as W
+from ..backend.execute import Bound, Executable, nbytes_of, upload
+from ..backend.loops import in_kernel_loop
+from ..backend.lower import HostStep
 from ..core import caches
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..core import ops as _ops
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, subjaxprs
 from ..core.primitive import Primitive
+from ..core.tracing import Tracer, eval_jaxpr, trace_flat
 from ..transforms import ad as _ad
 from ..transforms import batching as _batching
-from ..transforms.dce import dce_jaxpr, dce_rules
-from ..transforms.partial_eval import pe_rules
-from . import ops as _ops
+from ..transforms.dce import dce_closed, dce_jaxpr
+from ..transforms.jvp import jvp_jaxpr
+from ..transforms.partial_eval import partial_eval_jaxpr
+from ..transforms.transpose import transpose_jaxpr
+from ..transforms.vmap import vmap_closed_jaxpr
+from .elementwise import select_n_p
 
 
 
@@ -122,7 +131,6 @@ def lift_consts(closed: ClosedJaxpr):
 def _trace(fun, avals) -> ClosedJaxpr:
     """Traces ``fun(*tracers) -> list`` into a ClosedJaxpr (rules build bodies with it; they
     must close over no tracer of an enclosing trace)."""
-    from ..core.tracing import Tracer, trace_flat
     closed = trace_flat(fun, list(avals))
     if any(isinstance(c, Tracer) for c in closed.consts):
         raise AssertionError("a control-flow rule closed over a traced value")
@@ -130,7 +138,6 @@ def _trace(fun, avals) -> ClosedJaxpr:
 
 
 def _eval(closed: ClosedJaxpr, *args):
-    from ..core.tracing import eval_jaxpr
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
@@ -171,108 +178,66 @@ def _zeros_like_aval(aval):
 
 def contains_prim(closed, names) -> bool:
     """Whether a jaxpr (or any jaxpr nested in it) binds one of the primitives ``names``."""
-    from ..core.ir import subjaxprs
     j = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
     return any(e.prim.name in names or any(contains_prim(s, names) for s in subjaxprs(e.params))
                for e in j.eqns)
 
 
-# --------------------------------------------------------------------------- eager calls
-# The eager path is the jit path: a one-equation jaxpr through the backend.  Plans are cached
-# by the structure of the carried jaxprs (execute.eager would key them by object identity,
-# and every eager lax.cond traces fresh jaxprs).
-
-_eager_cache: dict = caches.register({})
-
-
-def _eager_impl(prim):
-    def impl(*args, **params):
-        from ..array import Array
-        from ..backend import execute
-        arrays = [a if isinstance(a, Array) else execute._const_array(a) for a in args]
-        avals = tuple(a.aval for a in arrays)
-        keep: list = []
-        key = (prim.name, avals, tuple((k, _ad._param_key(v, keep)) for k, v in sorted(params.items())))
-        hit = _eager_cache.get(key)
-        if hit is None:
-            out_avals = prim.abstract_eval(*avals, **params)
-            invars = [Var(a) for a in avals]
-            outvars = [Var(a) for a in out_avals]
-            jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
-            if len(_eager_cache) > 256:
-                _eager_cache.clear()
-            hit = _eager_cache[key] = (execute.Compiled(ClosedJaxpr(jaxpr, []), prim.name), keep)
-        return hit[0](arrays)
-    prim.impl = impl
-    return impl
-
-
 # --------------------------------------------------------------------------- sub-plans
 
-_sub_cache: dict = caches.register({})
+_subplans = caches.Memo(512)
 
 
-class _Sub:
-    """A sub-jaxpr compiled once; ``run(rt, buffers)`` records it and returns its output
-    Buffers (literal outputs come from constant buffers made at lowering time)."""
+class SubPlan:
+    """A sub-jaxpr compiled once, at lowering time, for the equation's target: ``run(rt,
+    buffers)`` records it and returns its output buffers."""
 
-    def __init__(self, closed: ClosedJaxpr, name: str):
-        from ..array import asarray_device
-        from ..backend.execute import Compiled
-        self.comp = Compiled(closed, name)
-        self.consts = [c.buffer for c in self.comp.consts]
-        self.lits = {}
-        for i, (k, aval) in enumerate(zip(self.comp.plan.out_keys, self.comp.out_avals)):
-            if isinstance(k, tuple) and k and k[0] == "lit":
-                self.lits[i] = asarray_device(np.asarray(k[1].val, aval.dtype), weak_type=aval.weak_type)
+    def __init__(self, closed: ClosedJaxpr, target, name: str):
+        self.bound = Bound(Executable(closed.jaxpr, target, name), list(closed.consts))
+
+    plan = property(lambda self: self.bound.exe.plan)
 
     def run(self, rt, ins, indirect=None, out_buffers=None):
-        from ..backend.execute import run_plan
-        outs = run_plan(self.comp.plan, self.consts + list(ins), rt, indirect, out_buffers)
-        if self.lits:
-            outs = [self.lits[i].buffer if i in self.lits else o for i, o in enumerate(outs)]
-        return outs
+        return self.bound.run(rt, ins, indirect, out_buffers)
 
 
-def _cached(key, make):
-    """``make()``, cached under ``key[0]`` while the objects ``key[1:]`` (the jaxprs whose ids
-    ``key[0]`` holds) are the same: ``lower_jaxpr`` may plan an equation more than once."""
-    hit = _sub_cache.get(key[0])
-    if hit is None or hit[0] != key[1:]:
-        if len(_sub_cache) > 512:
-            _sub_cache.clear()
-        hit = _sub_cache[key[0]] = (key[1:], make())
-    return hit[1]
+def _memo(ctx, objs: tuple, tag, make):
+    """``make()``, cached per (the jaxprs ``objs`` by identity, ``tag``, the target):
+    ``lower_jaxpr`` may plan an equation more than once."""
+    return _subplans.get_or_make(tuple(objs), (tag, ctx.target.key()), make)
 
 
-def _sub(key, build, name):
-    """A cached sub-plan of the jaxpr ``build()``."""
-    return _cached(key, lambda: _Sub(build(), name))
+def _sub(ctx, objs: tuple, tag, build, name: str) -> SubPlan:
+    """The cached sub-plan of the jaxpr ``build()`` (made from ``objs``)."""
+    return _memo(ctx, objs, tag, lambda: SubPlan(build(), ctx.target, name))
 
 
-def _io(ctx):
-    """The equation's operand keys, its output keys and ``split(buffers) -> (ins, outs)``;
-    literal operands become constant buffers."""
-    from ..array import asarray_device
+def _eqn_io(ctx):
+    """The equation's operand keys, its output keys and ``split(rt, buffers) -> (ins, outs)``;
+    literal operands become constant buffers (uploaded on the first run)."""
     keys, src = [], []
     for a in ctx.eqn.invars:
         if isinstance(a, Lit):
-            src.append(asarray_device(np.asarray(a.val, a.aval.dtype), weak_type=a.aval.weak_type))
+            src.append(np.asarray(a.val, a.aval.dtype))
         else:
             src.append(len(keys))
             keys.append(ctx.lw.key_of(a))
     out_keys = [ctx.out_key(j) for j in range(len(ctx.eqn.outvars))]
     n = len(keys)
+    lits: dict = {}
 
-    def split(bufs):
-        return [bufs[s] if isinstance(s, int) else s.buffer for s in src], list(bufs[n:])
+    def split(rt, bufs):
+        ins = []
+        for i, s in enumerate(src):
+            if isinstance(s, int):
+                ins.append(bufs[s])
+            else:
+                if i not in lits:
+                    lits[i] = upload(rt, s)
+                ins.append(lits[i])
+        return ins, list(bufs[n:])
 
     return keys, out_keys, split
-
-
-def _nbytes(aval) -> int:
-    from ..backend.execute import nbytes_of
-    return nbytes_of(aval)
 
 
 def _copy(rt, src, dst, nbytes, src_offset=0, dst_offset=0):
@@ -308,7 +273,7 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
             brs = e.params.get("branches", ())
             if e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in brs):
                 outs_b = [_eval(b, *ins[1:]) for b in brs]
-                outs = [o[0] if len(brs) == 1 else
+                outs = [outs_b[0][k] if len(brs) == 1 else
                         _select_n(ins[0], [o[k] for o in outs_b], v.aval)
                         for k, v in enumerate(e.outvars)]
             else:
@@ -322,7 +287,6 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _select_n(which, cases, aval):
-    from .elementwise import select_n_p
     cases = [c if not isinstance(c, np.ndarray) or c.ndim else np.asarray(c, aval.dtype) for c in cases]
     return select_n_p.bind(which, *cases)
 
@@ -356,45 +320,42 @@ def _cond_reference(index, *ops, branches):
 
 @cond_p.def_kernel
 def _cond_kernel(ctx, *avals, branches):
-    keys, out_keys, split = _io(ctx)
-    nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
+    keys, out_keys, split = _eqn_io(ctx)
+    nbytes = [nbytes_of(v.aval) for v in ctx.eqn.outvars]
     idx_atom = ctx.eqn.invars[0]
     n = len(branches)
     static = 0 if n == 1 else int(np.clip(int(idx_atom.val), 0, n - 1)) if isinstance(idx_atom, Lit) else None
     picked, label = None, "cond: a gate kernel picks the branch; all branches recorded indirect"
     if static is None and not any(contains_prim(b, ("while", "scan")) for b in branches):
-        picked = _device_cond(branches, idx_atom.aval)
+        picked = _device_cond(ctx, branches, idx_atom.aval)
     if picked is None:
         label = "cond: read the index back, record the branch" if static is None else "cond: literal index"
-        subs = [_sub((("cond", id(b)), b), lambda b=b: b, "cond_branch") for b in branches]
+        subs = [_sub(ctx, (b,), "cond", lambda b=b: b, "cond_branch") for b in branches]
 
         def picked(rt, index, ops, outs):
             i = static if static is not None else min(max(_read_scalar(rt, index), 0), n - 1)
             return subs[i].run(rt, ops)
 
     def run(rt, bufs):
-        ins, outs = split(bufs)
+        ins, outs = split(rt, bufs)
         for r, o, nb in zip(picked(rt, ins[0], ins[1:], outs), outs, nbytes):
             _copy(rt, r, o, nb)
 
     ctx.host_step(run, keys, out_keys, label=label)
 
 
-def _device_cond(branches, index_aval):
+def _device_cond(ctx, branches, index_aval):
     """``run(rt, index, operands, results) -> outputs`` picking the branch on the device: a
     gate kernel writes the indirect dispatch arguments of every branch's kernels (zero
     workgroups outside the chosen branch), every branch is recorded with them, and
     ``select_n`` on the index writes the outputs (into ``results``).  None when a branch's
     plan holds a host step."""
-    from ..backend import runtime, wgsl as W
-    from ..backend.lower import HostStep
-
     def flat(b):            # nested conds become selects, so the branch plan is all kernels
         while (s := selectify(b)) is not b:
             b = s
         return b
-    subs = [_sub((("cond_dev", id(b)), b), lambda b=b: flat(b), "cond_branch") for b in branches]
-    plans = [s.comp.plan for s in subs]
+    subs = [_sub(ctx, (b,), "cond_dev", lambda b=b: flat(b), "cond_branch") for b in branches]
+    plans = [s.plan for s in subs]
     if any(isinstance(d, HostStep) for p in plans for d in p.steps):
         return None
     n, out_avals = len(branches), list(branches[0].out_avals)
@@ -404,26 +365,26 @@ def _device_cond(branches, index_aval):
             i = _ops.clamp(np.int32(0), i, np.int32(n - 1))
             return [_select_n(i, list(outs[j::len(out_avals)]), a) for j, a in enumerate(out_avals)]
         return _trace(f, [index_aval] + out_avals * n)
-    sel = _sub((("cond_select", n, index_aval, tuple(out_avals)),), build_select, "cond_select")
+    sel = _sub(ctx, (), ("cond_select", n, index_aval, tuple(out_avals)), build_select, "cond_select")
     table = [tuple(d.grid) + (1,) * (3 - len(d.grid)) + (b,) for b, p in enumerate(plans) for d in p.steps]
     first = np.cumsum([0] + [len(p.steps) for p in plans]).tolist()
-    rt = runtime.get()
-    if table:
-        tab = rt.upload(np.array(table, np.uint32))
-        args = rt.alloc(12 * len(table), indirect=True)
-        gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1)
-        rt.pipeline(gate)
+    gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1) if table else None
+    bufs: list = []     # the gate's table and the indirect arguments, made on the first run
 
     def run(rt, index, ops, results):
         if table:
+            if not bufs:
+                bufs.extend([upload(rt, np.array(table, np.uint32)),
+                             rt.alloc(12 * len(table), indirect=True)])
+            tab, args = bufs
             rt.dispatch(gate, [index, tab, args], (-(-len(table) // 64), 1, 1))
-        outs = [o for s, f in zip(subs, first) for o in s.run(rt, ops, (args, f) if table else None)]
+        outs = [o for s, f in zip(subs, first)
+                for o in s.run(rt, ops, (bufs[1], f) if table else None)]
         return sel.run(rt, [index] + outs, out_buffers=results)
     return run
 
 
 def _cond_jvp(primals, tangents, *, branches):
-    from ..transforms.jvp import jvp_jaxpr
     index, ops = primals[0], primals[1:]
     tops = tangents[1:]
     nz = [_nz(t) for t in tops]
@@ -440,7 +401,6 @@ def _cond_jvp(primals, tangents, *, branches):
 
 
 def _cond_partial_eval(e: Eqn, uin):
-    from ..transforms.partial_eval import partial_eval_jaxpr
     branches = e.params["branches"]
     nout = len(e.outvars)
     if uin[0]:
@@ -489,7 +449,6 @@ def _cond_partial_eval(e: Eqn, uin):
 
 
 def _cond_transpose(cts, index, *ops, branches):
-    from ..transforms.transpose import transpose_jaxpr
     if _ad.is_undefined_primal(index):
         raise TypeError("cond is not linear in its index")
     lin = [_ad.is_undefined_primal(x) for x in ops]
@@ -501,7 +460,6 @@ def _cond_transpose(cts, index, *ops, branches):
 
 
 def _cond_batch(args, dims, *, branches):
-    from ..transforms.vmap import vmap_closed_jaxpr
     n = _batching.axis_size(args, dims)
     index, ops = args[0], args[1:]
     idim, odims = dims[0], list(dims[1:])
@@ -532,11 +490,10 @@ def _cond_dce(e: Eqn, used):
 
 
 cond_p.jvp = _cond_jvp
-dce_rules["cond"] = _cond_dce
+cond_p.dce = _cond_dce
 cond_p.transpose = _cond_transpose
 cond_p.batch = _cond_batch
-pe_rules["cond"] = _cond_partial_eval
-_eager_impl(cond_p)
+cond_p.partial_eval = _cond_partial_eval
 
 
 # =========================================================================== while
@@ -592,14 +549,11 @@ def _read_submitted(rt, buf) -> int:
     return int(np.frombuffer(rt.read_submitted(buf, 4), np.int32)[0])
 
 
-def _in_kernel(ctx, key, build_step, kind, n_consts, n_carry, **kw):
+def _in_kernel(ctx, objs, tag, build_step, kind, n_consts, n_carry, **kw):
     """The loop as one WGSL kernel (``wjax/backend/loops.py``) when its body qualifies;
     cached like a sub-plan (a kernel rule may be planned more than once)."""
-    from ..backend import loops, runtime
-
-    return _cached((key[0] + (loops.ENABLED,),) + key[1:],
-                   lambda: loops.in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.rt_limits,
-                                                runtime.get().loop_limit, **kw))
+    return _memo(ctx, objs, (tag, kind, n_consts, n_carry, tuple(sorted(kw.items()))),
+                 lambda: in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.target, **kw))
 
 
 def _while_step(cond_jaxpr, body_jaxpr, nc, nb):
@@ -614,29 +568,29 @@ def _while_step(cond_jaxpr, body_jaxpr, nc, nb):
 
 @while_p.def_kernel
 def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    keys, out_keys, split = _io(ctx)
+    keys, out_keys, split = _eqn_io(ctx)
     nc, nb = cond_nconsts, body_nconsts
-    nbytes = [_nbytes(v.aval) for v in ctx.eqn.outvars]
+    nbytes = [nbytes_of(v.aval) for v in ctx.eqn.outvars]
     ncar = len(ctx.eqn.outvars)
-    fused = _in_kernel(ctx, (("loop_w", id(cond_jaxpr), id(body_jaxpr)), cond_jaxpr, body_jaxpr),
+    fused = _in_kernel(ctx, (cond_jaxpr, body_jaxpr), "loop_w",
                        lambda: _while_step(cond_jaxpr, body_jaxpr, nc, nb), "while", nc + nb, ncar)
     if fused is not None:
         def run_fused(rt, bufs):
-            ins, outs = split(bufs)
+            ins, outs = split(rt, bufs)
             fused.run(rt, ins[:nc + nb], ins[nc + nb:], [], outs, [])
         ctx.host_step(run_fused, keys, out_keys, label="while: one kernel loops, state read back per chunk",
                       wgsl=fused.wgsl)
         return
-    cond_sub = _sub((("wcond", id(cond_jaxpr)), cond_jaxpr), lambda: selectify(cond_jaxpr), "while_cond")
+    cond_sub = _sub(ctx, (cond_jaxpr,), "wcond", lambda: selectify(cond_jaxpr), "while_cond")
     host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
     if host_driven:
-        body_sub = _sub((("wbody", id(body_jaxpr)), body_jaxpr), lambda: selectify(body_jaxpr), "while_body")
+        body_sub = _sub(ctx, (body_jaxpr,), "wbody", lambda: selectify(body_jaxpr), "while_body")
     else:
-        body_sub = _sub((("guarded", id(cond_jaxpr), id(body_jaxpr)), cond_jaxpr, body_jaxpr),
+        body_sub = _sub(ctx, (cond_jaxpr, body_jaxpr), "guarded",
                         lambda: _guarded_body(cond_jaxpr, body_jaxpr, nc, nb), "while_body")
 
     def run(rt, bufs):
-        ins, outs = split(bufs)
+        ins, outs = split(rt, bufs)
         cc, bc, carry = _split(ins, nc, nb)
         if host_driven:
             while _read_scalar(rt, cond_sub.run(rt, cc + carry)[0]):
@@ -665,7 +619,6 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    from ..transforms.jvp import jvp_jaxpr
     nc, nb = cond_nconsts, body_nconsts
     cc, bc, init = _split(primals, nc, nb)
     _, bct, initt = _split(tangents, nc, nb)
@@ -698,8 +651,6 @@ def _while_partial_eval(e: Eqn, uin):
     """Carries that depend only on known values run in a known loop; the unknown side is the
     whole loop again (JAX does the same), so forward-mode linearize works; its transpose
     raises JAX's error."""
-    from ..transforms.dce import dce_jaxpr
-    from ..transforms.partial_eval import partial_eval_jaxpr
     p = e.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
@@ -736,7 +687,6 @@ def _while_transpose(cts, *args, **params):
 
 
 def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    from ..transforms.vmap import vmap_closed_jaxpr
     n = _batching.axis_size(args, dims)
     nc, nb = cond_nconsts, body_nconsts
     args = [x if d is None else _batching.move_batch_axis(x, d, 0, n) for x, d in zip(args, dims)]
@@ -815,11 +765,10 @@ def _while_dce(e: Eqn, used):
 
 
 while_p.jvp = _while_jvp
-dce_rules["while"] = _while_dce
+while_p.dce = _while_dce
 while_p.transpose = _while_transpose
 while_p.batch = _while_batch
-pe_rules["while"] = _while_partial_eval
-_eager_impl(while_p)
+while_p.partial_eval = _while_partial_eval
 
 
 # =========================================================================== scan
@@ -927,7 +876,6 @@ def _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
                 for j, a in zip(ys_mis, ya)]
         return list(rc) + ys_out + list(ya)
 
-    from ..transforms.dce import dce_closed
     return dce_closed(_trace(f, in_avals))[0]
 
 
@@ -939,14 +887,13 @@ def _as_traced(x, aval):
 
 @scan_p.def_kernel
 def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
-    from ..array import asarray_device
-    keys, out_keys, split = _io(ctx)
+    keys, out_keys, split = _eqn_io(ctx)
     nc, ncar = num_consts, num_carry
-    fused = _in_kernel(ctx, (("loop_s", id(jaxpr), length, reverse), jaxpr), lambda: selectify(jaxpr),
+    fused = _in_kernel(ctx, (jaxpr,), "loop_s", lambda: selectify(jaxpr),
                        "scan", nc, ncar, length=length, reverse=reverse)
     if fused is not None:
         def run_fused(rt, bufs):
-            ins, outs = split(bufs)
+            ins, outs = split(rt, bufs)
             consts, carry, xs = _split(ins, nc, ncar)
             fused.run(rt, consts, carry, xs, outs[:ncar], outs[ncar:])
         ctx.host_step(run_fused, keys, out_keys, label="scan: one kernel loops over the steps",
@@ -954,20 +901,20 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
         return
     x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
     y_avals = jaxpr.out_avals[ncar:]
-    xnb = [_nbytes(a) for a in x_avals]
-    ynb = [_nbytes(a) for a in y_avals]
+    xnb = [nbytes_of(a) for a in x_avals]
+    ynb = [nbytes_of(a) for a in y_avals]
     xs_mis = [j for j, b in enumerate(xnb) if b % 4]
     ys_mis = [j for j, b in enumerate(ynb) if b % 4]
     counters = _counter_carries(jaxpr.jaxpr, nc, ncar)
     rest = [i for i in range(ncar) if i not in counters]
     xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
     ys_al = [j for j in range(len(y_avals)) if j not in ys_mis]
-    cnb = [_nbytes(v.aval) for v in ctx.eqn.outvars[:ncar]]
-    accnb = [_nbytes(ctx.eqn.outvars[ncar + j].aval) for j in ys_mis]
+    cnb = [nbytes_of(v.aval) for v in ctx.eqn.outvars[:ncar]]
+    accnb = [nbytes_of(ctx.eqn.outvars[ncar + j].aval) for j in ys_mis]
     k = max(1, min(int(unroll), length))
     subs = {}
     for kk in {k, 1}:
-        subs[kk] = _sub((("scan", id(jaxpr), tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk), jaxpr),
+        subs[kk] = _sub(ctx, (jaxpr,), ("scan", tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk),
                         lambda kk=kk: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk),
                         "scan_body")
     # counter values init + s (s = 0..length), per counter: constant, or computed once per run
@@ -977,24 +924,31 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
         dt = a.aval.dtype
         if isinstance(a, Lit):
             vals = (np.int64(a.val) + np.arange(length + 1, dtype=np.int64)).astype(dt)
-            ctr_static[i] = asarray_device(vals)
+            ctr_static[i] = vals
         else:
             def build(dt=dt):
                 return _trace(lambda c: [_ops.add(_ops.broadcast_in_dim(c, (length + 1,), ()),
                                                  _ops.iota(dt, length + 1))], [ShapedArray((), dt)])
-            ctr_subs[i] = _sub((("counter", dt.name, length),), build, "scan_counter")
-    steps = asarray_device(np.arange(max(length, 1), dtype=np.int32)) if (xs_mis or ys_mis) else None
+            ctr_subs[i] = _sub(ctx, (), ("counter", dt.name, length), build, "scan_counter")
+    steps = np.arange(max(length, 1), dtype=np.int32) if (xs_mis or ys_mis) else None
+    host_consts: dict = {}      # the counters' and step indices' buffers, on the first run
+
+    def const(rt, name, value):
+        if name not in host_consts:
+            host_consts[name] = upload(rt, value)
+        return host_consts[name]
 
     def run(rt, bufs):
-        ins, outs = split(bufs)
+        ins, outs = split(rt, bufs)
         consts, carry, xs = _split(ins, nc, ncar)
         cout, yout = outs[:ncar], outs[ncar:]
-        ctr = [ctr_static[i].buffer if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0] for i in counters]
+        ctr = [const(rt, i, ctr_static[i]) if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0]
+               for i in counters]
         rc = [carry[i] for i in rest]
         accs = [yout[j] for j in ys_mis]
         s, recorded = 0, 0
         while s < length:
-            per_run = len(subs[k if s + k <= length else 1].comp.plan.steps)
+            per_run = len(subs[k if s + k <= length else 1].plan.steps)
             kk = k if s + k <= length else 1
             step_in, ts = [], []
             for st in range(kk):
@@ -1010,7 +964,7 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
                     step_in.append(b)
                 if steps is not None:
                     b = rt.alloc(4)
-                    _copy(rt, steps.buffer, b, 4, src_offset=4 * t)
+                    _copy(rt, const(rt, "steps", steps), b, 4, src_offset=4 * t)
                     step_in.append(b)
             extra = [xs[j] for j in xs_mis]
             res = subs[kk].run(rt, consts + rc + step_in + extra + accs)
@@ -1035,7 +989,6 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
 
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
               _split_transpose=False):
-    from ..transforms.jvp import jvp_jaxpr
     nc, ncar = num_consts, num_carry
     consts, init, xs = _split(primals, nc, ncar)
     ct, it, xt = _split(tangents, nc, ncar)
@@ -1077,7 +1030,6 @@ def _scan_partial_eval(e: Eqn, uin):
     """Known scan: the known carries and ys, plus the residuals each step saves, stacked as
     extra ys; unknown scan: reads them as extra xs.  Residuals that are loop-invariant body
     consts are passed as consts instead of stacked."""
-    from ..transforms.partial_eval import partial_eval_jaxpr
     p = e.params
     nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
     jaxpr = p["jaxpr"]
@@ -1127,7 +1079,6 @@ def _scan_partial_eval(e: Eqn, uin):
 
 def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll,
                     _split_transpose=False):
-    from ..transforms.transpose import transpose_jaxpr
     nc, ncar = num_consts, num_carry
     consts, init, xs = _split(args, nc, ncar)
     c_lin = [_ad.is_undefined_primal(x) for x in consts]
@@ -1166,7 +1117,6 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 
 def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
                 _split_transpose=False):
-    from ..transforms.vmap import vmap_closed_jaxpr
     n = _batching.axis_size(args, dims)
     nc, ncar = num_consts, num_carry
     consts, init, xs = _split(args, nc, ncar)
@@ -1214,8 +1164,7 @@ def _scan_dce(e: Eqn, used):
 
 
 scan_p.jvp = _scan_jvp
-dce_rules["scan"] = _scan_dce
+scan_p.dce = _scan_dce
 scan_p.transpose = _scan_transpose
 scan_p.batch = _scan_batch
-pe_rules["scan"] = _scan_partial_eval
-_eager_impl(scan_p)
+scan_p.partial_eval = _scan_partial_eval

@@ -302,12 +302,11 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     M = out_n * int(np.prod(out_sp, dtype=np.int64))
     N = Og
     K = g["Cg"] * int(np.prod(k_sp, dtype=np.int64))
-    from ..backend import runtime
-    limit = runtime.get().loop_limit
+    limit = ctx.target.loop_limit
     if limit is not None and K > limit:
         raise NotImplementedError(
             f"wjax: this convolution contracts {K} terms per output in one thread, more than the "
-            f"{limit} loop iterations {runtime.get().describe()} runs per invocation (a window "
+            f"{limit} loop iterations {ctx.target.name} runs per invocation (a window "
             f"of {int(np.prod(k_sp))} positions); use a smaller window or another adapter")
     acc = _acc_dtype(lhs.dtype)
     f32 = np.dtype(np.float32)

@@ -210,7 +210,7 @@ cumlogsumexp_p = _cumulative("cumlogsumexp", "logsumexp")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 _ad.deflinear(cumsum_p, lambda ct, x, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 

@@ -331,7 +331,7 @@ _batching.deffront(cholesky_p)   # vmap: one more leading batch dimension
 
 # --------------------------------------------------------------------------- autodiff (JAX's rules)
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _tril(x, k=0):

@@ -417,7 +417,7 @@ def _clz_ref(x):
 # autodiff rules (unary) -------------------------------------------------------
 from ..transforms import ad as _ad  # noqa: E402
 from ..transforms.ad import const as _c  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 _ad.deflinear(neg_p, lambda ct, x: [ops.neg(ct)])
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p, population_count_p, clz_p):
@@ -677,6 +677,7 @@ select_n_p.transpose = _select_transpose
 _batching.defbroadcasting(select_n_p)
 
 convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.view = True    # one operand element per output element
 
 
 @convert_element_type_p.def_abstract_eval
@@ -804,3 +805,15 @@ def _ipow_jvp(g, x, y):
 
 _ad.defjvp(integer_pow_p, _ipow_jvp)
 _batching.defbroadcasting(integer_pow_p)
+
+
+# --------------------------------------------------------------------------- stop_gradient
+# the identity whose tangent is zero (``lax.stop_gradient``)
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.abstract_eval = lambda x: x
+stop_gradient_p.reference = lambda x: np.asarray(x)
+stop_gradient_p.fuse = lambda kb, idx, read, in_avals, out_aval: read[0](idx)
+stop_gradient_p.view = True
+_ad.defjvp_zero(stop_gradient_p)
+stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])

@@ -20,8 +20,8 @@ from ..transforms import batching as _batching
 from .elementwise import _same_dtypes, kind
 
 
-from .ops import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: E402,F401
-from .ops import gather_mode as _mode  # noqa: E402
+from ..core.ops import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: E402,F401
+from ..core.ops import gather_mode as _mode  # noqa: E402
 
 
 # --------------------------------------------------------------------------- gather
@@ -370,7 +370,7 @@ scatter_max_p = _make_scatter("scatter_max")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:

@@ -126,16 +126,9 @@ MM_MIN_THREADS = 16        # shrink the blocks only below this many threads (lav
 # contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
 K_CHUNK = 16384
 
-# "auto": workgroup-memory tiles on GPU adapters, register blocking from global memory on CPU
-# adapters (lavapipe), where DESIGN.md measured the latter faster.  WJAX_MATMUL=tiled|vec4 forces.
-MATMUL_STRATEGY = os.environ.get("WJAX_MATMUL", "auto")
-
-
-def _matmul_strategy() -> str:
-    if MATMUL_STRATEGY != "auto":
-        return MATMUL_STRATEGY
-    from ..backend import runtime
-    return "vec4" if runtime.get().info["adapter_type"] == "CPU" else "tiled"
+# The matmul kernel is the target's: workgroup-memory tiles on GPU adapters, register blocking
+# from global memory on CPU adapters (lavapipe), where the latter measured faster
+# (WJAX_MATMUL=tiled|vec4 forces it; the runtime reads it into the Target).
 
 
 def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
@@ -261,8 +254,7 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
     if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
-        from ..backend import runtime
-        if _matmul_strategy() == "tiled" and (runtime.get().loop_limit is None or K <= K_CHUNK):
+        if ctx.target.matmul == "tiled" and (ctx.target.loop_limit is None or K <= K_CHUNK):
             return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
     kb = ctx.new_kb()
@@ -336,7 +328,7 @@ dot_general_p.batch = _dot_batch
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _ranges_like(*xs):

@@ -35,7 +35,7 @@ from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
-from . import ops
+from ..core import ops
 from .elementwise import T, unop
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

@@ -112,17 +112,8 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
 from ..backend import wgsl_math  # noqa: E402,F401  (registers wj_opq)
 
 
-def _runtime():
-    from ..backend import runtime
-    return runtime.get()
-
-
 def _is_cpu(ctx) -> bool:
-    from ..backend import runtime
-    try:
-        return runtime.get().info["adapter_type"] == "CPU"
-    except Exception:
-        return True
+    return ctx.target.is_cpu
 
 
 def _words(m: Monoid) -> int:
@@ -244,7 +235,7 @@ def emit_reductions(jobs: list, wg=256):
     done = False
     if trailing and N % 4 == 0 and slice_n % 4 == 0 and N >= 1024:
         kb, src = pass1(True)
-        if kb.vec_ok and _runtime().compiles(src[0]):
+        if kb.vec_ok and ctx.target.compiles(src[0]):
             ctx.dispatch(kb, *src)
             done = True
     if not done:
@@ -454,7 +445,7 @@ argmin_p = _arg("argmin", "argmin")
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _kept(x_aval, axes):

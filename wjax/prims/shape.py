@@ -24,6 +24,7 @@ def _u(x) -> str:
 # --------------------------------------------------------------------------- broadcast_in_dim
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.view = True
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -67,7 +68,7 @@ broadcast_in_dim_p.reference = _bcast_ref
 
 # autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
@@ -94,6 +95,8 @@ broadcast_in_dim_p.batch = _bcast_batch
 # --------------------------------------------------------------------------- reshape
 
 reshape_p = Primitive("reshape")
+reshape_p.view = True
+reshape_p.shares_storage = True    # a contiguous view: the output aliases the operand
 
 
 @reshape_p.def_abstract_eval
@@ -126,6 +129,8 @@ def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
 reshape_p.batch = _reshape_batch
 
 squeeze_p = Primitive("squeeze")
+squeeze_p.view = True
+squeeze_p.shares_storage = True    # a contiguous view: the output aliases the operand
 
 
 @squeeze_p.def_abstract_eval
@@ -156,6 +161,8 @@ def _squeeze_batch(args, dims, dimensions):
 squeeze_p.batch = _squeeze_batch
 
 expand_dims_p = Primitive("expand_dims")
+expand_dims_p.view = True
+expand_dims_p.shares_storage = True    # a contiguous view: the output aliases the operand
 
 
 @expand_dims_p.def_abstract_eval
@@ -188,6 +195,7 @@ expand_dims_p.batch = _expand_batch
 # --------------------------------------------------------------------------- transpose
 
 transpose_p = Primitive("transpose")
+transpose_p.view = True
 
 
 @transpose_p.def_abstract_eval
@@ -223,6 +231,7 @@ transpose_p.batch = _transpose_batch
 # --------------------------------------------------------------------------- slice, rev
 
 slice_p = Primitive("slice")
+slice_p.view = True
 
 
 @slice_p.def_abstract_eval
@@ -256,6 +265,7 @@ slice_p.reference = lambda x, start_indices, limit_indices, strides=None: x[
     tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides or (1,) * x.ndim))]
 
 rev_p = Primitive("rev")
+rev_p.view = True
 
 
 @rev_p.def_abstract_eval

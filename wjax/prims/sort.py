@@ -379,7 +379,7 @@ _batching.defaxis(top_k_p)
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 
 def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):

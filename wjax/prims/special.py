@@ -143,7 +143,7 @@ _batching.defvectorized(reduce_precision_p)
 
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
-from . import ops  # noqa: E402
+from ..core import ops  # noqa: E402
 
 _ad.defjvp2(erf_inv_p, lambda g, ans, x: ops.mul(g, ops.mul(_ad.const(x, np.sqrt(np.pi) / 2),
                                                                ops.exp(ops.mul(ans, ans)))))

@@ -12,7 +12,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..array import asarray_device
-from ..custom_derivatives import custom_jvp
+from ..api.custom_derivatives import custom_jvp
 from ..core.ir import WeakScalar
 from ..numpy._core import promote_args
 from ..prims.random import digamma_p, lgamma_p

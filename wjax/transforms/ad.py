@@ -23,33 +23,16 @@ Factories, registered right after each primitive's block:
     deflinear(prim, tfn)     linear in all operands: jvp = the primitive on the tangents
     defbilinear(prim, l, r)  bilinear (mul, dot_general): l(ct, x, y) / r(ct, x, y)
 
-This module imports no primitive at module level (the prims files import it).
+It imports no family of primitives (the prims files import it): what it binds, it binds
+through ``wjax/core/ops.py`` (by name).
 """
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
-from ..core import dtypes
-from ..core.ir import ShapedArray, raise_to_shaped
-
-
-class _LazyModule:
-    """``lax`` / ``jnp`` for rule bodies without an import cycle (prims <- lax)."""
-
-    def __init__(self, name):
-        self._name = name
-        self._mod = None
-
-    def __getattr__(self, a):
-        if self._mod is None:
-            self._mod = importlib.import_module(self._name)
-        return getattr(self._mod, a)
-
-
-lax = _LazyModule("wjax.lax")
-jnp = _LazyModule("wjax.numpy")
+from ..core import dtypes, ops
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, WeakScalar, raise_to_shaped
+from ..core.tracing import Tracer
 
 
 # --------------------------------------------------------------------------- symbolic values
@@ -106,7 +89,7 @@ def zeros(aval: ShapedArray):
     z = np.zeros((), np.dtype(aval.dtype))
     if not aval.shape:
         return z          # a rank-0 zero stays a literal (a Lit when traced)
-    return lax.broadcast_in_dim(z, aval.shape, ())
+    return ops.broadcast_in_dim(z, aval.shape, ())
 
 
 def instantiate(t):
@@ -118,7 +101,7 @@ def add_tangents(x, y):
         return y
     if isinstance(y, Zero):
         return x
-    return lax.add(x, y)
+    return ops.add(x, y)
 
 
 def bcast_to(t, shape):
@@ -133,9 +116,9 @@ def bcast_to(t, shape):
     keep = tuple(range(nd - a.ndim, nd))
     squeeze = [i for i, (s, o) in enumerate(zip(a.shape, shape[nd - a.ndim:])) if s != o]
     if squeeze:
-        t = lax.reshape(t, [s for i, s in enumerate(a.shape) if i not in squeeze])
+        t = ops.reshape(t, [s for i, s in enumerate(a.shape) if i not in squeeze])
         keep = tuple(k for i, k in enumerate(keep) if i not in squeeze)
-    return lax.broadcast_in_dim(t, shape, keep)
+    return ops.broadcast_in_dim(t, shape, keep)
 
 
 def unbroadcast(ct, aval: ShapedArray):
@@ -147,17 +130,16 @@ def unbroadcast(ct, aval: ShapedArray):
         nd = c.ndim
         lead = nd - aval.ndim
         axes = list(range(lead)) + [lead + i for i, s in enumerate(aval.shape) if s == 1 and c.shape[lead + i] != 1]
-        ct = lax.reduce_sum(ct, axes)
+        ct = ops.reduce_sum(ct, axes)
         if aval_of(ct).shape != aval.shape:
-            ct = lax.reshape(ct, aval.shape)
+            ct = ops.reshape(ct, aval.shape)
     if np.dtype(aval_of(ct).dtype) != np.dtype(aval.dtype):
-        ct = lax.convert_element_type(ct, aval.dtype)
+        ct = ops.convert_element_type(ct, aval.dtype)
     return ct
 
 
 def const(x, val):
     """``val`` as a weakly typed scalar of ``x``'s dtype."""
-    from ..core.ir import WeakScalar
     return WeakScalar(np.asarray(val, np.dtype(aval_of(x).dtype)))
 
 
@@ -168,7 +150,7 @@ def _finish_tangent(t, out_aval):
         return Zero(tangent_aval(out_aval))
     t = bcast_to(t, out_aval.shape)
     if np.dtype(aval_of(t).dtype) != np.dtype(out_aval.dtype):
-        t = lax.convert_element_type(t, out_aval.dtype)
+        t = ops.convert_element_type(t, out_aval.dtype)
     return t
 
 
@@ -260,14 +242,12 @@ def nonlinear_error(prim):
 # --------------------------------------------------------------------------- closure conversion
 
 # call primitives whose ClosedJaxpr param may carry tracers of the trace around them
-_HOISTED_CALLS = ("pjit", "checkpoint")
 
 
 def _tracer_consts(closed) -> bool:
-    from ..core.tracing import Tracer
     if any(isinstance(c, Tracer) for c in closed.consts):
         return True
-    return any(e.prim.name in _HOISTED_CALLS and _tracer_consts(e.params["jaxpr"])
+    return any(e.prim.transparent_call and _tracer_consts(e.params["jaxpr"])
                for e in closed.jaxpr.eqns if "jaxpr" in e.params)
 
 
@@ -277,7 +257,6 @@ def hoist_call_consts(closed):
 
     A closed-over tracer that is a variable of ``closed`` becomes that variable; one from a trace
     further out becomes a new constvar of ``closed`` whose value is the tracer."""
-    from ..core.ir import ClosedJaxpr, Jaxpr
     if not _tracer_consts(closed):
         return closed
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
@@ -286,13 +265,11 @@ def hoist_call_consts(closed):
 
 
 def _hoist(jaxpr, constvars, consts):
-    from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
-    from ..core.tracing import Tracer
     defined = {v.id: v for v in jaxpr.constvars + jaxpr.invars}
     by_obj = {id(c): v for v, c in zip(constvars, consts)}
     eqns = []
     for e in jaxpr.eqns:
-        if e.prim.name in _HOISTED_CALLS and "jaxpr" in e.params and _tracer_consts(e.params["jaxpr"]):
+        if e.prim.transparent_call and "jaxpr" in e.params and _tracer_consts(e.params["jaxpr"]):
             inner = e.params["jaxpr"]
             icv, icc = list(inner.jaxpr.constvars), list(inner.consts)
             ij = _hoist(inner.jaxpr, icv, icc)
@@ -318,56 +295,3 @@ def _hoist(jaxpr, constvars, consts):
         for v in e.outvars:
             defined[v.id] = v
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
-
-
-# --------------------------------------------------------------------------- structural keys
-
-def _param_key(v, keep):
-    from ..core.ir import ClosedJaxpr, Jaxpr
-    if isinstance(v, ClosedJaxpr):
-        keep.append(v)
-        return ("closed", jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))
-    if isinstance(v, Jaxpr):
-        return ("jaxpr", jaxpr_key(v, keep))
-    if isinstance(v, (tuple, list)):
-        return (type(v).__name__,) + tuple(_param_key(x, keep) for x in v)
-    if isinstance(v, np.ndarray):
-        return ("nd", v.dtype.str, v.shape, v.tobytes())
-    if isinstance(v, float) and v != v:
-        return ("nan",)
-    try:
-        hash(v)
-    except TypeError:
-        keep.append(v)
-        return ("id", id(v))
-    if callable(v) and not isinstance(v, (type, np.dtype)):
-        keep.append(v)
-        return ("id", id(v))
-    return (type(v).__name__, v)
-
-
-def jaxpr_key(jaxpr, keep: list) -> tuple:
-    """A hashable key equal for structurally identical jaxprs (variables numbered in order,
-    literals by value, params by value; callables and inner consts by identity, kept alive in
-    ``keep``)."""
-    from ..core.ir import Lit
-    ids: dict = {}
-
-    def atom(a):
-        if isinstance(a, Lit):
-            return ("lit", a.val.tobytes(), a.val.dtype.str, a.aval.weak_type)
-        if a.id not in ids:
-            ids[a.id] = len(ids)
-        return ids[a.id]
-
-    parts: list = [tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars)]
-    for v in jaxpr.constvars + jaxpr.invars:
-        atom(v)
-    for e in jaxpr.eqns:
-        params = tuple((k, _param_key(p, keep)) for k, p in sorted(e.params.items()))
-        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params,
-                      tuple(o.aval for o in e.outvars)))
-        for o in e.outvars:
-            atom(o)
-    parts.append(tuple(atom(a) for a in jaxpr.outvars))
-    return tuple(parts)

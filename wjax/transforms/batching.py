@@ -12,11 +12,13 @@ into the trace that ``vmap_jaxpr`` runs) and says where the batch axis of each
 result is.  Families of primitives share factories: ``defbroadcasting`` for
 elementwise ops, ``defreducer`` for reductions over an ``axes`` parameter.
 
-This module imports no primitive at module level (the prims files import it).
+It imports no family of primitives (the prims files import it): the two primitives it
+binds it finds by name in the registry.
 """
 from __future__ import annotations
 
 from ..core.ir import raise_to_shaped
+from ..core.primitive import REGISTRY
 
 not_mapped = None
 
@@ -40,7 +42,7 @@ def unbatched_shape(x, d) -> tuple:
 
 def move_batch_axis(x, src, dst, size):
     """``x`` with its batch axis at ``dst``; an unbatched ``x`` (``src is None``) is broadcast."""
-    from ..prims.shape import broadcast_in_dim_p, transpose_p
+    broadcast_in_dim_p, transpose_p = REGISTRY["broadcast_in_dim"], REGISTRY["transpose"]
     a = aval_of(x)
     if src is None:
         shape = list(a.shape)
@@ -67,7 +69,7 @@ def broadcast_batch(args, dims, size, out_dim=None):
     """Aligns operands for an elementwise primitive whose operands are either rank 0 or all of one
     shape: returns the operands (batch axis at ``out_dim``, rank-0 unbatched ones left as they
     are) and ``out_dim``."""
-    from ..prims.shape import broadcast_in_dim_p
+    broadcast_in_dim_p = REGISTRY["broadcast_in_dim"]
     ranks = [len(unbatched_shape(x, d)) for x, d in zip(args, dims)]
     r = max(ranks)
     if out_dim is None:

@@ -2,20 +2,17 @@
 
 ``dce_jaxpr(jaxpr, used_outputs)`` drops the outputs not used and every
 equation whose results nobody needs (effectful primitives are kept), descends
-into ``pjit``/``checkpoint`` calls to prune their unused outputs and operands,
+into transparent calls (``pjit``, ``checkpoint``) to prune their unused outputs and operands,
 and reports which inputs are still used.
 """
 from __future__ import annotations
 
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 
-# call primitives whose inner jaxpr may be pruned (custom_jvp/vjp calls carry rules tied
-# to their signature, so they are kept whole)
-PRUNABLE_CALLS = ("pjit", "checkpoint")
-
-# other primitives carrying jaxprs that can drop unused outputs (control flow):
-# name -> rule(eqn, used_outputs) -> a new eqn whose outvars are a subset of eqn's
-dce_rules: dict = {}
+# Transparent calls (``pjit``, ``checkpoint``) have their inner jaxpr pruned here; custom_jvp/
+# vjp calls carry rules tied to their signature, so they are kept whole.  Other primitives
+# carrying jaxprs (control flow) drop unused outputs by their ``Primitive.dce`` rule:
+# rule(eqn, used_outputs) -> a new eqn whose outvars are a subset of eqn's.
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
@@ -27,12 +24,12 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
     keep = []
     for e in reversed(jaxpr.eqns):
         used = [v.id in live for v in e.outvars]
-        if not any(used) and not getattr(e.prim, "effectful", False):
+        if not any(used) and not e.prim.effectful:
             continue
-        if e.prim.name in PRUNABLE_CALLS and not all(used) and "jaxpr" in e.params:
+        if e.prim.transparent_call and not all(used) and "jaxpr" in e.params:
             e = _prune_call(e, used)
-        elif e.prim.name in dce_rules and not all(used):
-            e = dce_rules[e.prim.name](e, used)
+        elif e.prim.dce is not None and not all(used):
+            e = e.prim.dce(e, used)
         keep.append(e)
         live.update(a.id for a in e.invars if isinstance(a, Var))
     used_inputs = [v.id in live for v in jaxpr.invars]

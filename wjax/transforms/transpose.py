@@ -20,7 +20,6 @@ from ..core.ir import ClosedJaxpr, Jaxpr, Lit, Var
 from ..core.tracing import trace_flat
 from .ad import UndefinedPrimal, Zero, add_tangents, aval_of, hoist_call_consts, instantiate
 from .dce import dce_closed
-from .partial_eval import pe_rules
 
 
 def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
@@ -50,7 +49,7 @@ def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
         if not any(uin):
             forward(e)
             continue
-        rule = pe_rules.get(e.prim.name)
+        rule = e.prim.partial_eval
         if rule is None:
             lin.update(v.id for v in e.outvars)
             lin_eqns.append(e)

@@ -1,352 +1,45 @@
-"""Transformations: jit (and, as they land, grad, vmap, ...).
+"""Autodiff: ``grad``, ``value_and_grad``, ``jvp``, ``vjp``, ``linearize``, ``jacfwd``,
+``jacrev``, ``hessian`` -- all jaxpr rewrites (``wjax/transforms/``).
 
-``jit(f)`` traces ``f`` to a jaxpr once per signature (tree structure, avals
-with weak types, static values), lowers it to WGSL through the backend and
-caches the compiled plan.  Called under another trace it binds ``pjit`` so the
-outer jaxpr shows the call nested, as JAX does.
+``f`` is traced to a jaxpr; ``jvp_jaxpr`` then ``partial_eval_jaxpr`` give linearize;
+``transpose_jaxpr`` of the linear part gives vjp.  Under another trace the rewritten jaxpr is
+evaluated into that trace; eagerly it runs as one compiled program (``dispatch.run_closed``).
+``f`` is traced at each call (with the argument values known, so Python may branch on them),
+but the rewrites are cached by the structure of its jaxpr (its closed-over values are passed
+as inputs), so they are built -- and compiled -- once per structure.
 """
 from __future__ import annotations
 
 import functools
 import inspect
-import logging
-import os
-import time
 
 import numpy as np
 
-from .core.config import config as _cfg
-from .core import caches, tree_util
-from .array import Array, asarray_device
-from .core.ir import ClosedJaxpr, ShapedArray, raise_to_shaped
-from .core.primitive import Primitive
-from .core.tracing import DebugInfo, Tracer, arg_names_of, current_builder, eval_jaxpr, make_jaxpr, trace_flat
+from .. import dispatch
+from .. import numpy as jnp
+from ..array import Array
+from ..core import tree_util
+from ..core import caches
+from ..core.ir import ClosedJaxpr, Jaxpr, abstractify, jaxpr_key
+from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
+from ..transforms import ad as _ad
+from ..transforms.dce import dce_closed
+from ..transforms.jvp import jvp_jaxpr
+from ..transforms.partial_eval import partial_eval_jaxpr
+from ..transforms.transpose import transpose_jaxpr
+from .vmap import vmap
 
-logger = logging.getLogger("wjax")
-
-# --------------------------------------------------------------------------- pjit primitive
-
-pjit_p = Primitive("pjit", multiple_results=True)
-
-
-@pjit_p.def_abstract_eval
-def _pjit_abstract(*avals, jaxpr, name):
-    return jaxpr.out_avals
-
-
-def _pjit_impl(*args, jaxpr, name):
-    """Eager pjit: the jaxpr's compiled plan is cached on the jaxpr itself."""
-    from .backend.execute import Compiled
-    if jaxpr._compiled is None:
-        jaxpr._compiled = Compiled(jaxpr, name)
-    arrays = [a if isinstance(a, Array) else asarray_device(a) for a in args]
-    return jaxpr._compiled(arrays)
-
-
-pjit_p.impl = _pjit_impl
-pjit_p.reference = None
-
-
-# --------------------------------------------------------------------------- jit
-
-def _hashable_static(v, i):
-    try:
-        hash(v)
-    except TypeError:
-        raise ValueError(
-            f"Non-hashable static arguments are not supported. An error occurred while trying to "
-            f"hash an object of type {type(v)}, {v!r}. The error was:\nTypeError: unhashable type: "
-            f"'{type(v).__name__}'") from None
-    return v
-
-
-def _abstractify(x):
-    if isinstance(x, (Array, Tracer)):
-        return x.aval
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return raise_to_shaped(x)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return raise_to_shaped(np.asarray(x))
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return ShapedArray(x.shape, x.dtype)
-    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
-
-
-def _hoist_tracer_consts(closed: ClosedJaxpr):
-    """Constants of ``closed`` that are tracers of an enclosing trace become leading inputs,
-    so the nested ``pjit`` equation passes them explicitly."""
-    from .core.ir import Jaxpr
-    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
-    if not idx:
-        return closed, []
-    j = closed.jaxpr
-    moved = [j.constvars[i] for i in idx]
-    keep = [i for i in range(len(j.constvars)) if i not in idx]
-    new = Jaxpr([j.constvars[i] for i in keep], moved + list(j.invars), j.outvars, j.eqns)
-    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
-
-
-class Lowered:
-    def __init__(self, closed, compiled):
-        self.jaxpr, self._compiled = closed, compiled
-
-    def as_text(self) -> str:
-        return self._compiled.plan.wgsl_text()
-
-    def compile(self):
-        return self._compiled
-
-
-class JitWrapped:
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        if isinstance(static_argnums, int):
-            static_argnums = (static_argnums,)
-        if isinstance(static_argnames, str):
-            static_argnames = (static_argnames,)
-        try:
-            self._sig = inspect.signature(fun)
-        except (TypeError, ValueError):
-            self._sig = None
-        names = list(self._sig.parameters) if self._sig else []
-        self.static_argnums = set(static_argnums)
-        self.static_argnames = set(static_argnames)
-        for n in static_argnames:
-            if n in names:
-                self.static_argnums.add(names.index(n))
-        for i in static_argnums:
-            if 0 <= i < len(names):
-                self.static_argnames.add(names[i])
-        self._cache: dict = {}
-        caches.register_owner(self)
-
-    def _split(self, args, kwargs):
-        n = len(args)
-        static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
-        statics = tuple((i, _hashable_static(args[i], i)) for i in sorted(static_pos))
-        static_kw = tuple(sorted((k, _hashable_static(v, k)) for k, v in kwargs.items()
-                                 if k in self.static_argnames))
-        dyn_args = [a for i, a in enumerate(args) if i not in static_pos]
-        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-        return statics, static_kw, dyn_args, dyn_kw
-
-    def _trace(self, args, kwargs):
-        statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
-        avals = tuple(_abstractify(x) for x in leaves)
-        # like JAX, the threefry mode is part of the trace context (random bits depend on it)
-        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable)
-        hit = self._cache.get(key)
-        if hit is None:
-            t0 = time.perf_counter()
-            out_tree_box = []
-            static_pos = dict(statics)
-
-            def flat(*tracers):
-                d_args, d_kw = tree_util.tree_unflatten(in_tree, list(tracers))
-                it = iter(d_args)
-                full = [static_pos[i] if i in static_pos else next(it)
-                        for i in range(len(d_args) + len(static_pos))]
-                kw = dict(d_kw)
-                kw.update(dict(static_kw))
-                out = self.fun(*full, **kw)
-                out_leaves, out_tree = tree_util.tree_flatten(out)
-                out_tree_box.append(out_tree)
-                return out_leaves
-
-            per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
-            names = arg_names_of(self.fun, per_arg)
-            names += [f"{k}" for k in dyn_kw]
-            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
-            hit = (closed, out_tree_box[0])
-            if not any(isinstance(c, Tracer) for c in closed.consts):
-                self._cache[key] = hit   # a jaxpr closing over an outer trace's values is not reusable
-            if _cfg.jax_log_compiles:
-                logger.warning("Finished tracing + transforming %s for jit in %.3f s",
-                               getattr(self.fun, "__name__", "fun"), time.perf_counter() - t0)
-        return hit, leaves
-
-    def __call__(self, *args, **kwargs):
-        if _cfg.jax_disable_jit:
-            return self.fun(*args, **kwargs)
-        (closed, out_tree), leaves = self._trace(args, kwargs)
-        name = getattr(self.fun, "__name__", "fun")
-        if current_builder() is not None:
-            closed, hoisted = _hoist_tracer_consts(closed)
-            outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
-        else:
-            outs = self._run(closed, leaves, name)
-        return tree_util.tree_unflatten(out_tree, list(outs))
-
-    def _run(self, closed, leaves, name):
-        from .backend.execute import Compiled
-        comp = closed._compiled
-        if comp is None:
-            t0 = time.perf_counter()
-            comp = Compiled(closed, name)
-            closed._compiled = comp
-            if _cfg.jax_log_compiles:
-                logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
-                               len(comp.plan.steps), [a.str_short() for a in closed.in_avals],
-                               time.perf_counter() - t0)
-        arrays = [a if isinstance(a, Array) else asarray_device(a) for a in leaves]
-        return comp(arrays)
-
-    def lower(self, *args, **kwargs):
-        from .backend.execute import Compiled
-        (closed, _), _ = self._trace(args, kwargs)
-        comp = closed._compiled or Compiled(closed, getattr(self.fun, "__name__", "fun"))
-        closed._compiled = comp
-        return Lowered(closed, comp)
-
-    def trace(self, *args, **kwargs):
-        (closed, _), _ = self._trace(args, kwargs)
-        return closed
-
-    def clear_cache(self):
-        self._cache.clear()
-
-
-def eval_shape(fun, *args, **kwargs):
-    """The output shapes/dtypes of ``fun`` at these arguments, traced without running."""
-    _, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
-    return shapes
-
-
-def clear_caches() -> None:
-    """Empties every cache wjax keeps (traces of ``jit`` functions, transformed jaxprs,
-    compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
-    reuse back to the driver, as ``jax.clear_caches()``."""
-    from .backend import runtime
-    caches.clear_all()
-    rt = runtime.peek()
-    if rt is not None:
-        rt.clear()
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
-
-
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), **kwargs):
-    if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
-    if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
-
-
-# --------------------------------------------------------------------------- vmap
-
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
-    """Vectorizing map: ``fun`` mapped over the ``in_axes`` of its arguments (a jaxpr rewrite,
-    see ``wjax/transforms/vmap.py``); the mapped axis of each output goes to ``out_axes``."""
-    from .transforms.vmap import vmap as _vmap
-    return _vmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size,
-                 spmd_axis_name=spmd_axis_name)
-
-
-_pjit_batched: dict = caches.register({})
-
-
-def _pjit_batch(args, dims, *, jaxpr, name):
-    """vmap of a jit call: the inner jaxpr is batched (memoized per jaxpr and dims)."""
-    from .transforms.batching import axis_size
-    from .transforms.vmap import vmap_closed_jaxpr
-    n = axis_size(args, dims)
-    key = (id(jaxpr), tuple(dims), n)
-    hit = _pjit_batched.get(key)
-    if hit is None or hit[0] is not jaxpr:
-        if len(_pjit_batched) > 256:
-            _pjit_batched.clear()
-        hit = _pjit_batched[key] = (jaxpr,) + vmap_closed_jaxpr(jaxpr, dims, n)
-    _, batched, out_dims = hit
-    return pjit_p.bind(*args, jaxpr=batched, name=name), list(out_dims)
-
-
-pjit_p.batch = _pjit_batch
-
-
-# =========================================================================== autodiff
-# jvp, linearize, vjp, grad and friends as jaxpr rewrites (wjax/transforms/): ``f`` is traced
-# to a jaxpr; ``jvp_jaxpr`` then ``partial_eval_jaxpr`` give linearize; ``transpose_jaxpr`` of the
-# linear part gives vjp.  Under another trace the rewritten jaxpr is evaluated into that trace;
-# eagerly it runs as one compiled plan.  The rewrites are cached by the structure of f's jaxpr
-# (its closed-over values are passed as inputs), so ``f`` is traced at each call but transformed
-# and compiled once per structure.
-
-import collections as _collections  # noqa: E402
-
-from .core.ir import Jaxpr as _Jaxpr  # noqa: E402
-from .transforms import ad as _ad  # noqa: E402
-
-
-def _memo_by_jaxpr(table, key, jaxpr, build):
-    hit = table.get(key)
-    if hit is None or hit[0] is not jaxpr:
-        if len(table) > 512:
-            table.clear()
-        hit = table[key] = (jaxpr, build())
-    return hit[1]
-
-
-_pjit_ad_memo: dict = caches.register({})
-
-
-def _pjit_jvp(primals, tangents, *, jaxpr, name):
-    from .transforms.jvp import jvp_jaxpr
-    nz = tuple(not isinstance(t, _ad.Zero) for t in tangents)
-    jc, out_nz = _memo_by_jaxpr(_pjit_ad_memo, ("jvp", id(jaxpr), nz), jaxpr,
-                                lambda: jvp_jaxpr(jaxpr, nz))
-    outs = pjit_p.bind(*primals, *[t for t in tangents if not isinstance(t, _ad.Zero)],
-                       jaxpr=jc, name=name)
-    n = len(jaxpr.out_avals)
-    it = iter(outs[n:])
-    return list(outs[:n]), [next(it) if z else _ad.Zero(a) for z, a in zip(out_nz, jaxpr.out_avals)]
-
-
-def _pjit_transpose(cts, *args, jaxpr, name):
-    from .transforms.transpose import transpose_jaxpr
-    lin = tuple(_ad.is_undefined_primal(a) for a in args)
-    tj = _memo_by_jaxpr(_pjit_ad_memo, ("T", id(jaxpr), lin), jaxpr, lambda: transpose_jaxpr(jaxpr, lin))
-    outs = pjit_p.bind(*[a for a in args if not _ad.is_undefined_primal(a)],
-                       *[_ad.instantiate(c) for c in cts], jaxpr=tj, name=f"transpose({name})")
-    it = iter(outs)
-    return [next(it) if l else None for l in lin]
-
-
-pjit_p.jvp = _pjit_jvp
-pjit_p.transpose = _pjit_transpose
-
-# --------------------------------------------------------------------------- running rewrites
-
-_ad_cache: "_collections.OrderedDict" = caches.register(_collections.OrderedDict())
+_ad_cache = caches.LRU(256)
 
 
 def _ad_cached(key, keep, build):
-    hit = _ad_cache.get(key)
-    if hit is None:
-        hit = (build(), keep)
-        _ad_cache[key] = hit
-        if len(_ad_cache) > 256:
-            _ad_cache.popitem(last=False)
-    else:
-        _ad_cache.move_to_end(key)
-    return hit[0]
+    """The rewritten jaxpr(s) for ``key`` (``keep``: the objects it names by identity)."""
+    return _ad_cache.get_or_make(key, lambda: (build(), keep))[0]
 
 
 def _run_closed(closed: ClosedJaxpr, args):
-    """Evaluates a closed jaxpr: into the current trace, or eagerly as one compiled plan."""
-    if current_builder() is not None or any(isinstance(a, Tracer) for a in args):
-        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    from .backend.execute import Compiled
-    comp = closed._compiled
-    if comp is None:
-        comp = closed._compiled = Compiled(closed, "ad")
-    return comp([a if isinstance(a, Array) else asarray_device(a) for a in args])
+    """Evaluates a closed jaxpr: into the current trace, or eagerly as one compiled program."""
+    return dispatch.run_closed(closed, args, "ad")
 
 
 class _Traced:
@@ -363,7 +56,7 @@ class _Traced:
 
 def _trace_for_ad(fun, leaves, make_args, has_aux, what):
     """Traces ``fun(*make_args(tracers))``; the closed-over values become leading inputs."""
-    avals = [_abstractify(x) for x in leaves]
+    avals = [abstractify(x) for x in leaves]
     box = []
 
     def flat(*tracers):
@@ -382,23 +75,20 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
         box.append((out, ot, len(ol), None))
         return ol
 
-    # traced with the values known (see wjax/staging.py): Python may branch on them, as in JAX
+    # traced with the values known (see wjax/core/tracing.py): Python may branch on them, as in JAX
     closed = trace_flat(flat, avals, DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves))),
                         values=list(leaves))
     closed = _ad.hoist_call_consts(closed)
     j = closed.jaxpr
-    conv = ClosedJaxpr(_Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
+    conv = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
     keep: list = []
-    key = _ad.jaxpr_key(conv.jaxpr, keep)
+    key = jaxpr_key(conv.jaxpr, keep)
     out, out_tree, n_main, aux_tree = box[0]
     return _Traced(conv, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
 
 
 def _linearize_pieces(conv, nc, diff, out_diff):
     """known: (consts, args) -> (outs, residuals); lin: (residuals, tangents) -> out tangents."""
-    from .transforms.dce import dce_closed
-    from .transforms.jvp import jvp_jaxpr
-    from .transforms.partial_eval import partial_eval_jaxpr
     jc, out_nz = jvp_jaxpr(conv, [False] * nc + list(diff), instantiate_outs=list(out_diff))
     n_out = len(out_diff)
     jc, _ = dce_closed(jc, [True] * n_out + [d for d, nz in zip(out_diff, out_nz) if nz])
@@ -411,7 +101,6 @@ def _linearize_pieces(conv, nc, diff, out_diff):
 
 
 def _vjp_pieces(conv, nc, diff, out_diff):
-    from .transforms.transpose import transpose_jaxpr
     known, lin, nres = _linearize_pieces(conv, nc, diff, out_diff)
     return known, transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)), nres
 
@@ -419,7 +108,6 @@ def _vjp_pieces(conv, nc, diff, out_diff):
 def _grad_jaxpr(conv, nc, diff, out_diff, need_value=True):
     """One jaxpr: (consts, args) -> (outs, gradients of the differentiable args); without
     ``need_value`` the first output (the value) is left out."""
-    from .transforms.dce import dce_closed
     known, tj, nres = _vjp_pieces(conv, nc, diff, out_diff)
     n_out = len(out_diff)
     seeds = [np.ones((), a.dtype) for a, d in zip(conv.out_avals, out_diff) if d]
@@ -507,7 +195,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
         for x in leaves:
-            a = _abstractify(x)
+            a = abstractify(x)
             if not _is_float_aval(a) and not allow_int:
                 raise TypeError(
                     f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
@@ -573,13 +261,13 @@ def _check_jvp_args(primals, tangents):
                         f"primals have tree structure {pt} whereas tangents have tree structure {tt}.")
     out = []
     for p, t in zip(pl, tl):
-        pa = _abstractify(p)
+        pa = abstractify(p)
         if not _is_float_aval(pa):        # integer/bool primals: tangents are float0 (ignored)
             out.append(None)
             continue
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             t = np.asarray(t, pa.dtype)
-        ta = _abstractify(t)
+        ta = abstractify(t)
         if pa.shape != ta.shape:
             raise ValueError(f"jvp called with different primal and tangent shapes;Got primal shape "
                              f"{pa.shape} and tangent shape as {ta.shape}")
@@ -596,7 +284,6 @@ def _check_jvp_args(primals, tangents):
 def jvp(fun, primals, tangents, has_aux=False):
     """``(fun(*primals), J·tangents)``: forward-mode differentiation."""
     _check_fun(fun, "jvp")
-    from .transforms.jvp import jvp_jaxpr
     pl, in_tree, tl = _check_jvp_args(primals, tangents)
     make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
     tr = _trace_for_ad(fun, pl, make, has_aux, "jvp")
@@ -606,7 +293,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     inst = [True] * n_main + [False] * (n_out - n_main)
 
     def build():
-        from .transforms.dce import dce_closed
         jc, out_nz = jvp_jaxpr(tr.conv, [False] * tr.nc + list(diff), instantiate_outs=inst)
         jc, _ = dce_closed(jc, [True] * n_out + [i for i, nz in zip(inst, out_nz) if nz])
         return jc
@@ -670,7 +356,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
                             f"primal output {tr.out_tree}.")
         cts = []
         for c, a, d in zip(cl, main_avals, out_diff):
-            ca = _abstractify(c)
+            ca = abstractify(c)
             if ca.shape != a.shape:
                 raise ValueError(f"Shape of cotangent input to vjp pullback function {ca.shape} must be "
                                  f"the same as the shape of corresponding primal input {a.shape}.")
@@ -695,18 +381,18 @@ def _std_basis(leaves):
     """An identity over the flattened leaves, one (N,)+leaf.shape block per leaf."""
     sizes = [int(np.prod(np.shape(x), dtype=np.int64)) for x in leaves]
     n = sum(sizes)
-    dt = np.result_type(*[np.dtype(_abstractify(x).dtype) for x in leaves]) if leaves else np.float32
+    dt = np.result_type(*[np.dtype(abstractify(x).dtype) for x in leaves]) if leaves else np.float32
     eye = np.eye(n, dtype=dt)
     out, off = [], 0
     for x, s in zip(leaves, sizes):
-        out.append(eye[:, off:off + s].reshape((n,) + tuple(np.shape(x))).astype(_abstractify(x).dtype))
+        out.append(eye[:, off:off + s].reshape((n,) + tuple(np.shape(x))).astype(abstractify(x).dtype))
         off += s
     return out, sizes
 
 
 def _check_real_inputs(leaves, name):
     for x in leaves:
-        a = _abstractify(x)
+        a = abstractify(x)
         if not _is_float_aval(a):
             raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
                             f"np.floating), but got {np.dtype(a.dtype).name}. For holomorphic "
@@ -718,7 +404,6 @@ def _check_real_inputs(leaves, name):
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian of ``fun`` by forward mode: jvp mapped (vmap) over a basis of the inputs."""
     _check_fun(fun, "jacfwd")
-    from . import numpy as jnp
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -765,7 +450,6 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian of ``fun`` by reverse mode: the vjp mapped (vmap) over a basis of the outputs."""
     _check_fun(fun, "jacrev")
-    from . import numpy as jnp
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):

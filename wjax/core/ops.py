@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import dtypes, tree_util
-from ..core.ir import WeakScalar, raise_to_shaped
-from ..core.primitive import REGISTRY
+from . import dtypes, tree_util
+from .ir import WeakScalar, raise_to_shaped
+from .primitive import REGISTRY
 
 
 def _p(name: str):

@@ -1,0 +1,364 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined derivative rules as call primitives.
+
+Under a trace, calling a ``custom_jvp`` function binds ``custom_jvp_call`` with
+
+    jaxpr      the primal function's ClosedJaxpr (what jit compiles: the backend inlines it)
+    jvp_jaxpr  the user's rule traced to a ClosedJaxpr (operands, tangents) -> (outs, out tangents)
+
+and a ``custom_vjp`` function binds ``custom_vjp_call`` with the primal ``jaxpr``,
+``fwd_jaxpr`` (operands -> outs, residuals) and ``bwd_jaxpr`` (residuals, cts -> cts).
+The rules are traced when the call is bound (while the values they close over
+are live); a rule whose own tracing calls the function again gets a lazily
+traced rule instead (no infinite recursion).  Values the functions close over
+become the first ``num_consts`` operands.
+
+The jvp of ``custom_vjp_call`` runs ``fwd`` and emits ``custom_lin`` (linear in
+the tangents) whose transpose runs ``bwd``; evaluating ``custom_lin`` forward
+raises JAX's "can't apply forward-mode autodiff (jvp) to a custom_vjp function".
+
+The primitives and their rules are in ``wjax/prims/calls.py``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from .. import lax
+from .. import numpy as jnp
+from ..core import tree_util
+from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
+from ..core.tracing import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
+from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
+from ..transforms import ad as _ad
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _split_consts(closed: ClosedJaxpr):
+    """(jaxpr with tracer consts moved to leading invars, those tracers, remaining consts)."""
+    closed = _ad.hoist_call_consts(closed)
+    j = closed.jaxpr
+    tv, tc, kv, kc = [], [], [], []
+    for v, c in zip(j.constvars, closed.consts):
+        if isinstance(c, Tracer):
+            tv.append(v); tc.append(c)
+        else:
+            kv.append(v); kc.append(c)
+    return Jaxpr(kv, tv + j.invars, j.outvars, j.eqns), tc, kc
+
+
+def _with_leading(jaxpr: Jaxpr, consts, before_avals, own_vars, after_avals) -> ClosedJaxpr:
+    """``jaxpr`` whose leading tracer-const invars ``own_vars`` sit among dummies for the
+    other calls' consts: invars = [dummies(before), own, dummies(after), rest]."""
+    n = len(own_vars)
+    rest = jaxpr.invars[n:]
+    inv = [Var(a) for a in before_avals] + list(jaxpr.invars[:n]) + [Var(a) for a in after_avals] + rest
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, inv, jaxpr.outvars, jaxpr.eqns), consts)
+
+
+def _resolve(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    sig = inspect.signature(fun)
+    ba = sig.bind(*args, **kwargs)
+    ba.apply_defaults()
+    return tuple(ba.args) + tuple(ba.kwargs.values())
+
+
+def _trace_primal(fun, nondiff_argnums, args, kind):
+    """Splits ``args`` into the non-differentiable ones (``nd``, by position) and the dynamic
+    ones (``dyn``, flattened to ``leaves``/``in_tree``/``avals``) and traces ``fun`` on the latter.
+    Returns ``(nd, dyn, leaves, in_tree, avals, full, closed, out_tree)``, ``full(dyn)`` putting
+    the non-differentiable arguments back in place."""
+    nd = {i % len(args): args[i] for i in nondiff_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in nd]
+    leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+    avals = [abstractify(x) for x in leaves]
+
+    def full(d):
+        it = iter(d)
+        return [nd[i] if i in nd else next(it) for i in range(len(args))]
+
+    box = []
+
+    def primal_flat(*xs):
+        out = fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+        ol, ot = tree_util.tree_flatten(out)
+        box.append(ot)
+        return ol
+
+    closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun))
+    return nd, dyn, leaves, in_tree, avals, full, closed, box[0]
+
+
+class custom_jvp:
+    """A function with a custom jvp rule: ``f.defjvp(rule)`` or ``f.defjvps(*per_arg)``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+        self._tracing_rule = 0
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            primal_out = self(*primals)
+            acc = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                c = fn(t, primal_out, *primals)
+                acc = c if acc is None else tree_util.tree_map(lambda a, b: a + b, acc, c)
+            if acc is None:
+                acc = tree_util.tree_map(jnp.zeros_like, primal_out)
+            return primal_out, acc
+
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_jvp")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve(self.fun, args, kwargs)
+        if current_builder() is None:
+            return self.fun(*args)
+        nd, _, leaves, in_tree, avals, _, closed, out_tree = _trace_primal(
+            self.fun, self.nondiff_argnums, args, "custom_jvp")
+        out_avals = closed.out_avals
+        n = len(avals)
+
+        def jvp_flat(*xs):
+            primals = tuple(tree_util.tree_unflatten(in_tree, list(xs[:n])))
+            tangents = tuple(tree_util.tree_unflatten(in_tree, list(xs[n:])))
+            out, tout = self.jvp(*[nd[i] for i in sorted(nd)], primals, tangents)
+            ol, ot = tree_util.tree_flatten(out)
+            tl, tt = tree_util.tree_flatten(tout)
+            if ot != out_tree or tt != out_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal and tangent outputs with equal container "
+                    f"(pytree) structures, but got {ot} and {tt} respectively.")
+            fixed = []
+            for t, a in zip(tl, out_avals):
+                ta = abstractify(t)
+                if ta.shape != a.shape:
+                    raise TypeError(
+                        "Custom JVP rule must produce primal and tangent outputs with corresponding "
+                        f"shapes and dtypes, but got {a.str_short()} and {ta.str_short()} respectively.")
+                if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
+                    t = lax.convert_element_type(t, a.dtype)
+                fixed.append(t)
+            return ol + fixed
+
+        def trace_rule():
+            self._tracing_rule += 1
+            try:
+                return trace_flat(jvp_flat, avals + avals, DebugInfo("custom_jvp rule", self.jvp))
+            finally:
+                self._tracing_rule -= 1
+
+        pj, ptc, pkc = _split_consts(closed)
+        pa = [t.aval for t in ptc]
+        def lazy():
+            jj, jtc, jkc = _split_consts(trace_rule())
+            if jtc:
+                _lazy_tracer_error(name)
+            return _with_leading(jj, jkc, pa, [], [])
+
+        traced = None
+        if not self._tracing_rule:
+            # traced now, so the rule may close over values of the enclosing trace; a rule that
+            # cannot be traced (say, it applies jvp to a custom_vjp function) fails only where
+            # it is used -- under differentiation -- as in JAX
+            try:
+                traced = _split_consts(trace_rule())
+            except Exception:   # noqa: BLE001 - re-raised when the rule is needed
+                traced = None
+        if traced is None:
+            # called from inside its own rule, or not traceable now: traced when differentiated
+            jvp_param, jtc = LazyJaxpr(lazy), []
+        else:
+            jj, jtc, jkc = traced
+            jvp_param = _with_leading(jj, jkc, pa, jj.invars[:len(jtc)], [])
+        primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in jtc])
+        outs = custom_jvp_call_p.bind(*ptc, *jtc, *leaves, jaxpr=primal, jvp_jaxpr=jvp_param,
+                                      num_consts=len(ptc) + len(jtc), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _lazy_tracer_error(name):
+    raise TypeError(f"the custom rule of {name}, called again from inside its own rule, closes "
+                    "over traced values: this nesting is not supported")
+
+
+class custom_vjp:
+    """A function with a custom vjp: ``f.defvjp(fwd, bwd)``; ``fwd(*args) -> (out, res)``,
+    ``bwd(*nondiff_args, res, ct) -> tuple of cotangents, one per (differentiable) argument``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+        self._tracing_rule = 0
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        self.fwd, self.bwd = fwd, bwd
+        return None
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "custom_vjp")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve(self.fun, args, kwargs)
+        if current_builder() is None:
+            return self.fun(*args)
+        nd, dyn, leaves, in_tree, avals, full, closed, out_tree = _trace_primal(
+            self.fun, self.nondiff_argnums, args, "custom_vjp")
+        out_avals = closed.out_avals
+        res_box = []
+
+        def fwd_flat(*xs):
+            r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+            if not (isinstance(r, (tuple, list)) and len(r) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "
+                                f"produce a pair (list or tuple of length two) where the first element "
+                                f"represents the primal output and the second element represents "
+                                f"residuals, but got {r!r}.")
+            out, res = r
+            ol, ot = tree_util.tree_flatten(out)
+            if ot != out_tree:
+                raise TypeError(f"Custom VJP fwd rule must produce an output with the same container "
+                                f"(pytree) structure as the primal function, got {ot} and {out_tree}.")
+            rl, rt = tree_util.tree_flatten(res)
+            res_box.append(rt)
+            return ol + rl
+
+        def bwd_flat(res_tree, n_res):
+            def f(*xs):
+                res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
+                ct = tree_util.tree_unflatten(out_tree, list(xs[n_res:]))
+                r = self.bwd(*[nd[i] for i in sorted(nd)], res, ct)
+                if not isinstance(r, (tuple, list)) or len(r) != len(dyn):
+                    raise TypeError(
+                        "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                        "structure as the args tuple of the primal function, and in particular must "
+                        f"produce a tuple of length equal to the number of arguments to the primal "
+                        f"function, but got bwd output {r!r} for {len(dyn)} primal arguments.")
+                flat = []
+                for arg, c in zip(dyn, r):
+                    al, at = tree_util.tree_flatten(arg)
+                    if c is None:
+                        flat.extend(_ad.zeros(abstractify(x)) for x in al)
+                        continue
+                    cl, ct_ = tree_util.tree_flatten(c, is_leaf=lambda v: v is None)
+                    if len(cl) != len(al):
+                        raise TypeError(f"Custom VJP bwd rule produced a cotangent with structure "
+                                        f"{ct_} for a primal argument with structure {at}.")
+                    for x, cc in zip(al, cl):
+                        a = abstractify(x)
+                        if cc is None:
+                            cc = _ad.zeros(a)
+                        elif (np.dtype(abstractify(cc).dtype) != np.dtype(a.dtype)
+                              and _ad.is_differentiable(a)):
+                            cc = lax.convert_element_type(cc, a.dtype)
+                        if abstractify(cc).shape != a.shape and abstractify(cc).ndim == 0:
+                            cc = lax.broadcast_in_dim(cc, a.shape, ())
+                        flat.append(cc)
+                return flat
+            return f
+
+        def traced(fun, *args):
+            self._tracing_rule += 1
+            try:
+                return trace_flat(*args)
+            finally:
+                self._tracing_rule -= 1
+
+        pj, ptc, pkc = _split_consts(closed)
+        pa = [t.aval for t in ptc]
+
+        def rules():
+            """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
+            that is never differentiated never runs the bwd rule."""
+            fc = traced(self.fwd, fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
+            fj, ftc, fkc = _split_consts(fc)
+            res_avals = fc.out_avals[len(out_avals):]
+            res_tree = res_box[-1]
+
+            def bwd():
+                bc = traced(self.bwd, bwd_flat(res_tree, len(res_avals)),
+                            list(res_avals) + list(out_avals), DebugInfo("custom_vjp bwd", self.bwd))
+                bj, btc, bkc = _split_consts(bc)
+                if btc:
+                    raise TypeError(f"the bwd rule of custom_vjp function {name} closes over traced "
+                                    "values; pass them through the residuals instead")
+                return ClosedJaxpr(bj, bkc)
+            return fj, ftc, fkc, LazyJaxpr(bwd)
+
+        if self._tracing_rule:
+            # called from inside its own fwd/bwd: those are traced lazily (when differentiated)
+            def lazy():
+                fj, ftc, fkc, bwd = rules()
+                if ftc:
+                    _lazy_tracer_error(name)
+                return _with_leading(fj, fkc, pa, [], []), bwd
+            pair = LazyJaxpr(lazy)
+            fwd, bwd, ftc = LazyJaxpr(lambda: pair()[0]), LazyJaxpr(lambda: pair()[1]), []
+        else:
+            fj, ftc, fkc, bwd = rules()
+            fwd = _with_leading(fj, fkc, pa, fj.invars[:len(ftc)], [])
+        primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in ftc])
+        outs = custom_vjp_call_p.bind(*ptc, *ftc, *leaves, jaxpr=primal, fwd_jaxpr=fwd, bwd_jaxpr=bwd,
+                                      num_consts=len(ptc) + len(ftc), name=name)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def closure_convert(fun, *example_args):
+    """``(converted, consts)``: ``fun`` with its closed-over traced values made explicit trailing
+    arguments (as JAX's ``jax.closure_convert``)."""
+    leaves, in_tree = tree_util.tree_flatten(example_args)
+    box = []
+
+    def flat(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
+        ol, ot = tree_util.tree_flatten(out)
+        box.append(ot)
+        return ol
+
+    closed = trace_flat(flat, [abstractify(x) for x in leaves])
+    j, tc, kc = _split_consts(closed)
+    out_tree = box[0]
+    n = len(tc)
+
+    def converted(*args):
+        xs = tree_util.tree_leaves(args[:len(args) - n])
+        outs = eval_jaxpr(j, kc, *args[len(args) - n:], *xs)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    return converted, list(tc)
+
+
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert"]

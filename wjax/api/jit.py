@@ -1,0 +1,189 @@
+"""``jit``: trace once per signature, compile once per structure, run.
+
+``jit(f)`` traces ``f`` to a jaxpr once per signature (tree structure, avals with weak types,
+static values) and keeps the trace and its compiled form (``dispatch.Compiled``) in its own
+cache; compiling goes through the one compile cache of ``wjax/dispatch.py``.  Called under
+another trace it binds ``pjit`` (``wjax/prims/calls.py``) so the outer jaxpr shows the call
+nested, as JAX does.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+
+from .. import dispatch
+from ..backend import runtime
+from ..core import caches, tree_util
+from ..core.config import config as _cfg
+from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
+from ..core.tracing import DebugInfo, Tracer, arg_names_of, current_builder, make_jaxpr, trace_flat
+from ..prims.calls import pjit_p
+
+logger = logging.getLogger("wjax")
+
+
+def _hashable_static(v, i):
+    try:
+        hash(v)
+    except TypeError:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. An error occurred while trying to "
+            f"hash an object of type {type(v)}, {v!r}. The error was:\nTypeError: unhashable type: "
+            f"'{type(v).__name__}'") from None
+    return v
+
+
+def _hoist_tracer_consts(closed: ClosedJaxpr):
+    """Constants of ``closed`` that are tracers of an enclosing trace become leading inputs,
+    so the nested ``pjit`` equation passes them explicitly."""
+    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
+    if not idx:
+        return closed, []
+    j = closed.jaxpr
+    moved = [j.constvars[i] for i in idx]
+    keep = [i for i in range(len(j.constvars)) if i not in idx]
+    new = Jaxpr([j.constvars[i] for i in keep], moved + list(j.invars), j.outvars, j.eqns)
+    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
+
+
+class Lowered:
+    def __init__(self, closed, compiled):
+        self.jaxpr, self._compiled = closed, compiled
+
+    def as_text(self) -> str:
+        return self._compiled.plan.wgsl_text()
+
+    def compile(self):
+        return self._compiled
+
+
+class JitWrapped:
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        if isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        names = list(self._sig.parameters) if self._sig else []
+        self.static_argnums = set(static_argnums)
+        self.static_argnames = set(static_argnames)
+        for n in static_argnames:
+            if n in names:
+                self.static_argnums.add(names.index(n))
+        for i in static_argnums:
+            if 0 <= i < len(names):
+                self.static_argnames.add(names[i])
+        self._cache: dict = {}
+        caches.register_owner(self)
+
+    def _split(self, args, kwargs):
+        n = len(args)
+        static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
+        statics = tuple((i, _hashable_static(args[i], i)) for i in sorted(static_pos))
+        static_kw = tuple(sorted((k, _hashable_static(v, k)) for k, v in kwargs.items()
+                                 if k in self.static_argnames))
+        dyn_args = [a for i, a in enumerate(args) if i not in static_pos]
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return statics, static_kw, dyn_args, dyn_kw
+
+    def _trace(self, args, kwargs):
+        statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
+        avals = tuple(abstractify(x) for x in leaves)
+        # like JAX, the threefry mode is part of the trace context (random bits depend on it)
+        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable)
+        hit = self._cache.get(key)
+        if hit is None:
+            t0 = time.perf_counter()
+            out_tree_box = []
+            static_pos = dict(statics)
+
+            def flat(*tracers):
+                d_args, d_kw = tree_util.tree_unflatten(in_tree, list(tracers))
+                it = iter(d_args)
+                full = [static_pos[i] if i in static_pos else next(it)
+                        for i in range(len(d_args) + len(static_pos))]
+                kw = dict(d_kw)
+                kw.update(dict(static_kw))
+                out = self.fun(*full, **kw)
+                out_leaves, out_tree = tree_util.tree_flatten(out)
+                out_tree_box.append(out_tree)
+                return out_leaves
+
+            per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
+            names = arg_names_of(self.fun, per_arg)
+            names += [f"{k}" for k in dyn_kw]
+            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
+            hit = [closed, out_tree_box[0], None]    # None: compiled on the first run
+            if not any(isinstance(c, Tracer) for c in closed.consts):
+                self._cache[key] = hit   # a jaxpr closing over an outer trace's values is not reusable
+            if _cfg.jax_log_compiles:
+                logger.warning("Finished tracing + transforming %s for jit in %.3f s",
+                               getattr(self.fun, "__name__", "fun"), time.perf_counter() - t0)
+        return hit, leaves
+
+    def __call__(self, *args, **kwargs):
+        if _cfg.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        hit, leaves = self._trace(args, kwargs)
+        closed, out_tree = hit[0], hit[1]
+        name = getattr(self.fun, "__name__", "fun")
+        if current_builder() is not None:
+            closed, hoisted = _hoist_tracer_consts(closed)
+            outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
+        else:
+            outs = self._compiled(hit)(leaves)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _compiled(self, hit) -> dispatch.Compiled:
+        if hit[2] is None:
+            hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"))
+        return hit[2]
+
+    def lower(self, *args, **kwargs):
+        hit, _ = self._trace(args, kwargs)
+        return Lowered(hit[0], self._compiled(hit))
+
+    def trace(self, *args, **kwargs):
+        hit, _ = self._trace(args, kwargs)
+        return hit[0]
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    def __get__(self, obj, objtype=None):     # a jitted method binds its instance
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The output shapes/dtypes of ``fun`` at these arguments, traced without running."""
+    _, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
+    return shapes
+
+
+def clear_caches() -> None:
+    """Empties every cache wjax keeps (traces of ``jit`` functions, transformed jaxprs,
+    compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
+    reuse back to the driver, as ``jax.clear_caches()``."""
+    caches.clear_all()
+    rt = runtime.peek()
+    if rt is not None:
+        rt.clear()
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), **kwargs):
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)

@@ -1,0 +1,125 @@
+"""From Arrays to the backend and back: the one compile cache, and every way a program runs.
+
+    jit(f)(x)            api traces f -> ClosedJaxpr -> ``compile`` -> ``Compiled(arrays)``
+    jnp.sin(x) (eager)   primitive.bind -> ``eager`` (a one-equation jaxpr, compiled likewise)
+    grad(f)(x), vmap     the rewritten jaxpr -> ``run_closed``
+
+``compile`` looks the jaxpr up in ``_executables``, a bounded LRU keyed by the jaxpr's
+*structure* (``core.ir.jaxpr_key``: variables renumbered, literals and parameters by value)
+and the device's ``Target``: a program traced again (an eager ``grad`` or ``vmap`` call
+traces its function on every call) is lowered once.  Constants are inputs of the executable,
+bound per ClosedJaxpr (``execute.Bound``), so equal programs over different constants share
+one executable.  Eager primitives are keyed by (primitive, operand avals, parameters) in the
+same cache.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .array import Array, asarray_device
+from .backend import runtime
+from .backend.execute import Bound, Executable
+from .core import caches, dtypes
+from .core.config import config as _cfg
+from .core.ir import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var, WeakScalar, jaxpr_key, params_key
+from .core.primitive import Primitive
+from .core.tracing import Tracer, current_builder, eval_jaxpr, set_eager
+
+logger = logging.getLogger("wjax")
+
+_executables = caches.LRU(2048)
+
+
+def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None) -> Executable:
+    """The executable of ``jaxpr`` (its constvars then invars are the inputs) for the current
+    device, from the cache when a program of the same structure was compiled before.  ``key``
+    (with ``keep``, the objects it names by identity) replaces the structural key."""
+    target = runtime.get().target()
+    if key is None:
+        keep = []
+        key = jaxpr_key(jaxpr, keep)
+    full = (key, target.key())
+    hit = _executables.get(full)
+    if hit is None:
+        exe = Executable(jaxpr, target, name)
+        if _cfg.jax_log_compiles:
+            logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
+                           len(exe.plan.steps), [a.str_short() for a in exe.in_avals],
+                           exe.compile_s)
+        hit = _executables.put(full, (exe, keep))
+    return hit[0]
+
+
+class Compiled:
+    """A closed jaxpr compiled for the device: ``compiled(arrays) -> arrays``."""
+
+    def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
+        self.name = name
+        self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
+
+    exe = property(lambda self: self.bound.exe)
+    plan = property(lambda self: self.bound.exe.plan)
+    in_avals = property(lambda self: self.bound.exe.in_avals[len(self.bound.consts):])
+    out_avals = property(lambda self: self.bound.exe.out_avals)
+    compile_s = property(lambda self: self.bound.exe.compile_s)
+
+    def __call__(self, args: list) -> list[Array]:
+        bufs = [device_array(a).buffer for a in args]
+        outs = self.bound.run(runtime.get(), bufs)
+        return [Array(b, a) for b, a in zip(outs, self.out_avals)]
+
+
+def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
+    """Evaluates a closed jaxpr: into the current trace, or on the device as one program."""
+    if current_builder() is not None or any(isinstance(a, Tracer) for a in args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return Compiled(closed, name)(list(args))
+
+
+# --------------------------------------------------------------------------- operands
+
+_scalars = caches.LRU(4096)
+
+
+def device_array(x) -> Array:
+    """An operand as an Array: host values are uploaded (0-d ones once, cached)."""
+    if isinstance(x, Array):
+        return x
+    weak = None
+    if isinstance(x, WeakScalar):
+        x, weak = x.val, True
+    if np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
+        dt, w = dtypes.dtype_and_weak(x)
+        key = (np.asarray(x).tobytes(), str(dt), weak if weak is not None else w)
+        return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak))
+    return asarray_device(x, weak_type=weak)
+
+
+# --------------------------------------------------------------------------- eager
+
+def eager(prim: Primitive, args, params: dict):
+    """Runs one primitive on concrete operands: a one-equation jaxpr through ``executable``
+    (jaxpr parameters -- a ``cond``'s branches -- are keyed by structure)."""
+    arrays = [device_array(a) for a in args]
+    avals = tuple(a.aval for a in arrays)
+    keep: list = []
+    key = ("eqn", prim.name, avals, params_key(params, keep))
+    rt = runtime.get()
+    hit = _executables.get((key, rt.target().key()))
+    if hit is None:
+        out = prim.abstract_eval(*avals, **params)
+        out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in out_avals]
+        jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
+        exe = executable(jaxpr, prim.name, key=key, keep=keep)
+    else:
+        exe = hit[0]
+    outs = exe.run(rt, [a.buffer for a in arrays])
+    res = [Array(b, a) for b, a in zip(outs, exe.out_avals)]
+    return res if prim.multiple_results else res[0]
+
+
+set_eager(eager)
