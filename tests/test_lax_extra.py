@@ -126,9 +126,10 @@ def test_sort_large_rows_global_merges():
     check(i, np.argsort(x, axis=1, kind="stable").astype(np.int32))
 
 
-def test_sort_workgroup_strategy(monkeypatch):
-    # GPUs sort blocks in workgroup memory (lavapipe uses register passes): cover that path too
-    monkeypatch.setattr(SO, "FORCE_STRATEGY", "workgroup")
+@pytest.mark.parametrize("strategy", ["workgroup", "registers"])
+def test_sort_strategies(target_options, strategy):
+    # GPUs sort blocks in workgroup memory, CPU adapters in register passes: cover both anywhere
+    target_options(sort=strategy)
     rng = np.random.default_rng(4)
     x = rng.integers(0, 40, (2, 4100)).astype(F)
     check(lax.sort(jnp.asarray(x), dimension=1), np.sort(x, axis=1))

@@ -27,7 +27,6 @@ from . import errors  # noqa: F401
 
 def devices(backend=None):
     """The devices wjax can run on (one WebGPU device)."""
-    from .array import default_device
     return [default_device()]
 
 
@@ -48,7 +47,6 @@ def default_backend() -> str:
 
 
 def block_until_ready(x):
-    from .backend import runtime
     runtime.get().synchronize()
     return x
 
@@ -61,3 +59,6 @@ def device_get(x):
     import numpy as _np
     return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, Array) else a, x)
 from . import random, nn, scipy  # noqa: E402,F401  (jax.random, jax.nn, jax.scipy)
+
+from .array import default_device
+from .backend import runtime

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import sys
+from .backend import runtime
 
 
 def main(argv):
-    from .backend import runtime
     adapters = runtime.list_adapters()
     if "--has" in argv:
         word = argv[argv.index("--has") + 1].lower()

@@ -31,6 +31,11 @@ from .core.config import config
 from .prims.random import fma_p, random_bits_p, random_fold_in_p, random_split_p
 from .core.tracing import Tracer, concrete_or_error
 from .core.tree_util import register_pytree_node
+from .core.ir import ShapedArray
+from .prims.cumulative import cumsum_p
+from .prims.random import random_gamma_p
+from .prims.sort import sort_p, top_k_p
+from .prims.special import erf_inv_p
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone", "split",
@@ -109,7 +114,6 @@ class PRNGKeyArray:
 
     @property
     def aval(self):
-        from .core.ir import ShapedArray
         return ShapedArray(self.shape, KEY_DTYPE)
 
     def __len__(self):
@@ -500,7 +504,6 @@ def _erf_inv(x):
     f = getattr(lax, "erf_inv", None)
     if f is not None:
         return f(x)
-    from .prims.special import erf_inv_p
     return erf_inv_p.bind(x)
 
 
@@ -838,7 +841,6 @@ def _sort_key_val(keys, values, axis):
     f = getattr(lax, "sort_key_val", None)
     if f is not None:
         return f(keys, values, axis)
-    from .prims.sort import sort_p
     axis = axis % len(keys.shape)
     return sort_p.bind(keys, values, dimension=axis, is_stable=True, num_keys=1)
 
@@ -847,7 +849,6 @@ def _top_k(x, k):
     f = getattr(lax, "top_k", None)
     if f is not None:
         return f(x, k)
-    from .prims.sort import top_k_p
     return top_k_p.bind(x, k=int(k))
 
 
@@ -938,7 +939,6 @@ def _cumsum(x):
     f = getattr(jnp, "cumsum", None)
     if f is not None:
         return f(x)
-    from .prims.cumulative import cumsum_p
     return cumsum_p.bind(x, axis=0, reverse=False)
 
 
@@ -997,7 +997,6 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 # --------------------------------------------------------------------------- gamma family
 
 def _gamma_prim(keys, a, log_space):
-    from .prims.random import random_gamma_p
     return random_gamma_p.bind(keys, a, log_space=bool(log_space), _partitionable=_partitionable())
 
 

@@ -34,6 +34,7 @@ from .errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # n
                      TracerIntegerConversionError, UnexpectedTracerError)
 from .ir import (ClosedJaxpr, Eqn, Jaxpr, Lit, ShapeDtypeStruct, ShapedArray, Var, WeakScalar,
                  raise_to_shaped)
+from . import tree_util
 
 # --------------------------------------------------------------------------- builders
 
@@ -425,7 +426,6 @@ def concrete_or_error(x, what: str = "a concrete value is required"):
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     """``make_jaxpr(f)(*args)`` returns the ClosedJaxpr of ``f`` at ``args``."""
-    from . import tree_util
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 

@@ -14,6 +14,7 @@ from ..core import dtypes
 from .. import lax
 from .. import numpy as jnp
 from ..api.custom_derivatives import custom_jvp
+from ..scipy import special as _special
 from ..scipy.special import _erfc, _inexact, logsumexp
 from . import initializers  # noqa: F401
 
@@ -164,27 +165,12 @@ hard_swish = hard_silu
 
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x)`` along ``axis``, shifted by a stop-gradient max."""
-    x = _arr(x)
-    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else jnp.where(where, x, -np.inf)
-    shifted = x_safe - _stop_gradient(x_max)
-    shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
-    result = shifted - shifted_logsumexp
-    if where is not None:
-        return jnp.where(where, result, -np.inf)
-    return result
+    return _special.log_softmax(x, axis, where)
 
 
 def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x))`` along ``axis``, shifted by a stop-gradient max."""
-    x = _arr(x)
-    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else jnp.where(where, x, -np.inf)
-    unnormalized = jnp.exp(x_safe - _stop_gradient(x_max))
-    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
-    if where is not None:
-        return jnp.where(where, result, 0)
-    return result
+    return _special.softmax(x, axis, where)
 
 
 def logmeanexp(x, axis=None, where=None, keepdims=False):

@@ -121,9 +121,6 @@ CONV_K_CHUNK = 16384
 
 
 def conv_bind(lhs, rhs, **params):
-    from ..core.ir import raise_to_shaped
-    from .elementwise import add_p
-    from .shape import slice_p
     la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
     dn = params["dimension_numbers"]
     fgc, bgc = params.get("feature_group_count", 1), params.get("batch_group_count", 1)
@@ -498,7 +495,6 @@ conv_general_dilated_p.reference = _conv_ref
 
 def _reshape_axis_into(src, dst, x):
     """Merges axis ``src`` into axis ``dst`` (numbered after removing ``src``), ``src`` major."""
-    from .shape import reshape_p, transpose_p
     shape = _batching.aval_of(x).shape
     perm = [i for i in range(len(shape)) if i != src]
     perm.insert(dst, src)
@@ -510,7 +506,6 @@ def _reshape_axis_into(src, dst, x):
 
 
 def _reshape_axis_out_of(src, size1, x):
-    from .shape import reshape_p
     shape = list(_batching.aval_of(x).shape)
     shape[src:src + 1] = [size1, shape[src] // size1]
     return reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
@@ -567,6 +562,9 @@ from ..transforms import ad as _ad  # noqa: E402
 def _conv_spec_t(spec):
     return (spec[1], spec[0]) + tuple(spec[2:])
 
+from ..core.ir import raise_to_shaped
+from .elementwise import add_p
+from .shape import reshape_p, rev_p, slice_p, transpose_p
 
 def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil):
     ld = [_dilate(n, d) for n, d in zip(in_shape, lhs_dil)]
@@ -608,7 +606,6 @@ def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
     pad = _vjp_lhs_padding([lhs_shape[d] for d in lhs_spec[2:]], [rshape[d] for d in rhs_spec[2:]],
                            window_strides, [gshape[d] for d in out_spec[2:]], padding, lhs_dilation,
                            rhs_dilation)
-    from .shape import rev_p
     revd = rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:])) if len(rhs_spec) > 2 else rhs
     out = conv_bind(
         g, revd, window_strides=tuple(lhs_dilation), padding=pad, lhs_dilation=tuple(window_strides),

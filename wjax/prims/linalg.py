@@ -87,7 +87,6 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    from ..core.ir import Var
     if (isinstance(a, Var) and a.id in ctx.lw.materialized and order == tuple(range(aval.ndim))
             and not pad_rows):
         return ctx.in_key(i)
@@ -150,7 +149,6 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
     S = -(-K // K_CHUNK)                 # contraction splits
     if S > 1 and ctx.epilogue:
-        from ..backend.lower import EpilogueMismatch
         raise EpilogueMismatch(None)
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
     kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
@@ -331,6 +329,8 @@ from ..transforms import ad as _ad  # noqa: E402
 from ..core import ops  # noqa: E402
 
 
+from ..backend.lower import EpilogueMismatch
+from ..core.ir import Var
 def _ranges_like(*xs):
     start = 0
     for x in xs:

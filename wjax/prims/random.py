@@ -37,6 +37,10 @@ from ..core.primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
 from ..core import ops
 from .elementwise import T, unop
+from ..transforms.ad import Zero, defjvp, defjvp_zero
+from ..transforms.batching import defvectorized
+from .elementwise import _check_kind, _same_dtypes, elementwise_shape
+from .shape import broadcast_in_dim_p
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 KS_PARITY = 0x1BD11BDA
@@ -286,7 +290,6 @@ def _fold_batch(args, dims):
     if dm is not None or _batching.aval_of(msgs).ndim:
         msgs = _batching.bdim_at_front(msgs, dm, n)
         if _batching.aval_of(msgs).shape != target:     # a batched scalar: [n] -> keys' shape
-            from .shape import broadcast_in_dim_p
             msgs = broadcast_in_dim_p.bind(msgs, shape=target, broadcast_dimensions=(0,), sharding=None)
     return random_fold_in_p.bind(keys, msgs), 0
 
@@ -304,7 +307,6 @@ fma_p = Primitive("fma")
 
 @fma_p.def_abstract_eval
 def _fma_abstract(x, y, z):
-    from .elementwise import _check_kind, _same_dtypes, elementwise_shape
     _same_dtypes("fma", [x, y, z])
     _check_kind("fma", x.dtype, ("f",))
     return ShapedArray(elementwise_shape("fma", x, y, z), x.dtype,
@@ -439,7 +441,6 @@ _batching.defbroadcasting(fma_p)
 
 
 def _fma_rules():
-    from ..transforms.ad import defjvp
     defjvp(fma_p, lambda g, x, y, z: g * y, lambda g, x, y, z: x * g, lambda g, x, y, z: g)
 
 
@@ -583,7 +584,6 @@ _batching.deffront(random_gamma_p)
 # Keys and bits are integers: their tangents are symbolic zeros.
 
 def _zero_jvps():
-    from ..transforms.ad import defjvp_zero
     for p in (random_bits_p, random_split_p, random_fold_in_p):
         defjvp_zero(p)
 
@@ -674,8 +674,6 @@ digamma_p, _own_digamma = _special_unop("digamma", T("f", "wj_digamma({0})"), _d
 
 
 def _special_rules():
-    from ..transforms.batching import defvectorized
-    from ..transforms.ad import defjvp
     if _own_lgamma:
         defvectorized(lgamma_p)
         defjvp(lgamma_p, lambda g, x: g * digamma_p.bind(x))
@@ -689,7 +687,6 @@ _special_rules()
 # --------------------------------------------------------------------------- autodiff (gamma, digamma)
 
 def _random_gamma_jvp(primals, tangents, **params):
-    from ..transforms.ad import Zero
     keys, a = primals
     ans = random_gamma_p.bind(keys, a, **params)
     if not isinstance(tangents[1], Zero):
@@ -716,7 +713,6 @@ def _trigamma(x):
 
 
 def _digamma_rules():
-    from ..transforms.ad import defjvp
     if digamma_p.jvp is None:
         defjvp(digamma_p, lambda g, x: g * _trigamma(x))
 

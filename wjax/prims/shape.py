@@ -69,6 +69,8 @@ broadcast_in_dim_p.reference = _bcast_ref
 # autodiff
 from ..transforms import ad as _ad  # noqa: E402
 from ..core import ops  # noqa: E402
+from .elementwise import convert_element_type_p, convert_expr, kind, select_n_p
+from .indexing import GatherDimensionNumbers, ScatterDimensionNumbers, gather_p, scatter_p
 
 
 def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
@@ -331,7 +333,6 @@ def _iota_abstract(dtype, shape, dimension, sharding=None):
 @iota_p.def_fuse
 def _iota_fuse(kb, idx, read, in_avals, out_aval, dtype, shape, dimension, sharding=None):
     d = idx.dims()[dimension]
-    from .elementwise import convert_expr
     return convert_expr(d, np.uint32, out_aval.dtype)
 
 
@@ -437,7 +438,6 @@ def _pad_batch(args, dims, padding_config):
         cfg.insert(dx, (0, 0, 0))
         return pad_p.bind(x, pv, padding_config=tuple(cfg)), dx
     # a batched padding value: pad with zeros, then select it where a padded mask is False
-    from .elementwise import select_n_p
     x = _batching.bdim_at_front(x, dx, n)
     a = _batching.aval_of(x)
     cfg = ((0, 0, 0),) + tuple(padding_config)
@@ -540,7 +540,6 @@ def _clamp_abstract(lo, x, hi):
 
 @clamp_p.def_fuse
 def _clamp_fuse(kb, idx, read, in_avals, out_aval):
-    from .elementwise import kind
     lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
     if kind(out_aval.dtype) == "f":
         kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
@@ -628,7 +627,6 @@ dynamic_slice_p.transpose = _dslice_transpose
 
 def _index_vectors(starts, dims, n):
     """Start indices (scalars, some batched) as one int32 array of shape [n, len(starts)]."""
-    from .elementwise import convert_element_type_p
     cols = []
     for s, d in zip(starts, dims):
         if _batching.aval_of(s).dtype != np.int32:
@@ -647,7 +645,6 @@ def _dslice_batch(args, dims, slice_sizes):
         sizes.insert(dx, n)
         return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes)), dx
     # batched starts: a gather of one window per example (clamped like dynamic_slice)
-    from .indexing import GatherDimensionNumbers, gather_p
     idx = _index_vectors(starts, ds, n)
     k = len(starts)
     if dx is None:
@@ -736,8 +733,6 @@ def _dus_batch(args, dims):
     if all(d is None for d in ds):
         return dynamic_update_slice_p.bind(x, u, np.int32(0), *starts), 0
     # batched starts: a scatter of one window per example, starts clamped as dynamic_update_slice does
-    from .elementwise import convert_element_type_p
-    from .indexing import ScatterDimensionNumbers, scatter_p
     clamped = []
     for s, sx, su in zip(starts, xs, us):
         if _batching.aval_of(s).dtype != np.int32:

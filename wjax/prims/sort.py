@@ -229,14 +229,9 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
     return idx, P
 
 
-FORCE_STRATEGY = None   # tests set "workgroup" or "registers" to cover both paths on one adapter
-
-
 def _strategy(ctx) -> str:
-    if FORCE_STRATEGY is not None:
-        return FORCE_STRATEGY
-    from .reduce import _is_cpu
-    return "registers" if _is_cpu(ctx) else "workgroup"
+    """``registers`` (CPU adapters) or ``workgroup`` (GPUs): ``Target.sort``."""
+    return ctx.target.sort
 
 
 # --------------------------------------------------------------------------- sort
@@ -380,7 +375,6 @@ _batching.defaxis(top_k_p)
 # --------------------------------------------------------------------------- autodiff
 from ..transforms import ad as _ad  # noqa: E402
 from ..core import ops  # noqa: E402
-
 
 def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):
     """Sorts an iota along to get the permutation, then gathers the tangents with it."""

@@ -81,15 +81,29 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return out
 
 
-def softmax(x, axis=None):
-    """``exp(x) / sum(exp(x))`` along ``axis`` (scipy's default: all axes)."""
-    from ..nn import softmax as _softmax
-    return _softmax(x, axis=axis)
+def log_softmax(x, axis=None, where=None):
+    """``x - logsumexp(x)`` along ``axis``, shifted by a stop-gradient max."""
+    x = x if hasattr(x, "aval") else jnp.asarray(x)
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    shifted = x_safe - lax.stop_gradient(x_max)
+    shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
+    result = shifted - shifted_logsumexp
+    if where is not None:
+        return jnp.where(where, result, -np.inf)
+    return result
 
 
-def log_softmax(x, axis=None):
-    from ..nn import log_softmax as _log_softmax
-    return _log_softmax(x, axis=axis)
+def softmax(x, axis=None, where=None):
+    """``exp(x) / sum(exp(x))`` along ``axis``, shifted by a stop-gradient max."""
+    x = x if hasattr(x, "aval") else jnp.asarray(x)
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    if where is not None:
+        return jnp.where(where, result, 0)
+    return result
 
 
 # --------------------------------------------------------------------------- error functions
