@@ -43,10 +43,10 @@ def _run_closed(closed: ClosedJaxpr, args):
 
 
 class _Traced:
-    """``f`` traced for autodiff: ``conv`` takes (closed-over values, arguments) -> outputs."""
+    """``f`` traced for autodiff: ``fun_jaxpr`` maps (closed-over values, arguments) to outputs (closure conversion)."""
 
-    def __init__(self, conv, consts, key, keep, out, out_tree, n_main, aux_tree):
-        self.conv, self.consts, self.key, self.keep = conv, consts, key, keep
+    def __init__(self, fun_jaxpr, consts, key, keep, out, out_tree, n_main, aux_tree):
+        self.fun_jaxpr, self.consts, self.key, self.keep = fun_jaxpr, consts, key, keep
         self.out, self.out_tree, self.n_main, self.aux_tree = out, out_tree, n_main, aux_tree
 
     @property
@@ -80,16 +80,16 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
                         values=list(leaves))
     closed = _ad.hoist_call_consts(closed)
     j = closed.jaxpr
-    conv = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
+    fun_jaxpr = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
     keep: list = []
-    key = jaxpr_key(conv.jaxpr, keep)
+    key = jaxpr_key(fun_jaxpr.jaxpr, keep)
     out, out_tree, n_main, aux_tree = box[0]
-    return _Traced(conv, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
+    return _Traced(fun_jaxpr, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
 
 
-def _linearize_pieces(conv, nc, diff, out_diff):
+def _linearize_pieces(fun_jaxpr, nc, diff, out_diff):
     """known: (consts, args) -> (outs, residuals); lin: (residuals, tangents) -> out tangents."""
-    jc, out_nz = jvp_jaxpr(conv, [False] * nc + list(diff), instantiate_outs=list(out_diff))
+    jc, out_nz = jvp_jaxpr(fun_jaxpr, [False] * nc + list(diff), instantiate_outs=list(out_diff))
     n_out = len(out_diff)
     jc, _ = dce_closed(jc, [True] * n_out + [d for d, nz in zip(out_diff, out_nz) if nz])
     k = sum(diff)
@@ -100,24 +100,24 @@ def _linearize_pieces(conv, nc, diff, out_diff):
     return known, lin, nres
 
 
-def _vjp_pieces(conv, nc, diff, out_diff):
-    known, lin, nres = _linearize_pieces(conv, nc, diff, out_diff)
+def _vjp_pieces(fun_jaxpr, nc, diff, out_diff):
+    known, lin, nres = _linearize_pieces(fun_jaxpr, nc, diff, out_diff)
     return known, transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)), nres
 
 
-def _grad_jaxpr(conv, nc, diff, out_diff, need_value=True):
+def _grad_jaxpr(fun_jaxpr, nc, diff, out_diff, need_value=True):
     """One jaxpr: (consts, args) -> (outs, gradients of the differentiable args); without
     ``need_value`` the first output (the value) is left out."""
-    known, tj, nres = _vjp_pieces(conv, nc, diff, out_diff)
+    known, tj, nres = _vjp_pieces(fun_jaxpr, nc, diff, out_diff)
     n_out = len(out_diff)
-    seeds = [np.ones((), a.dtype) for a, d in zip(conv.out_avals, out_diff) if d]
+    seeds = [np.ones((), a.dtype) for a, d in zip(fun_jaxpr.out_avals, out_diff) if d]
 
     def fused(*xs):
         kr = eval_jaxpr(known.jaxpr, known.consts, *xs)
         return list(kr[:n_out]) + list(eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds))
 
     used = [need_value] + [True] * (n_out - 1 + sum(diff))
-    return dce_closed(trace_flat(fused, conv.in_avals), used)[0]
+    return dce_closed(trace_flat(fused, fun_jaxpr.in_avals), used)[0]
 
 
 def _like_primal(g, aval):
@@ -202,7 +202,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                     f"np.inexact), but got {np.dtype(a.dtype).name}. If you want to use Boolean- or "
                     f"integer-valued inputs, use vjp or set allow_int to True.")
         tr = _trace_for_ad(fun, leaves, make, has_aux, "grad")
-        out_avals = tr.conv.out_avals
+        out_avals = tr.fun_jaxpr.out_avals
         if tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree):
             raise TypeError(f"Gradient only defined for scalar-output functions. Output was {tr.out!r}.")
         if out_avals[0].shape != ():
@@ -213,17 +213,17 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                             f"np.floating), but got {np.dtype(out_avals[0].dtype).name}. For "
                             f"differentiation of non-holomorphic functions involving complex outputs, "
                             f"use jax.vjp directly.")
-        diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
+        diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
         out_diff = (True,) + (False,) * (len(out_avals) - 1)
         closed = _ad_cached(("grad", tr.key, diff, out_diff, _need_value), tr.keep,
-                            lambda: _grad_jaxpr(tr.conv, tr.nc, diff, out_diff, _need_value))
+                            lambda: _grad_jaxpr(tr.fun_jaxpr, tr.nc, diff, out_diff, _need_value))
         res = _run_closed(closed, tr.consts + list(leaves))
         if not _need_value:
             res = [None] + list(res)
         n_out = len(out_avals)
         it = iter(res[n_out:])
         grads = [_like_primal(next(it), a) if d else _float0_zeros(a)
-                 for d, a in zip(diff, tr.conv.in_avals[tr.nc:])]
+                 for d, a in zip(diff, tr.fun_jaxpr.in_avals[tr.nc:])]
         g = tree_util.tree_unflatten(in_tree, grads)
         g = g[0] if isinstance(argnums, int) else g
         value = res[0]
@@ -287,13 +287,13 @@ def jvp(fun, primals, tangents, has_aux=False):
     pl, in_tree, tl = _check_jvp_args(primals, tangents)
     make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
     tr = _trace_for_ad(fun, pl, make, has_aux, "jvp")
-    diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
+    diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
     n_main = tr.n_main
-    n_out = len(tr.conv.out_avals)
+    n_out = len(tr.fun_jaxpr.out_avals)
     inst = [True] * n_main + [False] * (n_out - n_main)
 
     def build():
-        jc, out_nz = jvp_jaxpr(tr.conv, [False] * tr.nc + list(diff), instantiate_outs=inst)
+        jc, out_nz = jvp_jaxpr(tr.fun_jaxpr, [False] * tr.nc + list(diff), instantiate_outs=inst)
         jc, _ = dce_closed(jc, [True] * n_out + [i for i, nz in zip(inst, out_nz) if nz])
         return jc
 
@@ -313,11 +313,11 @@ def linearize(fun, *primals, has_aux=False):
     pl, in_tree = tree_util.tree_flatten(tuple(primals))
     make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
     tr = _trace_for_ad(fun, pl, make, has_aux, "linearize")
-    diff = tuple(_is_float_aval(a) for a in tr.conv.in_avals[tr.nc:])
-    n_main, n_out = tr.n_main, len(tr.conv.out_avals)
+    diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
+    n_main, n_out = tr.n_main, len(tr.fun_jaxpr.out_avals)
     out_diff = (True,) * n_main + (False,) * (n_out - n_main)
     known, lin, nres = _ad_cached(("linearize", tr.key, diff, out_diff), tr.keep,
-                                  lambda: _linearize_pieces(tr.conv, tr.nc, diff, out_diff))
+                                  lambda: _linearize_pieces(tr.fun_jaxpr, tr.nc, diff, out_diff))
     kr = _run_closed(known, tr.consts + list(pl))
     outs, res = kr[:n_out], kr[n_out:]
 
@@ -338,13 +338,13 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     pl, in_tree = tree_util.tree_flatten(tuple(primals))
     make = lambda ts: (list(tree_util.tree_unflatten(in_tree, ts)), {})  # noqa: E731
     tr = _trace_for_ad(fun, pl, make, has_aux, "vjp")
-    in_avals = tr.conv.in_avals[tr.nc:]
+    in_avals = tr.fun_jaxpr.in_avals[tr.nc:]
     diff = tuple(_is_float_aval(a) for a in in_avals)
-    n_main, n_out = tr.n_main, len(tr.conv.out_avals)
-    main_avals = tr.conv.out_avals[:n_main]
+    n_main, n_out = tr.n_main, len(tr.fun_jaxpr.out_avals)
+    main_avals = tr.fun_jaxpr.out_avals[:n_main]
     out_diff = tuple(_is_float_aval(a) for a in main_avals) + (False,) * (n_out - n_main)
     known, tj, nres = _ad_cached(("vjp", tr.key, diff, out_diff), tr.keep,
-                                 lambda: _vjp_pieces(tr.conv, tr.nc, diff, out_diff))
+                                 lambda: _vjp_pieces(tr.fun_jaxpr, tr.nc, diff, out_diff))
     kr = _run_closed(known, tr.consts + list(pl))
     outs, res = kr[:n_out], kr[n_out:]
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))

@@ -3,14 +3,14 @@
 
 DESIGN — how loops run on the device (the choice is made per loop at lowering time)
 --------------------------------------------------------------------------------
-1. *Per-element kernel loop* (``_Gen.per_element``).  When every equation of the body (and
+1. *Per-element kernel loop* (``_LoopKernels.per_element``).  When every equation of the body (and
    of the predicate) is fusable — elementwise math and views — and each non-scalar carry is
    read only at its own position, every thread runs the whole loop for its own element:
    thread ``i`` keeps carry element ``i`` (and every scalar carry, computed redundantly) in
    registers and iterates ``loop { if !pred break; body }``.  Consts and ``xs`` slices are
    read from their buffers at any index; ``ys`` of the carry's shape (or scalars) are
    written at step ``t``.  Any number of elements (many workgroups).
-2. *Single-workgroup kernel loop* (``_Gen.one_workgroup``).  A small body that also holds
+2. *Single-workgroup kernel loop* (``_LoopKernels.one_workgroup``).  A small body that also holds
    reductions or ``dot_general`` (each kernel primitive's ``element`` rule computes one
    output element as a sequential loop), or reads carries at other positions (``roll``,
    ``m @ v``): one workgroup holds the carries and every intermediate a kernel op needs in
@@ -42,7 +42,8 @@ import numpy as np
 from ..core.ir import ClosedJaxpr
 from . import wgsl as W
 from .execute import const_buffer, nbytes_of, upload
-from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, dce, flatten_closed
+from ..transforms.dce import dce_jaxpr
+from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, flatten_closed
 from .target import Target
 from .wgsl import Index, KernelBuilder
 
@@ -100,7 +101,7 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
     if not target.in_kernel_loops or (kind == "scan" and length == 0):
         return None
     j, closed_consts = flatten_closed(step)
-    g = _Gen(dce(cse_and_fold(j)), kind, n_consts, n_carry, target, length, reverse)
+    g = _LoopKernels(dce_jaxpr(cse_and_fold(j))[0], kind, n_consts, n_carry, target, length, reverse)
     for form in (g.per_element, g.one_workgroup):
         g.reset()
         try:
@@ -114,7 +115,7 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
     return None
 
 
-class _Gen:
+class _LoopKernels:
     """Generates the two kernel forms over one flattened step jaxpr."""
 
     def __init__(self, j, kind, n_consts, n_carry, target, length, reverse):
@@ -132,10 +133,10 @@ class _Gen:
         self.ops = [e for e in j.eqns if e.prim.fuse is None or e.prim.kernel is not None]
         self.role_of = {v.id: ("closed", p) for p, v in enumerate(j.constvars)}
         self.role_of.update({v.id: ("const", p) for p, v in enumerate(self.consts_v)})
-        self.lw = Lowering(j, target)
+        self.lowering = Lowering(j, target)
         for v in j.constvars + j.invars:
-            self.lw.materialized.add(v.id)
-            self.lw.level[v.id] = 0
+            self.lowering.materialized.add(v.id)
+            self.lowering.level[v.id] = 0
 
     def reset(self):
         self.kb = KernelBuilder(int(self.target["max-compute-workgroups-per-dimension"]))
@@ -147,7 +148,7 @@ class _Gen:
         return self.loop_limit // 2 if self.loop_limit else DEFAULT_CAP
 
     def fuser(self, subst) -> Fuser:
-        return Fuser(self.kb, self.lw, None, subst=subst)
+        return Fuser(self.kb, self.lowering, None, subst=subst)
 
     # ------------------------------------------------------------------ shared pieces
     def _loop_head(self):

@@ -20,6 +20,7 @@ import itertools
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, params_key
+from ..transforms.dce import dce_jaxpr
 from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
@@ -152,16 +153,6 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
 
 
-def dce(jaxpr: Jaxpr) -> Jaxpr:
-    live = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
-    keep = []
-    for e in reversed(jaxpr.eqns):
-        if any(v.id in live for v in e.outvars) or e.prim.effectful:
-            keep.append(e)
-            live.update(a.id for a in e.invars if isinstance(a, Var))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, keep[::-1])
-
-
 # --------------------------------------------------------------------------- fuser
 
 class EpilogueMismatch(Exception):
@@ -176,7 +167,7 @@ class Fuser:
     loop's carry likewise).  It may instead map a var to a function Index -> expr."""
 
     def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None, subst=None):
-        self.kb, self.lw, self.level = kb, lowering, level
+        self.kb, self.lowering, self.level = kb, lowering, level
         self.memo: dict = {}
         self.subst = subst or {}
 
@@ -196,18 +187,18 @@ class Fuser:
         key = (atom.id, idx.key())
         if key in self.memo:
             return self.memo[key]
-        lw = self.lw
-        eqn = lw.producer.get(atom.id)
-        inline = eqn is not None and eqn.prim.fuse is not None and atom.id not in lw.split and (
-            atom.id not in lw.materialized or lw.level[atom.id] == self.level)
+        lowering = self.lowering
+        eqn = lowering.producer.get(atom.id)
+        inline = eqn is not None and eqn.prim.fuse is not None and atom.id not in lowering.split and (
+            atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
         if inline:
             readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
             expr = eqn.prim.fuse(self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params)
             expr = W.wrap_narrow(expr, aval.dtype)
         else:
-            if self.subst and self.level is not None and lw.level.get(atom.id, 0) >= self.level:
+            if self.subst and self.level is not None and lowering.level.get(atom.id, 0) >= self.level:
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
-            k = lw.key_of(atom)
+            k = lowering.key_of(atom)
             name = self.kb.bind(k, aval.dtype, "read")
             flat = idx.flat()
             if flat != "i":
@@ -225,7 +216,7 @@ class KernelContext:
     """What a kernel rule sees: its equation, readers for operands, output keys."""
 
     def __init__(self, lowering: "Lowering", eqn: Eqn):
-        self.lw, self.eqn = lowering, eqn
+        self.lowering, self.eqn = lowering, eqn
         self.target = lowering.target
 
     @property
@@ -233,16 +224,16 @@ class KernelContext:
         return self.target["max-compute-workgroups-per-dimension"]
 
     def new_kb(self) -> KernelBuilder:
-        return self.lw.new_kb()
+        return self.lowering.new_kb()
 
     def reader(self, kb: KernelBuilder, i: int, fuser: Fuser | None = None):
         """A function Index -> WGSL expr for operand ``i`` (fused producers inlined)."""
-        f = fuser or Fuser(kb, self.lw, None)
+        f = fuser or Fuser(kb, self.lowering, None)
         a = self.eqn.invars[i]
         return lambda idx: f.read(a, idx)
 
     def fuser(self, kb: KernelBuilder) -> Fuser:
-        return Fuser(kb, self.lw, None)
+        return Fuser(kb, self.lowering, None)
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
 
@@ -253,28 +244,28 @@ class KernelContext:
             return []
         saved, kb.lines = kb.lines, []
         out = self.eqn.outvars[0]
-        f = Fuser(kb, self.lw, self.lw.level[out.id], subst={out.id: (flat, value)})
+        f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst={out.id: (flat, value)})
         idx = Index(kb, out.aval.shape, flat=flat)
         for r in self.epilogue:
             val = Lowering._read_root(f, r, idx)
-            name = kb.bind(self.lw.key_of(r), r.aval.dtype, "read_write")
+            name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
             kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
         lines, kb.lines = kb.lines, saved
         return lines
 
     def in_key(self, i: int):
-        return self.lw.key_of(self.eqn.invars[i])
+        return self.lowering.key_of(self.eqn.invars[i])
 
     def out_key(self, j: int = 0):
-        return self.lw.key_of(self.eqn.outvars[j])
+        return self.lowering.key_of(self.eqn.outvars[j])
 
     def scratch(self, aval: ShapedArray):
-        k = ("scratch", next(self.lw._scratch_ids))
-        self.lw.plan.avals[k] = aval
+        k = ("scratch", next(self.lowering._scratch_ids))
+        self.lowering.plan.avals[k] = aval
         return k
 
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
-        self.lw.add_dispatch(kb, src, grid, self.eqn)
+        self.lowering.add_dispatch(kb, src, grid, self.eqn)
 
     def host_step(self, fn, in_keys, out_keys, label="host step", wgsl=None) -> None:
         """Appends a HostStep reading ``in_keys`` and writing ``out_keys`` (``wgsl``: the
@@ -282,7 +273,7 @@ class KernelContext:
         step = HostStep(fn, list(in_keys) + list(out_keys), out_keys, label)
         if wgsl:
             step.wgsl += "\n" + wgsl
-        self.lw.plan.steps.append(step)
+        self.lowering.plan.steps.append(step)
 
 
 class BindingOverflow(Exception):
@@ -452,7 +443,7 @@ class Lowering:
 
     @staticmethod
     def _read_root(f: Fuser, v: Var, idx: Index) -> str:
-        eqn = f.lw.producer[v.id]
+        eqn = f.lowering.producer[v.id]
         readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
         expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
         return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), f.kb.vt(v.aval.dtype))
@@ -551,26 +542,26 @@ class Lowering:
                                         ranges if kb.windowed else None))
 
 
-def _virtual_operands(lw: Lowering, v: Var) -> list:
+def _virtual_operands(lowering: Lowering, v: Var) -> list:
     """Fusable operands of ``v``'s equation that would be inlined (split candidates)."""
-    e = lw.producer.get(v.id)
+    e = lowering.producer.get(v.id)
     if e is None:
         return []
-    return [a for a in e.invars if isinstance(a, Var) and a.id in lw.producer
-            and lw.producer[a.id].prim.fuse is not None and a.id not in lw.split
-            and (a.id not in lw.materialized or e.prim.kernel is None)]
+    return [a for a in e.invars if isinstance(a, Var) and a.id in lowering.producer
+            and lowering.producer[a.id].prim.fuse is not None and a.id not in lowering.split
+            and (a.id not in lowering.materialized or e.prim.kernel is None)]
 
 
-def _buffers_under(lw: Lowering, v: Var, seen=None) -> set:
+def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
     seen = set() if seen is None else seen
-    e = lw.producer.get(v.id)
-    if e is None or e.prim.fuse is None or v.id in lw.split:
+    e = lowering.producer.get(v.id)
+    if e is None or e.prim.fuse is None or v.id in lowering.split:
         return {v.id}
     out = set()
     for a in e.invars:
         if isinstance(a, Var) and a.id not in seen:
             seen.add(a.id)
-            out |= _buffers_under(lw, a, seen)
+            out |= _buffers_under(lowering, a, seen)
     return out
 
 
@@ -646,16 +637,16 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
     allows, the fusable operand reading the most buffers is split into a kernel of its
     own (materialized) and planning starts again."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
-    j = chunk_wide_concats(dce(cse_and_fold(jaxpr)), max(max_ops, 2))
+    j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     _check_avals(j, target)
     split: set[int] = deep_fusion_splits(j)
     while True:
-        lw = Lowering(j, target, split)
+        lowering = Lowering(j, target, split)
         try:
-            return lw.run()
+            return lowering.run()
         except BindingOverflow as err:
-            cands = _virtual_operands(lw, err.var) if err.var is not None else []
-            if err.var is not None and not cands and err.var.id in lw.producer:
+            cands = _virtual_operands(lowering, err.var) if err.var is not None else []
+            if err.var is not None and not cands and err.var.id in lowering.producer:
                 # the root's own operands are buffers: nothing left to split here
                 cands = []
             if not cands:
@@ -663,9 +654,9 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
                     raise MemoryError(
                         f"wjax: a kernel needs {err.n} storage bindings -- arrays larger than the "
                         f"adapter's max-storage-buffer-binding-size are bound as several windows -- "
-                        f"more than the adapter's limit of {lw.max_storage}") from None
+                        f"more than the adapter's limit of {lowering.max_storage}") from None
                 raise NotImplementedError(
                     f"wjax: a kernel needs {err.n} storage buffers and cannot be split below the "
-                    f"device's limit of {lw.max_storage}") from None
-            best = max(cands, key=lambda a: len(_buffers_under(lw, a)))
+                    f"device's limit of {lowering.max_storage}") from None
+            best = max(cands, key=lambda a: len(_buffers_under(lowering, a)))
             split.add(best.id)

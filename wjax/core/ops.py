@@ -491,18 +491,23 @@ def _dot_split_k_impl(lhs, rhs, dn, pet):
     return reduce_or(out, (nb,)) if _aval(out).dtype == np.bool_ else reduce_sum(out, (nb,))
 
 
+def _dot_dimension_numbers(lhs, rhs, dimension_numbers):
+    """``lax.dot``'s dimension numbers: given, or those of a matrix/vector product."""
+    if dimension_numbers is not None:
+        return dimension_numbers
+    la, ra = _aval(lhs), _aval(rhs)
+    if not (la.ndim in (1, 2) and ra.ndim in (1, 2) and la.shape[-1] == ra.shape[0]):
+        raise ValueError(
+            "jax.lax.dot: dimension_numbers must be specified when not performing simple "
+            "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+            f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+    return (((la.ndim - 1,), (0,)), ((), ()))
+
+
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
         out_sharding=None):
-    la, ra = _aval(lhs), _aval(rhs)
-    if dimension_numbers is None:
-        if not (la.ndim in (1, 2) and ra.ndim in (1, 2) and la.shape[-1] == ra.shape[0]):
-            raise ValueError(
-                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
-                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
-                f"lhs_shape={la.shape} rhs_shape={ra.shape}")
-        dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                       preferred_element_type=preferred_element_type)
+    return dot_general(lhs, rhs, _dot_dimension_numbers(lhs, rhs, dimension_numbers),
+                       precision=precision, preferred_element_type=preferred_element_type)
 
 
 

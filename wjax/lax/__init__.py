@@ -45,16 +45,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
         out_sharding=None):
-    la, ra = _aval(lhs), _aval(rhs)
-    if dimension_numbers is None:
-        if not (la.ndim in (1, 2) and ra.ndim in (1, 2) and la.shape[-1] == ra.shape[0]):
-            raise ValueError(
-                "jax.lax.dot: dimension_numbers must be specified when not performing simple "
-                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
-                f"lhs_shape={la.shape} rhs_shape={ra.shape}")
-        dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                       preferred_element_type=preferred_element_type)
+    return dot_general(lhs, rhs, ops._dot_dimension_numbers(lhs, rhs, dimension_numbers),
+                       precision=precision, preferred_element_type=preferred_element_type)
 
 
 # --------------------------------------------------------------------------- cumulative, sort, conv

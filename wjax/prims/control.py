@@ -221,7 +221,7 @@ def _eqn_io(ctx):
             src.append(np.asarray(a.val, a.aval.dtype))
         else:
             src.append(len(keys))
-            keys.append(ctx.lw.key_of(a))
+            keys.append(ctx.lowering.key_of(a))
     out_keys = [ctx.out_key(j) for j in range(len(ctx.eqn.outvars))]
     n = len(keys)
     lits: dict = {}

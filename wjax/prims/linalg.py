@@ -87,7 +87,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    if (isinstance(a, Var) and a.id in ctx.lw.materialized and order == tuple(range(aval.ndim))
+    if (isinstance(a, Var) and a.id in ctx.lowering.materialized and order == tuple(range(aval.ndim))
             and not pad_rows):
         return ctx.in_key(i)
     nb = len(batch_dims)

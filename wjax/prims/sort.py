@@ -276,7 +276,7 @@ def _gather_out(ctx, avals, axis, idx, P, n_out, outs, extra=None):
     R = int(np.prod(shape, dtype=np.int64)) // N
     out_shape = list(shape)
     out_shape[axis] = n_out
-    per = max(1, (ctx.lw.max_storage - 2) // 2)
+    per = max(1, (ctx.lowering.max_storage - 2) // 2)
     jobs = [(j, outs[j]) for j in range(len(avals))] + ([("pos", extra)] if extra is not None else [])
     for c in range(0, len(jobs), per):
         kb = ctx.new_kb()
