@@ -420,3 +420,38 @@ def test_different_shapes_share_one_kernel():
     a, b = wjax.jit(f)(x, y)
     np.testing.assert_allclose(np.asarray(a), np.sin(np.arange(10.0)) * 2, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(b), [1, 2, 3])
+
+
+def _scaler_class(jit):
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        @jit
+        def pytree_method(self, x):
+            return x * self.k + 1.0
+
+        @(lambda f: jit(f, static_argnums=0))
+        def static_method(self, x):
+            return x * self.k - 1.0
+
+    return Scaler
+
+
+def test_jitted_methods_bind_their_instance_like_jax():
+    """``@jit`` on a method: the instance is bound (``jit`` is a descriptor), as in JAX."""
+    import jax
+
+    def flatten(s):
+        return (s.k,), None
+
+    results = []
+    for jit, jnp_, tree_util in ((wjax.jit, jnp, wjax.tree_util),
+                                 (jax.jit, jax.numpy, jax.tree_util)):
+        Scaler = _scaler_class(jit)
+        tree_util.register_pytree_node(Scaler, flatten, lambda _, k: Scaler(*k))
+        s, x = Scaler(jnp_.float32(3.0)), jnp_.arange(4.0)
+        results.append([np.asarray(s.pytree_method(x)), np.asarray(s.static_method(x))])
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(results[0][0], np.arange(4.0) * 3 + 1)

@@ -1,10 +1,10 @@
 """From Arrays to the backend and back: the one compile cache, and every way a program runs.
 
-    jit(f)(x)            api traces f -> ClosedJaxpr -> ``compile`` -> ``Compiled(arrays)``
+    jit(f)(x)            api traces f -> ClosedJaxpr -> ``Compiled(closed)`` -> ``executable``
     jnp.sin(x) (eager)   primitive.bind -> ``eager`` (a one-equation jaxpr, compiled likewise)
     grad(f)(x), vmap     the rewritten jaxpr -> ``run_closed``
 
-``compile`` looks the jaxpr up in ``_executables``, a bounded LRU keyed by the jaxpr's
+``executable`` looks the jaxpr up in ``_executables``, a bounded LRU keyed by the jaxpr's
 *structure* (``core.ir.jaxpr_key``: variables renumbered, literals and parameters by value)
 and the device's ``Target``: a program traced again (an eager ``grad`` or ``vmap`` call
 traces its function on every call) is lowered once.  Constants are inputs of the executable,

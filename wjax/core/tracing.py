@@ -14,7 +14,7 @@ builder holds its inputs' values, and a tracer's value is computed on demand (th
 depends on run eagerly) when Python asks for it -- ``bool``, ``int``, ``operator.index``,
 ``.item()``, boolean masks, sizes.  Python control flow then takes that path and the jaxpr
 records it; the jaxpr is specialised to those values (its structure and literals show the
-path taken, so the structural caches of ``wjax/api.py`` never reuse it for another path).
+path taken, so the structural compile cache of ``wjax/dispatch.py`` never reuses it for another path).
 ``jit``, ``vmap``, ``checkpoint`` and control-flow bodies trace abstractly: there the same
 conversions raise JAX's errors.
 """

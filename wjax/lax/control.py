@@ -14,7 +14,7 @@ from ..core import dtypes, tree_util
 from ..core.config import config as _cfg
 from .. import dispatch
 from ..array import Array
-from ..core.ir import ShapedArray, abstractify
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray, Var, abstractify
 from ..core.tracing import eval_jaxpr
 from ..transforms.vmap import vmap_closed_jaxpr
 from ..core import ops as lax
@@ -168,8 +168,7 @@ def _promote_weak(leaves, in_avals, out_avals):
         if a.weak_type and a.shape == b.shape and np.dtype(a.dtype) != np.dtype(b.dtype):
             new = dtypes.result_type(a, b)
             if np.dtype(new) == np.dtype(b.dtype):
-                from ..core.ops import convert_element_type
-                leaves[i] = convert_element_type(x, new)
+                leaves[i] = lax.convert_element_type(x, new)
                 changed = True
     return leaves, changed
 
@@ -210,7 +209,6 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
 
 def _merge_consts(jaxprs, constss):
     """Branch jaxprs taking (all branches' consts, operands); consts deduplicated by identity."""
-    from ..core.ir import ClosedJaxpr, Jaxpr, Var
     allc, pos = [], {}
     for cs in constss:
         for c in cs:
@@ -228,7 +226,6 @@ def _merge_consts(jaxprs, constss):
 
 def _forwarded(jaxprs):
     """Output positions every branch returns as the same input (JAX prunes these)."""
-    from ..core.ir import Var
     fwd = []
     for k in range(len(jaxprs[0].jaxpr.outvars)):
         srcs = set()
@@ -242,7 +239,6 @@ def _forwarded(jaxprs):
 
 
 def _prune_outputs(closed, keep):
-    from ..core.ir import ClosedJaxpr, Jaxpr
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k], j.eqns),
                        closed.consts)
@@ -428,7 +424,6 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     x_avals = [_aval(x).update(shape=_aval(x).shape[1:]) for x in xs_leaves]
     for attempt in range(2):
         c_avals = [_aval(x) for x in init_leaves]
-        in_tree = tree_util.tree_structure((tuple(init_leaves), tuple(xs_leaves)))
         box = []
 
         def flat(*tracers):

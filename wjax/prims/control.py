@@ -1,4 +1,4 @@
-"""Control flow primitives: ``cond``, ``while`` and ``scan`` (API in ``wjax/lax_control.py``).
+"""Control flow primitives: ``cond``, ``while`` and ``scan`` (API in ``wjax/lax/control.py``).
 
 Each primitive holds its bodies as ClosedJaxpr parameters (printed nested by ``make_jaxpr``)
 and has, side by side: abstract eval, a NumPy reference (``eval_jaxpr_reference``), the
@@ -13,7 +13,7 @@ kernel rule (below), jvp, partial eval (linearize), transpose and batching rules
 DESIGN — how control flow runs on the device (the ``kernel`` rules below)
 -------------------------------------------------------------------------
 Every control-flow equation lowers to one plan *host step* (``KernelContext.host_step``): its
-sub-jaxprs are compiled ONCE, at lowering time, into sub-plans (``Compiled``), and at run time
+sub-jaxprs are compiled ONCE, at lowering time, into sub-plans (``SubPlan``), and at run time
 the step records the sub-plans' dispatches into the same command stream as the rest of the
 call, feeding device buffers from one sub-plan run to the next.  Nothing is read back unless
 a branch or loop exit must be decided on the host.  The choice between the loop forms is
