@@ -8,6 +8,7 @@ array methods (shared with tracers) are installed by ``wjax/numpy/array_methods.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -88,8 +89,10 @@ class Array:
 
     __slots__ = ("aval", "buffer", "_npy", "__weakref__")
 
-    def __init__(self, buffer, aval: ShapedArray):
-        self.buffer, self.aval, self._npy = buffer, aval, None
+    def __init__(self, buffer: Any, aval: ShapedArray):
+        self.buffer: Any = buffer                 # a runtime Buffer (device memory)
+        self.aval: ShapedArray = aval
+        self._npy: np.ndarray | None = None       # the host copy, once read
         _live[id(self)] = self
 
     shape = property(lambda self: self.aval.shape)
@@ -112,31 +115,31 @@ class Array:
             return v.copy()
         return v
 
-    def block_until_ready(self):
+    def block_until_ready(self) -> "Array":
         runtime.get().synchronize()
         return self
 
-    def copy_to_host_async(self):
+    def copy_to_host_async(self) -> None:
         runtime.get().flush()
 
-    def is_ready(self):
+    def is_ready(self) -> bool:
         return True
 
-    def devices(self):
+    def devices(self) -> set[Device]:
         return {default_device()}
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return default_device()
 
     @property
-    def sharding(self):
+    def sharding(self) -> SingleDeviceSharding:
         return SingleDeviceSharding(default_device())
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._value().tolist()
 
-    def item(self, *args):
+    def item(self, *args: int) -> Any:
         return self._value().item(*args)
 
     # conversions check as JAX's core.check_{scalar,integer,bool}_conversion

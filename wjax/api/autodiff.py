@@ -10,6 +10,8 @@ as inputs), so they are built -- and compiled -- once per structure.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import functools
 import inspect
 
@@ -183,8 +185,9 @@ def _partial_args(args, kwargs, argnums):
     return leaves, in_tree, make
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(),
-                   _need_value=True):
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False, reduce_axes=(),
+                   _need_value: bool = True) -> Callable:
     """``(f(*args), ∇f(*args))`` for a scalar-valued ``f``, w.r.t. the arguments ``argnums``."""
     _check_fun(fun, "value_and_grad")
     if holomorphic:
@@ -234,7 +237,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     return value_and_grad_f
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False, reduce_axes=()) -> Callable:
     """The gradient of a scalar-valued ``fun`` w.r.t. the arguments ``argnums``."""
     _check_fun(fun, "grad")
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, _need_value=False)
@@ -281,7 +285,7 @@ def _check_jvp_args(primals, tangents):
     return pl, pt, out
 
 
-def jvp(fun, primals, tangents, has_aux=False):
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False) -> tuple:
     """``(fun(*primals), J·tangents)``: forward-mode differentiation."""
     _check_fun(fun, "jvp")
     pl, in_tree, tl = _check_jvp_args(primals, tangents)
@@ -307,7 +311,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return primal_out, tangent_out
 
 
-def linearize(fun, *primals, has_aux=False):
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(fun(*primals), f_jvp)`` where ``f_jvp`` evaluates the linearization at ``primals``."""
     _check_fun(fun, "linearize")
     pl, in_tree = tree_util.tree_flatten(tuple(primals))
@@ -332,7 +336,7 @@ def linearize(fun, *primals, has_aux=False):
     return primal_out, f_jvp
 
 
-def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> tuple:
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` pulls a cotangent back to the primals."""
     _check_fun(fun, "vjp")
     pl, in_tree = tree_util.tree_flatten(tuple(primals))
@@ -401,7 +405,8 @@ def _check_real_inputs(leaves, name):
                             f"jax.jvp directly.")
 
 
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` by forward mode: jvp mapped (vmap) over a basis of the inputs."""
     _check_fun(fun, "jacfwd")
 
@@ -447,7 +452,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     return jacfun
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """The Jacobian of ``fun`` by reverse mode: the vjp mapped (vmap) over a basis of the outputs."""
     _check_fun(fun, "jacrev")
 
@@ -487,6 +493,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return jacfun
 
 
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
     """The Hessian: ``jacfwd(jacrev(fun))``."""
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

@@ -11,6 +11,7 @@ Policies are accepted; every policy currently rematerializes everything.
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable, Sequence
 
 from ..core import tree_util
 from ..core.ir import ClosedJaxpr, abstractify
@@ -20,7 +21,9 @@ from .custom_derivatives import _split_consts
 
 
 
-def checkpoint(fun=None, *, prevent_cse: bool = True, policy=None, static_argnums=()):
+def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
+               policy: Callable | None = None,
+               static_argnums: int | Sequence[int] = ()) -> Callable:
     """Marks ``fun`` for rematerialization under differentiation (``jax.checkpoint``)."""
     if fun is None:
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
@@ -83,6 +86,6 @@ class checkpoint_policies:
         return checkpoint_policies.nothing_saveable
 
 
-def checkpoint_name(x, name):
+def checkpoint_name(x: Any, name: str) -> Any:
     """Names a value for checkpoint policies (identity here)."""
     return x

@@ -8,6 +8,8 @@ nested, as JAX does.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import functools
 import inspect
 import logging
@@ -55,7 +57,7 @@ class Lowered:
     def as_text(self) -> str:
         return self._compiled.plan.wgsl_text()
 
-    def compile(self):
+    def compile(self) -> dispatch.Compiled:
         return self._compiled
 
 
@@ -147,7 +149,7 @@ class JitWrapped:
             hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"))
         return hit[2]
 
-    def lower(self, *args, **kwargs):
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         hit, _ = self._trace(args, kwargs)
         return Lowered(hit[0], self._compiled(hit))
 
@@ -155,7 +157,7 @@ class JitWrapped:
         hit, _ = self._trace(args, kwargs)
         return hit[0]
 
-    def clear_cache(self):
+    def clear_cache(self) -> None:
         self._cache.clear()
 
     def __get__(self, obj, objtype=None):     # a jitted method binds its instance
@@ -164,7 +166,7 @@ class JitWrapped:
         return functools.partial(self, obj)
 
 
-def eval_shape(fun, *args, **kwargs):
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     """The output shapes/dtypes of ``fun`` at these arguments, traced without running."""
     _, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
     return shapes
@@ -180,7 +182,9 @@ def clear_caches() -> None:
         rt.clear()
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), **kwargs):
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        **kwargs: Any) -> JitWrapped | Callable[[Callable], JitWrapped]:
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                              donate_argnums=donate_argnums)

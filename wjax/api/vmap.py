@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -187,7 +187,8 @@ class _Vmapped:
         return functools.partial(self, obj)
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None = None,
+         axis_size: int | None = None, spmd_axis_name=None) -> Callable:
     """Vectorizing map (JAX's ``jax.vmap``): ``fun`` mapped over the ``in_axes`` of its
     arguments, with the mapped axis of each output at ``out_axes``."""
     if not callable(fun):

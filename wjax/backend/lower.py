@@ -16,6 +16,7 @@ ops of level L, then the fused groups of level L.
 from __future__ import annotations
 
 import itertools
+from typing import Callable
 
 import numpy as np
 
@@ -33,7 +34,8 @@ class Dispatch:
 
     __slots__ = ("wgsl", "keys", "grid", "writes", "ranges")
 
-    def __init__(self, wgsl, keys, grid, writes, ranges=None):
+    def __init__(self, wgsl: str, keys: list, grid: tuple, writes: list,
+                 ranges: list | None = None):
         self.wgsl, self.keys, self.grid, self.writes, self.ranges = wgsl, keys, grid, writes, ranges
 
 
@@ -44,7 +46,7 @@ class HostStep:
 
     __slots__ = ("fn", "keys", "writes", "wgsl", "ranges", "grid")
 
-    def __init__(self, fn, keys, writes, label="host step"):
+    def __init__(self, fn: Callable, keys: list, writes: list, label: str = "host step"):
         self.fn, self.keys, self.writes = fn, list(keys), list(writes)
         self.wgsl, self.ranges, self.grid = f"// {label} (runs on the host)", None, None
 
@@ -53,7 +55,7 @@ class Plan:
     """What running a jaxpr takes: dispatches over buffer keys, in order."""
 
     def __init__(self):
-        self.steps: list[Dispatch] = []
+        self.steps: list[Dispatch | HostStep] = []
         self.in_keys: list = []            # constvars then invars
         self.out_keys: list = []           # key, or ("lit", Lit)
         self.avals: dict = {}              # key -> aval (for allocation)

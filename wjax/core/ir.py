@@ -9,7 +9,7 @@ backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -36,15 +36,16 @@ class ShapedArray:
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
-        self.weak_type = bool(weak_type)
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
+        self.dtype: np.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
+        self.weak_type: bool = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    def update(self, shape: Sequence[int] | None = None, dtype: Any = None,
+               weak_type: bool | None = None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
@@ -132,8 +133,8 @@ class Var:
     __slots__ = ("aval", "id")
 
     def __init__(self, aval: ShapedArray):
-        self.aval = aval
-        self.id = next(_var_ids)
+        self.aval: ShapedArray = aval
+        self.id: int = next(_var_ids)
 
     def __repr__(self):
         return f"Var#{self.id}:{self.aval.str_short()}"
@@ -144,9 +145,9 @@ class Lit:
 
     __slots__ = ("val", "aval")
 
-    def __init__(self, val, aval: ShapedArray | None = None):
-        self.aval = aval if aval is not None else raise_to_shaped(val)
-        self.val = np.asarray(val, dtype=self.aval.dtype)
+    def __init__(self, val: Any, aval: ShapedArray | None = None):
+        self.aval: ShapedArray = aval if aval is not None else raise_to_shaped(val)
+        self.val: np.ndarray = np.asarray(val, dtype=self.aval.dtype)
 
     @property
     def operand(self):
@@ -172,12 +173,18 @@ Atom = Var | Lit
 
 
 class Eqn:
+    """One equation: ``outvars = prim[params](*invars)``."""
+
     __slots__ = ("prim", "invars", "outvars", "params")
 
-    def __init__(self, prim, invars, outvars, params):
-        self.prim, self.invars, self.outvars, self.params = prim, list(invars), list(outvars), dict(params)
+    def __init__(self, prim: Any, invars: Sequence[Atom], outvars: Sequence[Var],
+                 params: dict[str, Any]):
+        self.prim = prim                     # a core.primitive.Primitive
+        self.invars: list[Atom] = list(invars)
+        self.outvars: list[Var] = list(outvars)
+        self.params: dict[str, Any] = dict(params)
 
-    def replace(self, **kw) -> "Eqn":
+    def replace(self, **kw: Any) -> "Eqn":
         return Eqn(kw.get("prim", self.prim), kw.get("invars", self.invars),
                    kw.get("outvars", self.outvars), kw.get("params", self.params))
 
@@ -186,11 +193,17 @@ class Eqn:
 
 
 class Jaxpr:
+    """A program: inputs (``constvars`` then ``invars``), equations in order, outputs (vars or
+    literals)."""
+
     __slots__ = ("constvars", "invars", "outvars", "eqns")
 
-    def __init__(self, constvars, invars, outvars, eqns):
-        self.constvars, self.invars = list(constvars), list(invars)
-        self.outvars, self.eqns = list(outvars), list(eqns)
+    def __init__(self, constvars: Sequence[Var], invars: Sequence[Var],
+                 outvars: Sequence[Atom], eqns: Sequence[Eqn]):
+        self.constvars: list[Var] = list(constvars)
+        self.invars: list[Var] = list(invars)
+        self.outvars: list[Atom] = list(outvars)
+        self.eqns: list[Eqn] = list(eqns)
 
     in_avals = property(lambda self: [v.aval for v in self.invars])
     out_avals = property(lambda self: [v.aval for v in self.outvars])
@@ -204,12 +217,12 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr with values for its constvars."""
 
-    __slots__ = ("jaxpr", "consts", "_compiled")
+    __slots__ = ("jaxpr", "consts")
 
-    def __init__(self, jaxpr: Jaxpr, consts):
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         assert len(consts) == len(jaxpr.constvars)
-        self.jaxpr, self.consts = jaxpr, list(consts)
-        self._compiled = None   # the backend's lowering, cached by jit
+        self.jaxpr: Jaxpr = jaxpr
+        self.consts: list[Any] = list(consts)
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

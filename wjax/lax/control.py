@@ -6,6 +6,8 @@ whose comments describe how the loops run on the device.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import inspect
 
 import numpy as np
@@ -268,7 +270,8 @@ def _cond_internal(index, funs, names, api, operands):
     return tree_util.tree_unflatten(traced[0][2], res)
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
+         operand: Any = _no_operand) -> Any:
     """``true_fun(*operands) if pred else false_fun(*operands)``, traced both ways (JAX's
     ``lax.cond``; also the old ``cond(pred, true_operand, true_fun, false_operand, false_fun)``)."""
     if not (callable(true_fun) and callable(false_fun)):
@@ -305,7 +308,8 @@ def _cond_internal_names(funs, api):
     return [f"branch {i}" if i == 0 else f"branch{i}" for i in range(len(funs))]
 
 
-def switch(index, branches, *operands, operand=_no_operand):
+def switch(index: Any, branches: Sequence[Callable], *operands: Any,
+           operand: Any = _no_operand) -> Any:
     """``branches[clamp(0, index, len(branches) - 1)](*operands)`` (JAX's ``lax.switch``)."""
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
@@ -336,7 +340,7 @@ def switch(index, branches, *operands, operand=_no_operand):
 
 # --------------------------------------------------------------------------- while_loop
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """``while cond_fun(val): val = body_fun(val)`` as one primitive (JAX's ``lax.while_loop``)."""
     if not callable(cond_fun) or not callable(body_fun):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
@@ -384,7 +388,8 @@ def _trace_carry(fun, in_tree, avals, what):
 
 # --------------------------------------------------------------------------- scan / map
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
     """Loops ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``, stacking the ``y``s
     (JAX's ``lax.scan``): returns ``(final carry, stacked ys)``."""
     if not callable(f):
@@ -498,7 +503,7 @@ def _scan_python(f, init, xs_leaves, xs_tree, length, reverse):
     return carry, stacked
 
 
-def map(f, xs, *, batch_size=None):
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
     """``f`` mapped over the leading axis of ``xs`` with a ``scan`` (JAX's ``lax.map``); with
     ``batch_size``, ``vmap`` over chunks of that size (and the remainder)."""
     if batch_size is not None:
@@ -545,7 +550,8 @@ def _fori_body_fun(body_fun):
     return while_body_fun
 
 
-def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)`` (JAX's ``lax.fori_loop``).
     Static bounds give a ``scan`` (reverse-differentiable); traced bounds a ``while_loop``."""
     if not callable(body_fun):
