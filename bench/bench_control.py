@@ -1,7 +1,8 @@
 """Control-flow benchmarks (issue 8): a ``fori_loop`` of 1000 small iterations (time per
 iteration; plain and with ``unroll=8``), a ``while_loop`` of 1000 iterations and a ``scan``
 RNN cell (hidden 64, 100 steps; forward and gradient), next to real JAX on the CPU, to the
-same loops with the in-kernel forms switched off (``runtime.options(in_kernel_loops=False)``: the body is
+same loops with the in-kernel forms switched off
+(``runtime.options(in_kernel_loops=False)``: the body is
 recorded once per iteration), and to a hand-written WGSL kernel of the fori_loop.
 
     .venv/bin/python bench/bench_control.py
@@ -14,7 +15,7 @@ from common import ms, real_jax, table, timeit, us
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import loops, runtime
+from wjax.backend import runtime
 
 N_ITER = 1000
 HIDDEN, STEPS, IN = 64, 100, 32
@@ -25,7 +26,9 @@ def fori(L, x, unroll=None):
 
 
 def while_(L, x):
-    return L.while_loop(lambda c: c[0] < N_ITER, lambda c: (c[0] + 1, c[1] * 0.999 + 0.001), (0, x))[1]
+    return L.while_loop(
+        lambda c: c[0] < N_ITER, lambda c: (c[0] + 1, c[1] * 0.999 + 0.001), (0, x)
+    )[1]
 
 
 def rnn(N, L, Wh, Wx, b, xs):
@@ -49,17 +52,33 @@ def main():
     Wx = (rs.randn(HIDDEN, IN) / np.sqrt(IN)).astype(np.float32)
     b = (rs.randn(HIDDEN) * 0.1).astype(np.float32)
     xs = rs.randn(STEPS, IN).astype(np.float32)
-    args = [jnp.asarray(a) for a in (Wh, Wx, b, xs)]
 
     cases = {
-        f"fori_loop {N_ITER} (f32[16])": (lambda J, N, L: J.jit(lambda x: fori(L, x)), (x16,), N_ITER),
-        f"fori_loop {N_ITER}, unroll=8": (lambda J, N, L: J.jit(lambda x: fori(L, x, 8)), (x16,), N_ITER),
-        f"while_loop {N_ITER} (f32[16])": (lambda J, N, L: J.jit(lambda x: while_(L, x)), (x16,), N_ITER),
+        f"fori_loop {N_ITER} (f32[16])": (
+            lambda J, N, L: J.jit(lambda x: fori(L, x)),
+            (x16,),
+            N_ITER,
+        ),
+        f"fori_loop {N_ITER}, unroll=8": (
+            lambda J, N, L: J.jit(lambda x: fori(L, x, 8)),
+            (x16,),
+            N_ITER,
+        ),
+        f"while_loop {N_ITER} (f32[16])": (
+            lambda J, N, L: J.jit(lambda x: while_(L, x)),
+            (x16,),
+            N_ITER,
+        ),
         f"scan RNN h={HIDDEN}, {STEPS} steps": (
-            lambda J, N, L: J.jit(lambda *a: rnn(N, L, *a)), (Wh, Wx, b, xs), STEPS),
+            lambda J, N, L: J.jit(lambda *a: rnn(N, L, *a)),
+            (Wh, Wx, b, xs),
+            STEPS,
+        ),
         f"grad of scan RNN ({STEPS} steps)": (
             lambda J, N, L: J.jit(J.grad(lambda *a: rnn_loss(N, L, *a), argnums=(0, 1, 2))),
-            (Wh, Wx, b, xs), STEPS),
+            (Wh, Wx, b, xs),
+            STEPS,
+        ),
     }
     jax = real_jax()
     rows = []
@@ -78,8 +97,11 @@ def main():
         t = timeit(run, warmup=1, reps=5)
         with rt.options(in_kernel_loops=False):     # the same loop, recorded per iteration
             f_rec = build(wjax, jnp, lax)
-            t_rec = timeit(lambda: wjax.block_until_ready(wjax.tree_util.tree_leaves(f_rec(*dev_args))[0]),
-                           warmup=1, reps=3)
+            t_rec = timeit(
+                lambda: wjax.block_until_ready(wjax.tree_util.tree_leaves(f_rec(*dev_args))[0]),
+                warmup=1,
+                reps=3,
+            )
         row = [name, ms(t), us(t / iters), str(disp), str(rb), ms(t_rec), f"{t_rec / t:.1f}x"]
         if jax is not None:
             import jax.numpy as rjnp
@@ -100,12 +122,17 @@ def main():
     t_hand = hand_fori(rt, x16)
     fori_jit, x_dev = wjax.jit(lambda x: fori(lax, x)), jnp.asarray(x16)
     t_ours = timeit(lambda: wjax.block_until_ready(fori_jit(x_dev)), warmup=1, reps=7)
-    print(f"\nfori_loop {N_ITER} (f32[16]): wjax {ms(t_ours)}, hand-written WGSL loop kernel {ms(t_hand)} "
-          f"(wjax/hand = {t_ours / t_hand:.2f})")
-    print("\nElementwise bodies run as one per-element kernel loop; the RNN cell runs in one workgroup"
-          "\n(carry in workgroup memory).  'recorded' is the fallback form: one recorded body per step;"
-          "\nthe RNN gradient's backward scan carries a 64x64 accumulator, too big for workgroup memory,"
-          "\nso it is recorded.")
+    print(
+        f"\nfori_loop {N_ITER} (f32[16]): wjax {ms(t_ours)}, "
+        f"hand-written WGSL loop kernel {ms(t_hand)} "
+        f"(wjax/hand = {t_ours / t_hand:.2f})"
+    )
+    print(
+        "\nElementwise bodies run as one per-element kernel loop; the RNN cell runs in one"
+        " workgroup\n(carry in workgroup memory).  'recorded' is the fallback form: one recorded"
+        " body per step;\nthe RNN gradient's backward scan carries a 64x64 accumulator, too big"
+        " for workgroup memory,\nso it is recorded."
+    )
 
 
 HAND_FORI = """

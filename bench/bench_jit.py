@@ -68,7 +68,9 @@ def main():
     y = jnp.zeros(N)
     t_hand = timeit(hand_kernel(rt, x.buffer, y.buffer, N))
     # same answer from the hand kernel
-    np.testing.assert_allclose(np.asarray(y)[:1000], np.asarray(jselu(x))[:1000], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(y)[:1000], np.asarray(jselu(x))[:1000], rtol=1e-5, atol=1e-6
+    )
     rows += [("wjax jit", ms(t_jit), f"{t_hand / t_jit:.2f}x"),
              ("wjax eager", ms(t_eager), f"{t_hand / t_eager:.2f}x"),
              ("hand WGSL (vec4)", ms(t_hand), "1.00x"),
@@ -80,15 +82,22 @@ def main():
         xr = rjnp.asarray(xn)
         t_jax = timeit(lambda: rsel(xr).block_until_ready())
         rows.append(("real JAX jit (CPU)", ms(t_jax), f"{t_hand / t_jax:.2f}x"))
-    table(f"selu on 2^23 float32 (speed relative to the hand kernel)", rows, ["impl", "median", "speed"])
+    table(
+        "selu on 2^23 float32 (speed relative to the hand kernel)",
+        rows,
+        ["impl", "median", "speed"],
+    )
 
     X = jnp.asarray(np.random.RandomState(1).randn(10000, 10).astype(np.float32))
     jnorm = wjax.jit(norm)
     t1 = timeit(lambda: jnorm(X).block_until_ready())
     t2 = timeit(lambda: norm(X).block_until_ready())
     kernels = len(jnorm.lower(X).compile().plan.steps)
-    table("norm(X), X 10000x10", [("jit", ms(t1), kernels), ("eager", ms(t2), "-"),
-                                   ("speed-up", f"{t2 / t1:.1f}x", "")], ["impl", "median", "kernels"])
+    table(
+        "norm(X), X 10000x10",
+        [("jit", ms(t1), kernels), ("eager", ms(t2), "-"), ("speed-up", f"{t2 / t1:.1f}x", "")],
+        ["impl", "median", "kernels"],
+    )
 
     small = jnp.arange(5.0)
     f = wjax.jit(lambda v: v * 2.0 + 1.0)

@@ -87,20 +87,43 @@ def main():
     y = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, SIZES[-1], BATCH)]
 
     rows = []
-    ours = run(wjax, params, x, y, args.steps, lambda v: np.asarray(v if not isinstance(v, tuple) else v[0]))
-    rows.append(["wjax (" + wjax.devices()[0].device_kind + ")" if hasattr(wjax.devices()[0], "device_kind")
-                 else "wjax", ms(ours[0]), ms(ours[1]), f"{ours[2]:.5f}"])
+    ours = run(
+        wjax,
+        params,
+        x,
+        y,
+        args.steps,
+        lambda v: np.asarray(v if not isinstance(v, tuple) else v[0]),
+    )
+    rows.append(
+        [
+            "wjax (" + wjax.devices()[0].device_kind + ")"
+            if hasattr(wjax.devices()[0], "device_kind")
+            else "wjax",
+            ms(ours[0]),
+            ms(ours[1]),
+            f"{ours[2]:.5f}",
+        ]
+    )
     jax = real_jax()
     if jax is not None:
         theirs = run(jax, params, x, y, args.steps, lambda v: jax.block_until_ready(v))
-        rows.append(["jax " + jax.__version__ + " (cpu)", ms(theirs[0]), ms(theirs[1]), f"{theirs[2]:.5f}"])
-    table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, softmax cross-entropy, SGD (lr {LR})", rows,
-          ["library", "jit(value_and_grad)", "jit(sgd step)", "initial loss"])
+        rows.append(
+            ["jax " + jax.__version__ + " (cpu)", ms(theirs[0]), ms(theirs[1]), f"{theirs[2]:.5f}"]
+        )
+    table(
+        f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, softmax cross-entropy, SGD (lr {LR})",
+        rows,
+        ["library", "jit(value_and_grad)", "jit(sgd step)", "initial loss"],
+    )
     print(f"\nwjax loss over 5 more steps: {' '.join(f'{v:.4f}' for v in ours[3])}")
     if jax is not None:
         print(f"jax  loss over 5 more steps: {' '.join(f'{v:.4f}' for v in theirs[3])}")
-        print(f"\nratio wjax / jax: value_and_grad {ours[0] / theirs[0]:.2f}x, sgd step {ours[1] / theirs[1]:.2f}x "
-              "(> 1: wjax slower)")
+        print(
+            f"\nratio wjax / jax: value_and_grad {ours[0] / theirs[0]:.2f}x, "
+            f"sgd step {ours[1] / theirs[1]:.2f}x "
+            "(> 1: wjax slower)"
+        )
 
 
 if __name__ == "__main__":

@@ -90,7 +90,10 @@ def main():
         pex = wjax.jit(wjax.vmap(g, in_axes=(None, 0, 0)))
         loop = lambda: [g(params, rows_x[i], ys[i]) for i in range(N_EX)]
         rows = []
-        for name, fn in (("loop of 128 grad calls", loop), ("jit(vmap(grad))", lambda: pex(params, xs, ys))):
+        for name, fn in (
+            ("loop of 128 grad calls", loop),
+            ("jit(vmap(grad))", lambda: pex(params, xs, ys)),
+        ):
             wjax.block_until_ready(fn())
             d0 = rt.stats["dispatches"]
             out = fn()

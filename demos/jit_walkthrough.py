@@ -66,8 +66,11 @@ def norm(X):
 X = jnp.asarray(np.random.RandomState(0).randn(10000, 10).astype(np.float32))
 norm_jit = jax.jit(norm)
 np.testing.assert_allclose(np.asarray(norm(X)), np.asarray(norm_jit(X)), rtol=1e-4, atol=1e-4)
-print(f"\nnorm(X) 10000x10: eager {bench(norm, X) * 1e3:.2f} ms, jit {bench(norm_jit, X) * 1e3:.2f} ms "
-      f"in {len(norm_jit.lower(X).compile().plan.steps)} kernels")
+print(
+    f"\nnorm(X) 10000x10: eager {bench(norm, X) * 1e3:.2f} ms, "
+    f"jit {bench(norm_jit, X) * 1e3:.2f} ms "
+    f"in {len(norm_jit.lower(X).compile().plan.steps)} kernels"
+)
 
 
 def g(x, n):

@@ -43,7 +43,10 @@ def main(steps=50, seed=0, plot=True):
     for i in range(steps):
         params, value = step(params, x, y)
         if i % 10 == 0 or i == steps - 1:
-            print(f"step {i:3d}  loss {float(value):10.5f}  w {float(params['w']):.4f}  b {float(params['b']):.4f}")
+            print(
+                f"step {i:3d}  loss {float(value):10.5f}  "
+                f"w {float(params['w']):.4f}  b {float(params['b']):.4f}"
+            )
     w, b = float(params["w"]), float(params["b"])
     print(f"fitted: slope {w:.3f} (true 2), offset {b:.3f} (true 10)")
     if plot:

@@ -84,7 +84,9 @@ def clipped_mean_grad(params, xs, ys, clip=1.0):
     gs = jax.vmap(grad_loss, in_axes=(None, 0, 0))(params, xs, ys)
     sq = sum(jnp.sum(g.reshape(N, -1) ** 2, axis=1) for g in gs)
     scale = jnp.minimum(1.0, clip / jnp.sqrt(sq + 1e-12))
-    return tuple(jnp.mean(g * scale.reshape((N,) + (1,) * (g.ndim - 1)), axis=0) for g in gs), jnp.sqrt(sq)
+    return tuple(
+        jnp.mean(g * scale.reshape((N,) + (1,) * (g.ndim - 1)), axis=0) for g in gs
+    ), jnp.sqrt(sq)
 
 
 mean_g, norms = clipped_mean_grad(params, xs, ys)
@@ -102,7 +104,10 @@ try:
         w1, b1, w2, b2 = p
         z = real_jax.numpy.tanh(x @ w1 + b1) @ w2 + b2
         return real_jax.numpy.logaddexp(0.0, z) - y * z
-    ref = real_jax.vmap(real_jax.grad(rloss), in_axes=(None, 0, 0))(rp, np.asarray(xs), np.asarray(ys))
+
+    ref = real_jax.vmap(real_jax.grad(rloss), in_axes=(None, 0, 0))(
+        rp, np.asarray(xs), np.asarray(ys)
+    )
     for a, b in zip(g_jit, ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
     print("matches real JAX's vmap(grad) to 1e-4")

@@ -55,7 +55,10 @@ def main():
     try:
         x[0] = 100.0
     except TypeError as e:
-        print("x[0] = 100.0              -> TypeError:", str(e)[:str(e).find(".at[idx]") + 20] + "...")
+        print(
+            "x[0] = 100.0              -> TypeError:",
+            str(e)[: str(e).find(".at[idx]") + 20] + "...",
+        )
     y = x.at[0].set(100.0)
     print("x.at[0].set(100.0)        ->", repr(y))
     print("x.at[1:4].add(0.5)        ->", repr(x.at[1:4].add(0.5)))
@@ -66,7 +69,10 @@ def main():
     section("out-of-bounds indexing (clamped reads, dropped updates)")
     print("jnp.arange(5)[10]         ->", repr(jnp.arange(5)[10]))
     print("jnp.arange(5).at[10].set(7)->", repr(jnp.arange(5).at[10].set(7)))
-    print("x.at[12].get(mode='fill', fill_value=-1) ->", repr(x.at[12].get(mode="fill", fill_value=-1)))
+    print(
+        "x.at[12].get(mode='fill', fill_value=-1) ->",
+        repr(x.at[12].get(mode="fill", fill_value=-1)),
+    )
 
     section("NumPy interop")
     h = np.linspace(0, 1, 5, dtype=np.float32)

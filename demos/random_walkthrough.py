@@ -54,7 +54,9 @@ def main():
     print("randint   ", random.randint(k2, (8,), 0, 10))
     print("bernoulli ", random.bernoulli(k3, 0.25, (8,)))
     print("permute   ", random.permutation(k4, 8))
-    print("choice    ", random.choice(k5, jnp.array([10, 20, 30]), (5,), p=jnp.array([0.1, 0.1, 0.8])))
+    print(
+        "choice    ", random.choice(k5, jnp.array([10, 20, 30]), (5,), p=jnp.array([0.1, 0.1, 0.8]))
+    )
     print("categorical", random.categorical(k5, jnp.log(jnp.array([0.2, 0.3, 0.5])), shape=(8,)))
     print("gamma(2)  ", random.gamma(k2, 2.0, (4,)))
 

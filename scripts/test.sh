@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite (sets itself up first, with real JAX as the test oracle).
-#   bash scripts/test.sh                   everything CI runs: the suite on the default adapter,
-#                                          then the kernel-heavy tests through other drivers
+#   bash scripts/test.sh                   everything CI runs: ruff, the suite on the default
+#                                          adapter, then the kernel-heavy tests through other drivers
 #   bash scripts/test.sh [pytest args]     pytest on the default adapter with those arguments
 #   bash scripts/test.sh --fuzz [MINUTES]  fresh random hypothesis examples, for MINUTES (30)
 #   bash scripts/test.sh --slow            real arrays past the 128 MiB binding limit (minutes)
@@ -22,6 +22,8 @@ if [ $# -gt 0 ]; then
   exec "$py" -m pytest tests -m "not slow" "$@"
 fi
 
+echo "[test] lint: ruff check (configuration in pyproject.toml)"
+.venv/bin/ruff check .
 "$py" -m pytest tests -m "not slow"
 
 # The same WGSL through other compilers: a difference between drivers is a bug.

@@ -97,7 +97,9 @@ CASES = {
     "at_get_oob_fill": lambda J, N, L: N.arange(3.0).at[5].get(mode="fill", fill_value=-1.0),
     "at_set_shape": lambda J, N, L: N.arange(3.0).at[:2].set(N.ones(3)),
     "take_bad_mode": lambda J, N, L: N.take(N.arange(3), N.array([0]), mode="nope"),
-    "take_along_axis_rank": lambda J, N, L: N.take_along_axis(N.ones((2, 3)), N.zeros(3, int), axis=1),
+    "take_along_axis_rank": lambda J, N, L: N.take_along_axis(
+        N.ones((2, 3)), N.zeros(3, int), axis=1
+    ),
     "dynamic_slice_too_big": lambda J, N, L: L.dynamic_slice(N.ones(3), (0,), (4,)),
     "dynamic_slice_wrong_len": lambda J, N, L: L.dynamic_slice(N.ones((3, 3)), (0,), (1,)),
     "slice_bad_limits": lambda J, N, L: L.slice(N.ones(3), (2,), (1,)),
@@ -132,7 +134,9 @@ CASES = {
     "lax_reduce_sum_axes_oob": lambda J, N, L: L.reduce_sum(N.ones(3), (1,)),
     "lax_pad_bad_config": lambda J, N, L: L.pad(N.ones(3), 0.0, [(1, 1, 0), (1, 1, 0)]),
     "lax_concat_dtypes": lambda J, N, L: L.concatenate([N.ones(2), N.ones(2, np.int32)], 0),
-    "lax_conv_rank": lambda J, N, L: L.conv(N.ones((1, 1, 4)), N.ones((1, 1, 2, 2)), (1, 1), "SAME"),
+    "lax_conv_rank": lambda J, N, L: L.conv(
+        N.ones((1, 1, 4)), N.ones((1, 1, 2, 2)), (1, 1), "SAME"
+    ),
     "lax_cumsum_axis_oob": lambda J, N, L: L.cumsum(N.ones(3), axis=1),
     "lax_sort_bad_dim": lambda J, N, L: L.sort(N.ones(3), dimension=1),
     "lax_rev_oob": lambda J, N, L: L.rev(N.ones(3), (1,)),
@@ -150,18 +154,20 @@ CASES = {
     "einsum_bad_subscripts": lambda J, N, L: N.einsum("i#->i", N.ones(3)),
     "outer_ok": lambda J, N, L: N.outer(N.ones(2), N.ones(3)),
     # ------------------------------------------------------------------ integer edge values
-    "floor_divide_by_zero": lambda J, N, L: N.array([7, -7, 0, -2**31, 5]) // 0,
-    "remainder_by_zero": lambda J, N, L: N.array([7, -7, 0, -2**31, 5]) % 0,
+    "floor_divide_by_zero": lambda J, N, L: N.array([7, -7, 0, -(2**31), 5]) // 0,
+    "remainder_by_zero": lambda J, N, L: N.array([7, -7, 0, -(2**31), 5]) % 0,
     "remainder_unsigned_by_zero": lambda J, N, L: N.array([7, 0, 5], N.uint32) % N.uint32(0),
     "floor_divide_unsigned_by_zero": lambda J, N, L: N.array([7, 0, 5], N.uint32) // N.uint32(0),
     "int8_remainder_by_zero": lambda J, N, L: N.array([7, -7, 0], N.int8) % N.int8(0),
     "fmod_int_by_zero": lambda J, N, L: N.fmod(N.array([7, -7, 0]), 0),
-    "divmod_ints": lambda J, N, L: divmod(N.array([7, -7, 0, -2**31, 5]), 3),
-    "divmod_floats": lambda J, N, L: divmod(N.array([5.5, -5.5, 1.0]), N.array([-2., 2., 0.1])),
-    "float_floor_divide_by_zero": lambda J, N, L: N.array([1., -1., 0.]) // 0.,
+    "divmod_ints": lambda J, N, L: divmod(N.array([7, -7, 0, -(2**31), 5]), 3),
+    "divmod_floats": lambda J, N, L: divmod(N.array([5.5, -5.5, 1.0]), N.array([-2.0, 2.0, 0.1])),
+    "float_floor_divide_by_zero": lambda J, N, L: N.array([1.0, -1.0, 0.0]) // 0.0,
     "power_int_negative_scalar": lambda J, N, L: N.power(N.int32(2), N.int32(-1)),
     "power_int_negative_pyint": lambda J, N, L: N.array([2, 3]) ** -1,
-    "power_int_negative_array": lambda J, N, L: N.power(N.array([2, 1, -1, 0]), N.array([-1, -1, -1, -1])),
+    "power_int_negative_array": lambda J, N, L: N.power(
+        N.array([2, 1, -1, 0]), N.array([-1, -1, -1, -1])
+    ),
     "power_int_big": lambda J, N, L: N.power(N.array([3, -3]), N.array([40, 41])),
     "power_zero_zero": lambda J, N, L: N.power(N.array([0, 0]), N.array([0, 1])),
     "int_overflow_pyint": lambda J, N, L: N.array([1], N.int8) + 300,
@@ -184,8 +190,12 @@ CASES = {
     "random_bad_key": lambda J, N, L: J.random.uniform(N.ones(3)),
     "random_bad_shape": lambda J, N, L: J.random.normal(J.random.PRNGKey(0), (-1,)),
     "random_split_zero_ok": lambda J, N, L: J.random.split(J.random.PRNGKey(0), 0).shape,
-    "random_choice_too_many": lambda J, N, L: J.random.choice(J.random.PRNGKey(0), 3, (5,), replace=False),
-    "random_randint_float": lambda J, N, L: J.random.randint(J.random.PRNGKey(0), (2,), 0, 10, np.float32),
+    "random_choice_too_many": lambda J, N, L: J.random.choice(
+        J.random.PRNGKey(0), 3, (5,), replace=False
+    ),
+    "random_randint_float": lambda J, N, L: J.random.randint(
+        J.random.PRNGKey(0), (2,), 0, 10, np.float32
+    ),
     "nn_one_hot_float_classes": lambda J, N, L: J.nn.one_hot(N.array([0, 1]), 2.5),
     "tree_map_mismatch": lambda J, N, L: J.tree_util.tree_map(lambda a, b: a, (1, 2), (1,)),
     "linalg_inv_nonsquare": lambda J, N, L: N.linalg.inv(N.ones((2, 3))),

@@ -20,7 +20,9 @@ def assert_same(got, want, rtol, atol=1e-6, dtype=True):
         if g.dtype == bool or np.issubdtype(g.dtype, np.integer):
             np.testing.assert_array_equal(g, w)
         else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol
+            )
 
 
 def examples(n: int):

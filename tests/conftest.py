@@ -26,9 +26,17 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True,
                           suppress_health_check=_SLOW_OK)
 settings.register_profile(
-    "fuzz", deadline=None, derandomize=False, print_blob=True, suppress_health_check=_SLOW_OK,
+    "fuzz",
+    deadline=None,
+    derandomize=False,
+    print_blob=True,
+    suppress_health_check=_SLOW_OK,
     database=DirectoryBasedExampleDatabase(
-        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".hypothesis", "fuzz")))
+        os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".hypothesis", "fuzz"
+        )
+    ),
+)
 settings.load_profile(os.environ.get("WJAX_HYPOTHESIS", "ci"))
 
 

@@ -17,7 +17,9 @@ from wjax.transforms.transpose import transpose_jaxpr
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol
+    )
 
 
 # --------------------------------------------------------------------------- JAX's values
@@ -29,8 +31,10 @@ def test_values_at_kinks_match_jax():
     assert float(jax.grad(lambda x: jnp.maximum(x, 0.0))(0.0)) == 0.5
     assert float(jax.grad(lambda x: jnp.minimum(x, 0.0))(0.0)) == 0.5
     close(jax.grad(jnp.max)(jnp.array([1.0, 3.0, 3.0])), [0.0, 0.5, 0.5])
-    close(jax.grad(lambda x: jnp.max(x, axis=1).sum())(jnp.array([[2.0, 2.0, 2.0], [0.0, 1.0, 1.0]])),
-          [[1 / 3, 1 / 3, 1 / 3], [0.0, 0.5, 0.5]])
+    close(
+        jax.grad(lambda x: jnp.max(x, axis=1).sum())(jnp.array([[2.0, 2.0, 2.0], [0.0, 1.0, 1.0]])),
+        [[1 / 3, 1 / 3, 1 / 3], [0.0, 0.5, 0.5]],
+    )
     assert np.isposinf(float(jax.grad(jnp.sqrt)(0.0)))
     assert np.isnan(float(jax.grad(lambda x: jnp.where(x > 0, jnp.log(x), 0.0))(0.0)))
     assert float(jax.grad(lambda x: jnp.where(x > 0, jnp.log(x), 0.0))(2.0)) == 0.5
@@ -52,7 +56,7 @@ def test_second_order():
 
 def test_weak_types_and_dtypes():
     g = jax.grad(lambda x: x * 2.0)(1.0)
-    assert g.dtype == np.float32 and g.weak_type          # as in JAX: a weak primal, a weak cotangent
+    assert g.dtype == np.float32 and g.weak_type  # as in JAX: a weak primal, a weak cotangent
     assert not jax.grad(lambda x: x * 2.0)(jnp.float32(1.0)).weak_type
     g = jax.grad(lambda x: jnp.sum(x * 2.0))(jnp.ones(3))
     assert g.dtype == np.float32 and g.shape == (3,)
@@ -100,7 +104,10 @@ def test_vmap_of_grad_and_grad_of_vmap():
 
 def test_custom_rules_under_vmap():
     # the batched call keeps its custom rule: relu's derivative at 0 stays 0 (not maximum's 0.5)
-    close(jax.grad(lambda x: jnp.sum(jax.vmap(jax.nn.relu)(x)))(jnp.array([0.0, 1.0, -1.0])), [0.0, 1.0, 0.0])
+    close(
+        jax.grad(lambda x: jnp.sum(jax.vmap(jax.nn.relu)(x)))(jnp.array([0.0, 1.0, -1.0])),
+        [0.0, 1.0, 0.0],
+    )
 
     @jax.custom_vjp
     def g(x, y):
@@ -109,11 +116,22 @@ def test_custom_rules_under_vmap():
     g.defvjp(lambda x, y: (g(x, y), (jnp.cos(x), jnp.sin(x), y)),
              lambda res, ct: (res[0] * ct * res[2] * 2.0, res[1] * ct))
     xs = jnp.array([0.0, 1.0])
-    close(jax.grad(lambda x: jnp.sum(jax.vmap(g, in_axes=(0, None))(x, 3.0)))(xs), 6 * np.cos([0.0, 1.0]),
-          rtol=1e-5)
+    close(
+        jax.grad(lambda x: jnp.sum(jax.vmap(g, in_axes=(0, None))(x, 3.0)))(xs),
+        6 * np.cos([0.0, 1.0]),
+        rtol=1e-5,
+    )
     # an unbatched operand's cotangent sums over the batch
-    close(jax.grad(lambda y: jnp.sum(jax.vmap(g, in_axes=(0, None))(xs, y)))(3.0), np.sin(1.0), rtol=1e-5)
-    close(jax.grad(lambda x: jnp.sum(jax.vmap(jax.checkpoint(jnp.sin))(x)))(xs), np.cos([0.0, 1.0]), rtol=1e-5)
+    close(
+        jax.grad(lambda y: jnp.sum(jax.vmap(g, in_axes=(0, None))(xs, y)))(3.0),
+        np.sin(1.0),
+        rtol=1e-5,
+    )
+    close(
+        jax.grad(lambda x: jnp.sum(jax.vmap(jax.checkpoint(jnp.sin))(x)))(xs),
+        np.cos([0.0, 1.0]),
+        rtol=1e-5,
+    )
 
 
 # --------------------------------------------------------------------------- pytrees
@@ -184,11 +202,17 @@ def test_errors_match_jax():
     with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions. "
                                         r"Output had shape: \(3,\)"):
         jax.grad(lambda x: x * jnp.ones(3))(1.0)
-    with pytest.raises(TypeError, match="grad requires real- or complex-valued inputs .* but got int32"):
+    with pytest.raises(
+        TypeError, match="grad requires real- or complex-valued inputs .* but got int32"
+    ):
         jax.grad(lambda x: x * 2)(1)
-    with pytest.raises(TypeError, match="expected function with aux output to return a two-element tuple"):
+    with pytest.raises(
+        TypeError, match="expected function with aux output to return a two-element tuple"
+    ):
         jax.grad(lambda x: x, has_aux=True)(1.0)
-    with pytest.raises(TypeError, match="expected function with aux output to return a two-element tuple"):
+    with pytest.raises(
+        TypeError, match="expected function with aux output to return a two-element tuple"
+    ):
         jax.grad(lambda x: (x, 1, 2), has_aux=True)(1.0)
     with pytest.raises(TypeError, match="requires at least 3 positional arguments"):
         jax.grad(lambda x: x, argnums=2)(1.0)
@@ -251,7 +275,11 @@ def test_jacobians_and_hessian_match_jax():
         return m.numpy.tanh(x[:2] * x[1:]) * m.numpy.sum(x)
 
     x = np.array([0.3, -0.5, 0.8], np.float32)
-    for ours, theirs in ((jax.jacfwd, real.jacfwd), (jax.jacrev, real.jacrev), (jax.hessian, real.hessian)):
+    for ours, theirs in (
+        (jax.jacfwd, real.jacfwd),
+        (jax.jacrev, real.jacrev),
+        (jax.hessian, real.hessian),
+    ):
         close(ours(partial(f, jax))(x), theirs(partial(f, real))(x), rtol=1e-4, atol=1e-6)
     # pytree inputs and outputs, argnums
     g = lambda p, s: {"o": p["w"] * s, "q": jnp.sum(p["w"]) ** 2}  # noqa: E731
@@ -372,12 +400,17 @@ def test_checkpoint_and_stop_gradient():
     close(jax.grad(st)(2.0, 3), 12.0)
     # stop_gradient
     close(jax.grad(lambda x: x * jax.lax.stop_gradient(x))(3.0), 3.0)
-    close(jax.grad(lambda p: jnp.sum(jax.lax.stop_gradient(p)["a"]) + p["b"])({"a": jnp.ones(2), "b": 1.0})["a"],
-          [0.0, 0.0])
+    close(
+        jax.grad(lambda p: jnp.sum(jax.lax.stop_gradient(p)["a"]) + p["b"])(
+            {"a": jnp.ones(2), "b": 1.0}
+        )["a"],
+        [0.0, 0.0],
+    )
     assert "stop_gradient" in str(jax.make_jaxpr(jax.lax.stop_gradient)(1.0))
 
 
-# --------------------------------------------------------------------------- the rewrites themselves
+# ------------------------------------------------------------------------- the rewrites themselves
+
 
 def _mlp_loss(p, x):
     h = jnp.tanh(x @ p["W"] + p["b"])
@@ -394,7 +427,9 @@ def test_rewrites_typecheck_and_compose():
     jc, out_nz = jvp_jaxpr(closed, nz, instantiate_outs=True)
     typecheck(jc.jaxpr)
     assert out_nz == [True] and len(jc.in_avals) == n + 2
-    known, lin, out_unk, nres = partial_eval_jaxpr(jc, [False] * n + [True, True], instantiate=[False, True])
+    known, lin, out_unk, nres = partial_eval_jaxpr(
+        jc, [False] * n + [True, True], instantiate=[False, True]
+    )
     typecheck(known.jaxpr)
     typecheck(lin.jaxpr)
     assert out_unk == [False, True] and nres > 0

@@ -51,17 +51,29 @@ def test_against_jax(name):
         return
     want, werr = _run(fn, (rjax, rjax.numpy, rjax.lax))
     if werr is not None:
-        assert gerr is not None, f"{name}: JAX raised {type(werr).__name__}: {werr}; wjax returned {got!r}"
+        assert gerr is not None, (
+            f"{name}: JAX raised {type(werr).__name__}: {werr}; wjax returned {got!r}"
+        )
         assert isinstance(gerr, type(werr)), (
-            f"{name}: JAX raised {type(werr).__name__}: {werr}\nwjax raised {type(gerr).__name__}: {gerr}")
+            f"{name}: JAX raised {type(werr).__name__}: {werr}\n"
+            f"wjax raised {type(gerr).__name__}: {gerr}"
+        )
         assert str(gerr), f"{name}: wjax's {type(gerr).__name__} has no message"
         for shape in _SHAPE.findall(str(werr)):
-            assert shape in str(gerr), f"{name}: JAX's message names {shape}, wjax's does not: {gerr}"
+            assert shape in str(gerr), (
+                f"{name}: JAX's message names {shape}, wjax's does not: {gerr}"
+            )
         return
     assert gerr is None, f"{name}: JAX returned {want!r}, wjax raised {type(gerr).__name__}: {gerr}"
     for g, w in zip(_leaves(got), _leaves(want), strict=True):
         ga, wa = np.asarray(g), np.asarray(w)
-        assert ga.shape == wa.shape and ga.dtype == wa.dtype, (name, ga.shape, ga.dtype, wa.shape, wa.dtype)
+        assert ga.shape == wa.shape and ga.dtype == wa.dtype, (
+            name,
+            ga.shape,
+            ga.dtype,
+            wa.shape,
+            wa.dtype,
+        )
         assert getattr(g, "weak_type", False) == getattr(w, "weak_type", False), name
         if ga.dtype.kind in "biu":
             np.testing.assert_array_equal(ga, wa, err_msg=name)

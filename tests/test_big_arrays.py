@@ -40,14 +40,18 @@ M = RNG.standard_normal((900, 800)).astype(np.float32)     # 2.9 MB
 def close(got, want, rtol=1e-5, atol=1e-5):
     got = np.asarray(got)
     assert got.shape == np.shape(want), (got.shape, np.shape(want))
-    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        got.astype(np.float64), np.asarray(want, np.float64), rtol=rtol, atol=atol
+    )
 
 
 def both(f, *args, tol=1e-5):
     """f eagerly and under jit (fused differently): the same answer."""
     e = f(*args)
     j = wjax.jit(f)(*args)
-    np.testing.assert_allclose(np.asarray(e, np.float64), np.asarray(j, np.float64), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        np.asarray(e, np.float64), np.asarray(j, np.float64), rtol=tol, atol=tol
+    )
     return e
 
 
@@ -64,7 +68,9 @@ def test_random_bits_past_one_binding_match_jax():
     u = np.asarray(wjax.random.uniform(wjax.random.PRNGKey(0), (2 * N,)))
     assert not np.array_equal(u[:N], u[N:])
     rjax = pytest.importorskip("jax")
-    np.testing.assert_array_equal(u, np.asarray(rjax.random.uniform(rjax.random.PRNGKey(0), (2 * N,))))
+    np.testing.assert_array_equal(
+        u, np.asarray(rjax.random.uniform(rjax.random.PRNGKey(0), (2 * N,)))
+    )
 
 
 def test_reductions():
@@ -73,12 +79,20 @@ def test_reductions():
     assert int(both(lambda a: a.argmax(), A)) == int(A.argmax())
     close(both(lambda m: m.mean(0), M), M.mean(0))
     close(both(lambda m: m.std(1), M), M.std(1), rtol=1e-4)
-    close(both(lambda m: wjax.nn.softmax(m, axis=1), M),
-          np.exp(M - M.max(1, keepdims=True)) / np.exp(M - M.max(1, keepdims=True)).sum(1, keepdims=True))
+    close(
+        both(lambda m: wjax.nn.softmax(m, axis=1), M),
+        np.exp(M - M.max(1, keepdims=True))
+        / np.exp(M - M.max(1, keepdims=True)).sum(1, keepdims=True),
+    )
 
 
 def test_scans_and_sorts():
-    close(both(lambda a: jnp.cumsum(a), A[:300000]), np.cumsum(A[:300000].astype(np.float64)), rtol=1e-3, atol=1e-2)
+    close(
+        both(lambda a: jnp.cumsum(a), A[:300000]),
+        np.cumsum(A[:300000].astype(np.float64)),
+        rtol=1e-3,
+        atol=1e-2,
+    )
     close(both(lambda a: jnp.sort(a), A), np.sort(A))
     np.testing.assert_array_equal(np.asarray(both(lambda m: jnp.argsort(m, axis=1), M)),
                                   np.argsort(M, axis=1, kind="stable"))

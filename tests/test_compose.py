@@ -120,7 +120,9 @@ def test_random_compositions_match_jax(spec, seed):
     want, werr = _run(spec, (rjax, rjax.numpy, rjax.lax), x)
     got, gerr = _run(spec, (wjax, wjax.numpy, wjax.lax), x)
     if werr is not None:
-        assert gerr is not None, f"{spec}: JAX raised {type(werr).__name__}: {werr}; wjax gave {got}"
+        assert gerr is not None, (
+            f"{spec}: JAX raised {type(werr).__name__}: {werr}; wjax gave {got}"
+        )
         assert type(gerr).__name__ == type(werr).__name__, (spec, gerr, werr)
         return
     assert gerr is None, f"{spec}: {type(gerr).__name__}: {gerr}"

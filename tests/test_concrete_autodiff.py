@@ -28,43 +28,67 @@ def _pywhile(x):
 
 CASES = {
     # name: (build(J, N, L) -> callable, args)
-    "grad_if_low": (lambda J, N, L: J.grad(_piecewise), (2.,)),
-    "grad_if_high": (lambda J, N, L: J.grad(_piecewise), (4.,)),
-    "grad_while": (lambda J, N, L: J.grad(_pywhile), (2.,)),
-    "grad_int_range": (lambda J, N, L: J.grad(lambda x: sum(x for _ in range(int(x)))), (3.,)),
-    "grad_index": (lambda J, N, L: J.grad(lambda x, n: x * N.arange(10.)[n]), (2., 3)),
-    "grad_item": (lambda J, N, L: J.grad(lambda x: x * x.item()), (2.,)),
-    "grad_mask": (lambda J, N, L: J.grad(lambda x: x[x > 0].sum()), (np.array([1., -1., 2.], F),)),
-    "grad_int_input_branch": (lambda J, N, L: J.grad(lambda x, n: x * 2 if n > 2 else x), (2., 3)),
-    "grad_float_raises": (lambda J, N, L: J.grad(lambda x: x * float(x)), (2.,)),
-    "grad_tolist_raises": (lambda J, N, L: J.grad(lambda x: x * x.tolist()), (2.,)),
-    "grad_asarray_raises": (lambda J, N, L: J.grad(lambda x: x * np.asarray(x)), (2.,)),
-    "value_and_grad": (lambda J, N, L: J.value_and_grad(_piecewise), (4.,)),
-    "jvp": (lambda J, N, L: lambda x: J.jvp(_piecewise, (x,), (1.,)), (2.,)),
-    "vjp": (lambda J, N, L: lambda x: J.vjp(_piecewise, x)[1](1.), (2.,)),
-    "linearize": (lambda J, N, L: lambda x: J.linearize(_piecewise, x)[1](1.), (2.,)),
-    "jacfwd": (lambda J, N, L: J.jacfwd(_piecewise), (2.,)),
-    "jacrev": (lambda J, N, L: J.jacrev(_piecewise), (4.,)),
-    "hessian": (lambda J, N, L: J.hessian(lambda x: 3 * x ** 3 if x < 3 else -4 * x), (2.,)),
-    "grad_grad": (lambda J, N, L: J.grad(J.grad(lambda x: x ** 3 if x < 3 else -4 * x)), (2.,)),
-    "grad_of_vmap_closure": (lambda J, N, L: J.grad(
-        lambda x: J.vmap(lambda y: y * 2 if x < 3 else y)(N.ones(2) * x).sum()), (2.,)),
-    "vmap_unmapped_arg": (lambda J, N, L: J.vmap(lambda x, n: x * 2 if n > 2 else x, in_axes=(0, None)),
-                          (np.ones(3, F), 3)),
-    "grad_outer_if_checkpoint": (lambda J, N, L: J.grad(
-        lambda x: J.checkpoint(lambda y: y * 2)(x) if x < 3 else x), (2.,)),
-    "grad_outer_if_cond": (lambda J, N, L: J.grad(
-        lambda x: L.cond(x < 3, lambda y: y * 2, lambda y: y, x) if x > 0 else x), (2.,)),
-    "grad_fori_concrete_bounds": (lambda J, N, L: J.grad(
-        lambda x: L.fori_loop(0, int(x), lambda i, c: c * x, 1.)), (3.,)),
+    "grad_if_low": (lambda J, N, L: J.grad(_piecewise), (2.0,)),
+    "grad_if_high": (lambda J, N, L: J.grad(_piecewise), (4.0,)),
+    "grad_while": (lambda J, N, L: J.grad(_pywhile), (2.0,)),
+    "grad_int_range": (lambda J, N, L: J.grad(lambda x: sum(x for _ in range(int(x)))), (3.0,)),
+    "grad_index": (lambda J, N, L: J.grad(lambda x, n: x * N.arange(10.0)[n]), (2.0, 3)),
+    "grad_item": (lambda J, N, L: J.grad(lambda x: x * x.item()), (2.0,)),
+    "grad_mask": (
+        lambda J, N, L: J.grad(lambda x: x[x > 0].sum()),
+        (np.array([1.0, -1.0, 2.0], F),),
+    ),
+    "grad_int_input_branch": (lambda J, N, L: J.grad(lambda x, n: x * 2 if n > 2 else x), (2.0, 3)),
+    "grad_float_raises": (lambda J, N, L: J.grad(lambda x: x * float(x)), (2.0,)),
+    "grad_tolist_raises": (lambda J, N, L: J.grad(lambda x: x * x.tolist()), (2.0,)),
+    "grad_asarray_raises": (lambda J, N, L: J.grad(lambda x: x * np.asarray(x)), (2.0,)),
+    "value_and_grad": (lambda J, N, L: J.value_and_grad(_piecewise), (4.0,)),
+    "jvp": (lambda J, N, L: lambda x: J.jvp(_piecewise, (x,), (1.0,)), (2.0,)),
+    "vjp": (lambda J, N, L: lambda x: J.vjp(_piecewise, x)[1](1.0), (2.0,)),
+    "linearize": (lambda J, N, L: lambda x: J.linearize(_piecewise, x)[1](1.0), (2.0,)),
+    "jacfwd": (lambda J, N, L: J.jacfwd(_piecewise), (2.0,)),
+    "jacrev": (lambda J, N, L: J.jacrev(_piecewise), (4.0,)),
+    "hessian": (lambda J, N, L: J.hessian(lambda x: 3 * x**3 if x < 3 else -4 * x), (2.0,)),
+    "grad_grad": (lambda J, N, L: J.grad(J.grad(lambda x: x**3 if x < 3 else -4 * x)), (2.0,)),
+    "grad_of_vmap_closure": (
+        lambda J, N, L: J.grad(
+            lambda x: J.vmap(lambda y: y * 2 if x < 3 else y)(N.ones(2) * x).sum()
+        ),
+        (2.0,),
+    ),
+    "vmap_unmapped_arg": (
+        lambda J, N, L: J.vmap(lambda x, n: x * 2 if n > 2 else x, in_axes=(0, None)),
+        (np.ones(3, F), 3),
+    ),
+    "grad_outer_if_checkpoint": (
+        lambda J, N, L: J.grad(lambda x: J.checkpoint(lambda y: y * 2)(x) if x < 3 else x),
+        (2.0,),
+    ),
+    "grad_outer_if_cond": (
+        lambda J, N, L: J.grad(
+            lambda x: L.cond(x < 3, lambda y: y * 2, lambda y: y, x) if x > 0 else x
+        ),
+        (2.0,),
+    ),
+    "grad_fori_concrete_bounds": (
+        lambda J, N, L: J.grad(lambda x: L.fori_loop(0, int(x), lambda i, c: c * x, 1.0)),
+        (3.0,),
+    ),
     # abstract traces: JAX's errors
-    "jit_grad_raises": (lambda J, N, L: J.jit(J.grad(_piecewise)), (2.,)),
-    "grad_jit_raises": (lambda J, N, L: J.grad(J.jit(_piecewise)), (2.,)),
-    "vmap_grad_raises": (lambda J, N, L: J.vmap(J.grad(_piecewise)), (np.array([2., 4.], F),)),
-    "grad_checkpoint_raises": (lambda J, N, L: J.grad(J.checkpoint(_piecewise)), (2.,)),
-    "grad_scan_body_raises": (lambda J, N, L: J.grad(lambda x: L.scan(
-        lambda c, _: (c * x if x > 1 else c, None), x, None, length=3)[0]), (2.,)),
-    "vmap_mapped_raises": (lambda J, N, L: J.vmap(lambda x: x * 2 if x > 0 else x), (np.ones(3, F),)),
+    "jit_grad_raises": (lambda J, N, L: J.jit(J.grad(_piecewise)), (2.0,)),
+    "grad_jit_raises": (lambda J, N, L: J.grad(J.jit(_piecewise)), (2.0,)),
+    "vmap_grad_raises": (lambda J, N, L: J.vmap(J.grad(_piecewise)), (np.array([2.0, 4.0], F),)),
+    "grad_checkpoint_raises": (lambda J, N, L: J.grad(J.checkpoint(_piecewise)), (2.0,)),
+    "grad_scan_body_raises": (
+        lambda J, N, L: J.grad(
+            lambda x: L.scan(lambda c, _: (c * x if x > 1 else c, None), x, None, length=3)[0]
+        ),
+        (2.0,),
+    ),
+    "vmap_mapped_raises": (
+        lambda J, N, L: J.vmap(lambda x: x * 2 if x > 0 else x),
+        (np.ones(3, F),),
+    ),
 }
 
 

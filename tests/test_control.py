@@ -92,8 +92,14 @@ def test_cond_picks_its_branch_on_the_device():
         assert readbacks() == r0
         close(out, y * 2 if p else y - 1)
     # a branch holding a while_loop falls back to reading the index back
-    w = jax.jit(lambda p, x: lax.cond(p > 0, lambda x: lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, x),
-                                      lambda x: -x, x))
+    w = jax.jit(
+        lambda p, x: lax.cond(
+            p > 0,
+            lambda x: lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, x),
+            lambda x: -x,
+            x,
+        )
+    )
     c = y.copy()
     while c.sum() < 100:
         c = c * 2 + 1
@@ -112,13 +118,20 @@ def test_while_and_fori_values():
             i += 1
         return x
 
-    f = jax.jit(lambda n, x: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5 + c[0]),
-                                            (0, x))[1])
+    f = jax.jit(
+        lambda n, x: lax.while_loop(
+            lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5 + c[0]), (0, x)
+        )[1]
+    )
     for n in (0, 1, 7):
         close(f(np.int32(n), jnp.ones(3)), py_while(n, np.ones(3, F)), rtol=1e-6)
-        close(lax.fori_loop(0, n, lambda i, c: c * 1.5 + i, jnp.ones(3)), py_while(n, np.ones(3, F)))
+        close(
+            lax.fori_loop(0, n, lambda i, c: c * 1.5 + i, jnp.ones(3)), py_while(n, np.ones(3, F))
+        )
     # trip counts around the chunk boundaries (1, 2, 4, then one chunk recorded ahead from 8 on)
-    g = jax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + c[0]), (0, 0)))
+    g = jax.jit(
+        lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + c[0]), (0, 0))
+    )
     for n in (2, 3, 6, 8, 14, 15, 16, 30, 31, 95, 150, 300):
         i, acc = g(np.int32(n))
         assert (int(i), int(acc)) == (n, n * (n - 1) // 2), n
@@ -165,17 +178,30 @@ def test_scan_values_against_python_loop():
 def test_nested_loops_and_cond_in_loops():
     against_jax(lambda J, N, L: J.jit(lambda xs: L.scan(
         lambda c, x: (L.scan(lambda d, y: (d + y * c, d), c, x)[0], c), 0.1, xs)), XS)
-    against_jax(lambda J, N, L: J.jit(lambda xs: L.scan(
-        lambda c, x: (L.while_loop(lambda d: d < 5.0, lambda d: d * 2 + 0.1, N.abs(x[0]) + c * 0.01), c),
-        0.1, xs)), XS)
+    against_jax(
+        lambda J, N, L: J.jit(
+            lambda xs: L.scan(
+                lambda c, x: (
+                    L.while_loop(lambda d: d < 5.0, lambda d: d * 2 + 0.1, N.abs(x[0]) + c * 0.01),
+                    c,
+                ),
+                0.1,
+                xs,
+            )
+        ),
+        XS,
+    )
     # a while in a while body: the outer loop is driven from the host
     f = jax.jit(lambda n: lax.while_loop(
         lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + lax.while_loop(
             lambda d: d[0] < c[0], lambda d: (d[0] + 1, d[1] + 1.0), (0, 0.0))[1]), (0, 0.0)))
     assert float(f(np.int32(6))[1]) == sum(range(6))
     # a cond inside a scan body runs as a select: no readback per step
-    g = jax.jit(lambda xs: lax.scan(lambda c, x: (lax.cond(x[0] > 0, lambda c: c + x[1], lambda c: c * 0.5, c),
-                                                 c), 1.0, xs))
+    g = jax.jit(
+        lambda xs: lax.scan(
+            lambda c, x: (lax.cond(x[0] > 0, lambda c: c + x[1], lambda c: c * 0.5, c), c), 1.0, xs
+        )
+    )
     g(XS)
     r0 = readbacks()
     c, ys = g(XS)
@@ -191,7 +217,9 @@ def test_float16_rows_of_odd_size():
     xs = (np.arange(15).reshape(5, 3) / 8).astype(np.float16)
     if not runtime.get().has_f16:      # wgpu's GL backend: float16 is a clean TypeError
         return f16_unsupported(lambda: jnp.asarray(xs))
-    c, ys = lax.scan(lambda c, x: (c + x.sum(), x * c), jnp.float16(1), jnp.asarray(xs), reverse=True, unroll=2)
+    c, ys = lax.scan(
+        lambda c, x: (c + x.sum(), x * c), jnp.float16(1), jnp.asarray(xs), reverse=True, unroll=2
+    )
     c_ref, ys_ref = np.float16(1), [None] * 5
     for t in range(4, -1, -1):
         ys_ref[t] = xs[t] * c_ref
@@ -208,13 +236,15 @@ def test_loops_do_not_read_back_per_iteration():
     r0 = readbacks()
     c, ys = f(x)
     c.block_until_ready()
-    assert readbacks() == r0                       # a scan of 50 steps reads nothing back
-    g = jax.jit(lambda x: lax.while_loop(lambda c: c[0] < 100, lambda c: (c[0] + 1, c[1] * 1.01), (0, x)))
+    assert readbacks() == r0  # a scan of 50 steps reads nothing back
+    g = jax.jit(
+        lambda x: lax.while_loop(lambda c: c[0] < 100, lambda c: (c[0] + 1, c[1] * 1.01), (0, x))
+    )
     g(x)[0].block_until_ready()
     r0 = readbacks()
     n, y = g(x)
     n.block_until_ready()
-    assert readbacks() - r0 <= 8                   # 100 iterations: one readback per chunk (1, 2, 4, ...)
+    assert readbacks() - r0 <= 8  # 100 iterations: one readback per chunk (1, 2, 4, ...)
     assert int(n) == 100
     close(y, np.arange(50.0, dtype=F) * F(1.01) ** 100, rtol=1e-4)
 
@@ -224,25 +254,55 @@ def test_loops_do_not_read_back_per_iteration():
 def test_grad_through_cond_scan_fori():
     x = F(0.7)
     against_jax(lambda J, N, L: J.grad(lambda x: L.cond(x > 0, N.sin, N.cos, x)), x)
-    against_jax(lambda J, N, L: J.jit(J.grad(lambda x: L.cond(x < 0, lambda y: y * x, N.cos, x))), x)
+    against_jax(
+        lambda J, N, L: J.jit(J.grad(lambda x: L.cond(x < 0, lambda y: y * x, N.cos, x))), x
+    )
     against_jax(lambda J, N, L: J.grad(lambda w, x: L.cond(x > 0, lambda: w * x, lambda: w ** 2),
                                        argnums=(0, 1)), F(0.5), F(-1.0))
-    against_jax(lambda J, N, L: J.grad(lambda x: L.switch(2, [N.sin, N.cos, lambda z: z * 3], x)), x)
-    against_jax(lambda J, N, L: J.grad(lambda x: L.fori_loop(0, 5, lambda i, c: N.sin(c) * i, x)), x)
-    against_jax(lambda J, N, L: J.jit(J.grad(lambda x: L.fori_loop(0, 5, lambda i, c: N.sin(c) * x, x))), x)
-    against_jax(lambda J, N, L: J.grad(lambda xs: N.sum(L.scan(lambda c, x: (c * x + 1, N.sin(c)), 0.5, xs,
-                                                               reverse=True)[1])), V)
+    against_jax(
+        lambda J, N, L: J.grad(lambda x: L.switch(2, [N.sin, N.cos, lambda z: z * 3], x)), x
+    )
+    against_jax(
+        lambda J, N, L: J.grad(lambda x: L.fori_loop(0, 5, lambda i, c: N.sin(c) * i, x)), x
+    )
+    against_jax(
+        lambda J, N, L: J.jit(J.grad(lambda x: L.fori_loop(0, 5, lambda i, c: N.sin(c) * x, x))), x
+    )
+    against_jax(
+        lambda J, N, L: J.grad(
+            lambda xs: N.sum(L.scan(lambda c, x: (c * x + 1, N.sin(c)), 0.5, xs, reverse=True)[1])
+        ),
+        V,
+    )
     # an RNN: gradients w.r.t. the weights, the initial state and the inputs
     rnn = lambda J, N, L: J.jit(J.grad(  # noqa: E731
         lambda W, h0, xs: N.sum(L.scan(lambda h, x: (N.tanh(W @ h + x), h.sum()), h0, xs)[0] ** 2),
         argnums=(0, 1, 2)))
     against_jax(rnn, W, np.ones(4, F), XS, rtol=1e-4, atol=1e-5)
-    against_jax(lambda J, N, L: J.grad(lambda xs: L.scan(
-        lambda c, x: (L.cond(x[0] > 0, lambda c: N.sin(c + x[1]), lambda c: c * x[2], c), c), 1.0, xs)[0]), XS)
+    against_jax(
+        lambda J, N, L: J.grad(
+            lambda xs: L.scan(
+                lambda c, x: (
+                    L.cond(x[0] > 0, lambda c: N.sin(c + x[1]), lambda c: c * x[2], c),
+                    c,
+                ),
+                1.0,
+                xs,
+            )[0]
+        ),
+        XS,
+    )
     # higher order
-    against_jax(lambda J, N, L: J.hessian(lambda x: L.scan(lambda c, y: (N.sin(c * y), c), x,
-                                                           N.arange(1.0, 4.0))[0]), F(0.3), rtol=1e-4)
-    against_jax(lambda J, N, L: J.jacrev(lambda x: L.fori_loop(0, 3, lambda i, c: N.sin(c) * (i + 1), x)), V)
+    against_jax(
+        lambda J, N, L: J.hessian(
+            lambda x: L.scan(lambda c, y: (N.sin(c * y), c), x, N.arange(1.0, 4.0))[0]
+        ),
+        F(0.3),
+        rtol=1e-4,
+    )
+    against_jax(
+        lambda J, N, L: J.jacrev(lambda x: L.fori_loop(0, 3, lambda i, c: N.sin(c) * (i + 1), x)), V
+    )
 
 
 def test_forward_mode_and_while_errors():
@@ -252,22 +312,40 @@ def test_forward_mode_and_while_errors():
     against_jax(lambda J, N, L: J.jacfwd(body(J, N, L)), x)
     against_jax(lambda J, N, L: lambda x: J.jvp(body(J, N, L), (x,), (F(1.0),)), x)
     against_jax(lambda J, N, L: lambda x: J.linearize(body(J, N, L), x)[1](F(2.0)), x)
-    against_jax(lambda J, N, L: lambda x: J.jvp(lambda x: L.scan(lambda c, y: (c * y, N.cos(c)), x, V),
-                                                (x,), (F(1.0),)), x)
-    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+    against_jax(
+        lambda J, N, L: (
+            lambda x: J.jvp(lambda x: L.scan(lambda c, y: (c * y, N.cos(c)), x, V), (x,), (F(1.0),))
+        ),
+        x,
+    )
+    with pytest.raises(
+        ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"
+    ):
         jax.grad(lambda x: lax.while_loop(lambda c: c < 3, lambda c: c * 2, x))(1.0)
     with pytest.raises(ValueError, match="fori_loop with dynamic start/stop"):
-        jax.grad(jax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2, x)))(1.0, jnp.int32(3))
+        jax.grad(jax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2, x)))(
+            1.0, jnp.int32(3)
+        )
 
 
 def test_transformed_jaxprs_typecheck():
     f = lambda w, xs: jnp.sum(lax.scan(lambda h, x: (jnp.tanh(w * h + x), h), 0.0, xs)[1])  # noqa: E731
-    for j in (jax.make_jaxpr(jax.grad(f))(0.5, jnp.arange(3.0)),
-              jax.make_jaxpr(jax.vmap(lambda x: lax.while_loop(lambda c: c < 3.0, lambda c: c * 2, x)))(
-                  jnp.ones(3)),
-              jax.make_jaxpr(jax.vmap(jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))))(jnp.ones(3)),
-              jax.make_jaxpr(jax.jacfwd(lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x),
-                                                                 (0, x))[1]))(1.0)):
+    for j in (
+        jax.make_jaxpr(jax.grad(f))(0.5, jnp.arange(3.0)),
+        jax.make_jaxpr(jax.vmap(lambda x: lax.while_loop(lambda c: c < 3.0, lambda c: c * 2, x)))(
+            jnp.ones(3)
+        ),
+        jax.make_jaxpr(jax.vmap(jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))))(
+            jnp.ones(3)
+        ),
+        jax.make_jaxpr(
+            jax.jacfwd(
+                lambda x: lax.while_loop(
+                    lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x), (0, x)
+                )[1]
+            )
+        )(1.0),
+    ):
         typecheck(j.jaxpr)
     names = {e.prim.name for e in jax.make_jaxpr(jax.grad(f))(0.5, jnp.arange(3.0)).jaxpr.eqns}
     assert "scan" in names
@@ -277,23 +355,54 @@ def test_transformed_jaxprs_typecheck():
 
 def test_vmap_of_control_flow():
     against_jax(lambda J, N, L: J.vmap(lambda x: L.cond(x > 0, N.sin, N.cos, x)), V)
-    against_jax(lambda J, N, L: J.vmap(lambda x, y: L.cond(y > 0, lambda a: a * 2, lambda a: a - 1, x),
-                                       in_axes=(0, None)), V, F(0.3))
+    against_jax(
+        lambda J, N, L: J.vmap(
+            lambda x, y: L.cond(y > 0, lambda a: a * 2, lambda a: a - 1, x), in_axes=(0, None)
+        ),
+        V,
+        F(0.3),
+    )
     against_jax(lambda J, N, L: J.vmap(lambda p, x: L.cond(p, lambda a: (a, {"k": a * 2}),
                                                            lambda a: (-a, {"k": a + 1}), x)),
                 np.array([True, False, True]), np.arange(3.0, dtype=F))
-    against_jax(lambda J, N, L: J.vmap(lambda i, x: L.switch(i, [N.sin, N.cos, lambda z: z * 3], x)),
-                np.array([0, 1, 2, 7, -1], np.int32), V)
-    against_jax(lambda J, N, L: J.vmap(lambda x: L.while_loop(lambda c: c < 3.0, lambda c: c * 1.5 + 0.1, x)),
-                np.abs(V))
-    against_jax(lambda J, N, L: J.jit(J.vmap(lambda n, x: L.fori_loop(0, n, lambda i, c: c * 1.5 + i, x))),
-                np.array([0, 1, 3, 5], np.int32), np.ones(4, F))
-    against_jax(lambda J, N, L: J.vmap(lambda xs: L.scan(lambda c, x: (c + x, c * x), 0.0, xs), in_axes=1), XS)
-    against_jax(lambda J, N, L: J.vmap(lambda w: L.scan(lambda c, x: (c * w + x, c), 0.0, N.arange(3.0))), V)
-    against_jax(lambda J, N, L: J.vmap(J.grad(lambda x: L.cond(x > 0, N.sin, lambda y: y ** 3, x))), V)
-    against_jax(lambda J, N, L: J.vmap(J.grad(lambda xs: N.sum(L.scan(lambda c, x: (c * x + 1, N.sin(c)),
-                                                                      0.5, xs)[1]))), np.stack([V, 2 * V]))
-    against_jax(lambda J, N, L: J.jit(J.vmap(J.grad(lambda x: L.fori_loop(0, 4, lambda i, c: N.sin(c) * x, x)))), V)
+    against_jax(
+        lambda J, N, L: J.vmap(lambda i, x: L.switch(i, [N.sin, N.cos, lambda z: z * 3], x)),
+        np.array([0, 1, 2, 7, -1], np.int32),
+        V,
+    )
+    against_jax(
+        lambda J, N, L: J.vmap(
+            lambda x: L.while_loop(lambda c: c < 3.0, lambda c: c * 1.5 + 0.1, x)
+        ),
+        np.abs(V),
+    )
+    against_jax(
+        lambda J, N, L: J.jit(J.vmap(lambda n, x: L.fori_loop(0, n, lambda i, c: c * 1.5 + i, x))),
+        np.array([0, 1, 3, 5], np.int32),
+        np.ones(4, F),
+    )
+    against_jax(
+        lambda J, N, L: J.vmap(lambda xs: L.scan(lambda c, x: (c + x, c * x), 0.0, xs), in_axes=1),
+        XS,
+    )
+    against_jax(
+        lambda J, N, L: J.vmap(lambda w: L.scan(lambda c, x: (c * w + x, c), 0.0, N.arange(3.0))), V
+    )
+    against_jax(
+        lambda J, N, L: J.vmap(J.grad(lambda x: L.cond(x > 0, N.sin, lambda y: y**3, x))), V
+    )
+    against_jax(
+        lambda J, N, L: J.vmap(
+            J.grad(lambda xs: N.sum(L.scan(lambda c, x: (c * x + 1, N.sin(c)), 0.5, xs)[1]))
+        ),
+        np.stack([V, 2 * V]),
+    )
+    against_jax(
+        lambda J, N, L: J.jit(
+            J.vmap(J.grad(lambda x: L.fori_loop(0, 4, lambda i, c: N.sin(c) * x, x)))
+        ),
+        V,
+    )
 
 
 # --------------------------------------------------------------------------- printing, references
@@ -302,20 +411,28 @@ def test_make_jaxpr_prints_nested_jaxprs():
     s = str(jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0))
     assert "cond[branches=(" in s and "cos" in s and "sin" in s and s.index("cos") < s.index("sin")
     assert "convert_element_type" in s
-    s = str(jax.make_jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * x),
-                                                    (0, x)))(1.0))
+    s = str(
+        jax.make_jaxpr(
+            lambda x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * x), (0, x))
+        )(1.0)
+    )
     assert "while[body_jaxpr={ lambda ; " in s and "cond_jaxpr={ lambda ; " in s
     assert "body_nconsts=1" in s and "cond_nconsts=0" in s and "lt" in s
     s = str(jax.make_jaxpr(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 2, x))(1.0))
-    assert "scan[jaxpr={ lambda ; " in s and "length=5" in s and "num_carry=2" in s and "unroll=1" in s
+    assert (
+        "scan[jaxpr={ lambda ; " in s and "length=5" in s and "num_carry=2" in s and "unroll=1" in s
+    )
     assert "reverse=False" in s and "num_consts=0" in s
     s = str(jax.make_jaxpr(lambda x: lax.switch(2, [jnp.sin, jnp.cos, jnp.tan], x))(1.0))
     assert "clamp" in s and s.count("{ lambda") == 4
 
 
 def test_reference_rules():
-    j = jax.make_jaxpr(lambda x, xs: lax.scan(lambda c, y: (c * y + x, lax.cond(y > 0.5, lambda: c, lambda: -c)),
-                                              x, xs))(F(0.5), np.linspace(0, 1, 4).astype(F))
+    j = jax.make_jaxpr(
+        lambda x, xs: lax.scan(
+            lambda c, y: (c * y + x, lax.cond(y > 0.5, lambda: c, lambda: -c)), x, xs
+        )
+    )(F(0.5), np.linspace(0, 1, 4).astype(F))
     eqn = next(e for e in j.jaxpr.eqns if e.prim is scan_p)
     got = eval_jaxpr_reference(j.jaxpr, j.consts, F(0.5), np.linspace(0, 1, 4).astype(F))
     want = lax.scan(lambda c, y: (c * y + 0.5, lax.cond(y > 0.5, lambda: c, lambda: -c)), F(0.5),
@@ -331,47 +448,72 @@ def test_reference_rules():
 # --------------------------------------------------------------------------- errors
 
 def test_carry_and_branch_type_errors():
-    with pytest.raises(TypeError, match=r"while_loop body function carry input and carry output must have equal "
-                                        r"types(.|\n)*input carry c has type float32\[\] but the corresponding "
-                                        r"output carry component has type int32\[\], so the dtypes do not match"):
+    with pytest.raises(
+        TypeError,
+        match=r"while_loop body function carry input and carry output must have equal "
+        r"types(.|\n)*input carry c has type float32\[\] but the corresponding "
+        r"output carry component has type int32\[\], so the dtypes do not match",
+    ):
         lax.while_loop(lambda c: c < 3, lambda c: (c + 1).astype(jnp.int32), jnp.float32(0))
-    with pytest.raises(TypeError, match=r"float32\[\] (.|\n)*float32\[2\], so the shapes do not match"):
+    with pytest.raises(
+        TypeError, match=r"float32\[\] (.|\n)*float32\[2\], so the shapes do not match"
+    ):
         lax.while_loop(lambda c: c < 3, lambda c: jnp.ones(2), 1.0)
-    with pytest.raises(TypeError, match="must have the same pytree structure(.|\n)*their Python types differ"):
+    with pytest.raises(
+        TypeError, match="must have the same pytree structure(.|\n)*their Python types differ"
+    ):
         lax.while_loop(lambda c: c[0] < 3, lambda c: c[0], (1.0,))
-    with pytest.raises(TypeError, match=r"scan body function carry input(.|\n)*loop_carry\[1\] has type "
-                                        r"float32\[3\] but the corresponding output carry component has type "
-                                        r"int32\[3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"scan body function carry input(.|\n)*loop_carry\[1\] has type "
+        r"float32\[3\] but the corresponding output carry component has type "
+        r"int32\[3\]",
+    ):
         lax.fori_loop(0, 3, lambda i, c: c.astype(jnp.int32), jnp.ones(3))
-    with pytest.raises(TypeError, match="tuple of length 1 but the corresponding component of the carry output "
-                                        "is a tuple of length 2"):
+    with pytest.raises(
+        TypeError,
+        match="tuple of length 1 but the corresponding component of the carry output "
+        "is a tuple of length 2",
+    ):
         lax.fori_loop(0, 3, lambda i, c: (c, c), (1.0,))
     with pytest.raises(TypeError, match="pytree node metadata does not match"):
         lax.scan(lambda c, x: ({"a": c["a"], "c": 1.0}, x), {"a": 0.0, "b": 1.0}, jnp.ones(3))
-    with pytest.raises(TypeError, match=r"cond branches must have equal output types(.|\n)*The output of true_fun "
-                                        r"has type float32\[\] but the corresponding output of false_fun has type "
-                                        r"int32\[\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"cond branches must have equal output types(.|\n)*The output of true_fun "
+        r"has type float32\[\] but the corresponding output of false_fun has type "
+        r"int32\[\]",
+    ):
         lax.cond(True, lambda x: x, lambda x: x.astype(jnp.int32), 1.0)
     with pytest.raises(TypeError, match="cond branch outputs must have the same pytree structure"):
         lax.cond(True, lambda x: (x, x), lambda x: x, 1.0)
     with pytest.raises(TypeError, match="cond_fun must return a boolean scalar"):
         lax.while_loop(lambda c: c, lambda c: c, 1.0)
-    with pytest.raises(TypeError, match=r"Pred must be a scalar, got \[ True  True\] of shape \(2,\)"):
+    with pytest.raises(
+        TypeError, match=r"Pred must be a scalar, got \[ True  True\] of shape \(2,\)"
+    ):
         lax.cond(np.array([True, True]), lambda x: x, lambda x: x, 1.0)
     with pytest.raises(TypeError, match="Index type must be an integer, got 1.0 as float32"):
         lax.switch(1.0, [lambda x: x], 1.0)
     with pytest.raises(ValueError, match="Empty branch sequence"):
         lax.switch(1, [], 1.0)
-    with pytest.raises(ValueError, match=r"scan got `length` argument of 4 which disagrees with leading axis "
-                                         r"sizes \[3\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"scan got `length` argument of 4 which disagrees with leading axis "
+        r"sizes \[3\]",
+    ):
         lax.scan(lambda c, x: (c, x), 0.0, jnp.ones(3), length=4)
     with pytest.raises(ValueError, match="scan got values with different leading axis sizes: 3, 4"):
         lax.scan(lambda c, x: (c, x), 0.0, (jnp.ones(3), jnp.ones(4)))
-    with pytest.raises(ValueError, match="scan got no values to scan over and `length` not provided"):
+    with pytest.raises(
+        ValueError, match="scan got no values to scan over and `length` not provided"
+    ):
         lax.scan(lambda c, x: (c, x), 0.0, None)
     with pytest.raises(TypeError, match=r"scan body output must be a pair, got ~float32\[\]"):
         lax.scan(lambda c, x: c, 0.0, jnp.ones(3))
-    with pytest.raises(TypeError, match="lower and upper arguments to fori_loop must have equal types"):
+    with pytest.raises(
+        TypeError, match="lower and upper arguments to fori_loop must have equal types"
+    ):
         lax.fori_loop(0, 3.0, lambda i, c: c + i, 1)
 
 
@@ -387,21 +529,32 @@ def test_dce_prunes_unused_outputs_of_control_flow():
     from wjax.core.tracing import eval_jaxpr
     from wjax.transforms.dce import dce_jaxpr
     xs = np.linspace(0, 1, 5).astype(F)
-    j = jax.make_jaxpr(lambda xs: lax.scan(lambda c, x: ((c[0] + x, c[1] * 2), (c[0] * x, jnp.sin(x))),
-                                           (0.0, 1.0), xs)[1][0])(xs)
+    j = jax.make_jaxpr(
+        lambda xs: lax.scan(
+            lambda c, x: ((c[0] + x, c[1] * 2), (c[0] * x, jnp.sin(x))), (0.0, 1.0), xs
+        )[1][0]
+    )(xs)
     d, _ = dce_jaxpr(j.jaxpr)
     (e,) = [e for e in d.eqns if e.prim is scan_p]
     assert len(e.outvars) == 2 and e.params["num_carry"] == 1       # c[1] and sin(x) are gone
     typecheck(d)
-    close(eval_jaxpr(d, j.consts, jnp.asarray(xs))[0], np.cumsum(np.concatenate([[0], xs[:-1]])) * xs, rtol=1e-6)
-    j = jax.make_jaxpr(lambda x: lax.cond(x > 0, lambda a, b: (a + 1, b * 2), lambda a, b: (a - 1, b),
-                                          x, 2 * x)[0])(1.0)
+    close(
+        eval_jaxpr(d, j.consts, jnp.asarray(xs))[0],
+        np.cumsum(np.concatenate([[0], xs[:-1]])) * xs,
+        rtol=1e-6,
+    )
+    j = jax.make_jaxpr(
+        lambda x: lax.cond(x > 0, lambda a, b: (a + 1, b * 2), lambda a, b: (a - 1, b), x, 2 * x)[0]
+    )(1.0)
     d, _ = dce_jaxpr(j.jaxpr)
     (e,) = [e for e in d.eqns if e.prim is cond_p]
     assert len(e.outvars) == 1 and len(e.invars) == 2               # the second operand is unused
     typecheck(d)
-    j = jax.make_jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * x, c[2] + 1.0),
-                                                (0, x, 0.0))[2])(1.0)
+    j = jax.make_jaxpr(
+        lambda x: lax.while_loop(
+            lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * x, c[2] + 1.0), (0, x, 0.0)
+        )[2]
+    )(1.0)
     d, _ = dce_jaxpr(j.jaxpr)
     (e,) = [e for e in d.eqns if e.prim is while_p]
     assert len(e.outvars) == 2 and e.params["body_nconsts"] == 0    # c[1] (and x) are gone

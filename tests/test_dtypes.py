@@ -261,7 +261,12 @@ def test_issubdtype_and_predicates():
     assert D.issubdtype(np.zeros(2, np.float32), np.floating)
     assert D.issubdtype(float, np.floating) and D.issubdtype(np.float32, "float32")
     assert [D.is_float(t) for t in ("float16", "int32", "bool")] == [True, False, False]
-    assert [D.is_int(t) for t in ("uint8", "int32", "bool", "float32")] == [True, True, False, False]
+    assert [D.is_int(t) for t in ("uint8", "int32", "bool", "float32")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
     assert [D.is_unsigned(t) for t in ("uint8", "int32", "bool")] == [True, False, False]
     assert [D.is_bool(t) for t in ("bool", "int32", np.bool_)] == [True, False, True]
     assert D.is_complex("complex64") and not D.is_complex("float32")
@@ -277,7 +282,10 @@ def test_bfloat16():
     assert D.promote_types(bf, np.float16) == np.dtype("float32")
     assert D.promote_types(bf, np.int32) == bf
     assert D.result_type(bf, 1.0, return_weak_type_flag=True) == (bf, False)
-    assert D.result_type(Weak(bf), np.int8, return_weak_type_flag=True) == (np.dtype("float32"), True)
+    assert D.result_type(Weak(bf), np.int8, return_weak_type_flag=True) == (
+        np.dtype("float32"),
+        True,
+    )
     assert D.finfo(bf).bits == 16
     with pytest.raises(TypeError, match="bfloat16"):
         D.check_supported(bf)
@@ -384,7 +392,7 @@ def test_matches_real_jax_promote_types():
 
 
 def test_matches_real_jax_result_type():
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.numpy as jnp
     from jax._src import dtypes as jdt
     from jax._src.lax import lax as jlax

@@ -184,7 +184,11 @@ def test_explicit_dtype_of_out_of_range_values():
     jax = pytest.importorskip("jax")
     with pytest.raises(OverflowError):        # as JAX (NumPy's conversion of Python ints)
         jnp.array([300, -1], dtype=jnp.uint8)
-    for v, dt in [([1.7, -2.2], jnp.int32), ([70000.0], jnp.float16), (np.array([300, -1]), jnp.uint8)]:
+    for v, dt in [
+        ([1.7, -2.2], jnp.int32),
+        ([70000.0], jnp.float16),
+        (np.array([300, -1]), jnp.uint8),
+    ]:
         if dt == jnp.float16 and not has_f16():
             continue
         with warnings.catch_warnings():

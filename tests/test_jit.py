@@ -7,9 +7,8 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax import lax
 from wjax.backend import execute, lower, runtime
-from wjax.core.ir import ClosedJaxpr, typecheck
+from wjax.core.ir import typecheck
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -83,7 +82,7 @@ def test_make_jaxpr_nested_pjit_and_consts():
 def test_make_jaxpr_python_scalar_is_weak():
     j = wjax.make_jaxpr(lambda x: x + 1)(3.0)
     assert j.in_avals[0].weak_type
-    assert str(j) == "{ lambda ; a:f32[]. let b:f32[] = add a 1.0 in (b,) }" or "add a 1.0" in str(j)
+    assert "add a 1.0" in str(j)
 
 
 # --------------------------------------------------------------------------- jit semantics
@@ -243,13 +242,16 @@ def test_boolean_mask_under_jit():
         wjax.jit(lambda x: x[x < 0])(jnp.arange(-2.0, 2.0))
     assert isinstance(wjax.errors.NonConcreteBooleanIndexError("x"), IndexError)
     # outside jit it works
-    np.testing.assert_array_equal(np.asarray(jnp.arange(-2.0, 2.0)[jnp.arange(-2.0, 2.0) < 0]), [-2, -1])
+    np.testing.assert_array_equal(
+        np.asarray(jnp.arange(-2.0, 2.0)[jnp.arange(-2.0, 2.0) < 0]), [-2, -1]
+    )
 
 
 def test_traced_reshape_size():
     with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
         wjax.jit(lambda x, n: x.reshape((n, 2)))(jnp.ones(4), 2)
-    assert wjax.jit(lambda x, n: x.reshape((n, 2)), static_argnums=1)(jnp.ones(4), 2).shape == (2, 2)
+    reshaped = wjax.jit(lambda x, n: x.reshape((n, 2)), static_argnums=1)(jnp.ones(4), 2)
+    assert reshaped.shape == (2, 2)
 
 
 def test_leaked_tracer():
@@ -295,7 +297,9 @@ def test_views_fuse_without_copies():
     f = lambda x: (x.T.reshape(-1)[::2] * 3)[None, :].sum(0)
     x = jnp.arange(12.0).reshape(3, 4)
     assert n_kernels(f, x) == 1
-    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x)), (np.arange(12.0).reshape(3, 4).T.reshape(-1)[::2] * 3))
+    np.testing.assert_allclose(
+        np.asarray(wjax.jit(f)(x)), (np.arange(12.0).reshape(3, 4).T.reshape(-1)[::2] * 3)
+    )
 
 
 def test_reduction_fuses_producer():
@@ -332,7 +336,9 @@ def test_storage_limit_with_reduction_operand():
 
 def test_grid_limit_two_dimensional():
     x = np.arange(5000, dtype=np.float32)
-    (out,), plan = run_with_limits(lambda a: a * 2 + 1, [x], **{"max-compute-workgroups-per-dimension": 4})
+    (out,), plan = run_with_limits(
+        lambda a: a * 2 + 1, [x], **{"max-compute-workgroups-per-dimension": 4}
+    )
     assert any(d.grid[1] > 1 for d in plan.steps)
     np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
     (s,), _ = run_with_limits(lambda a: jnp.sum(a.reshape(50, 100), axis=1), [x],
@@ -363,7 +369,9 @@ def test_binding_size_limit_splits_elementwise():
 
 def test_binding_size_limit_index_math_reads_windows():
     x = np.arange(5000, dtype=np.float32)
-    (out,), plan = run_with_limits(lambda a: a[::-1] * 2, [x], **{"max-storage-buffer-binding-size": 4096})
+    (out,), plan = run_with_limits(
+        lambda a: a[::-1] * 2, [x], **{"max-storage-buffer-binding-size": 4096}
+    )
     np.testing.assert_allclose(np.asarray(out), x[::-1] * 2)
     assert "_ld(" in plan.steps[0].wgsl and "_w4" in plan.steps[0].wgsl
 
@@ -376,7 +384,9 @@ def test_matmul_epilogue_fused(shape):
                rng.randn(n).astype(np.float32))
     f = lambda x, W, b: jnp.maximum(x @ W + b, 0.0)
     assert n_kernels(f, x, W, b) == 1
-    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, W, b)), np.maximum(x @ W + b, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(wjax.jit(f)(x, W, b)), np.maximum(x @ W + b, 0), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_matmul_epilogue_falls_back_on_index_math():
@@ -389,7 +399,9 @@ def test_matmul_epilogue_falls_back_on_index_math():
 
 def test_wide_concatenate_under_storage_limit():
     xs = [np.full((2,), i, np.float32) for i in range(40)]
-    (out,), plan = run_with_limits(lambda *a: jnp.stack(a), xs, **{"max-storage-buffers-per-shader-stage": 8})
+    (out,), plan = run_with_limits(
+        lambda *a: jnp.stack(a), xs, **{"max-storage-buffers-per-shader-stage": 8}
+    )
     assert all(len(d.keys) <= 8 for d in plan.steps)
     np.testing.assert_array_equal(np.asarray(out), np.stack(xs))
     big = [jnp.full((3,), i, jnp.float32) for i in range(130)]

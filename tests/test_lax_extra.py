@@ -30,7 +30,9 @@ def check(got, want, rtol=1e-5, atol=1e-6, dtype=True):
 # --------------------------------------------------------------------------- the check
 
 def test_conv_seed_example():
-    r = lax.conv_general_dilated(jnp.array([1.0, 2, 1]).reshape(1, 1, 3), jnp.ones((1, 1, 10)), (1,), [(9, 9)])
+    r = lax.conv_general_dilated(
+        jnp.array([1.0, 2, 1]).reshape(1, 1, 3), jnp.ones((1, 1, 10)), (1,), [(9, 9)]
+    )
     check(r, np.array([[[1, 3, 4, 4, 4, 4, 4, 4, 4, 4, 3, 1]]], F))
 
 
@@ -72,8 +74,11 @@ def test_cumulative_dtypes():
 
 def test_cumulative_paths_long_rows_and_many_rows():
     rng = np.random.default_rng(1)
-    x = rng.integers(-4, 5, (2, 50000)).astype(np.int32)   # multi-part workgroup scans
-    check(lax.cumsum(jnp.asarray(x), axis=1, reverse=True), CU.cumsum_p.reference(x, axis=1, reverse=True))
+    x = rng.integers(-4, 5, (2, 50000)).astype(np.int32)  # multi-part workgroup scans
+    check(
+        lax.cumsum(jnp.asarray(x), axis=1, reverse=True),
+        CU.cumsum_p.reference(x, axis=1, reverse=True),
+    )
     check(lax.cummax(jnp.asarray(x), axis=1), np.maximum.accumulate(x, axis=1))
     y = rng.integers(-4, 5, (5000, 7)).astype(np.int32)    # one thread per row
     check(lax.cummin(jnp.asarray(y), axis=1), np.minimum.accumulate(y, axis=1))
@@ -155,10 +160,22 @@ def test_top_k_against_jax():
 
 _CONV_CASES = [
     dict(ls=(2, 3, 9, 8), rs=(4, 3, 3, 2), strides=(1, 1), padding="SAME"),
-    dict(ls=(2, 9, 8, 3), rs=(3, 2, 3, 4), strides=(2, 1), padding="VALID", dn=("NHWC", "HWIO", "NHWC")),
+    dict(
+        ls=(2, 9, 8, 3),
+        rs=(3, 2, 3, 4),
+        strides=(2, 1),
+        padding="VALID",
+        dn=("NHWC", "HWIO", "NHWC"),
+    ),
     dict(ls=(2, 4, 9), rs=(6, 2, 3), strides=(2,), padding=[(2, 1)], fgc=2, rd=(2,), ld=(2,)),
     dict(ls=(4, 2, 7), rs=(4, 2, 3), strides=(1,), padding=[(-1, 2)], bgc=2),
-    dict(ls=(1, 2, 5, 5), rs=(2, 2, 2, 2), strides=(1, 1), padding="SAME_LOWER", dn=("NCHW", "OIHW", "NHWC")),
+    dict(
+        ls=(1, 2, 5, 5),
+        rs=(2, 2, 2, 2),
+        strides=(1, 1),
+        padding="SAME_LOWER",
+        dn=("NCHW", "OIHW", "NHWC"),
+    ),
     dict(ls=(1, 1, 4, 4, 4), rs=(2, 1, 2, 2, 2), strides=(2, 1, 1), padding="VALID"),
     dict(ls=(3, 1, 6), rs=(1, 1, 4), strides=(1,), padding=[(0, 0)], ld=(3,)),
 ]
@@ -170,22 +187,43 @@ def test_conv_general_dilated_against_jax_and_reference(case):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(case["ls"]).astype(F)
     w = rng.standard_normal(case["rs"]).astype(F)
-    kw = dict(lhs_dilation=case.get("ld"), rhs_dilation=case.get("rd"), dimension_numbers=case.get("dn"),
-              feature_group_count=case.get("fgc", 1), batch_group_count=case.get("bgc", 1))
-    got = lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), case["strides"], case["padding"], **kw)
+    kw = dict(
+        lhs_dilation=case.get("ld"),
+        rhs_dilation=case.get("rd"),
+        dimension_numbers=case.get("dn"),
+        feature_group_count=case.get("fgc", 1),
+        batch_group_count=case.get("bgc", 1),
+    )
+    got = lax.conv_general_dilated(
+        jnp.asarray(x), jnp.asarray(w), case["strides"], case["padding"], **kw
+    )
     want = jax.lax.conv_general_dilated(x, w, case["strides"], case["padding"], **kw)
     check(got, want, rtol=1e-4, atol=1e-4)
     # the NumPy reference rule agrees with the kernel
-    eqn = wjax.make_jaxpr(lambda a, b: lax.conv_general_dilated(a, b, case["strides"], case["padding"], **kw))(
-        x, w).jaxpr.eqns[-1]
+    eqn = wjax.make_jaxpr(
+        lambda a, b: lax.conv_general_dilated(a, b, case["strides"], case["padding"], **kw)
+    )(x, w).jaxpr.eqns[-1]
     check(CV.conv_general_dilated_p.reference(x, w, **eqn.params), got, rtol=1e-4, atol=1e-4)
 
 
-_DIRECT_CASES = [   # float32 with output features % 4 == 0: the register-blocked direct kernel
+_DIRECT_CASES = [  # float32 with output features % 4 == 0: the register-blocked direct kernel
     dict(ls=(2, 8, 12, 12), rs=(8, 4, 3, 3), strides=(1, 1), padding="SAME", fgc=2),
-    dict(ls=(2, 12, 12, 8), rs=(3, 3, 8, 8), strides=(2, 1), padding=[(1, 2), (0, 1)],
-         dn=("NHWC", "HWIO", "NHWC"), rd=(2, 1)),
-    dict(ls=(4, 6, 20), rs=(8, 6, 5), strides=(1,), padding=[(3, 3)], ld=(2,), dn=("NCW", "OIW", "NWC")),
+    dict(
+        ls=(2, 12, 12, 8),
+        rs=(3, 3, 8, 8),
+        strides=(2, 1),
+        padding=[(1, 2), (0, 1)],
+        dn=("NHWC", "HWIO", "NHWC"),
+        rd=(2, 1),
+    ),
+    dict(
+        ls=(4, 6, 20),
+        rs=(8, 6, 5),
+        strides=(1,),
+        padding=[(3, 3)],
+        ld=(2,),
+        dn=("NCW", "OIW", "NWC"),
+    ),
     dict(ls=(4, 6, 200), rs=(8, 6, 5), strides=(1,), padding="VALID", bgc=2),
 ]
 
@@ -201,8 +239,12 @@ def test_conv_int_dtype_preferred_and_fused_input():
     w = np.array([[[1, 0, -1], [2, 1, 0]]], np.int32)
     check(lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), (1,), "SAME"),
           jax.lax.conv_general_dilated(x, w, (1,), "SAME"))
-    check(lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), (1,), "VALID", preferred_element_type=np.float32),
-          jax.lax.conv_general_dilated(x, w, (1,), "VALID", preferred_element_type=np.float32))
+    check(
+        lax.conv_general_dilated(
+            jnp.asarray(x), jnp.asarray(w), (1,), "VALID", preferred_element_type=np.float32
+        ),
+        jax.lax.conv_general_dilated(x, w, (1,), "VALID", preferred_element_type=np.float32),
+    )
     f = wjax.jit(lambda a, b: lax.conv(a * 2.0, b + 1.0, (1, 1), "SAME"))
     a = np.ones((1, 1, 4, 4), F)
     b = np.zeros((1, 1, 3, 3), F)
@@ -220,12 +262,15 @@ def test_conv_errors_name_shapes():
     with pytest.raises(ValueError, match="String padding"):
         lax.conv_general_dilated(jnp.ones((1, 3, 5)), w, (1,), "SAME", lhs_dilation=(2,))
     with pytest.raises(TypeError, match="must contain the characters"):
-        lax.conv_general_dilated(jnp.ones((1, 3, 5)), w, (1,), "SAME", dimension_numbers=("NWX", "OIW", "NCW"))
+        lax.conv_general_dilated(
+            jnp.ones((1, 3, 5)), w, (1,), "SAME", dimension_numbers=("NWX", "OIW", "NCW")
+        )
     with pytest.raises(TypeError, match="same dtypes"):
         lax.conv_general_dilated(jnp.ones((1, 3, 5)), jnp.ones((1, 3, 3), jnp.int32), (1,), "SAME")
 
 
-# --------------------------------------------------------------------------- erf_inv, reduce_precision
+# ----------------------------------------------------------------------- erf_inv, reduce_precision
+
 
 def test_erf_inv_against_jax():
     jax = pytest.importorskip("jax")
@@ -245,7 +290,8 @@ def test_reduce_precision_against_jax():
         check(got, SP.reduce_precision_p.reference(x, exponent_bits=e, mantissa_bits=m))
 
 
-# --------------------------------------------------------------------------- lu, triangular_solve, cholesky
+# ------------------------------------------------------------------ lu, triangular_solve, cholesky
+
 
 def test_decomp_primitives_against_reference():
     rng = np.random.default_rng(5)
@@ -259,25 +305,55 @@ def test_decomp_primitives_against_reference():
     for lower in (True, False):
         for tr in (False, True):
             for unit in (False, True):
-                t = np.tril(a) + 4 * np.eye(4, dtype=F) if lower else np.triu(a) + 4 * np.eye(4, dtype=F)
-                got = DC.triangular_solve_p.bind(jnp.asarray(t), jnp.asarray(b), left_side=True, lower=lower,
-                                                 transpose_a=tr, conjugate_a=False, unit_diagonal=unit)
-                want = DC.triangular_solve_p.reference(t, b, left_side=True, lower=lower, transpose_a=tr,
-                                                       unit_diagonal=unit)
+                t = (
+                    np.tril(a) + 4 * np.eye(4, dtype=F)
+                    if lower
+                    else np.triu(a) + 4 * np.eye(4, dtype=F)
+                )
+                got = DC.triangular_solve_p.bind(
+                    jnp.asarray(t),
+                    jnp.asarray(b),
+                    left_side=True,
+                    lower=lower,
+                    transpose_a=tr,
+                    conjugate_a=False,
+                    unit_diagonal=unit,
+                )
+                want = DC.triangular_solve_p.reference(
+                    t, b, left_side=True, lower=lower, transpose_a=tr, unit_diagonal=unit
+                )
                 check(got, want, rtol=1e-4, atol=1e-4)
     bt = np.swapaxes(b, -1, -2).copy()
     t = np.tril(a) + 4 * np.eye(4, dtype=F)
     got = DC.triangular_solve_p.bind(jnp.asarray(t), jnp.asarray(bt), left_side=False, lower=True,
                                      transpose_a=False, conjugate_a=False, unit_diagonal=False)
-    check(got, DC.triangular_solve_p.reference(t, bt, left_side=False, lower=True), rtol=1e-4, atol=1e-4)
+    check(
+        got,
+        DC.triangular_solve_p.reference(t, bt, left_side=False, lower=True),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4, dtype=F)
     check(DC.cholesky_p.bind(jnp.asarray(spd)), DC.cholesky_p.reference(spd), rtol=1e-4, atol=1e-4)
 
 
 def test_registry_rules_present():
     from wjax.core.primitive import REGISTRY
-    for name in ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort", "top_k",
-                 "conv_general_dilated", "erf_inv", "reduce_precision", "lu", "triangular_solve", "cholesky"]:
+    for name in [
+        "cumsum",
+        "cumprod",
+        "cummax",
+        "cummin",
+        "cumlogsumexp",
+        "sort",
+        "top_k",
+        "conv_general_dilated",
+        "erf_inv",
+        "reduce_precision",
+        "lu",
+        "triangular_solve",
+        "cholesky",
+    ]:
         p = REGISTRY[name]
         assert p.abstract_eval is not None and p.reference is not None, name
         assert p.fuse is not None or p.kernel is not None, name
@@ -286,9 +362,14 @@ def test_registry_rules_present():
 # --------------------------------------------------------------------------- hypothesis
 
 @examples(12)
-@given(st.sampled_from([(7,), (3, 5), (2, 3, 4), (0, 4)]), st.integers(0, 2), st.booleans(),
-       st.sampled_from(["cumsum", "cummax", "cummin"]), st.sampled_from([np.float32, np.int32, np.uint8]),
-       st.integers(0, 1000))
+@given(
+    st.sampled_from([(7,), (3, 5), (2, 3, 4), (0, 4)]),
+    st.integers(0, 2),
+    st.booleans(),
+    st.sampled_from(["cumsum", "cummax", "cummin"]),
+    st.sampled_from([np.float32, np.int32, np.uint8]),
+    st.integers(0, 1000),
+)
 def test_hypothesis_cumulative(shape, axis, reverse, name, dtype, seed):
     x = np.random.default_rng(seed).integers(0, 9, shape).astype(dtype)
     if axis >= len(shape):
@@ -296,11 +377,18 @@ def test_hypothesis_cumulative(shape, axis, reverse, name, dtype, seed):
             getattr(lax, name)(jnp.asarray(x), axis=axis)
         return
     prim = dict(_CUM)[name]
-    check(getattr(lax, name)(jnp.asarray(x), axis=axis, reverse=reverse), prim.reference(x, axis=axis, reverse=reverse))
+    check(
+        getattr(lax, name)(jnp.asarray(x), axis=axis, reverse=reverse),
+        prim.reference(x, axis=axis, reverse=reverse),
+    )
 
 
 @examples(10)
-@given(st.sampled_from([(6,), (3, 9), (2, 2, 5)]), st.integers(0, 1000), st.sampled_from([np.float32, np.int32]))
+@given(
+    st.sampled_from([(6,), (3, 9), (2, 2, 5)]),
+    st.integers(0, 1000),
+    st.sampled_from([np.float32, np.int32]),
+)
 def test_hypothesis_sort_two_keys(shape, seed, dtype):
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 3, shape).astype(dtype)

@@ -20,15 +20,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "wjax"
 # Lowest first.  A module's layer is the first dotted component under wjax (its sub-package or
 # top-level module).  Layers in one tuple are peers: they may import each other if no cycle forms.
 LAYERS = [
-    ("core",),                      # IR, Primitive contract, tracing, dtypes, pytrees, config, caches
-    ("transforms",),                # jaxpr -> jaxpr rewrites: jvp, transpose, partial eval, vmap, dce
-    ("backend",),                   # Target, WGSL lowering, in-kernel loops, runtime (wgpu), execute
-    ("prims",),                     # one block per primitive with all its rules and kernels
-    ("array",),                     # the device Array
-    ("dispatch",),                  # the compile cache and every way a program runs
-    ("lax",),                       # the public lax namespace and control flow
-    ("numpy",),                     # jax.numpy by topic; installs Array/Tracer methods
-    ("api",),                       # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint
+    ("core",),  # IR, Primitive contract, tracing, dtypes, pytrees, config, caches
+    ("transforms",),  # jaxpr -> jaxpr rewrites: jvp, transpose, partial eval, vmap, dce
+    ("backend",),  # Target, WGSL lowering, in-kernel loops, runtime (wgpu), execute
+    ("prims",),  # one block per primitive with all its rules and kernels
+    ("array",),  # the device Array
+    ("dispatch",),  # the compile cache and every way a program runs
+    ("lax",),  # the public lax namespace and control flow
+    ("numpy",),  # jax.numpy by topic; installs Array/Tracer methods
+    ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint
     ("random",),
     ("scipy",),
     ("nn",),

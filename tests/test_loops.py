@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import loops, runtime
+from wjax.backend import runtime
 
 F = np.float32
 
@@ -59,7 +59,11 @@ def test_fori_loop_runs_in_one_kernel():
 
 
 def test_while_loop_reads_back_once():
-    f = jax.jit(lambda x: lax.while_loop(lambda c: c[1] < 500, lambda c: (jnp.sin(c[0]) + 0.5, c[1] + 1), (x, 0)))
+    f = jax.jit(
+        lambda x: lax.while_loop(
+            lambda c: c[1] < 500, lambda c: (jnp.sin(c[0]) + 0.5, c[1] + 1), (x, 0)
+        )
+    )
     x = np.arange(6, dtype=F)
     assert form(f, x) == "element"
     f(x)[0].block_until_ready()
@@ -114,7 +118,11 @@ def test_chunks_over_the_per_dispatch_bound(target_options, work):
     """With a tiny per-dispatch bound the loop runs in many chunks (the carry ping-pongs
     between two buffer sets, both parities end in the output)."""
     target_options(loop_work=work)
-    f = jax.jit(lambda x: lax.while_loop(lambda c: c[1] < 37, lambda c: (c[0] * 1.5 - 1.0, c[1] + 1), (x, 0)))
+    f = jax.jit(
+        lambda x: lax.while_loop(
+            lambda c: c[1] < 37, lambda c: (c[0] * 1.5 - 1.0, c[1] + 1), (x, 0)
+        )
+    )
     x = np.array([1.0, 2.0], F)
     v, n = f(x)
     want = x.copy()
@@ -230,7 +238,8 @@ def test_workgroup_form_chunks(target_options):
     assert np.asarray(ys).shape == (30,)
 
 
-# --------------------------------------------------------------------------- transforms and fallback
+# ------------------------------------------------------------------------- transforms and fallback
+
 
 def test_grad_and_vmap_through_in_kernel_loops():
     rj = real_jax()
@@ -246,12 +255,15 @@ def test_grad_and_vmap_through_in_kernel_loops():
 
     # vmap of a while loop with a batched predicate (its predicate reduces over the batch)
     def count(L, x):
-        return L.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] * 1.7 + 0.1, c[1] + 1), (x, 0))[1]
+        out = L.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] * 1.7 + 0.1, c[1] + 1), (x, 0))
+        return out[1]
 
     xs = np.array([0.5, 2.0, 9.0, 11.0, 0.01], F)
     f = jax.jit(jax.vmap(lambda x: count(lax, x)))
     assert form(f, xs) == "workgroup"
-    np.testing.assert_array_equal(np.asarray(f(xs)), np.asarray(rj.vmap(lambda x: count(rj.lax, x))(xs)))
+    np.testing.assert_array_equal(
+        np.asarray(f(xs)), np.asarray(rj.vmap(lambda x: count(rj.lax, x))(xs))
+    )
 
 
 def test_bodies_that_do_not_qualify_still_run():

@@ -63,7 +63,9 @@ def test_memory_stats_and_live_arrays():
     assert s1["peak_bytes_in_use"] >= s1["bytes_in_use"]
     del x, y, new
     gc.collect()
-    assert wjax.devices()[0].memory_stats()["bytes_in_use"] <= s1["bytes_in_use"] - 2 * 256 * 256 * 4
+    assert (
+        wjax.devices()[0].memory_stats()["bytes_in_use"] <= s1["bytes_in_use"] - 2 * 256 * 256 * 4
+    )
     assert set(wjax.devices()[0].memory_stats()) >= {
         "bytes_in_use", "peak_bytes_in_use", "bytes_reserved", "pool_bytes", "bytes_limit",
         "num_allocs", "largest_alloc_size"}

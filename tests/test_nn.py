@@ -23,23 +23,73 @@ def close(a, b, rtol=2e-6, atol=2e-6):
 def test_fixed_values():
     x = jnp.asarray(X)
     want = {
-        "gelu": [-0.003637343645095825, -0.1542859971523285, 0.0, 0.3457140028476715, 1.9545977115631104, 8.0],
-        "selu": [-1.670568823814392, -0.6917582154273987, 0.0, 0.5253505110740662, 2.1014020442962646, 8.405608177185059],
-        "softplus": [0.04858735203742981, 0.4740769863128662, 0.6931471824645996, 0.9740769863128662,
-                     2.1269280910491943, 8.000335693359375],
-        "log_sigmoid": [-3.0485873222351074, -0.9740769863128662, -0.6931471824645996, -0.4740769863128662,
-                        -0.12692800164222717, -0.00033540636650286615],
-        "silu": [-0.14227762818336487, -0.1887703388929367, 0.0, 0.3112296760082245, 1.7615940570831299,
-                 7.997317314147949],
+        "gelu": [
+            -0.003637343645095825,
+            -0.1542859971523285,
+            0.0,
+            0.3457140028476715,
+            1.9545977115631104,
+            8.0,
+        ],
+        "selu": [
+            -1.670568823814392,
+            -0.6917582154273987,
+            0.0,
+            0.5253505110740662,
+            2.1014020442962646,
+            8.405608177185059,
+        ],
+        "softplus": [
+            0.04858735203742981,
+            0.4740769863128662,
+            0.6931471824645996,
+            0.9740769863128662,
+            2.1269280910491943,
+            8.000335693359375,
+        ],
+        "log_sigmoid": [
+            -3.0485873222351074,
+            -0.9740769863128662,
+            -0.6931471824645996,
+            -0.4740769863128662,
+            -0.12692800164222717,
+            -0.00033540636650286615,
+        ],
+        "silu": [
+            -0.14227762818336487,
+            -0.1887703388929367,
+            0.0,
+            0.3112296760082245,
+            1.7615940570831299,
+            7.997317314147949,
+        ],
         "elu": [-0.9502129554748535, -0.39346933364868164, 0.0, 0.5, 2.0, 8.0],
-        "softmax": [1.6641997717670165e-05, 0.0002027410373557359, 0.0003342634590808302,
-                    0.0005511072813533247, 0.0024698914494365454, 0.9964253306388855],
+        "softmax": [
+            1.6641997717670165e-05,
+            0.0002027410373557359,
+            0.0003342634590808302,
+            0.0005511072813533247,
+            0.0024698914494365454,
+            0.9964253306388855,
+        ],
     }
     for name, w in want.items():
         close(getattr(nn, name)(x), np.array(w, np.float32), rtol=1e-5)
-    close(nn.gelu(x, approximate=False), np.array([-0.0040496960282325745, -0.1542687714099884, 0.0,
-                                                   0.3457312285900116, 1.9544997215270996, 8.0], np.float32),
-          rtol=1e-5)
+    close(
+        nn.gelu(x, approximate=False),
+        np.array(
+            [
+                -0.0040496960282325745,
+                -0.1542687714099884,
+                0.0,
+                0.3457312285900116,
+                1.9544997215270996,
+                8.0,
+            ],
+            np.float32,
+        ),
+        rtol=1e-5,
+    )
     close(nn.relu(x), np.maximum(X, 0))
     close(nn.relu6(jnp.array([-1., 3., 7.])), np.array([0., 3., 6.], np.float32))
 
@@ -51,10 +101,17 @@ ACTIVATIONS = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", 
 
 def test_activations_vs_jax():
     jax = pytest.importorskip("jax")
-    x = np.concatenate([X, np.linspace(-12, 12, 25, dtype=np.float32), [-100., 100.]]).astype(np.float32)
+    x = np.concatenate([X, np.linspace(-12, 12, 25, dtype=np.float32), [-100.0, 100.0]]).astype(
+        np.float32
+    )
     for name in ACTIVATIONS:
         close(getattr(nn, name)(jnp.asarray(x)), getattr(jax.nn, name)(x), rtol=1e-5, atol=1e-6)
-    close(nn.gelu(jnp.asarray(x), approximate=False), jax.nn.gelu(x, approximate=False), rtol=1e-5, atol=1e-6)
+    close(
+        nn.gelu(jnp.asarray(x), approximate=False),
+        jax.nn.gelu(x, approximate=False),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     close(nn.elu(jnp.asarray(x), 0.3), jax.nn.elu(x, 0.3), rtol=1e-5, atol=1e-6)
     close(nn.celu(jnp.asarray(x), 2.0), jax.nn.celu(x, 2.0), rtol=1e-5, atol=1e-6)
     close(nn.leaky_relu(jnp.asarray(x), 0.2), jax.nn.leaky_relu(x, 0.2), rtol=1e-5, atol=1e-6)
@@ -65,13 +122,28 @@ def test_activations_vs_jax():
 
 def test_normalizers_vs_jax():
     jax = pytest.importorskip("jax")
-    m = (np.arange(15, dtype=np.float32).reshape(3, 5) - 7) * np.float32(40)   # up to 280: exp overflows
+    # up to 280: exp overflows
+    m = (np.arange(15, dtype=np.float32).reshape(3, 5) - 7) * np.float32(40)
     for axis in (-1, 0, None, (0, 1)):
-        close(nn.softmax(jnp.asarray(m), axis=axis), jax.nn.softmax(m, axis=axis), rtol=1e-5, atol=1e-7)
-        close(nn.log_softmax(jnp.asarray(m), axis=axis), jax.nn.log_softmax(m, axis=axis), rtol=1e-5, atol=1e-5)
+        close(
+            nn.softmax(jnp.asarray(m), axis=axis),
+            jax.nn.softmax(m, axis=axis),
+            rtol=1e-5,
+            atol=1e-7,
+        )
+        close(
+            nn.log_softmax(jnp.asarray(m), axis=axis),
+            jax.nn.log_softmax(m, axis=axis),
+            rtol=1e-5,
+            atol=1e-5,
+        )
         close(nn.logsumexp(jnp.asarray(m), axis=axis), jax.nn.logsumexp(m, axis=axis), rtol=1e-6)
     where = np.array([[True, False, True, True, False]] * 3)
-    close(nn.softmax(jnp.asarray(m), where=jnp.asarray(where)), jax.nn.softmax(m, where=where), rtol=1e-5)
+    close(
+        nn.softmax(jnp.asarray(m), where=jnp.asarray(where)),
+        jax.nn.softmax(m, where=where),
+        rtol=1e-5,
+    )
     close(nn.standardize(jnp.asarray(m)), jax.nn.standardize(m), rtol=1e-4, atol=1e-5)
     close(nn.standardize(jnp.asarray(m), axis=0, algorithm="stable"),
           jax.nn.standardize(m, axis=0, algorithm="stable"), rtol=1e-4, atol=1e-5)
@@ -139,12 +211,27 @@ def test_gradients():
 def test_gradients_vs_jax():
     jax = pytest.importorskip("jax")
     x = np.array([-2.5, -0.3, 0.4, 1.7, 5.], np.float32)
-    for name in ["sigmoid", "softplus", "silu", "gelu", "elu", "selu", "log_sigmoid", "celu", "mish"]:
+    for name in [
+        "sigmoid",
+        "softplus",
+        "silu",
+        "gelu",
+        "elu",
+        "selu",
+        "log_sigmoid",
+        "celu",
+        "mish",
+    ]:
         g = wjax.grad(lambda v: jnp.sum(getattr(nn, name)(v)))(jnp.asarray(x))
         gj = jax.grad(lambda v: jax.numpy.sum(getattr(jax.nn, name)(v)))(x)
         close(g, gj, rtol=1e-5, atol=1e-6)
     g = wjax.grad(lambda v: jnp.sum(nn.gelu(v, approximate=False)))(jnp.asarray(x))
-    close(g, jax.grad(lambda v: jax.numpy.sum(jax.nn.gelu(v, approximate=False)))(x), rtol=1e-5, atol=1e-6)
+    close(
+        g,
+        jax.grad(lambda v: jax.numpy.sum(jax.nn.gelu(v, approximate=False)))(x),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     w = np.array([0.3, -1., 2., 0.5, 0.1], np.float32)
     g = wjax.grad(lambda v: jnp.sum(nn.softmax(v) * w))(jnp.asarray(x))
     close(g, jax.grad(lambda v: jax.numpy.sum(jax.nn.softmax(v) * w))(x), rtol=1e-5, atol=1e-6)

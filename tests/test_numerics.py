@@ -41,21 +41,37 @@ def _round_away(x):
 
 # name: (wjax function, float64 reference, max ulps)
 UNARY = {
-    "exp": (jnp.exp, np.exp, 2), "exp2": (jnp.exp2, np.exp2, 4), "expm1": (jnp.expm1, np.expm1, 3),
-    "log": (jnp.log, np.log, 2), "log2": (jnp.log2, np.log2, 3), "log10": (jnp.log10, np.log10, 3),
-    "log1p": (jnp.log1p, np.log1p, 3), "sqrt": (jnp.sqrt, np.sqrt, 1), "cbrt": (jnp.cbrt, np.cbrt, 3),
-    "sin": (jnp.sin, np.sin, 3), "cos": (jnp.cos, np.cos, 3), "tan": (jnp.tan, np.tan, 5),
-    "arcsin": (jnp.arcsin, np.arcsin, 4), "arccos": (jnp.arccos, np.arccos, 4),
+    "exp": (jnp.exp, np.exp, 2),
+    "exp2": (jnp.exp2, np.exp2, 4),
+    "expm1": (jnp.expm1, np.expm1, 3),
+    "log": (jnp.log, np.log, 2),
+    "log2": (jnp.log2, np.log2, 3),
+    "log10": (jnp.log10, np.log10, 3),
+    "log1p": (jnp.log1p, np.log1p, 3),
+    "sqrt": (jnp.sqrt, np.sqrt, 1),
+    "cbrt": (jnp.cbrt, np.cbrt, 3),
+    "sin": (jnp.sin, np.sin, 3),
+    "cos": (jnp.cos, np.cos, 3),
+    "tan": (jnp.tan, np.tan, 5),
+    "arcsin": (jnp.arcsin, np.arcsin, 4),
+    "arccos": (jnp.arccos, np.arccos, 4),
     "arctan": (jnp.arctan, np.arctan, 3),
-    "sinh": (jnp.sinh, np.sinh, 4), "cosh": (jnp.cosh, np.cosh, 4), "tanh": (jnp.tanh, np.tanh, 3),
-    "arcsinh": (jnp.arcsinh, np.arcsinh, 4), "arccosh": (jnp.arccosh, np.arccosh, 4),
+    "sinh": (jnp.sinh, np.sinh, 4),
+    "cosh": (jnp.cosh, np.cosh, 4),
+    "tanh": (jnp.tanh, np.tanh, 3),
+    "arcsinh": (jnp.arcsinh, np.arcsinh, 4),
+    "arccosh": (jnp.arccosh, np.arccosh, 4),
     "arctanh": (jnp.arctanh, np.arctanh, 4),
-    "erf": (special.erf, _vec(math.erf), 4), "erfc": (special.erfc, _vec(math.erfc), 8),
+    "erf": (special.erf, _vec(math.erf), 4),
+    "erfc": (special.erfc, _vec(math.erfc), 8),
     "expit": (special.expit, lambda x: 1 / (1 + np.exp(-x)), 4),
-    "floor": (jnp.floor, np.floor, 0), "ceil": (jnp.ceil, np.ceil, 0), "trunc": (jnp.trunc, np.trunc, 0),
-    "round": (jnp.round, np.round, 0), "rint": (jnp.rint, np.rint, 0),
+    "floor": (jnp.floor, np.floor, 0),
+    "ceil": (jnp.ceil, np.ceil, 0),
+    "trunc": (jnp.trunc, np.trunc, 0),
+    "round": (jnp.round, np.round, 0),
+    "rint": (jnp.rint, np.rint, 0),
     "lax.round": (lambda x: lax.round(x), _round_away, 0),
-    "sign": (jnp.sign, lambda x: np.where(x == 0, x, np.sign(x)), 0),   # XLA: sign(-0.) = -0.
+    "sign": (jnp.sign, lambda x: np.where(x == 0, x, np.sign(x)), 0),  # XLA: sign(-0.) = -0.
     "abs": (jnp.abs, np.abs, 0),
 }
 
@@ -102,15 +118,27 @@ def test_hard_points_vs_numpy(name):
 
 
 RANGES = {
-    "exp": [(-87, 88), (-1, 1)], "exp2": [(-126, 127)], "expm1": [(-20, 20), (-1, 1), (-1e-3, 1e-3)],
-    "log": [(1e-37, 1e38), (0.5, 2), (0.99, 1.01)], "log2": [(1e-30, 1e30), (0.5, 2)],
-    "log10": [(1e-30, 1e30), (0.5, 2)], "log1p": [(-0.9, 1), (-1e-3, 1e-3), (0, 1e6)],
-    "sin": [(-4, 4), (-1e4, 1e4), (-3e38, 3e38)], "cos": [(-4, 4), (-1e4, 1e4), (-3e38, 3e38)],
+    "exp": [(-87, 88), (-1, 1)],
+    "exp2": [(-126, 127)],
+    "expm1": [(-20, 20), (-1, 1), (-1e-3, 1e-3)],
+    "log": [(1e-37, 1e38), (0.5, 2), (0.99, 1.01)],
+    "log2": [(1e-30, 1e30), (0.5, 2)],
+    "log10": [(1e-30, 1e30), (0.5, 2)],
+    "log1p": [(-0.9, 1), (-1e-3, 1e-3), (0, 1e6)],
+    "sin": [(-4, 4), (-1e4, 1e4), (-3e38, 3e38)],
+    "cos": [(-4, 4), (-1e4, 1e4), (-3e38, 3e38)],
     "tan": [(-1.5, 1.5), (-1e4, 1e4), (-3e38, 3e38)],
-    "sinh": [(-88, 88), (-1, 1)], "cosh": [(-88, 88)], "tanh": [(-10, 10), (-1e-2, 1e-2)],
-    "arcsinh": [(-1e30, 1e30), (-2, 2), (-1e-3, 1e-3)], "arccosh": [(1, 1e30), (1, 3)],
-    "arctanh": [(-1, 1), (-1e-3, 1e-3)], "cbrt": [(-1e30, 1e30), (-2, 2)],
-    "erf": [(-5, 5)], "erfc": [(-5, 9)], "round": [(-100, 100)], "rint": [(-1e7, 1e7)],
+    "sinh": [(-88, 88), (-1, 1)],
+    "cosh": [(-88, 88)],
+    "tanh": [(-10, 10), (-1e-2, 1e-2)],
+    "arcsinh": [(-1e30, 1e30), (-2, 2), (-1e-3, 1e-3)],
+    "arccosh": [(1, 1e30), (1, 3)],
+    "arctanh": [(-1, 1), (-1e-3, 1e-3)],
+    "cbrt": [(-1e30, 1e30), (-2, 2)],
+    "erf": [(-5, 5)],
+    "erfc": [(-5, 9)],
+    "round": [(-100, 100)],
+    "rint": [(-1e7, 1e7)],
 }
 
 
@@ -183,8 +211,10 @@ def test_float16_rounds_after_every_op():
     np.testing.assert_array_equal(np.asarray(f(a, b, c)), want)
     np.testing.assert_array_equal(np.asarray(jnp.asarray(a) * b + c), want)
     from wjax.prims.random import fma_p
-    np.testing.assert_array_equal(np.asarray(fma_p.bind(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))),
-                                  want)
+
+    np.testing.assert_array_equal(
+        np.asarray(fma_p.bind(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))), want
+    )
 
 
 def test_uniform_float16_bits_vs_jax():

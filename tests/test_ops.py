@@ -10,7 +10,6 @@ integer cases include the extremes of int8/uint8/int16/uint16 (wrap-around) and 
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ import pytest
 import wjax
 from wjax.array import asarray_device
 from wjax.backend import runtime
-from wjax.prims import elementwise as E
 from wjax.prims.indexing import GatherDimensionNumbers as GDN
 from wjax.prims.indexing import ScatterDimensionNumbers as SDN
 from wjax.core.primitive import REGISTRY
@@ -78,7 +76,12 @@ class Rec:
     """name, cases() -> [Case], tolerance {dtype name or kind: (rtol, atol)}."""
 
     def __init__(self, name, cases, tol=None, signed_zero=False, jit_exact=True):
-        self.name, self.make_cases, self.signed_zero, self.jit_exact = name, cases, signed_zero, jit_exact
+        self.name, self.make_cases, self.signed_zero, self.jit_exact = (
+            name,
+            cases,
+            signed_zero,
+            jit_exact,
+        )
         self.tol = {"float32": (2e-6, 1e-6), "float16": (2e-3, 1e-4)}
         self.tol.update(tol or {})
         self._cases = None
@@ -131,7 +134,11 @@ def unary_cases(p, name):
             if k not in p.table:
                 continue
             for dt in dts:
-                v = np.array(UNARY_VALUES[name], dt) if (name in UNARY_VALUES and k == "f") else vals(dt)
+                v = (
+                    np.array(UNARY_VALUES[name], dt)
+                    if (name in UNARY_VALUES and k == "f")
+                    else vals(dt)
+                )
                 out.append(Case([v.reshape(-1, 1) if v.size % 2 else v.reshape(2, -1)], label=dt))
         if "f" in p.table:
             out += _floatish_extras(lambda x: [x])
@@ -146,8 +153,30 @@ for _name, _p in sorted(REGISTRY.items()):
 
 
 def round_cases():
-    halves = np.array([0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -0.4, 0.4, 0.49999997, 8388607.5,
-                       -8388607.5, 16777216.0, 1e10, -0.0, 0.0, np.nan, np.inf, -np.inf], np.float32)
+    halves = np.array(
+        [
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            -2.5,
+            3.5,
+            -0.4,
+            0.4,
+            0.49999997,
+            8388607.5,
+            -8388607.5,
+            16777216.0,
+            1e10,
+            -0.0,
+            0.0,
+            np.nan,
+            np.inf,
+            -np.inf,
+        ],
+        np.float32,
+    )
     out = []
     for method in (0, 1):
         for dt in FLOATS:
@@ -180,7 +209,9 @@ def binary_cases(p, name):
         if "f" in p.table:
             out += _floatish_extras(lambda x: [x, x * 2])
             # a rank-0 operand broadcasts against an array (as lax's scalars do)
-            out.append(Case([np.float32(2.5).reshape(()), vals("float32")], label="f32-scalar-array"))
+            out.append(
+                Case([np.float32(2.5).reshape(()), vals("float32")], label="f32-scalar-array")
+            )
         else:
             out.append(Case([np.array(3, np.int32), vals("int32")], label="i32-scalar-array"))
         return out
@@ -205,7 +236,9 @@ def select_cases():
     v = vals("float32")
     which = (np.arange(len(v)) % 3).astype(np.int32)
     out.append(Case([which, v, -v, v * 2], label="f32-int3"))
-    out.append(Case([np.array(True), np.array(1.0, np.float32), np.array(2.0, np.float32)], label="0d"))
+    out.append(
+        Case([np.array(True), np.array(1.0, np.float32), np.array(2.0, np.float32)], label="0d")
+    )
     out.append(Case([np.zeros((0,), bool), np.zeros((0,), np.float32), np.ones((0,), np.float32)],
                     label="empty"))
     out.append(Case([np.array(False), vals("int32"), vals("int32") + 1], label="scalar-pred"))
@@ -227,8 +260,13 @@ def convert_cases():
         for dst in ALL:
             out.append(Case([v], dict(new_dtype=np.dtype(dst), weak_type=False, sharding=None),
                             label=f"{src}->{dst}"))
-    out.append(Case([np.zeros((0, 3), np.float32)], dict(new_dtype=np.dtype("int32"), weak_type=False,
-                                                         sharding=None), label="empty"))
+    out.append(
+        Case(
+            [np.zeros((0, 3), np.float32)],
+            dict(new_dtype=np.dtype("int32"), weak_type=False, sharding=None),
+            label="empty",
+        )
+    )
     return out
 
 
@@ -263,7 +301,11 @@ def clamp_cases():
     out.append(Case([v - 1, v, v + 1], label="f32-arrays"))
     out.append(Case([np.float32(-0.5).reshape(()), np.array([np.nan, -0.0, 0.0, 3.0], np.float32),
                      np.float32(0.5).reshape(())], label="f32-nan"))
-    out.append(Case([np.array(0, np.int32), np.zeros((0,), np.int32), np.array(1, np.int32)], label="empty"))
+    out.append(
+        Case(
+            [np.array(0, np.int32), np.zeros((0,), np.int32), np.array(1, np.int32)], label="empty"
+        )
+    )
     return out
 
 
@@ -283,7 +325,11 @@ def arr(shape, dtype="float32", seed=0):
         v = np.random.RandomState(seed).rand(n) > 0.5
     else:
         info = np.iinfo(dt)
-        v = np.random.RandomState(seed).randint(max(info.min, -1000), min(info.max, 1000) + 1, n).astype(dt)
+        v = (
+            np.random.RandomState(seed)
+            .randint(max(info.min, -1000), min(info.max, 1000) + 1, n)
+            .astype(dt)
+        )
         if n > 2:
             v[:2] = [info.min, info.max]
     return v.reshape(shape)
@@ -303,13 +349,32 @@ def per_dtype(f, dts=SHAPE_DTYPES):
     return cases
 
 
-record("broadcast_in_dim", per_dtype(lambda dt: [
-    Case([arr((3,), dt)], dict(shape=(2, 3), broadcast_dimensions=(1,), sharding=None), "row"),
-    Case([arr((3, 1), dt)], dict(shape=(3, 4), broadcast_dimensions=(0, 1), sharding=None), "size1"),
-    Case([arr((), dt)], dict(shape=(2, 5), broadcast_dimensions=(), sharding=None), "0d"),
-    Case([arr((2,), dt)], dict(shape=(2, 3, 4), broadcast_dimensions=(0,), sharding=None), "lead"),
-    Case([arr((3,), dt)], dict(shape=(0, 3), broadcast_dimensions=(1,), sharding=None), "empty"),
-]))
+record(
+    "broadcast_in_dim",
+    per_dtype(
+        lambda dt: [
+            Case(
+                [arr((3,), dt)], dict(shape=(2, 3), broadcast_dimensions=(1,), sharding=None), "row"
+            ),
+            Case(
+                [arr((3, 1), dt)],
+                dict(shape=(3, 4), broadcast_dimensions=(0, 1), sharding=None),
+                "size1",
+            ),
+            Case([arr((), dt)], dict(shape=(2, 5), broadcast_dimensions=(), sharding=None), "0d"),
+            Case(
+                [arr((2,), dt)],
+                dict(shape=(2, 3, 4), broadcast_dimensions=(0,), sharding=None),
+                "lead",
+            ),
+            Case(
+                [arr((3,), dt)],
+                dict(shape=(0, 3), broadcast_dimensions=(1,), sharding=None),
+                "empty",
+            ),
+        ]
+    ),
+)
 record("reshape", per_dtype(lambda dt: [
     Case([arr((2, 6), dt)], dict(new_sizes=(3, 4), dimensions=None, sharding=None), "2d"),
     Case([arr((2, 3, 2), dt)], dict(new_sizes=(12,), dimensions=None, sharding=None), "flat"),
@@ -330,11 +395,26 @@ record("transpose", per_dtype(lambda dt: [
     Case([arr((2, 3, 4), dt)], dict(permutation=(2, 0, 1)), "3d"),
     Case([arr((0, 3), dt)], dict(permutation=(1, 0)), "empty"),
 ]))
-record("slice", per_dtype(lambda dt: [
-    Case([arr((5, 6), dt)], dict(start_indices=(1, 0), limit_indices=(4, 6), strides=None), "plain"),
-    Case([arr((7, 6), dt)], dict(start_indices=(1, 1), limit_indices=(7, 6), strides=(2, 3)), "strided"),
-    Case([arr((5,), dt)], dict(start_indices=(2,), limit_indices=(2,), strides=None), "empty"),
-]))
+record(
+    "slice",
+    per_dtype(
+        lambda dt: [
+            Case(
+                [arr((5, 6), dt)],
+                dict(start_indices=(1, 0), limit_indices=(4, 6), strides=None),
+                "plain",
+            ),
+            Case(
+                [arr((7, 6), dt)],
+                dict(start_indices=(1, 1), limit_indices=(7, 6), strides=(2, 3)),
+                "strided",
+            ),
+            Case(
+                [arr((5,), dt)], dict(start_indices=(2,), limit_indices=(2,), strides=None), "empty"
+            ),
+        ]
+    ),
+)
 record("rev", per_dtype(lambda dt: [
     Case([arr((3, 4), dt)], dict(dimensions=(0,)), "d0"),
     Case([arr((3, 4), dt)], dict(dimensions=(0, 1)), "both"),
@@ -345,10 +425,28 @@ record("rev", per_dtype(lambda dt: [
 def iota_cases():
     out = []
     for dt in FLOATS + INTS:
-        out.append(Case([], dict(dtype=np.dtype(dt), shape=(5,), dimension=0, sharding=None), label=dt))
-    out.append(Case([], dict(dtype=np.dtype("int32"), shape=(3, 4), dimension=1, sharding=None), label="2d"))
-    out.append(Case([], dict(dtype=np.dtype("int8"), shape=(300,), dimension=0, sharding=None), label="i8wrap"))
-    out.append(Case([], dict(dtype=np.dtype("float32"), shape=(0,), dimension=0, sharding=None), label="empty"))
+        out.append(
+            Case([], dict(dtype=np.dtype(dt), shape=(5,), dimension=0, sharding=None), label=dt)
+        )
+    out.append(
+        Case(
+            [], dict(dtype=np.dtype("int32"), shape=(3, 4), dimension=1, sharding=None), label="2d"
+        )
+    )
+    out.append(
+        Case(
+            [],
+            dict(dtype=np.dtype("int8"), shape=(300,), dimension=0, sharding=None),
+            label="i8wrap",
+        )
+    )
+    out.append(
+        Case(
+            [],
+            dict(dtype=np.dtype("float32"), shape=(0,), dimension=0, sharding=None),
+            label="empty",
+        )
+    )
     return out
 
 
@@ -366,11 +464,24 @@ record("pad", per_dtype(lambda dt: [
     Case([arr((0,), dt), _pv(dt)], dict(padding_config=((1, 1, 0),)), "empty"),
     Case([arr((3,), dt), _pv(dt)], dict(padding_config=((0, 0, 2),)), "interior"),
 ]))
-record("concatenate", per_dtype(lambda dt: [
-    Case([arr((2, 3), dt, 1), arr((1, 3), dt, 2), arr((3, 3), dt, 3)], dict(dimension=0), "d0"),
-    Case([arr((2, 1), dt, 1), arr((2, 0), dt, 2), arr((2, 2), dt, 3)], dict(dimension=1), "d1-empty"),
-    Case([arr((4,), dt, 1), arr((5,), dt, 2)], dict(dimension=0), "1d"),
-]))
+record(
+    "concatenate",
+    per_dtype(
+        lambda dt: [
+            Case(
+                [arr((2, 3), dt, 1), arr((1, 3), dt, 2), arr((3, 3), dt, 3)],
+                dict(dimension=0),
+                "d0",
+            ),
+            Case(
+                [arr((2, 1), dt, 1), arr((2, 0), dt, 2), arr((2, 2), dt, 3)],
+                dict(dimension=1),
+                "d1-empty",
+            ),
+            Case([arr((4,), dt, 1), arr((5,), dt, 2)], dict(dimension=0), "1d"),
+        ]
+    ),
+)
 
 
 def _i(v):
@@ -390,8 +501,14 @@ record("dynamic_update_slice", per_dtype(lambda dt: [
 
 # ---- reductions
 
-REDUCE_KINDS = {"reduce_sum": "fiu", "reduce_prod": "fiu", "reduce_max": "fiub", "reduce_min": "fiub",
-                "reduce_and": "iub", "reduce_or": "iub"}
+REDUCE_KINDS = {
+    "reduce_sum": "fiu",
+    "reduce_prod": "fiu",
+    "reduce_max": "fiub",
+    "reduce_min": "fiub",
+    "reduce_and": "iub",
+    "reduce_or": "iub",
+}
 
 
 def reduce_cases(name):
@@ -409,14 +526,22 @@ def reduce_cases(name):
         big = np.random.RandomState(2).randn(2, 5000).astype(np.float32)
         if name in ("reduce_sum", "reduce_max", "reduce_min"):
             out.append(Case([big], dict(axes=(1,), out_sharding=None), label="f32-twopass"))
-            out.append(Case([big.reshape(-1)], dict(axes=(0,), out_sharding=None), label="f32-twopass-all"))
+            out.append(
+                Case([big.reshape(-1)], dict(axes=(0,), out_sharding=None), label="f32-twopass-all")
+            )
         if name in ("reduce_and", "reduce_or"):
             b = np.zeros(4000, bool)
             b[1234] = True
             out.append(Case([b], dict(axes=(0,), out_sharding=None), label="bool-twopass"))
             out.append(Case([~b], dict(axes=(0,), out_sharding=None), label="bool-twopass-not"))
         if name in ("reduce_sum", "reduce_prod"):
-            out.append(Case([np.zeros((3, 0), np.float32)], dict(axes=(1,), out_sharding=None), label="empty"))
+            out.append(
+                Case(
+                    [np.zeros((3, 0), np.float32)],
+                    dict(axes=(1,), out_sharding=None),
+                    label="empty",
+                )
+            )
             out.append(Case([arr((), "int32")], dict(axes=(), out_sharding=None), label="0d"))
         return out
     return cases
@@ -433,12 +558,27 @@ def arg_cases():
         if dt == "int8":
             v = v % 4   # ties: the first index wins
         for axis in (0, 1, 2):
-            out.append(Case([v], dict(axes=(axis,), index_dtype=np.dtype(np.int32)), label=f"{dt}-ax{axis}"))
-    out.append(Case([np.array([1.0, np.nan, 3.0, np.nan], np.float32)], dict(axes=(0,), index_dtype=np.dtype(np.int32)),
-                    label="nan-first"))
+            out.append(
+                Case(
+                    [v], dict(axes=(axis,), index_dtype=np.dtype(np.int32)), label=f"{dt}-ax{axis}"
+                )
+            )
+    out.append(
+        Case(
+            [np.array([1.0, np.nan, 3.0, np.nan], np.float32)],
+            dict(axes=(0,), index_dtype=np.dtype(np.int32)),
+            label="nan-first",
+        )
+    )
     big = np.random.RandomState(3).randn(3000).astype(np.float32)
     out.append(Case([big], dict(axes=(0,), index_dtype=np.dtype(np.int32)), label="twopass"))
-    out.append(Case([arr((4,), "float32")], dict(axes=(0,), index_dtype=np.dtype(np.uint8)), label="u8-index"))
+    out.append(
+        Case(
+            [arr((4,), "float32")],
+            dict(axes=(0,), index_dtype=np.dtype(np.uint8)),
+            label="u8-index",
+        )
+    )
     return out
 
 
@@ -457,7 +597,10 @@ def dot_cases():
                 return np.random.RandomState(seed).randn(*shape).astype(dt)
             if dt == "bool":
                 return np.random.RandomState(seed).rand(*shape) > 0.6
-            return np.random.RandomState(seed).randint(-5 if dt[0] == "i" else 0, 6, shape).astype(dt)
+            return (
+                np.random.RandomState(seed).randint(-5 if dt[0] == "i" else 0, 6, shape).astype(dt)
+            )
+
         out.append(Case([m((3, 4), 0), m((4, 5), 1)], dict(dimension_numbers=mm), label=f"{dt}-mm"))
         out.append(Case([m((2, 3, 4), 0), m((2, 4, 2), 1)],
                         dict(dimension_numbers=(((2,), (1,)), ((0,), (0,)))), label=f"{dt}-batch"))
@@ -466,23 +609,43 @@ def dot_cases():
         Case([f(4), f(4)], dict(dimension_numbers=(((0,), (0,)), ((), ()))), label="vv"),
         Case([f(3, 4), f(4)], dict(dimension_numbers=(((1,), (0,)), ((), ()))), label="mv"),
         Case([f(4, 3), f(4, 5)], dict(dimension_numbers=(((0,), (0,)), ((), ()))), label="tn"),
-        Case([f(2, 3, 4), f(3, 4, 5)], dict(dimension_numbers=(((1, 2), (0, 1)), ((), ()))), label="k2"),
+        Case(
+            [f(2, 3, 4), f(3, 4, 5)],
+            dict(dimension_numbers=(((1, 2), (0, 1)), ((), ()))),
+            label="k2",
+        ),
         Case([f(3), f(5)], dict(dimension_numbers=(((), ()), ((), ()))), label="outer"),
         Case([f(70, 33), f(33, 65)], dict(dimension_numbers=mm), label="tiled"),
         Case([f(3, 0), f(0, 4)], dict(dimension_numbers=mm), label="k0"),
         Case([f(0, 3), f(3, 4)], dict(dimension_numbers=mm), label="m0"),
-        Case([np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
-             dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.int32)), label="i8->i32"),
-        Case([np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
-             dict(dimension_numbers=mm), label="i8-wrap"),
+        Case(
+            [np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
+            dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.int32)),
+            label="i8->i32",
+        ),
+        Case(
+            [np.arange(12, dtype=np.int8).reshape(3, 4) * 10, np.full((4, 2), 10, np.int8)],
+            dict(dimension_numbers=mm),
+            label="i8-wrap",
+        ),
     ]
     if F16_OK:
-        out.append(Case([f(3, 8).astype(np.float16), f(8, 2).astype(np.float16)],
-                        dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.float32)), label="f16->f32"))
+        out.append(
+            Case(
+                [f(3, 8).astype(np.float16), f(8, 2).astype(np.float16)],
+                dict(dimension_numbers=mm, preferred_element_type=np.dtype(np.float32)),
+                label="f16->f32",
+            )
+        )
     return out
 
 
-record("dot_general", dot_cases, tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3)}, signed_zero=False)
+record(
+    "dot_general",
+    dot_cases,
+    tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3)},
+    signed_zero=False,
+)
 
 
 # ---- gather / scatter
@@ -498,20 +661,51 @@ def gather_cases():
         x = arr((5, 3), dt)
         idx = np.array([[0], [4], [2], [-1], [7], [4]], np.int32)
         for mode in ("clip", "fill"):
-            out.append(Case([x, idx], dict(dimension_numbers=TAKE0, slice_sizes=(1, 3), mode=mode), label=f"{dt}-take-{mode}"))
+            out.append(
+                Case(
+                    [x, idx],
+                    dict(dimension_numbers=TAKE0, slice_sizes=(1, 3), mode=mode),
+                    label=f"{dt}-take-{mode}",
+                )
+            )
         ij = np.array([[0, 0], [4, 2], [1, 5], [-1, 1], [2, 1]], np.int32)
         for mode in ("clip", "fill"):
-            out.append(Case([x, ij], dict(dimension_numbers=POINT, slice_sizes=(1, 1), mode=mode), label=f"{dt}-point-{mode}"))
+            out.append(
+                Case(
+                    [x, ij],
+                    dict(dimension_numbers=POINT, slice_sizes=(1, 1), mode=mode),
+                    label=f"{dt}-point-{mode}",
+                )
+            )
     x = arr((5, 6), "float32")
-    out.append(Case([x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
-                    dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="clip"), label="window-clip"))
-    out.append(Case([x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
-                    dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="fill", fill_value=-1.0),
-                    label="window-fill"))
-    out.append(Case([x, np.array([[1], [9]], np.uint8)],
-                    dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="fill"), label="u8-indices"))
-    out.append(Case([x, np.zeros((0, 1), np.int32)],
-                    dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="clip"), label="no-indices"))
+    out.append(
+        Case(
+            [x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
+            dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="clip"),
+            label="window-clip",
+        )
+    )
+    out.append(
+        Case(
+            [x, np.array([[0, 0], [3, 4], [4, 5]], np.int32)],
+            dict(dimension_numbers=WINDOW, slice_sizes=(2, 3), mode="fill", fill_value=-1.0),
+            label="window-fill",
+        )
+    )
+    out.append(
+        Case(
+            [x, np.array([[1], [9]], np.uint8)],
+            dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="fill"),
+            label="u8-indices",
+        )
+    )
+    out.append(
+        Case(
+            [x, np.zeros((0, 1), np.int32)],
+            dict(dimension_numbers=TAKE0, slice_sizes=(1, 6), mode="clip"),
+            label="no-indices",
+        )
+    )
     return out
 
 
@@ -542,12 +736,30 @@ def scatter_cases(name):
                                               unique_indices=False, mode="fill"), label=dt))
         x = arr((4, 3), "float32")
         u = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
-        out.append(Case([x, np.array([[2], [0]], np.int32), u],
-                        dict(dimension_numbers=SCROW, indices_are_sorted=False, unique_indices=False,
-                             mode="fill"), label="rows"))
-        out.append(Case([x, np.zeros((0, 1), np.int32), np.zeros((0, 3), np.float32)],
-                        dict(dimension_numbers=SCROW, indices_are_sorted=False, unique_indices=False,
-                             mode="fill"), label="no-updates"))
+        out.append(
+            Case(
+                [x, np.array([[2], [0]], np.int32), u],
+                dict(
+                    dimension_numbers=SCROW,
+                    indices_are_sorted=False,
+                    unique_indices=False,
+                    mode="fill",
+                ),
+                label="rows",
+            )
+        )
+        out.append(
+            Case(
+                [x, np.zeros((0, 1), np.int32), np.zeros((0, 3), np.float32)],
+                dict(
+                    dimension_numbers=SCROW,
+                    indices_are_sorted=False,
+                    unique_indices=False,
+                    mode="fill",
+                ),
+                label="no-updates",
+            )
+        )
         return out
     return cases
 
@@ -585,7 +797,9 @@ def bitcast_cases():
         if src == "int32" and dst == "float32":
             v = v[np.isfinite(v.view(np.float32))]   # NaN payloads need not survive a float read
         out.append(Case([v], dict(new_dtype=np.dtype(dst)), label=f"{src}->{dst}"))
-    out.append(Case([np.zeros((0, 2), np.float32)], dict(new_dtype=np.dtype("int32")), label="empty"))
+    out.append(
+        Case([np.zeros((0, 2), np.float32)], dict(new_dtype=np.dtype("int32")), label="empty")
+    )
     return out
 
 
@@ -596,31 +810,75 @@ def conv_cases():
     from wjax import lax
     f = lambda *s: np.random.RandomState(sum(s)).randn(*s).astype(np.float32)
     out = [
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"),
-                 f(1, 2, 5, 6), f(3, 2, 3, 3), label="same"),
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(
-            x, w, (2, 1), ((1, 0), (2, 1)), rhs_dilation=(1, 2)), f(2, 1, 7, 6), f(2, 1, 2, 3),
-            label="stride-pad-dilate"),
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(
-            x, w, (1,), ((1, 1),), lhs_dilation=(2,)), f(1, 1, 5), f(1, 1, 3), label="1d-lhs-dilation"),
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(
-            x, w, (1, 1), "VALID", feature_group_count=2), f(1, 4, 4, 4), f(4, 2, 2, 2), label="groups"),
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(
-            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), f(1, 5, 5, 2),
-            f(3, 3, 2, 4), label="nhwc"),
-        from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
-                 np.arange(12, dtype=np.int32).reshape(1, 2, 6) - 5,
-                 np.arange(6, dtype=np.int32).reshape(1, 2, 3) - 2, label="int32"),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+            f(1, 2, 5, 6),
+            f(3, 2, 3, 3),
+            label="same",
+        ),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(
+                x, w, (2, 1), ((1, 0), (2, 1)), rhs_dilation=(1, 2)
+            ),
+            f(2, 1, 7, 6),
+            f(2, 1, 2, 3),
+            label="stride-pad-dilate",
+        ),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(x, w, (1,), ((1, 1),), lhs_dilation=(2,)),
+            f(1, 1, 5),
+            f(1, 1, 3),
+            label="1d-lhs-dilation",
+        ),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", feature_group_count=2),
+            f(1, 4, 4, 4),
+            f(4, 2, 2, 2),
+            label="groups",
+        ),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(
+                x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            ),
+            f(1, 5, 5, 2),
+            f(3, 3, 2, 4),
+            label="nhwc",
+        ),
+        from_lax(
+            "conv_general_dilated",
+            lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
+            np.arange(12, dtype=np.int32).reshape(1, 2, 6) - 5,
+            np.arange(6, dtype=np.int32).reshape(1, 2, 3) - 2,
+            label="int32",
+        ),
     ]
     if F16_OK:
-        out.append(from_lax("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
-                            f(1, 2, 6).astype(np.float16), f(3, 2, 3).astype(np.float16), label="f16"))
+        out.append(
+            from_lax(
+                "conv_general_dilated",
+                lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
+                f(1, 2, 6).astype(np.float16),
+                f(3, 2, 3).astype(np.float16),
+                label="f16",
+            )
+        )
     return out
 
 
 record("conv_general_dilated", conv_cases, tol={"float32": (1e-5, 1e-5), "float16": (4e-3, 4e-3)})
 
-CUM_KINDS = {"cumsum": "fiu", "cumprod": "fiu", "cummax": "fiub", "cummin": "fiub", "cumlogsumexp": "f"}
+CUM_KINDS = {
+    "cumsum": "fiu",
+    "cumprod": "fiu",
+    "cummax": "fiub",
+    "cummin": "fiub",
+    "cumlogsumexp": "f",
+}
 
 
 def cum_cases(name):
@@ -633,7 +891,13 @@ def cum_cases(name):
             if name == "cumprod" and np.dtype(dt).kind == "f":
                 v = (np.random.RandomState(1).rand(3, 5) + 0.5).astype(dt)
             for axis, rev in ((1, False), (0, True)):
-                out.append(Case([v], dict(axis=axis, reverse=rev), label=f"{dt}-ax{axis}-{'rev' if rev else 'fwd'}"))
+                out.append(
+                    Case(
+                        [v],
+                        dict(axis=axis, reverse=rev),
+                        label=f"{dt}-ax{axis}-{'rev' if rev else 'fwd'}",
+                    )
+                )
         big = np.random.RandomState(4).rand(3000).astype(np.float32)
         out.append(Case([big], dict(axis=0, reverse=False), label="f32-long"))
         out.append(Case([np.zeros((0, 3), np.float32)], dict(axis=0, reverse=False), label="empty"))
@@ -652,15 +916,26 @@ def sort_cases():
         out.append(Case([v], dict(dimension=1, is_stable=True, num_keys=1), label=f"{dt}-rows"))
         out.append(Case([v], dict(dimension=0, is_stable=True, num_keys=1), label=f"{dt}-cols"))
     k = np.array([3, 1, 2, 1, 3, 0, 2, 1], np.int32)
-    out.append(Case([k, np.arange(8, dtype=np.float32)], dict(dimension=0, is_stable=True, num_keys=1),
-                    label="key-val-stable"))
+    out.append(
+        Case(
+            [k, np.arange(8, dtype=np.float32)],
+            dict(dimension=0, is_stable=True, num_keys=1),
+            label="key-val-stable",
+        )
+    )
     out.append(Case([k, k[::-1].copy(), np.arange(8, dtype=np.int32)],
                     dict(dimension=0, is_stable=True, num_keys=2), label="two-keys"))
     out.append(Case([np.array([np.nan, -0.0, 0.0, -np.inf, 1.0, np.inf, -1.0, np.nan], np.float32)],
                     dict(dimension=0, is_stable=True, num_keys=1), label="f32-specials"))
     out.append(Case([np.random.RandomState(5).randn(1500).astype(np.float32)],
                     dict(dimension=0, is_stable=True, num_keys=1), label="f32-long"))
-    out.append(Case([np.zeros((0,), np.float32)], dict(dimension=0, is_stable=True, num_keys=1), label="empty"))
+    out.append(
+        Case(
+            [np.zeros((0,), np.float32)],
+            dict(dimension=0, is_stable=True, num_keys=1),
+            label="empty",
+        )
+    )
     return out
 
 
@@ -671,7 +946,13 @@ def top_k_cases():
     out = []
     for dt in FLOATS + INTS:
         out.append(Case([arr((3, 6), dt)], dict(k=3, axis=1), label=f"{dt}"))
-    out.append(Case([np.array([1.0, np.nan, 3.0, 3.0, -np.inf], np.float32)], dict(k=5, axis=0), label="specials"))
+    out.append(
+        Case(
+            [np.array([1.0, np.nan, 3.0, 3.0, -np.inf], np.float32)],
+            dict(k=5, axis=0),
+            label="specials",
+        )
+    )
     out.append(Case([arr((4, 3), "float32")], dict(k=2, axis=0), label="axis0"))
     out.append(Case([arr((5,), "int32")], dict(k=0, axis=0), label="k0"))
     return out
@@ -681,7 +962,11 @@ record("top_k", top_k_cases, signed_zero=True)
 
 
 def _keys(*shape):
-    return np.random.RandomState(sum(shape) + 7).randint(0, 2**32, shape + (2,), dtype=np.uint64).astype(np.uint32)
+    return (
+        np.random.RandomState(sum(shape) + 7)
+        .randint(0, 2**32, shape + (2,), dtype=np.uint64)
+        .astype(np.uint32)
+    )
 
 
 def random_bits_cases():
@@ -697,9 +982,16 @@ def random_bits_cases():
 
 
 record("random_bits", random_bits_cases)
-record("random_split", lambda: [
-    Case([_keys()], dict(shape=(3,), _partitionable=part), label=f"3-{part}") for part in (True, False)] + [
-    Case([_keys(2)], dict(shape=(2, 2), _partitionable=True), label="batched")])
+record(
+    "random_split",
+    lambda: (
+        [
+            Case([_keys()], dict(shape=(3,), _partitionable=part), label=f"3-{part}")
+            for part in (True, False)
+        ]
+        + [Case([_keys(2)], dict(shape=(2, 2), _partitionable=True), label="batched")]
+    ),
+)
 record("random_fold_in", lambda: [
     Case([_keys(), np.array(7, np.uint32)], {}, label="scalar"),
     Case([_keys(3), np.array([0, 1, 2**32 - 1], np.uint32)], {}, label="batched")])
@@ -728,15 +1020,29 @@ def fma_cases():
     r = np.random.RandomState(6)
     x, y, z = (r.randn(3, 500) * 10 ** r.uniform(-3, 3, (3, 500))).astype(np.float32)
     out.append(Case([x, y, z], {}, label="f32-random", tol=(0.0, 0.0)))
-    out.append(Case([np.float32(0.1).reshape(()), np.float32(10).reshape(()), np.float32(-1).reshape(())], {},
-                    label="single-rounding", tol=(0.0, 0.0)))
+    out.append(
+        Case(
+            [np.float32(0.1).reshape(()), np.float32(10).reshape(()), np.float32(-1).reshape(())],
+            {},
+            label="single-rounding",
+            tol=(0.0, 0.0),
+        )
+    )
     return out
 
 
 record("fma", fma_cases, signed_zero=True)
-record("stop_gradient", lambda: [Case([vals(dt)], label=dt) for dt in ALL] + [
-    Case([np.array(2.0, np.float32)], label="0d"), Case([np.zeros((0, 2), np.float32)], label="empty")],
-    signed_zero=True)
+record(
+    "stop_gradient",
+    lambda: (
+        [Case([vals(dt)], label=dt) for dt in ALL]
+        + [
+            Case([np.array(2.0, np.float32)], label="0d"),
+            Case([np.zeros((0, 2), np.float32)], label="empty"),
+        ]
+    ),
+    signed_zero=True,
+)
 
 def _spd(n, batch=(), seed=0, dt=np.float32):
     a = np.random.RandomState(seed).randn(*batch, n, n)
@@ -754,11 +1060,20 @@ record("cholesky", lambda: [Case([_spd(4, dt=dt)], label=dt) for dt in F_LINALG]
     Case([np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)], label="not-pd"),
     Case([np.zeros((0, 0), np.float32)], label="empty")],
     tol={"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2)})
-record("lu", lambda: [Case([np.random.RandomState(2).randn(4, 4).astype(dt)], label=dt) for dt in F_LINALG] + [
-    Case([np.random.RandomState(3).randn(2, 3, 5).astype(np.float32)], label="wide-batched"),
-    Case([np.random.RandomState(4).randn(5, 3).astype(np.float32)], label="tall"),
-    Case([np.array([[0.0, 1.0], [2.0, 3.0]], np.float32)], label="pivot")],
-    tol={"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2)})
+record(
+    "lu",
+    lambda: (
+        [Case([np.random.RandomState(2).randn(4, 4).astype(dt)], label=dt) for dt in F_LINALG]
+        + [
+            Case(
+                [np.random.RandomState(3).randn(2, 3, 5).astype(np.float32)], label="wide-batched"
+            ),
+            Case([np.random.RandomState(4).randn(5, 3).astype(np.float32)], label="tall"),
+            Case([np.array([[0.0, 1.0], [2.0, 3.0]], np.float32)], label="pivot"),
+        ]
+    ),
+    tol={"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2)},
+)
 
 
 def ts_cases():
@@ -768,13 +1083,32 @@ def ts_cases():
         for lower in (True, False):
             for tr in (False, True):
                 rhs = b if left else b.T.copy()
-                out.append(Case([_tri(4, lower, seed=6), rhs],
-                                dict(left_side=left, lower=lower, transpose_a=tr, conjugate_a=False,
-                                     unit_diagonal=False),
-                                label=f"{'L' if left else 'R'}-{'lo' if lower else 'up'}-{'T' if tr else 'N'}"))
-    out.append(Case([_tri(3, True, seed=7, batch=(2,)), np.random.RandomState(8).randn(2, 3, 2).astype(np.float32)],
-                    dict(left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=True),
-                    label="batched-unit"))
+                out.append(
+                    Case(
+                        [_tri(4, lower, seed=6), rhs],
+                        dict(
+                            left_side=left,
+                            lower=lower,
+                            transpose_a=tr,
+                            conjugate_a=False,
+                            unit_diagonal=False,
+                        ),
+                        label=(f"{'L' if left else 'R'}-{'lo' if lower else 'up'}-"
+                               f"{'T' if tr else 'N'}"),
+                    )
+                )
+    out.append(
+        Case(
+            [
+                _tri(3, True, seed=7, batch=(2,)),
+                np.random.RandomState(8).randn(2, 3, 2).astype(np.float32),
+            ],
+            dict(
+                left_side=True, lower=True, transpose_a=False, conjugate_a=False, unit_diagonal=True
+            ),
+            label="batched-unit",
+        )
+    )
     return out
 
 
@@ -815,19 +1149,26 @@ def assert_matches(got, want, rtol, atol, signed_zero=False, what=""):
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
     if got.dtype.kind != "f":
         bad = got != want
-        assert not bad.any(), f"{what}: mismatch at {np.argwhere(bad)[:5].tolist()}: got {got[bad][:5]}, want {want[bad][:5]}"
+        assert not bad.any(), (
+            f"{what}: mismatch at {np.argwhere(bad)[:5].tolist()}: "
+            f"got {got[bad][:5]}, want {want[bad][:5]}"
+        )
         return
     g, w = got.astype(np.float64), want.astype(np.float64)
     gn, wn = np.isnan(g), np.isnan(w)
-    assert (gn == wn).all(), f"{what}: NaN mismatch: got {got[gn != wn][:5]}, want {want[gn != wn][:5]}"
+    assert (gn == wn).all(), (
+        f"{what}: NaN mismatch: got {got[gn != wn][:5]}, want {want[gn != wn][:5]}"
+    )
     inf = np.isinf(w)
     assert (g[inf] == w[inf]).all(), f"{what}: inf mismatch: got {got[inf]}, want {want[inf]}"
     fin = ~wn & ~inf
     err = np.abs(g[fin] - w[fin])
     lim = atol + rtol * np.abs(w[fin])
     bad = ~(err <= lim)
-    assert not bad.any(), (f"{what}: values differ: got {got[fin][bad][:6]}, want {want[fin][bad][:6]} "
-                           f"(rtol={rtol}, atol={atol})")
+    assert not bad.any(), (
+        f"{what}: values differ: got {got[fin][bad][:6]}, want {want[fin][bad][:6]} "
+        f"(rtol={rtol}, atol={atol})"
+    )
     if signed_zero:
         z = (w == 0) & (g == 0)
         sb = np.signbit(g[z]) != np.signbit(w[z])
@@ -883,9 +1224,13 @@ def test_eager_matches_reference_and_jit(name, i, label):
         assert j.aval == g.aval
         g, j = np.asarray(g), np.asarray(j)
         if rec.jit_exact:
-            assert_matches(j, g, 0.0, 0.0, signed_zero=True, what=f"{name}[{label}] jit vs eager {k}")
+            assert_matches(
+                j, g, 0.0, 0.0, signed_zero=True, what=f"{name}[{label}] jit vs eager {k}"
+            )
         else:
-            assert_matches(j, g, *_tol(rec, case, g.dtype), what=f"{name}[{label}] jit vs eager {k}")
+            assert_matches(
+                j, g, *_tol(rec, case, g.dtype), what=f"{name}[{label}] jit vs eager {k}"
+            )
 
 
 def test_every_primitive_has_a_record():
@@ -911,8 +1256,10 @@ def test_records_are_well_formed():
         table = getattr(REGISTRY.get(name), "table", None)
         if table is not None and "f" in table:
             f32 = [c for c in rec.cases() if c.label == "float32"]
-            assert f32 and any(np.isnan(a).any() and np.isinf(a).any() and (np.signbit(a) & (a == 0)).any()
-                               for a in f32[0].args), name
+            assert f32 and any(
+                np.isnan(a).any() and np.isinf(a).any() and (np.signbit(a) & (a == 0)).any()
+                for a in f32[0].args
+            ), name
             assert {"f32-0d", "f32-empty"} <= set(labels), name
 
 
@@ -927,7 +1274,9 @@ def test_primitive_has_required_rules(name):
     assert callable(p.fuse) or callable(p.kernel) or callable(p.impl), f"{name} has no WGSL rule"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if getattr(p, "table", None)))
+@pytest.mark.parametrize(
+    "name", sorted(n for n, p in REGISTRY.items() if getattr(p, "table", None))
+)
 def test_rejected_dtypes_raise_type_error(name):
     """A dtype kind missing from an elementwise op's WGSL table is rejected at abstract eval."""
     from wjax.core.ir import ShapedArray
@@ -950,8 +1299,16 @@ def test_binary_ops_require_equal_dtypes_and_shapes():
 
 # --------------------------------------------------------------------------- vs real JAX
 
-JAX_LAX_NAME = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "not": "bitwise_not",
-                "sub": "sub", "mul": "mul", "div": "div", "rem": "rem"}
+JAX_LAX_NAME = {
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "not": "bitwise_not",
+    "sub": "sub",
+    "mul": "mul",
+    "div": "div",
+    "rem": "rem",
+}
 
 
 @pytest.mark.parametrize("dt", ["float32", "int8", "uint8", "int16", "int32", "uint32"])

@@ -116,7 +116,9 @@ def binary_case(draw):
     opname = draw(st.sampled_from(sorted(BINARY)))
     dx = draw(st.sampled_from(STRONG + PY))
     dy = draw(st.sampled_from(STRONG + PY))
-    shapes = draw(mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)).input_shapes
+    shapes = draw(
+        mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+    ).input_shapes
     x = draw(operand(dx, shapes[0]))
     y = draw(operand(dy, shapes[1]))
     return opname, x, y
@@ -171,7 +173,9 @@ def test_binary_ufuncs_match_real_jax(case):
         # XLA's CPU backend gives 0/0 = 0 when either operand was converted from bool (its own
         # jaxpr divides the converted floats; IEEE, NumPy and wjax give NaN): compare with NumPy
         with np.errstate(all="ignore"):
-            want = np.true_divide(np.asarray(x, np.float64), np.asarray(y, np.float64)).astype(want.dtype)
+            want = np.true_divide(np.asarray(x, np.float64), np.asarray(y, np.float64)).astype(
+                want.dtype
+            )
     _assert_values(out, want, np.dtype(want.dtype))
 
 
@@ -179,7 +183,9 @@ def test_binary_ufuncs_match_real_jax(case):
 def where_case(draw):
     dx = draw(st.sampled_from(STRONG + PY))
     dy = draw(st.sampled_from(STRONG + PY))
-    shapes = draw(mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=3)).input_shapes
+    shapes = draw(
+        mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=3)
+    ).input_shapes
     c = draw(operand("bool", shapes[0]))
     return c, draw(operand(dx, shapes[1])), draw(operand(dy, shapes[2]))
 
@@ -213,8 +219,9 @@ def test_result_type_matches_real_jax(names):
     args = [_example(n) for n in names]
     assert jnp.result_type(*args) == jax.numpy.result_type(*args)
     # and the weak flag of an actual sum of those operands
-    if len(args) >= 2 and not all(isinstance(a, bool) or isinstance(a, np.ndarray) and a.dtype == bool
-                                  for a in args[:2]):
+    if len(args) >= 2 and not all(
+        isinstance(a, bool) or isinstance(a, np.ndarray) and a.dtype == bool for a in args[:2]
+    ):
         w = jax.numpy.add(args[0], args[1])
         g = jnp.add(to_wjax(args[0]), to_wjax(args[1]))
         assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)

@@ -49,10 +49,14 @@ def close(a, b, rtol=2e-6, atol=2e-6):
 
 def test_threefry_known_answers():
     # Random123's threefry2x32_20 known-answer vectors (also in JAX's tests)
-    for key, ctr, want in [((0, 0), (0, 0), (0x6b200159, 0x99ba4efe)),
-                           ((0xffffffff, 0xffffffff), (0xffffffff, 0xffffffff), (0x1cb996fc, 0xbb002be7)),
-                           ((0x13198a2e, 0x03707344), (0x243f6a88, 0x85a308d3), (0xc4923a9c, 0x483df7a0))]:
-        got = threefry2x32_np(np.uint32(key[0]), np.uint32(key[1]), np.uint32(ctr[0]), np.uint32(ctr[1]))
+    for key, ctr, want in [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]:
+        got = threefry2x32_np(
+            np.uint32(key[0]), np.uint32(key[1]), np.uint32(ctr[0]), np.uint32(ctr[1])
+        )
         assert (int(got[0]), int(got[1])) == want
 
 
@@ -105,8 +109,13 @@ def test_fixed_values_original_mode():
     with mode(False):
         exact(random.bits(k, (5,)), np.array([276534068, 861967409, 2793701230, 1641862660,
                                               2900896126], np.uint32))
-        exact(random.uniform(k, (4,)), np.array([0.2249845266342163, 0.23033690452575684,
-                                                 0.4536093473434448, 0.24646222591400146], np.float32))
+        exact(
+            random.uniform(k, (4,)),
+            np.array(
+                [0.2249845266342163, 0.23033690452575684, 0.4536093473434448, 0.24646222591400146],
+                np.float32,
+            ),
+        )
         exact(random.key_data(random.split(k, 3)),
               np.array([[276534068, 861967409], [1905761346, 1641862660], [2900896126, 1402713516]],
                        np.uint32))
@@ -155,7 +164,9 @@ def test_reusing_a_key_repeats_and_splitting_differs():
     a, b = random.normal(k, (6,)), random.normal(k, (6,))
     exact(a, b)
     k1, k2 = random.split(k)
-    assert not np.array_equal(np.asarray(random.normal(k1, (6,))), np.asarray(random.normal(k2, (6,))))
+    assert not np.array_equal(
+        np.asarray(random.normal(k1, (6,))), np.asarray(random.normal(k2, (6,)))
+    )
     assert not np.array_equal(np.asarray(random.normal(k1, (6,))), np.asarray(a))
 
 
@@ -173,7 +184,10 @@ def test_bits_and_keys_vs_jax(partitionable):
             k, kj = random.key(seed), jr.key(seed)
             exact(random.key_data(random.split(k, 5)), jr.key_data(jr.split(kj, 5)))
             exact(random.key_data(random.split(k, (2, 3))), jr.key_data(jr.split(kj, (2, 3))))
-            exact(random.key_data(random.fold_in(k, seed & 0xFFFF)), jr.key_data(jr.fold_in(kj, seed & 0xFFFF)))
+            exact(
+                random.key_data(random.fold_in(k, seed & 0xFFFF)),
+                jr.key_data(jr.fold_in(kj, seed & 0xFFFF)),
+            )
             for shape in [(), (7,), (3, 4)]:
                 exact(random.bits(k, shape), jr.bits(kj, shape))
             for dt in (np.uint8, np.uint16):
@@ -193,10 +207,20 @@ def test_uniform_and_integers_vs_jax(partitionable):
             exact(random.uniform(k, (2, 3), minval=jnp.array([0., 1., 2.]), maxval=7.),
                   jr.uniform(kj, (2, 3), minval=np.array([0., 1., 2.], np.float32), maxval=7.))
             exact(random.randint(k, (10,), 0, 10), jr.randint(kj, (10,), 0, 10))
-            exact(random.randint(k, (10,), -1000, 2**31 - 1), jr.randint(kj, (10,), -1000, 2**31 - 1))
-            exact(random.randint(k, (3, 3), jnp.array([0, 5, 9]), 12), jr.randint(kj, (3, 3), np.array([0, 5, 9]), 12))
-            exact(random.randint(k, (8,), -100, 100, jnp.int8), jr.randint(kj, (8,), -100, 100, np.int8))
-            exact(random.randint(k, (8,), 0, 256, jnp.uint8), jr.randint(kj, (8,), 0, 256, np.uint8))
+            exact(
+                random.randint(k, (10,), -1000, 2**31 - 1), jr.randint(kj, (10,), -1000, 2**31 - 1)
+            )
+            exact(
+                random.randint(k, (3, 3), jnp.array([0, 5, 9]), 12),
+                jr.randint(kj, (3, 3), np.array([0, 5, 9]), 12),
+            )
+            exact(
+                random.randint(k, (8,), -100, 100, jnp.int8),
+                jr.randint(kj, (8,), -100, 100, np.int8),
+            )
+            exact(
+                random.randint(k, (8,), 0, 256, jnp.uint8), jr.randint(kj, (8,), 0, 256, np.uint8)
+            )
             exact(random.randint(k, (4,), 5, 5), jr.randint(kj, (4,), 5, 5))
             exact(random.bernoulli(k, 0.3, (9,)), jr.bernoulli(kj, 0.3, (9,)))
             exact(random.bernoulli(k, jnp.array([0.1, 0.9]), mode="high"),
@@ -204,7 +228,9 @@ def test_uniform_and_integers_vs_jax(partitionable):
             exact(random.rademacher(k, (7,)), jr.rademacher(kj, (7,)))
         if wjax.backend.runtime.get().has_f16:
             k, kj = random.key(3), jr.key(3)
-            exact(random.uniform(k, (6,), jnp.float16, -2, 3), jr.uniform(kj, (6,), np.float16, -2, 3))
+            exact(
+                random.uniform(k, (6,), jnp.float16, -2, 3), jr.uniform(kj, (6,), np.float16, -2, 3)
+            )
 
 
 def test_discrete_samplers_vs_jax():
@@ -222,10 +248,16 @@ def test_discrete_samplers_vs_jax():
     exact(random.choice(k, jnp.asarray(x), (2,), axis=1), jr.choice(kj, x, (2,), axis=1))
     p = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
     exact(random.choice(k, 4, (7,), p=jnp.asarray(p)), jr.choice(kj, 4, (7,), p=p))
-    exact(random.choice(k, 4, (3,), replace=False, p=jnp.asarray(p)), jr.choice(kj, 4, (3,), replace=False, p=p))
+    exact(
+        random.choice(k, 4, (3,), replace=False, p=jnp.asarray(p)),
+        jr.choice(kj, 4, (3,), replace=False, p=p),
+    )
     logits = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], np.float32))
     exact(random.categorical(k, jnp.asarray(logits)), jr.categorical(kj, logits))
-    exact(random.categorical(k, jnp.asarray(logits), shape=(5, 2)), jr.categorical(kj, logits, shape=(5, 2)))
+    exact(
+        random.categorical(k, jnp.asarray(logits), shape=(5, 2)),
+        jr.categorical(kj, logits, shape=(5, 2)),
+    )
     exact(random.categorical(k, jnp.asarray(logits), axis=0), jr.categorical(kj, logits, axis=0))
     exact(random.categorical(k, jnp.asarray(logits), shape=(2, 2), replace=False),
           jr.categorical(kj, logits, shape=(2, 2), replace=False))
@@ -239,7 +271,10 @@ def test_continuous_samplers_vs_jax(partitionable):
         k, kj = random.key(5), jr.key(5)
         close(random.normal(k, (4, 5)), jr.normal(kj, (4, 5)))
         close(random.truncated_normal(k, -1., 2., (9,)), jr.truncated_normal(kj, -1., 2., (9,)))
-        close(random.truncated_normal(k, jnp.array([-3., 0.5]), 1.), jr.truncated_normal(kj, np.array([-3., 0.5], np.float32), 1.))
+        close(
+            random.truncated_normal(k, jnp.array([-3.0, 0.5]), 1.0),
+            jr.truncated_normal(kj, np.array([-3.0, 0.5], np.float32), 1.0),
+        )
         for name in ["gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"]:
             close(getattr(random, name)(k, (8,)), getattr(jr, name)(kj, (8,)), rtol=1e-5)
         if not partitionable:   # the rest share the bits checked above
@@ -250,7 +285,11 @@ def test_continuous_samplers_vs_jax(partitionable):
         close(random.rayleigh(k, 2.0, (6,)), jr.rayleigh(kj, 2.0, (6,)), rtol=1e-5)
         close(random.wald(k, 1.5, (6,)), jr.wald(kj, 1.5, (6,)), rtol=1e-5)
         exact(random.geometric(k, 0.3, (6,)), jr.geometric(kj, 0.3, (6,)))
-        close(random.triangular(k, 0., 1., 3., (6,)), jr.triangular(kj, 0., 1., 3., (6,)), rtol=1e-5)
+        close(
+            random.triangular(k, 0.0, 1.0, 3.0, (6,)),
+            jr.triangular(kj, 0.0, 1.0, 3.0, (6,)),
+            rtol=1e-5,
+        )
         close(random.weibull_min(k, 2.0, 1.5, (6,)), jr.weibull_min(kj, 2.0, 1.5, (6,)), rtol=1e-5)
 
 
@@ -267,15 +306,30 @@ def test_gamma_family_fixed_values():
     # from JAX 0.10.2 (compiling JAX's gamma while-loops takes seconds each, so not live here)
     k = random.key(21)
     a = jnp.array([0.2, 0.9, 1.0, 3.5, 12.0])
-    close(random.loggamma(k, a), np.array([-6.391702651977539, 0.9150456190109253, -3.362335681915283,
-                                           0.36564749479293823, 2.411614179611206], np.float32),
-          rtol=1e-5, atol=1e-5)
+    close(
+        random.loggamma(k, a),
+        np.array(
+            [
+                -6.391702651977539,
+                0.9150456190109253,
+                -3.362335681915283,
+                0.36564749479293823,
+                2.411614179611206,
+            ],
+            np.float32,
+        ),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     close(random.dirichlet(k, jnp.array([0.5, 1., 4.]), (2,)),
           np.array([[0.045905981212854385, 0.471636563539505, 0.4824574291706085],
                     [0.030593818053603172, 0.13353393971920013, 0.835872232913971]], np.float32),
           rtol=1e-5)
-    close(random.chisquare(k, 3., (3,)),
-          np.array([4.520624160766602, 4.179183006286621, 0.3399391174316406], np.float32), rtol=1e-5)
+    close(
+        random.chisquare(k, 3.0, (3,)),
+        np.array([4.520624160766602, 4.179183006286621, 0.3399391174316406], np.float32),
+        rtol=1e-5,
+    )
     close(random.t(k, 4., (3,)),
           np.array([-0.25195151567459106, -0.6119882464408875, 0.14658650755882263], np.float32),
           rtol=1e-5)
@@ -326,7 +380,10 @@ def test_vmap_samplers_vs_jax():
     ks, ksj = random.split(random.key(3), 4), jr.split(jr.key(3), 4)
     exact(wjax.vmap(lambda kk: random.randint(kk, (3,), 0, 100))(ks),
           jax.vmap(lambda kk: jr.randint(kk, (3,), 0, 100))(ksj))
-    exact(wjax.vmap(lambda kk: random.permutation(kk, 6))(ks), jax.vmap(lambda kk: jr.permutation(kk, 6))(ksj))
+    exact(
+        wjax.vmap(lambda kk: random.permutation(kk, 6))(ks),
+        jax.vmap(lambda kk: jr.permutation(kk, 6))(ksj),
+    )
     a = np.array([0.5, 1., 2., 3.], np.float32)
     close(wjax.vmap(lambda kk, x: random.gamma(kk, x))(ks, jnp.asarray(a)),
           jax.vmap(lambda kk, x: jr.gamma(kk, x))(ksj, a), rtol=1e-5)

@@ -17,7 +17,6 @@ from functools import partial
 import numpy as np
 import pytest
 
-import wjax as jax
 import wjax.numpy as jnp
 from checks import against_jax, close
 

@@ -120,7 +120,9 @@ def test_big_array_round_trip():
     np.testing.assert_array_equal(np.asarray(x), h)
     y = x * 2.0 + 1.0
     np.testing.assert_allclose(np.asarray(y)[:: 4099], (h * 2 + 1)[:: 4099], rtol=1e-7)
-    np.testing.assert_allclose(float(y.sum()), float((h.astype(np.float64) * 2 + 1).sum()), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(y.sum()), float((h.astype(np.float64) * 2 + 1).sum()), rtol=1e-5
+    )
 
 
 def test_small_dtype_round_trips():
@@ -128,8 +130,13 @@ def test_small_dtype_round_trips():
         if dt == np.float16 and not has_f16():
             continue
         info = np.iinfo(dt) if np.dtype(dt).kind in "iu" else None
-        h = (np.array([info.min, info.max, 0, 1], dt) if info is not None
-             else np.array([True, False, True], dt) if dt == np.bool_ else np.array([1.5, -0.0, 65504], dt))
+        h = (
+            np.array([info.min, info.max, 0, 1], dt)
+            if info is not None
+            else np.array([True, False, True], dt)
+            if dt == np.bool_
+            else np.array([1.5, -0.0, 65504], dt)
+        )
         x = jnp.asarray(h)
         assert x.dtype == dt
         np.testing.assert_array_equal(np.asarray(x), h)
@@ -197,7 +204,9 @@ def test_conv_with_long_reduction():
     rng = np.random.RandomState(0)
     a = rng.randn(1, 7400, 3, 3).astype(np.float32)
     w = rng.randn(1, 7400, 3, 3).astype(np.float32)
-    got = float(wjax.lax.conv_general_dilated(jnp.asarray(a), jnp.asarray(w), (1, 1), "VALID")[0, 0, 0, 0])
+    got = float(
+        wjax.lax.conv_general_dilated(jnp.asarray(a), jnp.asarray(w), (1, 1), "VALID")[0, 0, 0, 0]
+    )
     want = float((a.astype(np.float64) * w).sum())
     assert abs(got - want) < 1e-2 * (1 + abs(want))
     # the weight gradient contracts over batch x output positions (here 2 x 200 x 200 = 80000)
@@ -206,7 +215,9 @@ def test_conv_with_long_reduction():
     f = lambda k: wjax.lax.conv_general_dilated(jnp.asarray(x), k, (1, 1), "SAME").sum()
     g = np.asarray(wjax.grad(f)(jnp.asarray(k)))
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    want_g = np.array([[[[xp[:, 0, i:i + 200, j:j + 200].sum() for j in range(3)] for i in range(3)]]])
+    want_g = np.array(
+        [[[[xp[:, 0, i : i + 200, j : j + 200].sum() for j in range(3)] for i in range(3)]]]
+    )
     np.testing.assert_allclose(g, want_g, rtol=1e-3, atol=1e-2)
 
 

@@ -24,8 +24,9 @@ def _work(seed: int):
     out["vmap"] = jax.vmap(lambda r: jnp.dot(r, w) * r.max())(x)
     out["cond"] = jax.jit(lambda a: lax.cond(a.sum() > 0, lambda v: v * 2, lambda v: -v, a))(x[0])
     out["cond_eager"] = lax.cond(float(x[1, 0]) > 0, lambda v: v + 1, lambda v: v - 1, x[1])
-    out["while"] = lax.while_loop(lambda c: c[0] < 7 + seed % 3, lambda c: (c[0] + 1, c[1] * 0.9 + 1),
-                                  (0, jnp.asarray(x[2])))[1]
+    out["while"] = lax.while_loop(
+        lambda c: c[0] < 7 + seed % 3, lambda c: (c[0] + 1, c[1] * 0.9 + 1), (0, jnp.asarray(x[2]))
+    )[1]
     out["scan"] = lax.scan(lambda c, r: (c * 0.5 + r, c.sum()), jnp.zeros(5), jnp.asarray(x))[0]
     out["random"] = jax.random.normal(jax.random.PRNGKey(seed), (6,))
     out["python_if_grad"] = jax.grad(lambda v: v ** 2 if v > 0 else -v)(float(x[3, 1]))

@@ -10,7 +10,14 @@ from checks import examples
 
 from wjax.core import tree
 from wjax.core import tree_util as tu
-from wjax.core.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, SequenceKey
+from wjax.core.tree_util import (
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    Partial,
+    PyTreeDef,
+    SequenceKey,
+)
 
 Point = collections.namedtuple("Point", ["x", "y"])
 Other = collections.namedtuple("Other", ["x", "y"])

@@ -76,17 +76,22 @@ OPS = {
     "abs_floor_sign": (lambda x: jnp.abs(x) + jnp.floor(x) - jnp.sign(x), [_f((2, 2))]),
     "add": (jnp.add, [_f((2, 3)), _f((2, 3))]),
     "mul_scalar": (lambda x, s: x * s, [_f((2, 3)), _f(())]),
-    "div_pow": (lambda x, y: x / y + y ** x, [_pos((3,)), _pos((3,))]),
+    "div_pow": (lambda x, y: x / y + y**x, [_pos((3,)), _pos((3,))]),
     "max_min": (lambda x, y: jnp.maximum(x, y) - jnp.minimum(x, 0.5), [_f((2, 2)), _f((2, 2))]),
     "atan2_rem": (lambda x, y: jnp.arctan2(x, y) + lax.rem(x, y), [_f((3,)), _pos((3,))]),
     "compare": (lambda x, y: (x > y) & (x != 0), [_f((2, 3)), _f(())]),
     "where": (lambda c, x, y: jnp.where(c, x, y), [_b((2, 3)), _f((2, 3)), _f(())]),
-    "select_n3": (lambda i, x, y, z: lax.select_n(i, x, y, z), [_i((3,), 0, 3), _f((3,)), _f((3,)), _f((3,))]),
-    "int_ops": (lambda a, b: (a << 1) ^ (a & b) | lax.shift_right_arithmetic(a, np.int32(1)),
-                [_i((4,)), _i((4,))]),
+    "select_n3": (
+        lambda i, x, y, z: lax.select_n(i, x, y, z),
+        [_i((3,), 0, 3), _f((3,)), _f((3,)), _f((3,))],
+    ),
+    "int_ops": (
+        lambda a, b: (a << 1) ^ (a & b) | lax.shift_right_arithmetic(a, np.int32(1)),
+        [_i((4,)), _i((4,))],
+    ),
     "clamp": (lambda lo, x: lax.clamp(lo, x, 1.0), [_f(()), _f((2, 3))]),
     "select_scalar_pred": (lambda c, x: lax.select(c, x, -x), [_b(()), _f((2, 3))]),
-    "integer_pow": (lambda x: x ** 3 + lax.integer_pow(x, -2), [_pos((3,))]),
+    "integer_pow": (lambda x: x**3 + lax.integer_pow(x, -2), [_pos((3,))]),
     "convert": (lambda x: x.astype(jnp.int32) + 1, [_f((2, 3))]),
     "is_finite_not": (lambda x: ~jnp.isfinite(jnp.log(x)), [_f((3,))]),
     # reductions
@@ -107,13 +112,19 @@ OPS = {
     "concatenate": (lambda x, y: jnp.concatenate([x, y, x], axis=1), [_f((2, 1)), _f((2, 2))]),
     "iota": (lambda x: x + jnp.arange(3.0), [_f((3,))]),
     # indexing
-    "dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i, np.int32(0)), (2, 2)), [_f((4, 3)), _i((), -1, 4)]),
+    "dynamic_slice": (
+        lambda x, i: lax.dynamic_slice(x, (i, np.int32(0)), (2, 2)),
+        [_f((4, 3)), _i((), -1, 4)],
+    ),
     "dynamic_update_slice": (_dus, [_f((4, 3)), _f((2, 2)), _i((), -1, 4)]),
     "gather": (lambda x, i: x[i], [_f((4, 3)), _i((2,), -4, 4)]),
     "gather_2d": (lambda x, i, j: x[i, 1:] * x[j, 0], [_f((4, 3)), _i((2,), 0, 4), _i((), 0, 4)]),
     "scatter_add": (lambda x, i, v: x.at[i].add(v), [_f((4, 3)), _i((2,), 0, 4), _f((2, 3))]),
     "scatter_set": (_scatter_set, [_f((5,)), _i((), 0, 5), _f(())]),
-    "scatter_max_mul": (lambda x, i: x.at[i].max(1.0).at[i].multiply(2.0), [_f((4,)), _i((2,), 0, 4)]),
+    "scatter_max_mul": (
+        lambda x, i: x.at[i].max(1.0).at[i].multiply(2.0),
+        [_f((4,)), _i((2,), 0, 4)],
+    ),
     # linear algebra
     "matvec": (lambda a, x: a @ x, [_f((2, 3)), _f((3,))]),
     "matmul": (lambda a, b: a @ b, [_f((2, 3)), _f((3, 4))]),
@@ -122,27 +133,50 @@ OPS = {
     # calls
     "jit": (wjax.jit(lambda x, y: jnp.sin(x) * y), [_f((2, 3)), _f((3,))]),
     # cumulative, sort, conv, special, bitcast, random (other families' primitives)
-    "cumsum_cummax": (lambda x: lax.cumsum(x, axis=1) + lax.cummax(x, axis=0, reverse=True), [_f((2, 3))]),
-    "cumprod_cumlogsumexp": (lambda x: lax.cumprod(x, 0) - lax.cumlogsumexp(x, 0) + lax.cummin(x, 0),
-                             [_f((4,))]),
+    "cumsum_cummax": (
+        lambda x: lax.cumsum(x, axis=1) + lax.cummax(x, axis=0, reverse=True),
+        [_f((2, 3))],
+    ),
+    "cumprod_cumlogsumexp": (
+        lambda x: lax.cumprod(x, 0) - lax.cumlogsumexp(x, 0) + lax.cummin(x, 0),
+        [_f((4,))],
+    ),
     "sort": (lambda x: lax.sort(x, dimension=0), [_f((4, 2))]),
     "sort_key_val": (lambda k, v: lax.sort_key_val(k, v)[1], [_f((5,)), _i((5,))]),
     "top_k": (lambda x: lax.top_k(x, 2)[0] + lax.top_k(x, 2)[1].astype(jnp.float32), [_f((2, 4))]),
-    "conv": (lambda l, r: lax.conv_general_dilated(l, r, (1,), [(1, 0)]), [_f((1, 2, 5)), _f((3, 2, 2))]),
-    "conv_groups": (lambda l, r: lax.conv_general_dilated(l, r, (2,), "SAME", feature_group_count=2),
-                    [_f((2, 4, 5)), _f((4, 2, 3))]),
-    "conv_batch_groups": (lambda l, r: lax.conv_general_dilated(l, r, (1,), "VALID", batch_group_count=2),
-                          [_f((2, 2, 4)), _f((2, 2, 2))]),
-    "conv_nhwc": (lambda l, r: lax.conv_general_dilated(l, r, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
-                  [_f((1, 3, 3, 2)), _f((2, 2, 2, 3))]),
-    "erf_inv_reduce_precision": (lambda x: lax.erf_inv(x * 0.5) + lax.reduce_precision(x, 5, 10), [_f((3,))]),
+    "conv": (
+        lambda l, r: lax.conv_general_dilated(l, r, (1,), [(1, 0)]),
+        [_f((1, 2, 5)), _f((3, 2, 2))],
+    ),
+    "conv_groups": (
+        lambda l, r: lax.conv_general_dilated(l, r, (2,), "SAME", feature_group_count=2),
+        [_f((2, 4, 5)), _f((4, 2, 3))],
+    ),
+    "conv_batch_groups": (
+        lambda l, r: lax.conv_general_dilated(l, r, (1,), "VALID", batch_group_count=2),
+        [_f((2, 2, 4)), _f((2, 2, 2))],
+    ),
+    "conv_nhwc": (
+        lambda l, r: lax.conv_general_dilated(
+            l, r, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        ),
+        [_f((1, 3, 3, 2)), _f((2, 2, 2, 3))],
+    ),
+    "erf_inv_reduce_precision": (
+        lambda x: lax.erf_inv(x * 0.5) + lax.reduce_precision(x, 5, 10),
+        [_f((3,))],
+    ),
     "bitcast": (lambda x: lax.bitcast_convert_type(x, jnp.int32), [_f((2, 2))]),
-    "random": (lambda k: wjax.random.normal(wjax.random.split(wjax.random.fold_in(k, 3))[1], (2,)),
-               [("key", (2,))]),
+    "random": (
+        lambda k: wjax.random.normal(wjax.random.split(wjax.random.fold_in(k, 3))[1], (2,)),
+        [("key", (2,))],
+    ),
     "cholesky_trsolve": (lambda a, b: _chol_solve(a, b), [_f((3, 3)), _f((3, 2))]),
     "lu": (lambda a: _lu(a), [_f((3, 3))]),
-    "random_fold_in_data": (lambda k, d: wjax.random.bits(wjax.random.fold_in(k, d), (3,)),
-                            [("key", (2,)), ("u", ())]),
+    "random_fold_in_data": (
+        lambda k, d: wjax.random.bits(wjax.random.fold_in(k, d), (3,)),
+        [("key", (2,)), ("u", ())],
+    ),
 }
 
 
@@ -187,7 +221,12 @@ def _check(name, data):
     vf = wjax.vmap(f, in_axes=tuple(axes), out_axes=out_axis)
     got = np.asarray(vf(*args))
     want = _call_loop(f, args, axes, out_axis)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    assert got.shape == want.shape and got.dtype == want.dtype, (
+        got.shape,
+        want.shape,
+        got.dtype,
+        want.dtype,
+    )
     if got.dtype.kind == "f":
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     else:
@@ -249,9 +288,12 @@ def test_jnp_convolve_column_wise_seed():
     jax = pytest.importorskip("jax")
     ref = jax.vmap(jax.numpy.convolve, in_axes=(1, None), out_axes=1)(xb, np.asarray(kernel))
     np.testing.assert_allclose(got, np.asarray(ref))
-    full = wjax.vmap(jnp.convolve, in_axes=(1, None), out_axes=1)(jnp.arange(15.0).reshape(5, 3), jnp.array([2.0, 3.0, 4.0]))
-    ref = jax.vmap(jax.numpy.convolve, in_axes=(1, None), out_axes=1)(np.arange(15.0, dtype=np.float32).reshape(5, 3),
-                                                                         np.array([2.0, 3.0, 4.0], np.float32))
+    full = wjax.vmap(jnp.convolve, in_axes=(1, None), out_axes=1)(
+        jnp.arange(15.0).reshape(5, 3), jnp.array([2.0, 3.0, 4.0])
+    )
+    ref = jax.vmap(jax.numpy.convolve, in_axes=(1, None), out_axes=1)(
+        np.arange(15.0, dtype=np.float32).reshape(5, 3), np.array([2.0, 3.0, 4.0], np.float32)
+    )
     np.testing.assert_allclose(full, np.asarray(ref))
 
 
@@ -262,7 +304,9 @@ def test_tutorial_batched_convolve():
     np.testing.assert_allclose(wjax.vmap(_tutorial_convolve)(xs, ws), [[11, 20, 29]] * 2)
     np.testing.assert_allclose(wjax.vmap(_tutorial_convolve, in_axes=1, out_axes=1)(xs.T, ws.T),
                                [[11, 11], [20, 20], [29, 29]])
-    np.testing.assert_allclose(wjax.vmap(_tutorial_convolve, in_axes=[0, None])(xs, w), [[11, 20, 29]] * 2)
+    np.testing.assert_allclose(
+        wjax.vmap(_tutorial_convolve, in_axes=[0, None])(xs, w), [[11, 20, 29]] * 2
+    )
 
 
 def test_pytree_in_axes_and_out_axes_vs_jax():
@@ -277,15 +321,20 @@ def test_pytree_in_axes_and_out_axes_vs_jax():
 
     in_axes = ({"a": 0, "b": [1]}, None)
     out_axes = {"u": 1, "v": (0, None)}
-    got = wjax.vmap(lambda d, s: f(jnp, d, s), in_axes=in_axes, out_axes=out_axes)({"a": a, "b": [b]}, c)
-    want = jax.vmap(lambda d, s: f(jax.numpy, d, s), in_axes=in_axes, out_axes=out_axes)({"a": a, "b": [b]}, c)
+    got = wjax.vmap(lambda d, s: f(jnp, d, s), in_axes=in_axes, out_axes=out_axes)(
+        {"a": a, "b": [b]}, c
+    )
+    want = jax.vmap(lambda d, s: f(jax.numpy, d, s), in_axes=in_axes, out_axes=out_axes)(
+        {"a": a, "b": [b]}, c
+    )
     assert set(got) == {"u", "v"}
     np.testing.assert_allclose(got["u"], want["u"], rtol=1e-6)
     np.testing.assert_allclose(got["v"][0], want["v"][0], rtol=1e-5)
     np.testing.assert_allclose(got["v"][1], want["v"][1])
     # keyword arguments are mapped along axis 0
-    got = wjax.vmap(lambda d, s, scale: f(jnp, d, s, scale)["v"][0], in_axes=({"a": 0, "b": [1]}, None))(
-        {"a": a, "b": [b]}, c, scale=np.arange(3.0, dtype=np.float32))
+    got = wjax.vmap(
+        lambda d, s, scale: f(jnp, d, s, scale)["v"][0], in_axes=({"a": 0, "b": [1]}, None)
+    )({"a": a, "b": [b]}, c, scale=np.arange(3.0, dtype=np.float32))
     np.testing.assert_allclose(got, a.sum(1) * np.arange(3.0), rtol=1e-5)
 
 
@@ -297,7 +346,9 @@ def test_random_keys_vs_jax():
     assert got.shape == (3, 2) and typed.shape == (3, 2)
     assert len({tuple(r) for r in np.asarray(got).tolist()}) == 3      # one stream per key
     jax = pytest.importorskip("jax")
-    want = jax.vmap(lambda k: jax.random.uniform(k, (2,)))(jax.random.split(jax.random.PRNGKey(0), 3))
+    want = jax.vmap(lambda k: jax.random.uniform(k, (2,)))(
+        jax.random.split(jax.random.PRNGKey(0), 3)
+    )
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
     want = jax.vmap(lambda k: jax.random.normal(k, (2,)))(jax.random.split(jax.random.key(1), 3))
     np.testing.assert_allclose(typed, np.asarray(want), rtol=1e-5, atol=1e-6)
@@ -347,7 +398,9 @@ def test_jit_of_vmap_and_vmap_of_jit():
     w = rng.normal(size=(3, 2)).astype(np.float32)
     f = lambda r, m: jnp.tanh(r @ m)
     want = np.tanh(x @ w)
-    np.testing.assert_allclose(wjax.jit(wjax.vmap(f, in_axes=(0, None)))(x, w), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        wjax.jit(wjax.vmap(f, in_axes=(0, None)))(x, w), want, rtol=1e-5, atol=1e-6
+    )
     jf = wjax.jit(f)
     vf = wjax.vmap(jf, in_axes=(0, None))
     np.testing.assert_allclose(vf(x, w), want, rtol=1e-5, atol=1e-6)
@@ -374,7 +427,7 @@ def test_eager_vmap_is_one_plan():
     d0 = rt.stats["dispatches"]
     one = np.asarray(f(jnp.asarray(xs[0]), w))
     n_one = rt.stats["dispatches"] - d0
-    assert n_vmap <= n_one, (n_vmap, n_one)   # 128 examples cost no more kernels than one eager call
+    assert n_vmap <= n_one, (n_vmap, n_one)  # 128 examples cost no more kernels than one eager call
     np.testing.assert_allclose(got[0], one, rtol=1e-4)
     np.testing.assert_allclose(got, (np.maximum(xs @ w, 0) ** 2).sum(1), rtol=1e-4)
 
@@ -422,15 +475,20 @@ def test_custom_jvp_vjp_and_checkpoint_under_vmap():
 
     np.testing.assert_allclose(wjax.vmap(f)(xs), np.sin(xs), rtol=1e-6)
     np.testing.assert_allclose(wjax.vmap(wjax.grad(f))(xs), 2 * np.cos(xs), rtol=1e-5)
-    np.testing.assert_allclose(wjax.grad(lambda v: jnp.sum(wjax.vmap(f)(v)))(xs), 2 * np.cos(xs), rtol=1e-5)
+    np.testing.assert_allclose(
+        wjax.grad(lambda v: jnp.sum(wjax.vmap(f)(v)))(xs), 2 * np.cos(xs), rtol=1e-5
+    )
     jaxpr = wjax.make_jaxpr(wjax.vmap(f))(xs)
     assert [e.prim.name for e in jaxpr.eqns] == ["custom_jvp_call"]
     typecheck(jaxpr.jaxpr)
 
     np.testing.assert_allclose(wjax.vmap(g, in_axes=(0, None))(xs, w), np.sin(xs) * w, rtol=1e-6)
-    np.testing.assert_allclose(wjax.vmap(wjax.grad(g), in_axes=(0, None))(xs, w), 3 * np.cos(xs) * w,
-                               rtol=1e-5)
-    gx, gw = wjax.grad(lambda v, w: jnp.sum(wjax.vmap(g, in_axes=(0, None))(v, w)), argnums=(0, 1))(xs, w)
+    np.testing.assert_allclose(
+        wjax.vmap(wjax.grad(g), in_axes=(0, None))(xs, w), 3 * np.cos(xs) * w, rtol=1e-5
+    )
+    gx, gw = wjax.grad(lambda v, w: jnp.sum(wjax.vmap(g, in_axes=(0, None))(v, w)), argnums=(0, 1))(
+        xs, w
+    )
     np.testing.assert_allclose(gx, 3 * np.cos(xs) * w, rtol=1e-5)
     np.testing.assert_allclose(gw, np.sin(xs).sum(), rtol=1e-5)   # summed over the examples
     typecheck(wjax.make_jaxpr(wjax.vmap(g, in_axes=(0, None)))(xs, w).jaxpr)
@@ -457,16 +515,22 @@ def test_errors_like_jax():
                "vmap got inconsistent sizes for array axes to be mapped:")
     assert "axis 0 of argument x of type float32[3]" in msg
     assert "axis 0 of argument y of type float32[4]" in msg
-    msg = _err(ValueError, lambda: wjax.vmap(lambda d: d["a"] + d["b"][0])({"a": jnp.ones(3), "b": jnp.ones((2, 3))}),
-               "inconsistent sizes")
+    msg = _err(
+        ValueError,
+        lambda: wjax.vmap(lambda d: d["a"] + d["b"][0])({"a": jnp.ones(3), "b": jnp.ones((2, 3))}),
+        "inconsistent sizes",
+    )
     assert "argument d['b'] of type float32[2,3]" in msg
     _err(ValueError, lambda: wjax.vmap(f, in_axes=(0, 0, 0))(jnp.ones(3), jnp.ones(3)),
          "len(in_axes)=3, len(args)=2")
     _err(ValueError, lambda: wjax.vmap(f, in_axes=({"a": 0}, 0))(jnp.ones(3), jnp.ones(3)),
          "vmap in_axes specification must be a tree prefix of the corresponding value")
-    _err(ValueError, lambda: wjax.vmap(f, in_axes=(2, 0))(jnp.ones((3, 3)), jnp.ones(3)),
-         "vmap was requested to map its argument along axis 2, which implies that its rank should be "
-         "at least 3, but is only 2")
+    _err(
+        ValueError,
+        lambda: wjax.vmap(f, in_axes=(2, 0))(jnp.ones((3, 3)), jnp.ones(3)),
+        "vmap was requested to map its argument along axis 2, which implies that its rank should "
+        "be at least 3, but is only 2",
+    )
     _err(ValueError, lambda: wjax.vmap(f, in_axes=(-3, 0))(jnp.ones((3, 3)), jnp.ones(3)),
          "along axis -3")
     _err(ValueError, lambda: wjax.vmap(f, out_axes=None)(jnp.ones(3), jnp.ones(3)),
@@ -475,7 +539,11 @@ def test_errors_like_jax():
          "axis 3 is out of bounds for array of dimension 1")
     _err(ValueError, lambda: wjax.vmap(f, in_axes=None)(jnp.ones(3), jnp.ones(3)),
          "vmap must have at least one non-None value in in_axes")
-    _err(TypeError, lambda: wjax.vmap(f, in_axes="a"), "vmap in_axes must be an int, None, or a tuple")
+    _err(
+        TypeError,
+        lambda: wjax.vmap(f, in_axes="a"),
+        "vmap in_axes must be an int, None, or a tuple",
+    )
     _err(TypeError, lambda: wjax.vmap(f, in_axes=(0, 1.0)), "container with those types as leaves")
     _err(ValueError, lambda: wjax.vmap(f, axis_size=5)(jnp.ones(3), jnp.ones(3)),
          "the `axis_size` argument was 5")

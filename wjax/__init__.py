@@ -2,27 +2,33 @@
 
     import wjax as jax
     import wjax.numpy as jnp
+
+The public namespace, assembled from the layers (docs/DESIGN.md): importing ``prims`` registers
+every primitive, importing ``dispatch`` installs the eager path.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import numpy as _np
 
-from . import dtypes, tree, tree_util  # noqa: F401
-from . import prims as _prims  # noqa: F401  (registers every primitive)
-from . import dispatch as _dispatch  # noqa: F401  (runs primitives eagerly)
-from .core.config import config, disable_jit  # noqa: F401
-from .array import Array, Device, live_arrays  # noqa: F401
-from .core.ir import ShapedArray, ShapeDtypeStruct  # noqa: F401
-from .core.tracing import make_jaxpr  # noqa: F401
-from . import lax, numpy  # noqa: F401
-from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert,  # noqa: F401
-                  custom_jvp, custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp,
-                  linearize, remat, value_and_grad, vjp, vmap)
-from . import ad_checkpoint, custom_derivatives  # noqa: F401
-from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
+from . import prims as _prims
+from . import dispatch as _dispatch
+from . import dtypes, tree, tree_util
+from . import lax, numpy
+from . import random, nn, scipy
+from . import ad_checkpoint, custom_derivatives, errors
+from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
+                  custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
+                  remat, value_and_grad, vjp, vmap)
+from .array import Array, Device, default_device, live_arrays
+from .backend import runtime
+from .core.config import config, disable_jit
+from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
-from . import errors  # noqa: F401
+from .core.ir import ShapedArray, ShapeDtypeStruct
+from .core.tracing import make_jaxpr
+
+__version__ = "0.1.0"
 
 
 def devices(backend=None):
@@ -56,9 +62,4 @@ def device_put(x, device=None):
 
 
 def device_get(x):
-    import numpy as _np
     return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, Array) else a, x)
-from . import random, nn, scipy  # noqa: E402,F401  (jax.random, jax.nn, jax.scipy)
-
-from .array import default_device
-from .backend import runtime

@@ -1,5 +1,5 @@
-"""``jax.custom_derivatives``: the public module (implementation: ``wjax/api/custom_derivatives.py``,
-primitives in ``wjax/prims/calls.py``)."""
+"""``jax.custom_derivatives``: the public module (implementation:
+``wjax/api/custom_derivatives.py``, primitives in ``wjax/prims/calls.py``)."""
 from .api.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401
 from .prims.calls import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 from .prims.elementwise import stop_gradient_p  # noqa: F401

@@ -50,7 +50,8 @@ _IMPL_NAME = "threefry2x32"
 
 
 def _named_jit(name, fn, static_argnums):
-    """jit of ``fn`` under ``name`` (how the nested call prints in a jaxpr, as JAX's ``_normal``)."""
+    """jit of ``fn`` under ``name`` (how the nested call prints in a jaxpr, as JAX's
+    ``_normal``)."""
     fn.__name__ = fn.__qualname__ = name
     return jit(fn, static_argnums=static_argnums)
 
@@ -421,7 +422,9 @@ def _uniform(data, minval, maxval, shape, dtype):
     rbits = _bits_data(data, nbits, shape)
     if np.dtype(dtype) == np.float16:
         # (bits >> 6) * 2**-10 is exactly what the 1.x bit trick gives minus 1
-        m = lax.shift_right_logical(lax.convert_element_type(rbits, np.uint32), np.uint32(nbits - nmant))
+        m = lax.shift_right_logical(
+            lax.convert_element_type(rbits, np.uint32), np.uint32(nbits - nmant)
+        )
         floats = lax.convert_element_type(
             lax.mul(lax.convert_element_type(m, np.float32), np.float32(2.0 ** -nmant)), dtype)
     else:
@@ -570,9 +573,13 @@ def _truncated_normal(data, lower, upper, shape, dtype):
     return jnp.clip(out, _nextafter(lower, True), _nextafter(upper, False))
 
 
-_truncated_normal_jit = _named_jit("_truncated_normal", lambda data, lower, upper, shape, dtype, mode:
-                            _truncated_normal(data, lower, upper, shape, dtype),
-                            static_argnums=(3, 4, 5))
+_truncated_normal_jit = _named_jit(
+    "_truncated_normal",
+    lambda data, lower, upper, shape, dtype, mode: _truncated_normal(
+        data, lower, upper, shape, dtype
+    ),
+    static_argnums=(3, 4, 5),
+)
 
 
 def lognormal(key, sigma=1., shape=None, dtype=None):
@@ -616,8 +623,11 @@ def _bernoulli(data, p, shape, mode):
     return _uniform(data, 0., 1., shape, dt) < p
 
 
-_bernoulli_jit = _named_jit("_bernoulli", lambda data, p, shape, mode, part: _bernoulli(data, p, shape, mode),
-                     static_argnums=(2, 3, 4))
+_bernoulli_jit = _named_jit(
+    "_bernoulli",
+    lambda data, p, shape, mode, part: _bernoulli(data, p, shape, mode),
+    static_argnums=(2, 3, 4),
+)
 
 
 def rademacher(key, shape=(), dtype=None):
@@ -632,8 +642,11 @@ def _rademacher(data, shape, dtype):
     return (2 * b - 1).astype(dtype)
 
 
-_rademacher_jit = _named_jit("_rademacher", lambda data, shape, dtype, mode: _rademacher(data, shape, dtype),
-                      static_argnums=(1, 2, 3))
+_rademacher_jit = _named_jit(
+    "_rademacher",
+    lambda data, shape, dtype, mode: _rademacher(data, shape, dtype),
+    static_argnums=(1, 2, 3),
+)
 
 
 # --------------------------------------------------------------------------- simple transforms of u
@@ -702,8 +715,11 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     return _gumbel_jit(data, _canon_shape(shape), dt, mode, _partitionable())
 
 
-_gumbel_jit = _named_jit("_gumbel", lambda data, shape, dtype, mode, part: _gumbel(data, shape, dtype, mode),
-                  static_argnums=(1, 2, 3, 4))
+_gumbel_jit = _named_jit(
+    "_gumbel",
+    lambda data, shape, dtype, mode, part: _gumbel(data, shape, dtype, mode),
+    static_argnums=(1, 2, 3, 4),
+)
 
 
 def _param_sampler(name, nparams, body, shape_from_params=True):
@@ -781,8 +797,11 @@ def geometric(key, p, shape=None, dtype=None):
     return _geometric_jit(data, p, shape, dt, _partitionable())
 
 
-_geometric_jit = _named_jit("_geometric", lambda data, p, shape, dtype, mode: _geometric(data, p, shape, dtype),
-                     static_argnums=(2, 3, 4))
+_geometric_jit = _named_jit(
+    "_geometric",
+    lambda data, p, shape, dtype, mode: _geometric(data, p, shape, dtype),
+    static_argnums=(2, 3, 4),
+)
 
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
@@ -890,9 +909,13 @@ def _categorical(data, logits, shape, batch_shape, axis, replace, mode):
     return lax.reshape(indices, shape, dimensions)
 
 
-_categorical_jit = _named_jit("_categorical", lambda data, logits, shape, batch_shape, axis, replace, mode, part:
-                       _categorical(data, logits, shape, batch_shape, axis, replace, mode),
-                       static_argnums=(2, 3, 4, 5, 6, 7))
+_categorical_jit = _named_jit(
+    "_categorical",
+    lambda data, logits, shape, batch_shape, axis, replace, mode, part: _categorical(
+        data, logits, shape, batch_shape, axis, replace, mode
+    ),
+    static_argnums=(2, 3, 4, 5, 6, 7),
+)
 
 
 def _shuffle(data, x, axis):
@@ -907,7 +930,9 @@ def _shuffle(data, x, axis):
     return x
 
 
-_shuffle_jit = _named_jit("_shuffle", lambda data, x, axis, mode: _shuffle(data, x, axis), static_argnums=(2, 3))
+_shuffle_jit = _named_jit(
+    "_shuffle", lambda data, x, axis, mode: _shuffle(data, x, axis), static_argnums=(2, 3)
+)
 
 
 def permutation(key, x, axis=0, independent=False):
@@ -1012,8 +1037,11 @@ def _gamma(data, a, shape, dtype, log_space=False):
     return _gamma_prim(keys, a, log_space)
 
 
-_gamma_jit = _named_jit("_gamma", lambda data, a, shape, dtype, log_space, mode: _gamma(data, a, shape, dtype, log_space),
-                 static_argnums=(2, 3, 4, 5))
+_gamma_jit = _named_jit(
+    "_gamma",
+    lambda data, a, shape, dtype, log_space, mode: _gamma(data, a, shape, dtype, log_space),
+    static_argnums=(2, 3, 4, 5),
+)
 
 
 def gamma(key, a, shape=None, dtype=None):
@@ -1054,8 +1082,11 @@ def _beta(data, a, b, shape, dtype):
     return ga / (ga + gb)
 
 
-_beta_jit = _named_jit("_beta", lambda data, a, b, shape, dtype, mode: _beta(data, a, b, shape, dtype),
-                static_argnums=(3, 4, 5))
+_beta_jit = _named_jit(
+    "_beta",
+    lambda data, a, b, shape, dtype, mode: _beta(data, a, b, shape, dtype),
+    static_argnums=(3, 4, 5),
+)
 
 
 def dirichlet(key, alpha, shape=None, dtype=None):
@@ -1080,8 +1111,11 @@ def _dirichlet(data, alpha, shape, dtype):
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
-_dirichlet_jit = _named_jit("_dirichlet", lambda data, alpha, shape, dtype, mode: _dirichlet(data, alpha, shape, dtype),
-                     static_argnums=(2, 3, 4))
+_dirichlet_jit = _named_jit(
+    "_dirichlet",
+    lambda data, alpha, shape, dtype, mode: _dirichlet(data, alpha, shape, dtype),
+    static_argnums=(2, 3, 4),
+)
 
 
 def chisquare(key, df, shape=None, dtype=None):
@@ -1098,8 +1132,11 @@ def _chisquare(data, df, shape, dtype):
     return lax.mul(jnp.exp(log_g), _const(2, dtype))
 
 
-_chisquare_jit = _named_jit("_chisquare", lambda data, df, shape, dtype, mode: _chisquare(data, df, shape, dtype),
-                     static_argnums=(2, 3, 4))
+_chisquare_jit = _named_jit(
+    "_chisquare",
+    lambda data, df, shape, dtype, mode: _chisquare(data, df, shape, dtype),
+    static_argnums=(2, 3, 4),
+)
 
 
 def t(key, df, shape=(), dtype=None):
@@ -1162,7 +1199,9 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
 
 def _mvn(data, mean, cov, shape, dtype):
     if not mean.ndim >= 1:
-        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}")
+        raise ValueError(
+            f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}"
+        )
     if not cov.ndim >= 2:
         raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}")
     n = mean.shape[-1]
@@ -1178,5 +1217,8 @@ def _mvn(data, mean, cov, shape, dtype):
     return mean + jnp.sum(factor * jnp.expand_dims(z, -2), axis=-1)
 
 
-_mvn_jit = _named_jit("_mvn", lambda data, mean, cov, shape, dtype, mode: _mvn(data, mean, cov, shape, dtype),
-               static_argnums=(3, 4, 5))
+_mvn_jit = _named_jit(
+    "_mvn",
+    lambda data, mean, cov, shape, dtype, mode: _mvn(data, mean, cov, shape, dtype),
+    static_argnums=(3, 4, 5),
+)

@@ -45,7 +45,8 @@ def _run_closed(closed: ClosedJaxpr, args):
 
 
 class _Traced:
-    """``f`` traced for autodiff: ``fun_jaxpr`` maps (closed-over values, arguments) to outputs (closure conversion)."""
+    """``f`` traced for autodiff: ``fun_jaxpr`` maps (closed-over values, arguments) to outputs
+    (closure conversion)."""
 
     def __init__(self, fun_jaxpr, consts, key, keep, out, out_tree, n_main, aux_tree):
         self.fun_jaxpr, self.consts, self.key, self.keep = fun_jaxpr, consts, key, keep
@@ -66,8 +67,10 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
         out = fun(*args, **kwargs)
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError("expected function with aux output to return a two-element tuple, but "
-                                f"got type {type(out)} with value {out!r}")
+                raise TypeError(
+                    "expected function with aux output to return a two-element tuple, but "
+                    f"got type {type(out)} with value {out!r}"
+                )
             main, aux = out
             ml, mt = tree_util.tree_flatten(main)
             al, at = tree_util.tree_flatten(aux)
@@ -96,7 +99,10 @@ def _linearize_pieces(fun_jaxpr, nc, diff, out_diff):
     jc, _ = dce_closed(jc, [True] * n_out + [d for d, nz in zip(out_diff, out_nz) if nz])
     k = sum(diff)
     known, lin, out_unk, nres = partial_eval_jaxpr(
-        jc, [False] * (nc + len(diff)) + [True] * k, instantiate=[False] * n_out + [True] * sum(out_diff))
+        jc,
+        [False] * (nc + len(diff)) + [True] * k,
+        instantiate=[False] * n_out + [True] * sum(out_diff),
+    )
     if any(out_unk[:n_out]):
         raise AssertionError("linearize: a primal output depends on the tangents")
     return known, lin, nres
@@ -146,9 +152,11 @@ def _argnums_tuple(argnums, nargs, what="differentiating"):
         if not isinstance(i, (int, np.integer)):
             raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
         if i >= nargs or i < -nargs:
-            raise TypeError(f"{what} with respect to argnums={argnums} requires at least "
-                            f"{max(nums) + 1} positional arguments to be passed by the caller, but got "
-                            f"only {nargs} positional arguments.")
+            raise TypeError(
+                f"{what} with respect to argnums={argnums} requires at least "
+                f"{max(nums) + 1} positional arguments to be passed by the caller, but got "
+                f"only {nargs} positional arguments."
+            )
     return tuple(int(i) % nargs for i in nums)
 
 
@@ -201,21 +209,25 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             a = abstractify(x)
             if not _is_float_aval(a) and not allow_int:
                 raise TypeError(
-                    f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-                    f"np.inexact), but got {np.dtype(a.dtype).name}. If you want to use Boolean- or "
-                    f"integer-valued inputs, use vjp or set allow_int to True.")
+                    f"grad requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {np.dtype(a.dtype).name}. If you want to "
+                    f"use Boolean- or integer-valued inputs, use vjp or set allow_int to True."
+                )
         tr = _trace_for_ad(fun, leaves, make, has_aux, "grad")
         out_avals = tr.fun_jaxpr.out_avals
         if tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree):
-            raise TypeError(f"Gradient only defined for scalar-output functions. Output was {tr.out!r}.")
+            raise TypeError(
+                f"Gradient only defined for scalar-output functions. Output was {tr.out!r}."
+            )
         if out_avals[0].shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
                             f"{out_avals[0].shape}.")
         if not _is_float_aval(out_avals[0]):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                            f"np.floating), but got {np.dtype(out_avals[0].dtype).name}. For "
-                            f"differentiation of non-holomorphic functions involving complex outputs, "
-                            f"use jax.vjp directly.")
+            raise TypeError(
+                f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), but got {np.dtype(out_avals[0].dtype).name}. For differentiation "
+                f"of non-holomorphic functions involving complex outputs, use jax.vjp directly."
+            )
         diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
         out_diff = (True,) + (False,) * (len(out_avals) - 1)
         closed = _ad_cached(("grad", tr.key, diff, out_diff, _need_value), tr.keep,
@@ -241,7 +253,9 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False, reduce_axes=()) -> Callable:
     """The gradient of a scalar-valued ``fun`` w.r.t. the arguments ``argnums``."""
     _check_fun(fun, "grad")
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, _need_value=False)
+    vg = value_and_grad(
+        fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, _need_value=False
+    )
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -261,8 +275,10 @@ def _check_jvp_args(primals, tangents):
     pl, pt = tree_util.tree_flatten(tuple(primals))
     tl, tt = tree_util.tree_flatten(tuple(tangents))
     if pt != tt:
-        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree structure; "
-                        f"primals have tree structure {pt} whereas tangents have tree structure {tt}.")
+        raise TypeError(
+            f"primal and tangent arguments to jax.jvp must have the same tree structure; "
+            f"primals have tree structure {pt} whereas tangents have tree structure {tt}."
+        )
     out = []
     for p, t in zip(pl, tl):
         pa = abstractify(p)
@@ -273,14 +289,18 @@ def _check_jvp_args(primals, tangents):
             t = np.asarray(t, pa.dtype)
         ta = abstractify(t)
         if pa.shape != ta.shape:
-            raise ValueError(f"jvp called with different primal and tangent shapes;Got primal shape "
-                             f"{pa.shape} and tangent shape as {ta.shape}")
+            raise ValueError(
+                f"jvp called with different primal and tangent shapes;Got primal shape "
+                f"{pa.shape} and tangent shape as {ta.shape}"
+            )
         if _is_float_aval(pa) and np.dtype(ta.dtype) != np.dtype(pa.dtype):
-            raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, "
-                            f"or in case of int/bool primal dtype the tangent dtype must be float0.Got "
-                            f"primal dtype {np.dtype(pa.dtype).name} and so expected tangent dtype "
-                            f"{np.dtype(pa.dtype).name}, but got tangent dtype {np.dtype(ta.dtype).name} "
-                            f"instead.")
+            raise TypeError(
+                f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, "
+                f"or in case of int/bool primal dtype the tangent dtype must be float0.Got "
+                f"primal dtype {np.dtype(pa.dtype).name} and so expected tangent dtype "
+                f"{np.dtype(pa.dtype).name}, but got tangent dtype {np.dtype(ta.dtype).name} "
+                f"instead."
+            )
         out.append(t)
     return pl, pt, out
 
@@ -356,14 +376,18 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
     def vjp_fn(ct):
         cl, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != tr.out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure of "
-                            f"primal output {tr.out_tree}.")
+            raise TypeError(
+                f"Tree structure of cotangent input {ct_tree}, does not match structure of "
+                f"primal output {tr.out_tree}."
+            )
         cts = []
         for c, a, d in zip(cl, main_avals, out_diff):
             ca = abstractify(c)
             if ca.shape != a.shape:
-                raise ValueError(f"Shape of cotangent input to vjp pullback function {ca.shape} must be "
-                                 f"the same as the shape of corresponding primal input {a.shape}.")
+                raise ValueError(
+                    f"Shape of cotangent input to vjp pullback function {ca.shape} must be "
+                    f"the same as the shape of corresponding primal input {a.shape}."
+                )
             if d:
                 if isinstance(c, (int, float)) or (not isinstance(c, (Array, Tracer))
                                                    and np.dtype(ca.dtype) != np.dtype(a.dtype)):
@@ -371,7 +395,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
                 cts.append(c)
         gs = _run_closed(tj, list(res) + cts)
         it = iter(gs)
-        full = [_like_primal(next(it), a) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)]
+        full = [
+            _like_primal(next(it), a) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)
+        ]
         return tuple(tree_util.tree_unflatten(in_tree, full))
 
     if has_aux:
@@ -389,7 +415,9 @@ def _std_basis(leaves):
     eye = np.eye(n, dtype=dt)
     out, off = [], 0
     for x, s in zip(leaves, sizes):
-        out.append(eye[:, off:off + s].reshape((n,) + tuple(np.shape(x))).astype(abstractify(x).dtype))
+        out.append(
+            eye[:, off : off + s].reshape((n,) + tuple(np.shape(x))).astype(abstractify(x).dtype)
+        )
         off += s
     return out, sizes
 
@@ -398,11 +426,12 @@ def _check_real_inputs(leaves, name):
     for x in leaves:
         a = abstractify(x)
         if not _is_float_aval(a):
-            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
-                            f"np.floating), but got {np.dtype(a.dtype).name}. For holomorphic "
-                            f"differentiation, pass holomorphic=True. For differentiation of "
-                            f"non-holomorphic functions involving complex inputs or integer inputs, use "
-                            f"jax.jvp directly.")
+            raise TypeError(
+                f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {np.dtype(a.dtype).name}. For holomorphic differentiation, "
+                f"pass holomorphic=True. For differentiation of non-holomorphic functions "
+                f"involving complex inputs or integer inputs, use jax.jvp directly."
+            )
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -454,7 +483,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by reverse mode: the vjp mapped (vmap) over a basis of the outputs."""
+    """The Jacobian of ``fun`` by reverse mode: the vjp mapped (vmap) over a basis of the
+    outputs."""
     _check_fun(fun, "jacrev")
 
     @functools.wraps(fun)

@@ -125,7 +125,9 @@ class JitWrapped:
             closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
             hit = [closed, out_tree_box[0], None]    # None: compiled on the first run
             if not any(isinstance(c, Tracer) for c in closed.consts):
-                self._cache[key] = hit   # a jaxpr closing over an outer trace's values is not reusable
+                self._cache[key] = (
+                    hit  # a jaxpr closing over an outer trace's values is not reusable
+                )
             if _cfg.jax_log_compiles:
                 logger.warning("Finished tracing + transforming %s for jit in %.3f s",
                                getattr(self.fun, "__name__", "fun"), time.perf_counter() - t0)

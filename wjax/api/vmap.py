@@ -35,15 +35,17 @@ def _flatten_axes(what, axes, tree, shown_axes=None, shown_tree=None):
         return tree_util.broadcast_prefix(axes, tree, none_is_leaf=True)
     except ValueError as e:
         detail = str(e)
-        if shown_tree is not None:     # name the positional arguments, not the (args, kwargs) pair
+        if shown_tree is not None:  # name the positional arguments, not the (args, kwargs) pair
             try:
                 tree_util.broadcast_prefix(shown_axes, shown_tree, none_is_leaf=True)
             except ValueError as e2:
                 detail = str(e2)
             axes, tree = shown_axes, shown_tree
-        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                         f"value; got specification {axes} for value tree "
-                         f"{tree_util.tree_structure(tree)}.\n  Mismatch details: {detail}") from None
+        raise ValueError(
+            f"vmap {what} specification must be a tree prefix of the corresponding "
+            f"value; got specification {axes} for value tree "
+            f"{tree_util.tree_structure(tree)}.\n  Mismatch details: {detail}"
+        ) from None
 
 
 def _arg_paths(fun, args, kwargs):
@@ -77,7 +79,9 @@ def _type_str(x):
 
 def _mapped_size(fun, args, kwargs, leaves, dims, axis_size):
     sizes = [None if d is None else abstractify(x).shape[d] for x, d in zip(leaves, dims)]
-    distinct = sorted({s for s in sizes if s is not None} | ({axis_size} if axis_size is not None else set()))
+    distinct = sorted(
+        {s for s in sizes if s is not None} | ({axis_size} if axis_size is not None else set())
+    )
     if len(distinct) == 1:
         return distinct[0]
     if not distinct:
@@ -93,9 +97,13 @@ def _mapped_size(fun, args, kwargs, leaves, dims, axis_size):
         if ct == 1:
             msg.append(f"  * one axis had size {sz}: axis {dims[i]} of {paths[i]};\n")
         elif k == 0:
-            msg.append(f"  * most axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n")
+            msg.append(
+                f"  * most axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n"
+            )
         else:
-            msg.append(f"  * some axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n")
+            msg.append(
+                f"  * some axes ({ct} of them) had size {sz}, e.g. axis {dims[i]} of {paths[i]};\n"
+            )
     raise ValueError("".join(msg)[:-2])
 
 
@@ -115,8 +123,10 @@ def _normalize_in_dim(x, d):
 def _move_out(x, d, target, size, path):
     if target is None:
         if d is not None:
-            raise ValueError(f"vmap has mapped output but out_axes is None (at vmap out_axes{path}, "
-                             f"got axis spec None but output was batched on axis {d})")
+            raise ValueError(
+                f"vmap has mapped output but out_axes is None (at vmap out_axes{path}, "
+                f"got axis spec None but output was batched on axis {d})"
+            )
         return x
     nd = batching.aval_of(x).ndim + (1 if d is None else 0)
     if not -nd <= target < nd:
@@ -133,9 +143,11 @@ class _Vmapped:
     def __call__(self, *args, **kwargs):
         in_axes = self.in_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
-                             "to the positional arguments passed to the function, but got "
-                             f"len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+            raise ValueError(
+                "vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                "to the positional arguments passed to the function, but got "
+                f"len(in_axes)={len(in_axes)}, len(args)={len(args)}"
+            )
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), in_axes, args)
         dims = [_normalize_in_dim(x, d) for x, d in zip(leaves, dims)]
@@ -171,7 +183,9 @@ class _Vmapped:
         def run(*xs):
             outs = eval_jaxpr(batched, closed.consts, *xs)
             outs = [a.operand if isinstance(a, Lit) else o for a, o in zip(batched.outvars, outs)]
-            return [_move_out(o, d, t, size, p) for o, d, t, p in zip(outs, out_dims, out_axes, paths)]
+            return [
+                _move_out(o, d, t, size, p) for o, d, t, p in zip(outs, out_dims, out_axes, paths)
+            ]
 
         if current_builder() is not None:
             outs = run(*leaves)

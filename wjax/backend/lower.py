@@ -63,7 +63,9 @@ class Plan:
         self.last_use: dict = {}           # key -> index of last step reading it
 
     def wgsl_text(self) -> str:
-        return "\n".join(f"// ---- kernel {i}: grid {d.grid}\n{d.wgsl}" for i, d in enumerate(self.steps))
+        return "\n".join(
+            f"// ---- kernel {i}: grid {d.grid}\n{d.wgsl}" for i, d in enumerate(self.steps)
+        )
 
 
 # --------------------------------------------------------------------------- jaxpr passes
@@ -84,7 +86,10 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
             closed = e.params["jaxpr"]
             inner = inline_calls(closed.jaxpr, extra_consts)
             env = {}
-            consts = [Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c for c in closed.consts]
+            consts = [
+                Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c
+                for c in closed.consts
+            ]
             for v, c in zip(inner.constvars, consts):
                 if isinstance(c, (Var, Lit)):
                     env[v.id] = c
@@ -96,8 +101,14 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
                 env[v.id] = rd(a)
             for ie in inner.eqns:
                 outs = [Var(v.aval) for v in ie.outvars]
-                eqns.append(Eqn(ie.prim, [env.get(a.id, a) if isinstance(a, Var) else a for a in ie.invars],
-                                outs, ie.params))
+                eqns.append(
+                    Eqn(
+                        ie.prim,
+                        [env.get(a.id, a) if isinstance(a, Var) else a for a in ie.invars],
+                        outs,
+                        ie.params,
+                    )
+                )
                 for v, nv in zip(ie.outvars, outs):
                     env[v.id] = nv
             for v, o in zip(e.outvars, inner.outvars):
@@ -127,7 +138,11 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
         return sub.get(a.id, a) if isinstance(a, Var) else a
 
     def akey(a):
-        return ("v", a.id) if isinstance(a, Var) else ("l", a.val.tobytes(), str(a.val.dtype), a.aval.weak_type)
+        return (
+            ("v", a.id)
+            if isinstance(a, Var)
+            else ("l", a.val.tobytes(), str(a.val.dtype), a.aval.weak_type)
+        )
 
     for e in jaxpr.eqns:
         invars = [rd(a) for a in e.invars]
@@ -191,14 +206,24 @@ class Fuser:
             return self.memo[key]
         lowering = self.lowering
         eqn = lowering.producer.get(atom.id)
-        inline = eqn is not None and eqn.prim.fuse is not None and atom.id not in lowering.split and (
-            atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
+        inline = (
+            eqn is not None
+            and eqn.prim.fuse is not None
+            and atom.id not in lowering.split
+            and (atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
+        )
         if inline:
             readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
-            expr = eqn.prim.fuse(self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params)
+            expr = eqn.prim.fuse(
+                self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params
+            )
             expr = W.wrap_narrow(expr, aval.dtype)
         else:
-            if self.subst and self.level is not None and lowering.level.get(atom.id, 0) >= self.level:
+            if (
+                self.subst
+                and self.level is not None
+                and lowering.level.get(atom.id, 0) >= self.level
+            ):
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lowering.key_of(atom)
             name = self.kb.bind(k, aval.dtype, "read")
@@ -396,7 +421,11 @@ class Lowering:
         reads the output at another position or needs a value not computed yet."""
         out = e.outvars[0]
         key = (self.level[out.id], 1)
-        roots = [r for r in groups.get(key, []) if r.aval.shape == out.aval.shape and out.id in self._deps(r)]
+        roots = [
+            r
+            for r in groups.get(key, [])
+            if r.aval.shape == out.aval.shape and out.id in self._deps(r)
+        ]
         if not roots:
             return False
         mark = len(self.plan.steps)
@@ -423,7 +452,9 @@ class Lowering:
             for a in e.invars:
                 if isinstance(a, Var):
                     out.add(a.id)
-                    if a.id not in self.split and (a.id not in self.materialized or self.level[a.id] == lvl):
+                    if a.id not in self.split and (
+                        a.id not in self.materialized or self.level[a.id] == lvl
+                    ):
                         stack.append(a)
         return out
 
@@ -508,8 +539,11 @@ class Lowering:
 
     def _flat_keys(self, kb: KernelBuilder, n: int) -> list:
         """The buffers an elementwise kernel over ``n`` elements reads and writes at ``i``."""
-        return [k for k, _, _ in kb.bindings
-                if k not in kb.nonflat_keys and k in self.plan.avals and self.plan.avals[k].size == n]
+        return [
+            k
+            for k, _, _ in kb.bindings
+            if k not in kb.nonflat_keys and k in self.plan.avals and self.plan.avals[k].size == n
+        ]
 
     def _emit_chunked(self, roots, level, kb: KernelBuilder, n: int):
         """An elementwise kernel over arrays larger than one binding, dispatched in chunks:
@@ -604,7 +638,11 @@ def _check_avals(jaxpr: Jaxpr, target: Target) -> None:
         if not f16 and v.aval.dtype == np.float16:
             raise TypeError("float16 needs the adapter feature 'shader-f16', which this adapter "
                             "does not have")
-        n = v.aval.size * W.storage_itemsize(v.aval.dtype) if not getattr(v.aval.dtype, "is_key", False) else 0
+        n = (
+            v.aval.size * W.storage_itemsize(v.aval.dtype)
+            if not getattr(v.aval.dtype, "is_key", False)
+            else 0
+        )
         if n > max_buffer or v.aval.size >= 1 << 32:
             raise MemoryError(
                 f"wjax: an array of shape {v.aval.shape} and dtype {v.aval.dtype} needs {n} bytes; "
@@ -655,8 +693,9 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
                 if err.windowed:
                     raise MemoryError(
                         f"wjax: a kernel needs {err.n} storage bindings -- arrays larger than the "
-                        f"adapter's max-storage-buffer-binding-size are bound as several windows -- "
-                        f"more than the adapter's limit of {lowering.max_storage}") from None
+                        f"adapter's max-storage-buffer-binding-size are bound as several windows "
+                        f"-- more than the adapter's limit of {lowering.max_storage}"
+                    ) from None
                 raise NotImplementedError(
                     f"wjax: a kernel needs {err.n} storage buffers and cannot be split below the "
                     f"device's limit of {lowering.max_storage}") from None

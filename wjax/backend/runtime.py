@@ -13,10 +13,10 @@ import contextlib
 import os
 import threading
 import time
-import weakref
 
 import numpy as np
 
+# set before wgpu loads its native library (drivers warn, or fail, without it)
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import wgpu  # noqa: E402
@@ -67,7 +67,9 @@ def choose_adapter(adapters=None, honour_env: bool = True):
         pick = [a for a in adapters if want.lower() in a.info["device"].lower()]
         if not pick:
             raise WjaxRuntimeError(
-                f"WJAX_ADAPTER={want!r} matches none of: " + "; ".join(_adapter_desc(a) for a in adapters))
+                f"WJAX_ADAPTER={want!r} matches none of: "
+                + "; ".join(_adapter_desc(a) for a in adapters)
+            )
         adapters = pick
     if not adapters:
         raise WjaxRuntimeError(
@@ -292,7 +294,9 @@ class Runtime:
             try:
                 gpu = self.device.create_buffer(size=cls, usage=usage)
             except Exception as e:
-                raise MemoryError(f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}") from e
+                raise MemoryError(
+                    f"wjax: allocating {cls} bytes failed on {self.describe()}: {e}"
+                ) from e
         self._owned[id(gpu)] = gpu
         self.largest_alloc = max(self.largest_alloc, cls)
         return self._handle(gpu, cls, pool)
@@ -379,7 +383,9 @@ class Runtime:
         with self._lock:
             self._end_pass()
             enc = self._get_encoder()
-            enc.copy_buffer_to_buffer(src.gpu, src_offset, dst.gpu, dst_offset, (nbytes + 3) // 4 * 4)
+            enc.copy_buffer_to_buffer(
+                src.gpu, src_offset, dst.gpu, dst_offset, (nbytes + 3) // 4 * 4
+            )
             self._count()
 
     # ------------------------------------------------------------------ pipelines
@@ -389,10 +395,13 @@ class Runtime:
             t0 = time.perf_counter()
             try:
                 mod = self.device.create_shader_module(code=W.finalize(wgsl))
-                p = self.device.create_compute_pipeline(layout=self._layout(wgsl),
-                                                        compute={"module": mod, "entry_point": "main"})
+                p = self.device.create_compute_pipeline(
+                    layout=self._layout(wgsl), compute={"module": mod, "entry_point": "main"}
+                )
             except Exception as e:
-                raise WjaxRuntimeError(f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}") from e
+                raise WjaxRuntimeError(
+                    f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}"
+                ) from e
             self._pipelines[wgsl] = p
             self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
@@ -454,10 +463,14 @@ class Runtime:
                     f"wjax: a kernel would bind {size} bytes of one buffer, more than this "
                     f"adapter's max-storage-buffer-binding-size of {self.max_binding} bytes "
                     f"({self.describe()})")
-            entries.append({"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}})
+            entries.append(
+                {"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}}
+            )
         pipe = self.pipeline(wgsl)
         with self._lock:
-            bg = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=entries)
+            bg = self.device.create_bind_group(
+                layout=pipe.get_bind_group_layout(0), entries=entries
+            )
             if self._pass is None:
                 self._pass = self._get_encoder().begin_compute_pass()
             self._pass.set_pipeline(pipe)
@@ -465,7 +478,9 @@ class Runtime:
             if indirect is None:
                 self._pass.dispatch_workgroups(*grid)
             else:
-                self._pass.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]), indirect[1])
+                self._pass.dispatch_workgroups_indirect(
+                    getattr(indirect[0], "gpu", indirect[0]), indirect[1]
+                )
             self.stats["dispatches"] += 1
             self._count()
 

@@ -29,7 +29,8 @@ class Target(dict):
     ``loop_limit``       iterations one shader invocation may run in total (lavapipe: 65535)
     ``has_f16``          the ``shader-f16`` feature
     ``matmul``           the matmul kernel: "vec4" (register blocks) or "tiled" (workgroup memory)
-    ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup memory)
+    ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
+                         memory)
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``compiles``         ``compiles(wgsl) -> bool``: validates an optional kernel variant

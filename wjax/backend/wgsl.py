@@ -259,7 +259,7 @@ class KernelBuilder:
 
     def bind(self, key, dtype, access: str = "read") -> str:
         """A storage binding for buffer ``key``; access is read, read_write or atomic."""
-        k = (key, access) if self.vec == 1 else (key, access, self.vec)   # x @ x: f32 and vec4 views
+        k = (key, access) if self.vec == 1 else (key, access, self.vec)  # x @ x: f32 and vec4 views
         if k in self._binding_names:
             return self._binding_names[k]
         name = f"b{len(self.bindings)}"
@@ -275,7 +275,9 @@ class KernelBuilder:
         self._binding_names[k] = name
         if key in self.restrict:
             start, count = self.restrict[key]
-            self.windowed[name] = (start * self.vec, 1, count * self.vec) if self.vec > 1 else (start, 1, count)
+            self.windowed[name] = (
+                (start * self.vec, 1, count * self.vec) if self.vec > 1 else (start, 1, count)
+            )
         else:
             w = self.windows.of(key, _esize(ty)) if self.windows is not None else None
             if w is not None:
@@ -347,7 +349,9 @@ class KernelBuilder:
                 slot += 1
                 continue
             for j in range(w[1]):
-                out.append(f"@group(0) @binding({slot}) var<storage, {mode}> b{i}_w{j}: array<{ty}>;")
+                out.append(
+                    f"@group(0) @binding({slot}) var<storage, {mode}> b{i}_w{j}: array<{ty}>;"
+                )
                 slot += 1
             out.append(_window_accessors(f"b{i}", w, ty, access))
         out.extend(self.decls)
@@ -371,11 +375,15 @@ class KernelBuilder:
                 f"  let wj_t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n")
         off = f" + {base}u" if base else ""
         if k == 1:
-            return (head + f"  if (wj_t >= {n}u) {{ return; }}\n  let i = wj_t{off};\n  {body}\n}}\n"), grid
+            return (
+                head + f"  if (wj_t >= {n}u) {{ return; }}\n  let i = wj_t{off};\n  {body}\n}}\n"
+            ), grid
         body = body.replace("\n  ", "\n    ")
-        return (head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
-                f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"
-                f"    {body}\n  }}\n}}\n"), grid
+        return (
+            head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
+            f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"
+            f"    {body}\n  }}\n}}\n"
+        ), grid
 
 
 # --------------------------------------------------------------------------- windowed buffers
@@ -408,7 +416,7 @@ def _window_accessors(name: str, w: tuple, ty: str, access: str) -> str:
             if op == "atomicStore":
                 out.append(f"fn {name}_{op}(i: u32{params}) {{\n"
                            + pick(lambda b, j: f"{op}(&{b}[{j}]{args}); return;") + "\n}")
-            elif op == "atomicCompareExchangeWeak":   # its result struct cannot be named: .exchanged
+            elif op == "atomicCompareExchangeWeak":  # its result struct cannot be named: .exchanged
                 out.append(f"fn {name}_{op}(i: u32{params}) -> bool {{\n"
                            + pick(lambda b, j: f"return {op}(&{b}[{j}]{args}).exchanged;") + "\n}")
             else:
@@ -417,8 +425,11 @@ def _window_accessors(name: str, w: tuple, ty: str, access: str) -> str:
         return "\n".join(out)
     out = [f"fn {name}_ld(i: u32) -> {ty} {{\n" + pick(lambda b, j: f"return {b}[{j}];") + "\n}"]
     if access != "read":
-        out.append(f"fn {name}_st(i: u32, v: {ty}) {{\n" + pick(lambda b, j: f"{b}[{j}] = v; return;")
-                   + "\n}")
+        out.append(
+            f"fn {name}_st(i: u32, v: {ty}) {{\n"
+            + pick(lambda b, j: f"{b}[{j}] = v; return;")
+            + "\n}"
+        )
     return "\n".join(out)
 
 
@@ -510,7 +521,11 @@ class Index:
     def flat(self) -> str:
         if self._flat is None:
             st = strides_of(self.shape)
-            terms = [d if s == 1 else f"({d}) * {s}u" for d, s, n in zip(self._dims, st, self.shape) if n != 1]
+            terms = [
+                d if s == 1 else f"({d}) * {s}u"
+                for d, s, n in zip(self._dims, st, self.shape)
+                if n != 1
+            ]
             self._flat = self.kb.let(" + ".join(terms) if terms else "0u", "u32")
         return self._flat
 

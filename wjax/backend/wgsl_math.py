@@ -23,9 +23,9 @@ Accuracy, measured against float64 on lavapipe (``tests/test_numerics.py`` check
 hard points: ±0, subnormals, tiny, huge, ±inf, NaN, exact halves, integers above 2^23):
 ``exp log log1p expm1`` within 2 ulp, ``sinh cosh tanh asinh acosh atanh cbrt`` within 3,
 ``sin cos`` within 3 and ``tan`` within 5 for every finite argument; ``pow`` within about
-1 + 0.4 |y log2 x| ulp (exp2 of a float32 product, so large exponents lose a few bits).  Subnormal inputs are handled as values;
-a driver that flushes subnormals to zero (XLA does on CPU and GPU) gives the result at zero
-instead, which the tests accept too.
+1 + 0.4 |y log2 x| ulp (exp2 of a float32 product, so large exponents lose a few bits).
+Subnormal inputs are handled as values; a driver that flushes subnormals to zero (XLA does on
+CPU and GPU) gives the result at zero instead, which the tests accept too.
 """
 from __future__ import annotations
 
@@ -33,8 +33,14 @@ from . import wgsl as W
 
 # --------------------------------------------------------------------------- building blocks
 
-W.helper("wj_isnan", "fn wj_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }")
-W.helper("wj_isinf", "fn wj_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }")
+W.helper(
+    "wj_isnan",
+    "fn wj_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
+)
+W.helper(
+    "wj_isinf",
+    "fn wj_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
+)
 W.helper("wj_opq", """
 var<private> wj_zero: u32;
 fn wj_opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ wj_zero); }""")
@@ -49,7 +55,9 @@ fn wj_copysign(m: f32, s: f32) -> f32 {
 # exp(x) = 2^k e^r, r = x - k ln2 in [-ln2/2, ln2/2] (Cody-Waite: k*LN2_HI is exact and kept
 # opaque so the two-step subtraction is not refactored); e^r - 1 by its Taylor series to r^9.
 # 2^k is applied as two factors 2^(k/2) so the scale never leaves float32 (k in [-150, 128]).
-W.helper("wj_expr", """
+W.helper(
+    "wj_expr",
+    """
 fn wj_expr(x: f32) -> vec3<f32> {
   // (e^r - 1, 2^k1, 2^k2) with x = (k1 + k2) ln2 + r, x clamped to [-104, 88.75]
   let xc = clamp(x, -104.0, 88.75);
@@ -59,8 +67,10 @@ fn wj_expr(x: f32) -> vec3<f32> {
           + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))));
   let k = i32(kf);
   let k1 = k >> 1u;
-  return vec3<f32>(r + q, bitcast<f32>(u32(k1 + 127) << 23u), bitcast<f32>(u32(k - k1 + 127) << 23u));
-}""")
+  return vec3<f32>(r + q, bitcast<f32>(u32(k1 + 127) << 23u),
+                   bitcast<f32>(u32(k - k1 + 127) << 23u));
+}""",
+)
 W.helper("wj_exp", """
 fn wj_exp(x: f32) -> f32 {
   let e = wj_expr(x);
@@ -120,24 +130,32 @@ fn wj_log2(x: f32) -> f32 {
   let kf = wj_logsplit(x);
   return wj_log_fix(kf.x + wj_log1p_core(kf.y) * 1.4426950, x);
 }""")
-W.helper("wj_log10", """
+W.helper(
+    "wj_log10",
+    """
 fn wj_log10(x: f32) -> f32 {
   let kf = wj_logsplit(x);
-  return wj_log_fix(kf.x * 0.30102998 + (wj_log1p_core(kf.y) * 0.43429449 + kf.x * 7.9034151e-09), x);
-}""")
+  return wj_log_fix(
+      kf.x * 0.30102998 + (wj_log1p_core(kf.y) * 0.43429449 + kf.x * 7.9034151e-09), x);
+}""",
+)
 # log1p: u = 1 + x (opaque) split as 2^k m; with k = 0 the core takes x itself (exact), else
 # m - 1 plus the rounding error of u, (x - (u - 1)) / u, which the opaque u keeps from folding
-W.helper("wj_log1p", """
+W.helper(
+    "wj_log1p",
+    """
 fn wj_log1p(x: f32) -> f32 {
   let u = wj_opq(1.0 + x);
   let kf = wj_logsplit(u);
   let k0 = kf.x == 0.0;
   let c = select((x - wj_opq(u - 1.0)) / u, 0.0, k0 || x > 1e7);
-  let y = kf.x * 0.693145751953125 + (wj_log1p_core(select(kf.y, x, k0)) + (kf.x * 1.4286068e-06 + c));
+  let y = kf.x * 0.693145751953125
+      + (wj_log1p_core(select(kf.y, x, k0)) + (kf.x * 1.4286068e-06 + c));
   var r = select(y, x, bitcast<u32>(x) == 0x7f800000u || x == 0.0);
   r = select(r, bitcast<f32>(0xff800000u), x == -1.0);
   return select(r, bitcast<f32>(0x7fc00000u), wj_isnan(x) || x < -1.0);
-}""")
+}""",
+)
 
 # --------------------------------------------------------------------------- hyperbolic
 # sinh: its series below 2; beyond, and cosh everywhere, from h = e^(|x|/2): e^|x| = h*h
@@ -176,14 +194,18 @@ fn wj_asinh(x: f32) -> f32 {
   let r = select(wj_log1p(select(arg, 0.0, huge)), wj_log(a) + 0.6931472, huge);
   return select(wj_copysign(r, x), x, wj_isnan(x) || wj_isinf(x) || x == 0.0);
 }""")
-W.helper("wj_acosh", """
+W.helper(
+    "wj_acosh",
+    """
 fn wj_acosh(x: f32) -> f32 {
   let huge = x > 268435456.0;
   let t = x - 1.0;
-  let arg = select(t + sqrt(2.0 * t + t * t), 2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)) - 1.0, x > 2.0);
+  let arg = select(t + sqrt(2.0 * t + t * t), 2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)) - 1.0,
+                   x > 2.0);
   let r = select(wj_log1p(select(arg, 0.0, huge)), wj_log(x) + 0.6931472, huge);
   return select(select(r, x, wj_isinf(x)), bitcast<f32>(0x7fc00000u), wj_isnan(x) || x < 1.0);
-}""")
+}""",
+)
 W.helper("wj_atanh", """
 fn wj_atanh(x: f32) -> f32 {
   let a = abs(x);

@@ -271,7 +271,9 @@ def typecheck(jaxpr: Jaxpr) -> None:
         for want, v in zip(out, eqn.outvars):
             if (want.shape, want.dtype) != (v.aval.shape, v.aval.dtype):
                 raise JaxprTypeError(
-                    f"{eqn.prim.name}: binder has type {v.aval.str_short()}, rule gives {want.str_short()}")
+                    f"{eqn.prim.name}: binder has type {v.aval.str_short()}, rule "
+                    f"gives {want.str_short()}"
+                )
             define(v)
         for sub in subjaxprs(eqn.params):
             typecheck(sub)
@@ -320,7 +322,12 @@ def _pp_param(v, names, indent) -> str:
     if isinstance(v, Jaxpr):
         return _pp(v, names, indent + 2)
     if isinstance(v, (tuple, list)) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        return "(\n" + "".join(" " * (indent + 2) + _pp_param(x, names, indent + 2) + "\n" for x in v) + " " * indent + ")"
+        return (
+            "(\n"
+            + "".join(" " * (indent + 2) + _pp_param(x, names, indent + 2) + "\n" for x in v)
+            + " " * indent
+            + ")"
+        )
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
@@ -350,8 +357,14 @@ def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
         params = ""
         shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
         if shown:
-            params = "[" + " ".join(f"{k}={_pp_param(v, names, indent + 4)}"
-                                  for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))) + "]"
+            params = (
+                "["
+                + " ".join(
+                    f"{k}={_pp_param(v, names, indent + 4)}"
+                    for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))
+                )
+                + "]"
+            )
         args = " ".join(nm(a) for a in e.invars)
         lines.append(f"{pad}{lhs} = {e.prim.name}{params} {args}".rstrip())
     outs = ", ".join(nm(a) for a in jaxpr.outvars)

@@ -65,8 +65,16 @@ def _as_operand(x, like_dtype=None):
         if like_dtype is None:
             dt, weak = dtypes.dtype_and_weak(x)
             return np.asarray(x, dt) if not weak else x
-        if isinstance(x, float) and dtypes.is_int(like_dtype) or isinstance(x, float) and like_dtype == np.bool_:
-            raise TypeError(f"lax operation got a float scalar {x} for an operand of dtype {np.dtype(like_dtype).name}")
+        if (
+            isinstance(x, float)
+            and dtypes.is_int(like_dtype)
+            or isinstance(x, float)
+            and like_dtype == np.bool_
+        ):
+            raise TypeError(
+                f"lax operation got a float scalar {x} for an operand of "
+                f"dtype {np.dtype(like_dtype).name}"
+            )
         return _weak_const(x, like_dtype)
     if isinstance(x, (list, tuple)):
         raise TypeError(f"lax operations take arrays, not {type(x).__name__}")
@@ -192,8 +200,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     shape = tuple(int(s) for s in shape)
     if a.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))):
         return operand
-    return _p("broadcast_in_dim").bind(operand, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions),
-                                     sharding=None)
+    return _p("broadcast_in_dim").bind(
+        operand, shape=shape, broadcast_dimensions=tuple(broadcast_dimensions), sharding=None
+    )
 
 
 def broadcast(operand, sizes):
@@ -263,7 +272,9 @@ def rev(operand, dimensions):
 
 
 def iota(dtype, size):
-    return _p("iota").bind(dtype=dtypes.check_supported(dtype), shape=(int(size),), dimension=0, sharding=None)
+    return _p("iota").bind(
+        dtype=dtypes.check_supported(dtype), shape=(int(size),), dimension=0, sharding=None
+    )
 
 
 def broadcasted_iota(dtype, shape, dimension):
@@ -273,8 +284,11 @@ def broadcasted_iota(dtype, shape, dimension):
 
 def pad(operand, padding_value, padding_config):
     operand, padding_value = _operands(operand, padding_value)
-    return _p("pad").bind(operand, padding_value,
-                        padding_config=tuple((int(l), int(h), int(i)) for l, h, i in padding_config))
+    return _p("pad").bind(
+        operand,
+        padding_value,
+        padding_config=tuple((int(l), int(h), int(i)) for l, h, i in padding_config),
+    )
 
 
 def concatenate(operands, dimension):
@@ -285,8 +299,12 @@ def concatenate(operands, dimension):
     # operands as a tree of small concatenates, which the lowering can split into kernels
     k = 4
     while len(ops) > k:
-        ops = [_p("concatenate").bind(*ops[i:i + k], dimension=int(dimension)) if len(ops[i:i + k]) > 1
-               else ops[i] for i in range(0, len(ops), k)]
+        ops = [
+            _p("concatenate").bind(*ops[i : i + k], dimension=int(dimension))
+            if len(ops[i : i + k]) > 1
+            else ops[i]
+            for i in range(0, len(ops), k)
+        ]
     return _p("concatenate").bind(*ops, dimension=int(dimension))
 
 
@@ -388,11 +406,15 @@ def reduce_or(operand, axes):
 
 
 def argmax(operand, axis, index_dtype):
-    return _p("argmax").bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+    return _p("argmax").bind(
+        operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype)
+    )
 
 
 def argmin(operand, axis, index_dtype):
-    return _p("argmin").bind(operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype))
+    return _p("argmin").bind(
+        operand, axes=(int(axis),), index_dtype=dtypes.check_supported(index_dtype)
+    )
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -402,7 +424,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
-    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
+    pet = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else None
+    )
     la, ra = _aval(lhs), _aval(rhs)
     if la.dtype != ra.dtype:
         # operands of two dtypes meet at the higher-precision one (XLA's rule, as JAX)
@@ -412,7 +438,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         la, ra = _aval(lhs), _aval(rhs)
     K = int(np.prod([la.shape[i] for i in dn[0][0]], dtype=np.int64))
     if K > _SPLIT_K:
-        _p("dot_general").abstract_eval(la, ra, dimension_numbers=dn, preferred_element_type=pet)  # checks
+        _p("dot_general").abstract_eval(
+            la, ra, dimension_numbers=dn, preferred_element_type=pet
+        )  # checks
         return _dot_split_k(lhs, rhs, dn, pet)
     return _p("dot_general").bind(lhs, rhs, dimension_numbers=dn, precision=None,
                                 preferred_element_type=pet, out_sharding=None)
@@ -427,7 +455,9 @@ def _dot_dtype(a, b):
                 dt.itemsize * 8 if dt != np.bool_ else 1, not dtypes.is_unsigned(dt))
     pa, pb = props(a), props(b)
     if pa == pb:
-        raise TypeError(f"lax.dot_general argument type error: {np.dtype(a).name}, {np.dtype(b).name}")
+        raise TypeError(
+            f"lax.dot_general argument type error: {np.dtype(a).name}, {np.dtype(b).name}"
+        )
     return np.dtype(a) if pa > pb else np.dtype(b)
 
 
@@ -481,7 +511,9 @@ def _dot_split_k_impl(lhs, rhs, dn, pet):
     b = reshape(_permute(rhs, rb + rc + rfree), bsh + [K] + nsh)
     if npad:
         a = pad(a, np.zeros((), la.dtype), [(0, 0, 0)] * (nb + nm) + [(0, npad, 0)])
-        b = pad(b, np.zeros((), ra.dtype), [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh))
+        b = pad(
+            b, np.zeros((), ra.dtype), [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh)
+        )
     a = reshape(a, bsh + msh + [nS, Kc])
     b = reshape(b, bsh + [nS, Kc] + nsh)
     dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
@@ -602,7 +634,12 @@ def where(c, x, y):
 
     def b(v):
         a = _aval(v)
-        return v if a.shape == shape else broadcast_in_dim(v, shape, tuple(range(len(shape) - a.ndim, len(shape))))
+        return (
+            v
+            if a.shape == shape
+            else broadcast_in_dim(v, shape, tuple(range(len(shape) - a.ndim, len(shape))))
+        )
+
     return select(b(c), b(x), b(y))
 
 

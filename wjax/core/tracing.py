@@ -14,7 +14,8 @@ builder holds its inputs' values, and a tracer's value is computed on demand (th
 depends on run eagerly) when Python asks for it -- ``bool``, ``int``, ``operator.index``,
 ``.item()``, boolean masks, sizes.  Python control flow then takes that path and the jaxpr
 records it; the jaxpr is specialised to those values (its structure and literals show the
-path taken, so the structural compile cache of ``wjax/dispatch.py`` never reuses it for another path).
+path taken, so the structural compile cache of ``wjax/dispatch.py`` never reuses it for
+another path).
 ``jit``, ``vmap``, ``checkpoint`` and control-flow bodies trace abstractly: there the same
 conversions raise JAX's errors.
 """
@@ -28,7 +29,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import dtypes
 from .errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
                      TracerArrayConversionError, TracerBoolConversionError,
                      TracerIntegerConversionError, UnexpectedTracerError)
@@ -43,7 +43,9 @@ class DebugInfo:
 
     def __init__(self, what: str, fun: Callable | None, arg_names: list[str] | None = None):
         self.what = what
-        self.fun_name = getattr(fun, "__name__", "<unnamed function>") if fun is not None else "<fn>"
+        self.fun_name = (
+            getattr(fun, "__name__", "<unnamed function>") if fun is not None else "<fn>"
+        )
         try:
             code = fun.__code__
             self.where = f"{code.co_filename}:{code.co_firstlineno}"
@@ -160,7 +162,9 @@ class Builder:
             raise _leak_error(x)
         if isinstance(x, WeakScalar):
             return Lit(x.val, x.aval)
-        if isinstance(x, (bool, int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        if isinstance(x, (bool, int, float, np.generic)) or (
+            isinstance(x, np.ndarray) and x.ndim == 0
+        ):
             return Lit(x)
         if isinstance(getattr(x, "aval", None), ShapedArray):   # a concrete array (wjax.Array)
             return self.add_const(x, x.aval)
@@ -418,8 +422,11 @@ def concrete_or_error(x, what: str = "a concrete value is required"):
     if isinstance(x, Tracer):
         v = x.to_concrete_value()
         if v is None:
-            raise x._concrete_error(ConcretizationTypeError, f"conversion ({what})",
-                                    "Pass this value as a static argument (static_argnums) instead.")
+            raise x._concrete_error(
+                ConcretizationTypeError,
+                f"conversion ({what})",
+                "Pass this value as a static argument (static_argnums) instead.",
+            )
         return v
     return np.asarray(x)
 

@@ -8,13 +8,15 @@ import builtins
 import numpy as np
 
 from .. import dispatch
-from ..core import caches, dtypes
+from ..core import caches, dtypes, ops
 from ..core.ir import raise_to_shaped
+from ..core.ops import *  # noqa: F403  (the lax-level functions)
+from ..core.ops import RoundingMethod, _const, _operands, convert_element_type
 from ..core.tracing import current_builder, trace_flat
-from ..core import ops
-from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: F401
-from ..core.ops import *  # noqa: F401,F403
-from ..core.ops import RoundingMethod, _const, _operands  # noqa: F401
+from ..prims import conv as _C
+from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
+from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+from .control import cond, fori_loop, map, scan, switch, while_loop
 
 
 def _aval(x):
@@ -52,9 +54,6 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numb
 # --------------------------------------------------------------------------- cumulative, sort, conv
 # (issue 3: primitives in prims/cumulative.py, prims/sort.py, prims/conv.py, prims/special.py)
 
-from ..prims import conv as _C  # noqa: E402
-from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations  # noqa: E402,F401
-
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     return _C.padtype_to_pads(in_shape, window_shape, window_strides, padding)
@@ -84,7 +83,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         except (TypeError, ValueError):
             raise ValueError("padding argument to conv_general_dilated should be a string or a "
                              f"sequence of (low, high) pairs, got {padding}") from None
-    pet = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else None
+    pet = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else None
+    )
     if pet is not None and la.dtype != ra.dtype:
         lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
     return _C.conv_bind(
@@ -105,8 +108,5 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
                                 rhs_dilation=rhs_dilation, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
-
-
-from .control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A001
 
 __all__ = [n for n in dir() if not n.startswith("_")]

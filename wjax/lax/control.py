@@ -70,7 +70,7 @@ def _equality_errors(path, t1, t2):
         tree_util.treedef_is_leaf(tree_util.tree_structure(t2))
     if l1 and l2 and t1 is not None and t2 is not None:
         return
-    if type(t1) != type(t2):
+    if type(t1) is not type(t2):
         yield path, str(type(t1)), str(type(t2)), "their Python types differ"
         return
     if isinstance(t1, (list, tuple)):
@@ -91,8 +91,12 @@ def _equality_errors(path, t1, t2):
                    + (f", with the symmetric difference of key sets: {{{diff}}}" if diff else ""))
             return
         if k1 != k2:
-            yield (path, f"{type(t1)} with pytree metadata {tuple(k1)}",
-                   f"{type(t2)} with pytree metadata {tuple(k2)}", "the pytree node metadata does not match")
+            yield (
+                path,
+                f"{type(t1)} with pytree metadata {tuple(k1)}",
+                f"{type(t2)} with pytree metadata {tuple(k2)}",
+                "the pytree node metadata does not match",
+            )
             return
         for k in k1:
             yield from _equality_errors(path + (tree_util.DictKey(k),), t1[k], t2[k])
@@ -142,14 +146,20 @@ def _check_carry_type(name, body_fun, in_carry, in_tree, in_avals, out_carry, ou
     if in_tree != out_tree:
         shaped_in = tree_util.tree_unflatten(in_tree, list(in_avals))
         shaped_out = tree_util.tree_unflatten(out_tree, list(out_avals))
-        diffs = [f"{component(p)} is a {a} but the corresponding component of the carry output is a {b}, "
-                 f"so {why}" for p, a, b, why in _equality_errors((), shaped_in, shaped_out)]
+        diffs = [
+            f"{component(p)} is a {a} but the corresponding component of the carry output is "
+            f"a {b}, so {why}"
+            for p, a, b, why in _equality_errors((), shaped_in, shaped_out)
+        ]
         if not diffs:
-            diffs = [f"the input tree structure is {in_tree} but the output tree structure is {out_tree}"]
+            diffs = [
+                f"the input tree structure is {in_tree} but the output tree structure is {out_tree}"
+            ]
         raise TypeError(
-            f"{name} function carry input and carry output must have the same pytree structure, but "
-            f"they differ:\n\n{_join_diffs(diffs)}\nRevise the function so that the carry output has "
-            f"the same pytree structure as the carry input.")
+            f"{name} function carry input and carry output must have the same pytree structure, "
+            f"but they differ:\n\n{_join_diffs(diffs)}\nRevise the function so that the carry "
+            f"output has the same pytree structure as the carry input."
+        )
     if not all(_typematch(p, q) for p, q in zip(in_avals, out_avals)):
         paths = [p for p, _ in tree_util.tree_flatten_with_path(
             tree_util.tree_unflatten(in_tree, list(range(len(in_avals)))))[0]]
@@ -157,9 +167,10 @@ def _check_carry_type(name, body_fun, in_carry, in_tree, in_avals, out_carry, ou
                  f"has type {_str(b)}{_mismatch_extra(a, b)}"
                  for p, a, b in zip(paths, in_avals, out_avals) if not _typematch(a, b)]
         raise TypeError(
-            f"{name} function carry input and carry output must have equal types, but they differ:\n\n"
-            f"{_join_diffs(diffs)}\nRevise the function so that all output types match the "
-            f"corresponding input types.")
+            f"{name} function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{_join_diffs(diffs)}\nRevise the function so that all output types match "
+            f"the corresponding input types."
+        )
 
 
 def _promote_weak(leaves, in_avals, out_avals):
@@ -187,26 +198,37 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
         for p, a, b, why in _equality_errors((), s1, s2):
             a = "a pytree leaf" if a == str(ShapedArray) else a
             b = "a pytree leaf" if b == str(ShapedArray) else b
-            diffs.append(f"{name1} output{comp(p)} is {'a ' if not a.startswith('a ') else ''}{a} but "
-                         f"{name2} output{comp(p)} is {'a ' if not b.startswith('a ') else ''}{b}, so {why}")
+            diffs.append(
+                f"{name1} output{comp(p)} is {'a ' if not a.startswith('a ') else ''}{a} but "
+                f"{name2} output{comp(p)} is {'a ' if not b.startswith('a ') else ''}{b}, so {why}"
+            )
         if not diffs:
-            diffs = [f"{name1} output has structure {tree1} but {name2} output has structure {tree2}"]
+            diffs = [
+                f"{name1} output has structure {tree1} but {name2} output has structure {tree2}"
+            ]
         differences = (f"{diffs[0]}.\n" if len(diffs) == 1 else
                        "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
-        raise TypeError(f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
-                        f"{info}{differences}\nRevise {name1} and/or {name2} so that they have the same "
-                        f"pytree structure.")
+        raise TypeError(
+            f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
+            f"{info}{differences}\nRevise {name1} and/or {name2} so that they have the same "
+            f"pytree structure."
+        )
     if not all(_typematch(p, q) for p, q in zip(avals1, avals2)):
         paths = [p for p, _ in tree_util.tree_flatten_with_path(
             tree_util.tree_unflatten(tree1, list(range(len(avals1)))))[0]]
         comp = lambda p: f" at path {tree_util.keystr(p)}" if p else ""  # noqa: E731
-        diffs = [f"the output of {name1}{comp(p)} has type {_str(a)} but the corresponding output of "
-                 f"{name2} has type {_str(b)}{_mismatch_extra(a, b)}"
-                 for p, a, b in zip(paths, avals1, avals2) if not _typematch(a, b)]
+        diffs = [
+            f"the output of {name1}{comp(p)} has type {_str(a)} but the corresponding output of "
+            f"{name2} has type {_str(b)}{_mismatch_extra(a, b)}"
+            for p, a, b in zip(paths, avals1, avals2)
+            if not _typematch(a, b)
+        ]
         differences = (f"{_capitalize(diffs[0])}.\n" if len(diffs) == 1 else
                        "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
-        raise TypeError(f"{api} branches must have equal output types but they differ.\n\n{info}"
-                        f"{differences}\nRevise {name1} and/or {name2} so that all output types match.")
+        raise TypeError(
+            f"{api} branches must have equal output types but they differ.\n\n{info}"
+            f"{differences}\nRevise {name1} and/or {name2} so that all output types match."
+        )
 
 
 def _merge_consts(jaxprs, constss):
@@ -242,8 +264,10 @@ def _forwarded(jaxprs):
 
 def _prune_outputs(closed, keep):
     j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k], j.eqns),
-                       closed.consts)
+    return ClosedJaxpr(
+        Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k], j.eqns),
+        closed.consts,
+    )
 
 
 def _cond_internal(index, funs, names, api, operands):
@@ -281,14 +305,22 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     if operand is not _no_operand:
         if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can be passed, "
-                            f"got operand={operand!r} and positional operands {operands}")
+            raise TypeError(
+                "if 'operand' keyword is passed then no positional operands can be passed, "
+                f"got operand={operand!r} and positional operands {operands}"
+            )
         operands = (operand,)
     if pred is None:
         raise TypeError("cond predicate is None")
     if isinstance(pred, (list, tuple)) or np.ndim(pred) != 0:
-        raise TypeError(f"Pred must be a scalar, got {pred} of " +
-                        (f"type {type(pred)}" if isinstance(pred, (list, tuple)) else f"shape {np.shape(pred)}."))
+        raise TypeError(
+            f"Pred must be a scalar, got {pred} of "
+            + (
+                f"type {type(pred)}"
+                if isinstance(pred, (list, tuple))
+                else f"shape {np.shape(pred)}."
+            )
+        )
     try:
         pdt = dtypes.result_type(pred)
     except (TypeError, ValueError):
@@ -315,8 +347,10 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
     if operand is not _no_operand:
         if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can be passed, "
-                            f"got operand={operand!r} and positional operands {operands}")
+            raise TypeError(
+                "if 'operand' keyword is passed then no positional operands can be passed, "
+                f"got operand={operand!r} and positional operands {operands}"
+            )
         operands = (operand,)
     if len(np.shape(index)) != 0:
         raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
@@ -335,7 +369,9 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
     index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     if _cfg.jax_disable_jit and is_concrete(index):
         return branches[int(index)](*operands)
-    return _cond_internal(index, branches, _cond_internal_names(branches, "switch"), "switch", operands)
+    return _cond_internal(
+        index, branches, _cond_internal_names(branches, "switch"), "switch", operands
+    )
 
 
 # --------------------------------------------------------------------------- while_loop
@@ -358,13 +394,17 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         avals = [_aval(x) for x in leaves]
         cj, cconsts, _, _, cout = _trace_carry(cond_fun, in_tree, avals, "while_loop")
         if len(cout) != 1 or cout[0].shape != () or np.dtype(cout[0].dtype) != np.bool_:
-            raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {list(cout)}.")
+            raise TypeError(
+                f"cond_fun must return a boolean scalar, but got output type(s) {list(cout)}."
+            )
         bj, bconsts, out_tree, _, bout = _trace_carry(body_fun, in_tree, avals, "while_loop")
         if attempt == 0 and out_tree == in_tree:
             leaves, changed = _promote_weak(leaves, avals, bout)
             if changed:
                 continue
-        _check_carry_type("while_loop body", body_fun, init_val, in_tree, avals, None, out_tree, bout)
+        _check_carry_type(
+            "while_loop body", body_fun, init_val, in_tree, avals, None, out_tree, bout
+        )
         break
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
@@ -406,8 +446,10 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         except (TypeError, ValueError):
             raise TypeError(f"scan got a non-integer `length` argument: {length!r}") from None
         if not all(n == length for n in lengths):
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with leading axis "
-                             f"sizes {[int(n) for n in lengths]}.")
+            raise ValueError(
+                f"scan got `length` argument of {length} which disagrees with leading axis "
+                f"sizes {[int(n) for n in lengths]}."
+            )
     else:
         if not lengths:
             raise ValueError("scan got no values to scan over and `length` not provided.")
@@ -456,9 +498,18 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         _check_carry_type("scan body", f, init, init_tree, c_avals, None, ct, out_avals[:ncl])
         break
     jaxpr, consts = lift_consts(closed)
-    outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, length=length, reverse=bool(reverse),
-                       num_consts=len(consts), num_carry=len(init_leaves), unroll=unroll,
-                       _split_transpose=bool(_split_transpose))
+    outs = scan_p.bind(
+        *consts,
+        *init_leaves,
+        *xs_leaves,
+        jaxpr=jaxpr,
+        length=length,
+        reverse=bool(reverse),
+        num_consts=len(consts),
+        num_carry=len(init_leaves),
+        unroll=unroll,
+        _split_transpose=bool(_split_transpose),
+    )
     carry = tree_util.tree_unflatten(init_tree, list(outs[:len(init_leaves)]))
     ys = tree_util.tree_unflatten(yt, list(outs[len(init_leaves):]))
     return carry, ys
@@ -479,7 +530,9 @@ def _vmapped(f, n: int):
         box = []
 
         def flat(*tracers):
-            out_leaves, out_tree = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, list(tracers))))
+            out_leaves, out_tree = tree_util.tree_flatten(
+                f(tree_util.tree_unflatten(tree, list(tracers)))
+            )
             box.append(out_tree)
             return out_leaves
 
@@ -584,11 +637,14 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,
         if _cfg.jax_disable_jit and length == 0:
             return init_val
         # as in JAX, the index is a (weakly typed) Python int: i32[] whatever the bounds' dtype
-        (_, result), _ = scan(_fori_scan_body_fun(body_fun), (lower_, init_val), None, length=length,
-                              unroll=unroll)
+        (_, result), _ = scan(
+            _fori_scan_body_fun(body_fun), (lower_, init_val), None, length=length, unroll=unroll
+        )
         return result
     if unroll is not None and unroll is not False and unroll != 1:
-        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
+        raise ValueError(
+            "Can only use `unroll` in `fori_loop` if the loop bounds are statically known."
+        )
     if ldt != dt:
         lower = lax.convert_element_type(lower, dt)
     if udt != dt:

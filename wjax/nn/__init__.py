@@ -180,7 +180,9 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
         axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else axis)
         count = float(np.prod([x.shape[a] for a in axes]))
     else:
-        count = jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis, keepdims=keepdims).astype(lse.dtype)
+        count = jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis, keepdims=keepdims).astype(
+            lse.dtype
+        )
     return lse - jnp.log(count)
 
 

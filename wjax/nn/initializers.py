@@ -115,7 +115,9 @@ def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
+    return variance_scaling(
+        1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis, dtype
+    )
 
 
 def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):

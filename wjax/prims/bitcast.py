@@ -13,6 +13,7 @@ from ..backend import wgsl as W
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
+from ..transforms.ad import defjvp_zero as _defjvp_zero
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
@@ -23,7 +24,8 @@ def _check(x_dtype, new_dtype):
         raise TypeError("bitcast_convert_type does not accept bool operands or results")
     if src.itemsize != dst.itemsize:
         raise NotImplementedError(
-            f"wjax: bitcast_convert_type between widths ({src.name} -> {dst.name}) is not supported")
+            f"wjax: bitcast_convert_type between widths ({src.name} -> {dst.name}) is not supported"
+        )
     if (src == np.float16) != (dst == np.float16):
         raise NotImplementedError("wjax: bitcast_convert_type to or from float16 is not supported")
     return dst
@@ -45,11 +47,12 @@ def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
     return W.wrap_narrow(e, dst)
 
 
-bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(np.dtype(new_dtype))
+bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(
+    np.dtype(new_dtype)
+)
 _batching.defvectorized(bitcast_convert_type_p)
 
 
 # autodiff: reinterpreting bits is not differentiable (JAX gives a zero tangent too)
-from ..transforms.ad import defjvp_zero as _defjvp_zero  # noqa: E402
 
 _defjvp_zero(bitcast_convert_type_p)

@@ -17,6 +17,8 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
+from ..transforms import ad as _ad
+from ..core import ops
 
 W.helper("wj_logaddexp", """
 fn wj_logaddexp(a: f32, b: f32) -> f32 {
@@ -116,7 +118,10 @@ def emit_scan(ctx, op, x: ShapedArray, axis: int, reverse: bool, out_dtype):
         kb = ctx.new_kb()
         fns = prelude(kb)
         kb.emit(f"var acc: {st} = {ident};")
-        kb.emit(f"for (var p = 0u; p < {N}u; p = p + 1u) {{ acc = combine(acc, elem(i, p)); put(i, p, acc); }}")
+        kb.emit(
+            f"for (var p = 0u; p < {N}u; p = p + 1u) {{ acc = combine(acc, elem(i, p)); put(i, p, "
+            f"acc); }}"
+        )
         src, grid = kb.elementwise_kernel(M, wg=64)
         head, rest = src.split("@compute", 1)
         ctx.dispatch(kb, head + fns + "@compute" + rest, grid)
@@ -209,10 +214,10 @@ cumlogsumexp_p = _cumulative("cumlogsumexp", "logsumexp")
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
-_ad.deflinear(cumsum_p, lambda ct, x, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+_ad.deflinear(
+    cumsum_p, lambda ct, x, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+)
 
 
 def _cumprod_jvp(g, ans, x, axis, reverse=False):
@@ -232,10 +237,14 @@ def _cum_extremal_jvp(prim, pick):
         n = a.shape[axis]
         pos = ops.broadcasted_iota(np.int32, a.shape, axis)
         record = ops.eq(x, ans)
-        if not reverse:   # the last record at or before i
-            src = cummax_p.bind(ops.select(record, pos, np.full((), -1, np.int32)), axis=axis, reverse=False)
-        else:             # the first record at or after i
-            src = cummin_p.bind(ops.select(record, pos, np.full((), n, np.int32)), axis=axis, reverse=True)
+        if not reverse:  # the last record at or before i
+            src = cummax_p.bind(
+                ops.select(record, pos, np.full((), -1, np.int32)), axis=axis, reverse=False
+            )
+        else:  # the first record at or after i
+            src = cummin_p.bind(
+                ops.select(record, pos, np.full((), n, np.int32)), axis=axis, reverse=True
+            )
         return ans, ops.take_along_axis(t, src, axis)
     return rule
 
@@ -244,7 +253,9 @@ def _cumlogsumexp_jvp(g, ans, x, axis, reverse=False):
     # d out_i = sum_{j <= i} t_j exp(x_j - out_i)
     m = ops.stop_gradient(ops.reduce_max(x, tuple(range(_ad.aval_of(x).ndim))))
     e = ops.exp(ops.sub(x, m))
-    return ops.div(cumsum_p.bind(ops.mul(g, e), axis=axis, reverse=reverse), ops.exp(ops.sub(ans, m)))
+    return ops.div(
+        cumsum_p.bind(ops.mul(g, e), axis=axis, reverse=reverse), ops.exp(ops.sub(ans, m))
+    )
 
 
 _ad.defjvp2(cumprod_p, _cumprod_jvp)

@@ -16,6 +16,8 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
+from ..transforms import ad as _ad
+from ..core import ops
 
 _WG = 64
 
@@ -151,7 +153,11 @@ def _lu_ref(a):
             if x[k, k] != 0:
                 x[k + 1:, k] /= x[k, k]
             x[k + 1:, k + 1:] -= np.outer(x[k + 1:, k], x[k, k + 1:])
-    return [lu.reshape(a.shape).astype(a.dtype), piv.reshape(batch + (K,)), perm.reshape(batch + (M,))]
+    return [
+        lu.reshape(a.shape).astype(a.dtype),
+        piv.reshape(batch + (K,)),
+        perm.reshape(batch + (M,)),
+    ]
 
 
 lu_p.reference = _lu_ref
@@ -168,19 +174,27 @@ def _ts_abstract(a, b, left_side=False, lower=False, transpose_a=False, conjugat
                  unit_diagonal=False):
     _check_float("triangular_solve", a)
     if a.dtype != b.dtype:
-        raise TypeError(f"triangular_solve requires operands of the same dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError(
+            f"triangular_solve requires operands of the same dtype, got {a.dtype} and {b.dtype}"
+        )
     if a.ndim < 2 or b.ndim != a.ndim:
-        raise TypeError(f"triangular_solve requires a and b of equal rank >= 2, got shapes {a.shape} "
-                        f"and {b.shape}")
+        raise TypeError(
+            f"triangular_solve requires a and b of equal rank >= 2, got shapes {a.shape} "
+            f"and {b.shape}"
+        )
     if a.shape[-1] != a.shape[-2]:
         raise TypeError(f"triangular_solve requires a square matrix a, got shape {a.shape}")
     if a.shape[:-2] != b.shape[:-2]:
-        raise TypeError(f"triangular_solve requires matching batch dimensions, got {a.shape} and {b.shape}")
+        raise TypeError(
+            f"triangular_solve requires matching batch dimensions, got {a.shape} and {b.shape}"
+        )
     m = a.shape[-1]
     common = b.shape[-2] if left_side else b.shape[-1]
     if common != m:
-        raise TypeError(f"triangular_solve: the {'-2' if left_side else '-1'} dimension of b (shape "
-                        f"{b.shape}) must equal the size of a (shape {a.shape})")
+        raise TypeError(
+            f"triangular_solve: the {'-2' if left_side else '-1'} dimension of b (shape "
+            f"{b.shape}) must equal the size of a (shape {a.shape})"
+        )
     return ShapedArray(b.shape, b.dtype)
 
 
@@ -198,23 +212,33 @@ def _ts_kernel(ctx, a, b, left_side=False, lower=False, transpose_a=False, conju
     o = kb.bind(ctx.out_key(0), dt, "read_write")
     # effective system T x = c with T[i][j]; left: T = op(a), right: T = op(a)^T
     tr = transpose_a != (not left_side)
-    T = (lambda i, j: f"rdA(sg, ({j}) * {m}u + ({i}))") if tr else (lambda i, j: f"rdA(sg, ({i}) * {m}u + ({j}))")
+    T = (
+        (lambda i, j: f"rdA(sg, ({j}) * {m}u + ({i}))")
+        if tr
+        else (lambda i, j: f"rdA(sg, ({i}) * {m}u + ({j}))")
+    )
     eff_lower = lower != tr
     # position of unknown r of system s within b's matrix
     pos = (lambda r: f"({r}) * {Cc}u + sj") if left_side else (lambda r: f"sj * {Cc}u + ({r})")
     X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
     div = "" if unit_diagonal else f"v = v / {T('r', 'r')};"
     if eff_lower:
-        loop = (f"for (var r = 0u; r < {m}u; r = r + 1u) {{\n"
-                f"    var v = rdB(sg, {pos('r')});\n"
-                f"    for (var q = 0u; q < r; q = q + 1u) {{ v = v - {T('r', 'q')} * {_load(X('q'), dt)}; }}\n"
-                f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}")
+        loop = (
+            f"for (var r = 0u; r < {m}u; r = r + 1u) {{\n"
+            f"    var v = rdB(sg, {pos('r')});\n"
+            f"    for (var q = 0u; q < r; q = q + 1u) {{ v = v - {T('r', 'q')} "
+            f"* {_load(X('q'), dt)}; }}\n"
+            f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}"
+        )
     else:
-        loop = (f"for (var rr = 0u; rr < {m}u; rr = rr + 1u) {{\n"
-                f"    let r = {m - 1}u - rr;\n"
-                f"    var v = rdB(sg, {pos('r')});\n"
-                f"    for (var q = r + 1u; q < {m}u; q = q + 1u) {{ v = v - {T('r', 'q')} * {_load(X('q'), dt)}; }}\n"
-                f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}")
+        loop = (
+            f"for (var rr = 0u; rr < {m}u; rr = rr + 1u) {{\n"
+            f"    let r = {m - 1}u - rr;\n"
+            f"    var v = rdB(sg, {pos('r')});\n"
+            f"    for (var q = r + 1u; q < {m}u; q = q + 1u) {{ v = v - {T('r', 'q')} "
+            f"* {_load(X('q'), dt)}; }}\n"
+            f"    {div}\n    {X('r')} = {_store('v', dt)};\n  }}"
+        )
     kb.emit(f"let sg = i / {nsys}u;")
     kb.emit(f"let sj = i % {nsys}u;")
     kb.emit(loop)
@@ -279,7 +303,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var t = lid; t < {n * n}u; t = t + {_WG}u) {{
     let i = t / {n}u;
     let j = t % {n}u;
-    {o}[base + t] = {_store(f"select(0.0, rdA(g, t), j <= i)", dt)};
+    {o}[base + t] = {_store("select(0.0, rdA(g, t), j <= i)", dt)};
   }}
   storageBarrier();
   for (var k = 0u; k < {n}u; k = k + 1u) {{
@@ -330,8 +354,6 @@ _batching.deffront(cholesky_p)   # vmap: one more leading batch dimension
 
 
 # --------------------------------------------------------------------------- autodiff (JAX's rules)
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 
 def _tril(x, k=0):

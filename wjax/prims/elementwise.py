@@ -14,6 +14,9 @@ from ..backend import wgsl_math  # noqa: F401  (registers the float math helpers
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
+from ..transforms import ad as _ad
+from ..transforms.ad import const as _c
+from ..core import ops
 
 
 def kind(dtype) -> str:
@@ -167,8 +170,13 @@ fn wj_rem_i(a: i32, b: i32) -> i32 {
   let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
   return select(r, -r, a < 0);
 }""")
-W.helper("wj_div_u", "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }")
-W.helper("wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }")
+W.helper(
+    "wj_div_u",
+    "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }",
+)
+W.helper(
+    "wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }"
+)
 W.helper("wj_max_f", """
 fn wj_max_f(a: f32, b: f32) -> f32 {
   if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
@@ -181,7 +189,9 @@ fn wj_min_f(a: f32, b: f32) -> f32 {
   if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
   return min(a, b);
 }""")
-W.helper("wj_pow_f", """
+W.helper(
+    "wj_pow_f",
+    """
 fn wj_pow_f(x: f32, y: f32) -> f32 {
   if (y == 0.0) { return 1.0; }
   if (x == 1.0) { return 1.0; }
@@ -191,7 +201,11 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
   let is_int = yi == y;
   let odd = is_int && (abs(yi % 2.0) == 1.0);
   if (x == 0.0) {
-    if (y < 0.0) { return select(bitcast<f32>(0x7f800000u), select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), bitcast<u32>(x) == 0x80000000u), odd); }
+    if (y < 0.0) {
+      let inf = bitcast<f32>(0x7f800000u);
+      let neg_inf = select(inf, bitcast<f32>(0xff800000u), bitcast<u32>(x) == 0x80000000u);
+      return select(inf, neg_inf, odd);
+    }
     return select(0.0, x, odd);
   }
   if (wj_isinf(y)) {
@@ -210,7 +224,8 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
     return select(m, -m, odd);
   }
   return exp2(y * wj_log2(x));
-}""")
+}""",
+)
 W.helper("wj_sign_f", """
 fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
 W.helper("wj_atan2", """
@@ -307,7 +322,9 @@ fn wj_rem_f(x: f32, y: f32) -> f32 {
   if (ex > 0) { mx = (mx - 0x800000u) | (u32(ex) << 23u); } else { mx = mx >> u32(1 - ex); }
   return bitcast<f32>(mx | sx);
 }""")
-W.helper("wj_erf", """
+W.helper(
+    "wj_erf",
+    """
 fn wj_erf(x: f32) -> f32 {
   // |x| < 0.5: the Maclaurin series to x^15; beyond, 1 - erfc with Numerical Recipes'
   // Chebyshev fit of erfc (fractional error < 1.2e-7)
@@ -318,7 +335,8 @@ fn wj_erf(x: f32) -> f32 {
   if (z < 0.5) {
     let z2 = z * z;
     e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706
-        + z2 * (0.0052239776 + z2 * (-0.00085483270 + z2 * (0.00012055332 + z2 * -1.4925650e-05)))))));
+        + z2 * (0.0052239776 + z2 * (-0.00085483270
+        + z2 * (0.00012055332 + z2 * -1.4925650e-05)))))));
   } else {
     let t = 1.0 / (1.0 + 0.5 * z);
     let s = bitcast<f32>(bitcast<u32>(z) & 0xfffff000u);   // s*s exact: see scipy.special._erfc
@@ -328,7 +346,8 @@ fn wj_erf(x: f32) -> f32 {
     e = 1.0 - r;
   }
   return wj_copysign(e, x);
-}""")
+}""",
+)
 
 
 # --------------------------------------------------------------------------- unary
@@ -345,7 +364,9 @@ log_p = unop("log", T(F, "wj_log({0})"), np.log)
 log1p_p = unop("log1p", T(F, "wj_log1p({0})"), np.log1p)
 expm1_p = unop("expm1", T(F, "wj_expm1({0})"), np.expm1)
 tanh_p = unop("tanh", T(F, "wj_tanh({0})"), np.tanh)
-logistic_p = unop("logistic", T(F, "(1.0 / (1.0 + wj_exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x)))
+logistic_p = unop(
+    "logistic", T(F, "(1.0 / (1.0 + wj_exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x))
+)
 sin_p = unop("sin", T(F, "wj_sin({0})"), np.sin)
 cos_p = unop("cos", T(F, "wj_cos({0})"), np.cos)
 tan_p = unop("tan", T(F, "wj_tan({0})"), np.tan)
@@ -361,15 +382,28 @@ sqrt_p = unop("sqrt", T(F, "sqrt({0})"), np.sqrt)
 rsqrt_p = unop("rsqrt", T(F, "inverseSqrt({0})"), lambda x: 1 / np.sqrt(x))
 cbrt_p = unop("cbrt", T(F, "wj_cbrt({0})"), np.cbrt)
 erf_p = unop("erf", T(F, "wj_erf({0})"), lambda x: _erf_ref(x))
-not_p = unop("not", {"b": "!({0})", "i": "~({0})", "u": "~({0})"}, lambda x: np.logical_not(x) if x.dtype == bool else np.invert(x))
-is_finite_p = unop("is_finite", T(F, "!(wj_isnan({0}) || wj_isinf({0}))"), np.isfinite, result_dtype=_bool)
+not_p = unop(
+    "not",
+    {"b": "!({0})", "i": "~({0})", "u": "~({0})"},
+    lambda x: np.logical_not(x) if x.dtype == bool else np.invert(x),
+)
+is_finite_p = unop(
+    "is_finite", T(F, "!(wj_isnan({0}) || wj_isinf({0}))"), np.isfinite, result_dtype=_bool
+)
 # 8/16-bit integers live sign- or zero-extended in 32-bit lanes: mask to the dtype's width
-population_count_p = unop("population_count",
-                          {"i": "bitcast<i32>(countOneBits(bitcast<u32>({0}) & {M}u))",
-                           "u": "countOneBits({0} & {M}u)"},
-                          lambda x: np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype))
-clz_p = unop("clz", {"i": "bitcast<i32>(countLeadingZeros(bitcast<u32>({0}) & {M}u) - (32u - {B}u))",
-                     "u": "(countLeadingZeros({0} & {M}u) - (32u - {B}u))"}, lambda x: _clz_ref(x))
+population_count_p = unop(
+    "population_count",
+    {"i": "bitcast<i32>(countOneBits(bitcast<u32>({0}) & {M}u))", "u": "countOneBits({0} & {M}u)"},
+    lambda x: np.bitwise_count(x.view(x.dtype.str.replace("i", "u"))).astype(x.dtype),
+)
+clz_p = unop(
+    "clz",
+    {
+        "i": "bitcast<i32>(countLeadingZeros(bitcast<u32>({0}) & {M}u) - (32u - {B}u))",
+        "u": "(countLeadingZeros({0} & {M}u) - (32u - {B}u))",
+    },
+    lambda x: _clz_ref(x),
+)
 imag_p = None
 
 
@@ -415,9 +449,6 @@ def _clz_ref(x):
 
 
 # autodiff rules (unary) -------------------------------------------------------
-from ..transforms import ad as _ad  # noqa: E402
-from ..transforms.ad import const as _c  # noqa: E402
-from ..core import ops  # noqa: E402
 
 _ad.deflinear(neg_p, lambda ct, x: [ops.neg(ct)])
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p, population_count_p, clz_p):
@@ -439,7 +470,9 @@ _ad.defjvp(atan_p, lambda g, x: ops.div(g, ops.add(_c(x, 1), ops.mul(x, x))))
 _ad.defjvp(sinh_p, lambda g, x: ops.mul(g, ops.cosh(x)))
 _ad.defjvp(cosh_p, lambda g, x: ops.mul(g, ops.sinh(x)))
 _ad.defjvp(asinh_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.add(ops.mul(x, x), _c(x, 1)))))
-_ad.defjvp(acosh_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.mul(ops.sub(x, _c(x, 1)), ops.add(x, _c(x, 1))))))
+_ad.defjvp(
+    acosh_p, lambda g, x: ops.mul(g, ops.rsqrt(ops.mul(ops.sub(x, _c(x, 1)), ops.add(x, _c(x, 1)))))
+)
 _ad.defjvp(atanh_p, lambda g, x: ops.mul(ops.reciprocal(ops.add(_c(x, 1), x)),
                                           ops.div(g, ops.sub(_c(x, 1), x))))
 _ad.defjvp2(sqrt_p, lambda g, ans, x: ops.mul(g, ops.div(_c(x, 0.5), ans)))
@@ -471,9 +504,14 @@ or_p = binop("or", {"b": "({0} || {1})", "i": "({0} | {1})", "u": "({0} | {1})"}
              lambda x, y: np.logical_or(x, y) if x.dtype == bool else np.bitwise_or(x, y))
 xor_p = binop("xor", {"b": "({0} != {1})", "i": "({0} ^ {1})", "u": "({0} ^ {1})"},
               lambda x, y: np.logical_xor(x, y) if x.dtype == bool else np.bitwise_xor(x, y))
-shift_left_p = binop("shift_left", {"i": "select({0} << bitcast<u32>({1}), {Z}, bitcast<u32>({1}) >= 32u)",
-                                    "u": "select({0} << {1}, {Z}, {1} >= 32u)"},
-                     lambda x, y: _shift_ref(x, y, "l"))
+shift_left_p = binop(
+    "shift_left",
+    {
+        "i": "select({0} << bitcast<u32>({1}), {Z}, bitcast<u32>({1}) >= 32u)",
+        "u": "select({0} << {1}, {Z}, {1} >= 32u)",
+    },
+    lambda x, y: _shift_ref(x, y, "l"),
+)
 shift_right_arithmetic_p = binop(
     "shift_right_arithmetic",
     {"i": "({0} >> min(bitcast<u32>({1}), 31u))",
@@ -491,10 +529,30 @@ eq_p = binop("eq", T(NUM + ("b",), "({0} == {1})"), np.equal, _bool)
 # drivers may compile float != as an ordered compare (false for NaN): test NaN explicitly
 ne_p = binop("ne", {"f": "(({0} != {1}) || wj_isnan({0}) || wj_isnan({1}))", "i": "({0} != {1})",
                     "u": "({0} != {1})", "b": "({0} != {1})"}, np.not_equal, _bool)
-lt_p = binop("lt", {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"}, np.less, _bool)
-le_p = binop("le", {"f": "({0} <= {1})", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"}, np.less_equal, _bool)
-gt_p = binop("gt", {"f": "({0} > {1})", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"}, np.greater, _bool)
-ge_p = binop("ge", {"f": "({0} >= {1})", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"}, np.greater_equal, _bool)
+lt_p = binop(
+    "lt",
+    {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"},
+    np.less,
+    _bool,
+)
+le_p = binop(
+    "le",
+    {"f": "({0} <= {1})", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"},
+    np.less_equal,
+    _bool,
+)
+gt_p = binop(
+    "gt",
+    {"f": "({0} > {1})", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"},
+    np.greater,
+    _bool,
+)
+ge_p = binop(
+    "ge",
+    {"f": "({0} >= {1})", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"},
+    np.greater_equal,
+    _bool,
+)
 
 
 def _max_ref(x, y):
@@ -545,8 +603,11 @@ def _shift_ref(x, y, how):
     else:
         u = xs & ((1 << bits) - 1)
         r = np.where(big, 0, u >> ysafe)
-    return (r & ((1 << bits) - 1)).astype(x.dtype.str.replace("i", "u")).view(x.dtype) if x.dtype.kind == "i" \
+    return (
+        (r & ((1 << bits) - 1)).astype(x.dtype.str.replace("i", "u")).view(x.dtype)
+        if x.dtype.kind == "i"
         else (r & ((1 << bits) - 1)).astype(x.dtype)
+    )
 
 
 # autodiff rules (binary) ------------------------------------------------------
@@ -645,7 +706,9 @@ def _select_fuse(kb, idx, read, in_avals, out_aval):
     return out
 
 
-select_n_p.reference = lambda pred, *cases: np.choose(pred.astype(np.int32), cases) if len(cases) > 1 else cases[0]
+select_n_p.reference = lambda pred, *cases: (
+    np.choose(pred.astype(np.int32), cases) if len(cases) > 1 else cases[0]
+)
 
 
 def _select_jvp(primals, tangents):
@@ -654,7 +717,10 @@ def _select_jvp(primals, tangents):
     tcases = tangents[1:]
     if all(isinstance(t, _ad.Zero) for t in tcases):
         return ans, _ad.Zero(_ad.aval_of(ans))
-    ts = [np.zeros((), _ad.aval_of(c).dtype) if isinstance(t, _ad.Zero) else t for c, t in zip(cases, tcases)]
+    ts = [
+        np.zeros((), _ad.aval_of(c).dtype) if isinstance(t, _ad.Zero) else t
+        for c, t in zip(cases, tcases)
+    ]
     return ans, _ad.bcast_to(select_n_p.bind(pred, *ts), _ad.aval_of(ans).shape)
 
 
@@ -715,7 +781,9 @@ def convert_expr(e: str, src, dst) -> str:
         out = f"{tv}(clamp({base}, {lo}, {hi}))"
         if info.max >= 2**31 - 1:   # the top of a 32-bit range is not a float32: saturate exactly
             top = 2.0**31 if kd == "i" else 2.0**32
-            out = f"select({out}, {W.literal(info.max, dst)}, {base} >= {W.literal(top, np.float32)})"
+            out = (
+                f"select({out}, {W.literal(info.max, dst)}, {base} >= {W.literal(top, np.float32)})"
+            )
         return f"select({out}, {W.zero(dst)}, {_isnan_inline(base)})"
     if ks in "iu" and kd in "iu":
         if W.storage_type(src) == W.storage_type(dst):
@@ -734,7 +802,9 @@ def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
     if x.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
         with np.errstate(invalid="ignore"):
-            y = np.where(np.isnan(x), 0, np.clip(np.trunc(x.astype(np.float64)), info.min, info.max))
+            y = np.where(
+                np.isnan(x), 0, np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
+            )
         return y.astype(dt)
     return x.astype(dt)
 
@@ -745,17 +815,23 @@ convert_element_type_p.reference = _convert_ref
 def _convert_jvp(primals, tangents, new_dtype, weak_type=False, sharding=None):
     x, = primals
     t, = tangents
-    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+    ans = convert_element_type_p.bind(
+        x, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding
+    )
     if not (_ad.is_differentiable(_ad.aval_of(x)) and _ad.is_differentiable(_ad.aval_of(ans))):
         return ans, _ad.Zero(_ad.aval_of(ans))
-    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+    return ans, convert_element_type_p.bind(
+        t, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding
+    )
 
 
 def _convert_transpose(ct, x, new_dtype, weak_type=False, sharding=None):
     a = x.aval
     if _ad.aval_of(ct).dtype == a.dtype:
         return [ct]
-    return [convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type, sharding=sharding)]
+    return [
+        convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type, sharding=sharding)
+    ]
 
 
 convert_element_type_p.jvp = _convert_jvp
@@ -769,8 +845,10 @@ integer_pow_p = Primitive("integer_pow")
 def _ipow_abstract(x, y):
     _check_kind("integer_pow", x.dtype, NUM)
     if y < 0 and kind(x.dtype) in "iu":
-        raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}], {y})")
+        raise TypeError(
+            f"Integers cannot be raised to negative powers, got "
+            f"integer_pow({np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}], {y})"
+        )
     return x
 
 

@@ -2,7 +2,6 @@
 GPUs, register blocking on CPU adapters), with a fused elementwise epilogue."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -13,6 +12,10 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
+from ..transforms import ad as _ad
+from ..core import ops
+from ..backend.lower import EpilogueMismatch
+from ..core.ir import Var
 
 dot_general_p = Primitive("dot_general")
 dot_general_p.fuse_inputs = (0, 1)
@@ -29,33 +32,49 @@ def _dot_abstract(lhs, rhs, dimension_numbers, precision=None, preferred_element
                   out_sharding=None):
     lc, rc, lb, rb = _dims(dimension_numbers)
     if lhs.dtype != rhs.dtype and preferred_element_type is None:
-        raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype} and {rhs.dtype}")
+        raise TypeError(
+            f"dot_general requires operands of the same dtype, got {lhs.dtype} and {rhs.dtype}"
+        )
     for d, x, nm in ((lc + lb, lhs, "lhs"), (rc + rb, rhs, "rhs")):
         if any(not 0 <= a < x.ndim for a in d) or len(set(d)) != len(d):
             raise TypeError(f"dot_general {nm} dimension numbers {d} out of range or repeated for "
                             f"shape {x.shape}")
     if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError("dot_general requires equal numbers of lhs and rhs contracting and batch dimensions")
+        raise TypeError(
+            "dot_general requires equal numbers of lhs and rhs contracting and batch dimensions"
+        )
     for a, b in zip(lc, rc):
         if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
-                            f"{tuple(lhs.shape[i] for i in lc)} and {tuple(rhs.shape[i] for i in rc)} "
-                            f"(lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+            raise TypeError(
+                f"dot_general requires contracting dimensions to have the same shape, got "
+                f"{tuple(lhs.shape[i] for i in lc)} and {tuple(rhs.shape[i] for i in rc)} "
+                f"(lhs shape {lhs.shape}, rhs shape {rhs.shape})."
+            )
     for a, b in zip(lb, rb):
         if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions to have "
-                            f"the same shape, got {tuple(lhs.shape[i] for i in lb)} and "
-                            f"{tuple(rhs.shape[i] for i in rb)}.")
+            raise TypeError(
+                f"dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+                f"the same shape, got {tuple(lhs.shape[i] for i in lb)} and "
+                f"{tuple(rhs.shape[i] for i in rb)}."
+            )
     batch = [lhs.shape[i] for i in lb]
     lfree = [s for i, s in enumerate(lhs.shape) if i not in lc + lb]
     rfree = [s for i, s in enumerate(rhs.shape) if i not in rc + rb]
-    dt = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    dt = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else lhs.dtype
+    )
     return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
 
 
 def _acc_dtype(dt):
     k = kind(dt)
-    return np.dtype(np.float32) if k == "f" else (np.dtype(np.uint32) if k in "ub" else np.dtype(np.int32))
+    return (
+        np.dtype(np.float32)
+        if k == "f"
+        else (np.dtype(np.uint32) if k in "ub" else np.dtype(np.int32))
+    )
 
 
 def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_args):
@@ -87,10 +106,13 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    if (isinstance(a, Var) and a.id in ctx.lowering.materialized and order == tuple(range(aval.ndim))
-            and not pad_rows):
+    if (
+        isinstance(a, Var)
+        and a.id in ctx.lowering.materialized
+        and order == tuple(range(aval.ndim))
+        and not pad_rows
+    ):
         return ctx.in_key(i)
-    nb = len(batch_dims)
     rows = int(np.prod([aval.shape[d] for d in row_dims], dtype=np.int64))
     kk = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
     bs = int(np.prod([aval.shape[d] for d in batch_dims], dtype=np.int64))
@@ -119,7 +141,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 # workgroup.  16 x 32 outputs per thread measured best on lavapipe at 1024^2 (10-20 GFLOP/s,
 # noisy); small products use smaller blocks to keep enough threads busy.
 MM_RM, MM_V, MM_WG = 16, 8, 16
-MM_MIN_THREADS = 16        # shrink the blocks only below this many threads (lavapipe: big blocks win)
+MM_MIN_THREADS = 16  # shrink the blocks only below this many threads (lavapipe: big blocks win)
 
 
 # contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
@@ -168,20 +190,28 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
     decl = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V))
-    decl += "\n" + "\n".join(f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM))
+    decl += "\n" + "\n".join(
+        f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM)
+    )
     decl += "\n" + "\n".join(f"  let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V))
     load_b = "\n".join(f"    let bv{j} = {b_name}[bbase + k * {N4}u + bc{j}];" for j in range(V))
     fma = "\n".join(f"    let av{i} = vec4<f32>({a_name}[ar{i} + k]);\n" + "\n".join(
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
     if N % 4 == 0:
         store = "\n".join(
-            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(bb * {M}u + m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
-            for i in range(RM) for j in range(V))
+            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(bb * {M}u + m0 + {i}u) "
+            f"* {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+            for i in range(RM)
+            for j in range(V)
+        )
     else:   # scalar stores of the real columns
         store = "\n".join(
-            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ "
-            f"{c_name}[(bb * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
-            for i in range(RM) for j in range(V) for q in range(4))
+            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}[(bb * {M}u + "
+            f"m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
+            for i in range(RM)
+            for j in range(V)
+            for q in range(4)
+        )
     epi = ctx.epilogue_code(kb, "val", "o")
     if epi:
         cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
@@ -199,8 +229,10 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
         kb = ctx.new_kb()
         p = kb.bind(out_key, np.float32, "read")
         o = kb.bind(ctx.out_key(0), out.dtype, "read_write")
-        kb.emit(f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s * {B * M * N}u + i]; }}\n"
-                f"  {o}[i] = acc;")
+        kb.emit(
+            f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s "
+            f"* {B * M * N}u + i]; }}\n  {o}[i] = acc;"
+        )
         src, grid = kb.elementwise_kernel(B * M * N)
         ctx.dispatch(kb, src, grid)
 
@@ -260,8 +292,11 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     read_b = _operand_reader(ctx, kb, 1, rhs, rb, rfree, rc, ("b", "n", "k"))
     out_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
-    write = (f"        let res = {res};\n        {out_name}[o] = {W.store_expr('res', out.dtype)};\n        "
-             + "\n        ".join(ctx.epilogue_code(kb, "res", "o")))
+    write = (
+        f"        let res = {res};\n        {out_name}[o] = {W.store_expr('res', out.dtype)};\n    "
+        f"    "
+        + "\n        ".join(ctx.epilogue_code(kb, "res", "o"))
+    )
     emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K)
 
 
@@ -279,7 +314,9 @@ def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
     ctx.dispatch(kb, src, grid)
 
 
-def _dot_ref(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
+def _dot_ref(
+    lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None
+):
     lc, rc, lb, rb = _dims(dimension_numbers)
     lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
@@ -325,12 +362,8 @@ dot_general_p.batch = _dot_batch
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 
-from ..backend.lower import EpilogueMismatch
-from ..core.ir import Var
 def _ranges_like(*xs):
     start = 0
     for x in xs:
@@ -354,7 +387,9 @@ def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans=False, preferred_ele
     else:
         ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
-    x_contract_sorted_by_y = list(np.take(x_contract, np.argsort(y_contract))) if len(x_contract) else []
+    x_contract_sorted_by_y = (
+        list(np.take(x_contract, np.argsort(y_contract))) if len(x_contract) else []
+    )
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
     yv = y
     xdt = _ad.aval_of(x).dtype
@@ -364,8 +399,9 @@ def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans=False, preferred_ele
     # x's own order, it avoids transposing the result (a separate kernel here)
     alt_axes = np.argsort(list(x_batch) + x_contract_sorted_by_y + x_kept)
     if list(out_axes) != list(range(x_ndim)) and list(alt_axes) == list(range(x_ndim)):
-        return _maybe_convert(ops.dot_general(yv, g, ((tuple(y_kept), ans_y), (tuple(y_batch), ans_batch))),
-                              xdt)
+        return _maybe_convert(
+            ops.dot_general(yv, g, ((tuple(y_kept), ans_y), (tuple(y_batch), ans_batch))), xdt
+        )
     r = ops.dot_general(g, yv, dims)
     r = ops.transpose(r, tuple(int(i) for i in out_axes))
     if _ad.aval_of(r).dtype != xdt:
@@ -385,7 +421,6 @@ def _dot_transpose_rhs(g, x, y, dimension_numbers, preferred_element_type=None):
 
 _ad.defbilinear(
     dot_general_p,
-    lambda ct, x, y, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None:
-        _dot_transpose_lhs(ct, x, y, dimension_numbers),
-    lambda ct, x, y, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None:
-        _dot_transpose_rhs(ct, x, y, dimension_numbers))
+    lambda ct, x, y, dimension_numbers, **_: _dot_transpose_lhs(ct, x, y, dimension_numbers),
+    lambda ct, x, y, dimension_numbers, **_: _dot_transpose_rhs(ct, x, y, dimension_numbers),
+)

@@ -134,8 +134,10 @@ def _iota_stream_np(k0, k1, n: int):
 
 def _check_keys(name, keys):
     if np.dtype(keys.dtype) != np.uint32 or keys.ndim < 1 or keys.shape[-1] != 2:
-        raise TypeError(f"{name} expects threefry key data of dtype uint32 and trailing shape (2,), "
-                        f"got {keys.str_short()}")
+        raise TypeError(
+            f"{name} expects threefry key data of dtype uint32 and trailing shape (2,), "
+            f"got {keys.str_short()}"
+        )
 
 
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)}
@@ -182,7 +184,9 @@ def _bits_ref(keys, bit_width, shape, _partitionable=True):
     outs = []
     for k0, k1 in flat:
         if _partitionable:
-            a, b = threefry2x32_np(k0, k1, np.zeros(size, np.uint32), np.arange(size, dtype=np.uint32))
+            a, b = threefry2x32_np(
+                k0, k1, np.zeros(size, np.uint32), np.arange(size, dtype=np.uint32)
+            )
             bits = a ^ b
         else:
             count = -(-bit_width * size // 32)
@@ -232,7 +236,9 @@ def _split_ref(keys, shape, _partitionable=True):
     outs = []
     for k0, k1 in keys.reshape(-1, 2):
         if _partitionable:
-            a, b = threefry2x32_np(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
+            a, b = threefry2x32_np(
+                k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32)
+            )
             outs.append(np.stack([a, b], -1))
         else:
             outs.append(_iota_stream_np(k0, k1, 2 * num).reshape(num, 2))
@@ -289,8 +295,10 @@ def _fold_batch(args, dims):
     target = _batching.aval_of(keys).shape[:-1]
     if dm is not None or _batching.aval_of(msgs).ndim:
         msgs = _batching.bdim_at_front(msgs, dm, n)
-        if _batching.aval_of(msgs).shape != target:     # a batched scalar: [n] -> keys' shape
-            msgs = broadcast_in_dim_p.bind(msgs, shape=target, broadcast_dimensions=(0,), sharding=None)
+        if _batching.aval_of(msgs).shape != target:  # a batched scalar: [n] -> keys' shape
+            msgs = broadcast_in_dim_p.bind(
+                msgs, shape=target, broadcast_dimensions=(0,), sharding=None
+            )
     return random_fold_in_p.bind(keys, msgs), 0
 
 
@@ -605,7 +613,9 @@ _LOG_G_HALF = math.log(7.5)
 
 
 def _lgamma_wgsl() -> str:
-    terms = "\n".join(f"  x = x + {c!r} / ((z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS))
+    terms = "\n".join(
+        f"  x = x + {c!r} / ((z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS)
+    )
     return f"""
 fn wj_lgamma(v: f32) -> f32 {{
   if (wj_isnan(v)) {{ return v; }}
@@ -684,7 +694,7 @@ def _special_rules():
 _special_rules()
 
 
-# --------------------------------------------------------------------------- autodiff (gamma, digamma)
+# ----------------------------------------------------------------------- autodiff (gamma, digamma)
 
 def _random_gamma_jvp(primals, tangents, **params):
     keys, a = primals
@@ -697,7 +707,8 @@ def _random_gamma_jvp(primals, tangents, **params):
 
 
 def _trigamma(x):
-    """polygamma(1, x): recurrence up to x >= 6, then the asymptotic series; reflection for x < 0.5."""
+    """polygamma(1, x): recurrence up to x >= 6, then the asymptotic series; reflection for
+    x < 0.5."""
     refl = x < 0.5
     y = ops.where(refl, 1.0 - x, x)
     acc = ops.zeros_like(y)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
-from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import _same_dtypes
+from ..transforms import ad as _ad
+from ..core import ops
+from .elementwise import convert_element_type_p, convert_expr, kind, select_n_p
+from .indexing import GatherDimensionNumbers, ScatterDimensionNumbers, gather_p, scatter_p
 
 
 def _u(x) -> str:
@@ -31,18 +34,24 @@ broadcast_in_dim_p.view = True
 def _bcast_abstract(x, shape, broadcast_dimensions, sharding=None):
     shape, bd = tuple(shape), tuple(broadcast_dimensions)
     if any(d < 0 for d in shape):
-        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
+        raise TypeError(
+            f"broadcast_in_dim shape must have every element be nonnegative, got {shape}."
+        )
     if len(bd) != x.ndim:
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to operand "
                         f"ndim; got broadcast_dimensions {bd} for operand ndim {x.ndim}.")
     for i, d in enumerate(bd):
         if not (0 <= d < len(shape)) or x.shape[i] not in (1, shape[d]):
-            raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be equal "
-                            f"to their corresponding dimensions in the target broadcast shape; got "
-                            f"operand of shape {x.shape}, target broadcast shape {shape}, "
-                            f"broadcast_dimensions {bd}")
+            raise TypeError(
+                f"broadcast_in_dim operand dimension sizes must either be 1, or be equal "
+                f"to their corresponding dimensions in the target broadcast shape; got "
+                f"operand of shape {x.shape}, target broadcast shape {shape}, "
+                f"broadcast_dimensions {bd}"
+            )
     if list(bd) != sorted(bd):
-        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing; got {bd}")
+        raise TypeError(
+            f"broadcast_in_dim broadcast_dimensions must be strictly increasing; got {bd}"
+        )
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -59,18 +68,19 @@ def _bcast_fuse(kb, idx, read, in_avals, out_aval, shape, broadcast_dimensions, 
 
 
 def _bcast_ref(x, shape, broadcast_dimensions, sharding=None):
-    expanded = np.reshape(x, [x.shape[broadcast_dimensions.index(i)] if i in broadcast_dimensions else 1
-                              for i in range(len(shape))])
+    expanded = np.reshape(
+        x,
+        [
+            x.shape[broadcast_dimensions.index(i)] if i in broadcast_dimensions else 1
+            for i in range(len(shape))
+        ],
+    )
     return np.broadcast_to(expanded, shape).copy()
 
 
 broadcast_in_dim_p.reference = _bcast_ref
 
 # autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
-from .elementwise import convert_element_type_p, convert_expr, kind, select_n_p
-from .indexing import GatherDimensionNumbers, ScatterDimensionNumbers, gather_p, scatter_p
 
 
 def _bcast_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
@@ -88,8 +98,12 @@ _ad.deflinear(broadcast_in_dim_p, _bcast_transpose)
 def _bcast_batch(args, dims, shape, broadcast_dimensions, sharding=None):
     n = _batching.axis_size(args, dims)
     x = _batching.bdim_at_front(args[0], dims[0], n)
-    return broadcast_in_dim_p.bind(x, shape=(n,) + tuple(shape), sharding=sharding,
-                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+    return broadcast_in_dim_p.bind(
+        x,
+        shape=(n,) + tuple(shape),
+        sharding=sharding,
+        broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions),
+    ), 0
 
 
 broadcast_in_dim_p.batch = _bcast_batch
@@ -125,7 +139,9 @@ _ad.deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None, sharding=None
 def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
     n = _batching.axis_size(args, dims)
     x = _batching.bdim_at_front(args[0], dims[0], n)
-    return reshape_p.bind(x, new_sizes=(n,) + tuple(new_sizes), dimensions=None, sharding=sharding), 0
+    return reshape_p.bind(
+        x, new_sizes=(n,) + tuple(new_sizes), dimensions=None, sharding=sharding
+    ), 0
 
 
 reshape_p.batch = _reshape_batch
@@ -140,9 +156,13 @@ def _squeeze_abstract(x, dimensions):
     dims = tuple(sorted(d % max(x.ndim, 1) for d in dimensions))
     for d in dims:
         if x.shape[d] != 1:
-            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, "
-                             f"got shape={x.shape} and dimensions={tuple(dimensions)}")
-    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dims), x.dtype, x.weak_type)
+            raise ValueError(
+                f"cannot select an axis to squeeze out which has size not equal to one, "
+                f"got shape={x.shape} and dimensions={tuple(dimensions)}"
+            )
+    return ShapedArray(
+        tuple(s for i, s in enumerate(x.shape) if i not in dims), x.dtype, x.weak_type
+    )
 
 
 @squeeze_p.def_fuse
@@ -219,7 +239,10 @@ def _transpose_fuse(kb, idx, read, in_avals, out_aval, permutation):
 
 
 transpose_p.reference = lambda x, permutation: np.transpose(x, permutation)
-_ad.deflinear(transpose_p, lambda ct, x, permutation: [ops.transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
+_ad.deflinear(
+    transpose_p,
+    lambda ct, x, permutation: [ops.transpose(ct, tuple(int(i) for i in np.argsort(permutation)))],
+)
 
 
 def _transpose_batch(args, dims, permutation):
@@ -264,7 +287,10 @@ def _slice_fuse(kb, idx, read, in_avals, out_aval, start_indices, limit_indices,
 
 
 slice_p.reference = lambda x, start_indices, limit_indices, strides=None: x[
-    tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides or (1,) * x.ndim))]
+    tuple(
+        slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides or (1,) * x.ndim)
+    )
+]
 
 rev_p = Primitive("rev")
 rev_p.view = True
@@ -292,7 +318,10 @@ def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
     shape = x.aval.shape
     strides = strides or (1,) * len(shape)
     ct_shape = _ad.aval_of(ct).shape
-    real_limits = [s + (0 if n == 0 else (n - 1) * st + 1) for s, n, st in zip(start_indices, ct_shape, strides)]
+    real_limits = [
+        s + (0 if n == 0 else (n - 1) * st + 1)
+        for s, n, st in zip(start_indices, ct_shape, strides)
+    ]
     cfg = [(s, d - rl, st - 1) for s, d, rl, st in zip(start_indices, shape, real_limits, strides)]
     return [ops.pad(ct, np.zeros((), x.aval.dtype), cfg)]
 
@@ -338,7 +367,9 @@ def _iota_fuse(kb, idx, read, in_avals, out_aval, dtype, shape, dimension, shard
 
 def _iota_ref(dtype, shape, dimension, sharding=None):
     r = np.arange(shape[dimension]).astype(dtype)
-    return np.broadcast_to(r.reshape([-1 if i == dimension else 1 for i in range(len(shape))]), shape).copy()
+    return np.broadcast_to(
+        r.reshape([-1 if i == dimension else 1 for i in range(len(shape))]), shape
+    ).copy()
 
 
 iota_p.reference = _iota_ref
@@ -402,10 +433,18 @@ def _pad_ref(x, padval, padding_config):
     dil_shape = [n + max(n - 1, 0) * it for n, (_, _, it) in zip(x.shape, padding_config)]
     dil = np.full(dil_shape, padval, dtype=x.dtype)
     dil[tuple(slice(None, None, it + 1) for (_, _, it) in padding_config)] = x
-    big = np.full([max(lo, 0) + n + max(hi, 0) for n, (lo, hi, _) in zip(dil_shape, padding_config)],
-                  padval, dtype=x.dtype)
-    big[tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _, _) in zip(dil_shape, padding_config))] = dil
-    crop = tuple(slice(max(-lo, 0), big.shape[i] - max(-hi, 0)) for i, (lo, hi, _) in enumerate(padding_config))
+    big = np.full(
+        [max(lo, 0) + n + max(hi, 0) for n, (lo, hi, _) in zip(dil_shape, padding_config)],
+        padval,
+        dtype=x.dtype,
+    )
+    big[
+        tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _, _) in zip(dil_shape, padding_config))
+    ] = dil
+    crop = tuple(
+        slice(max(-lo, 0), big.shape[i] - max(-hi, 0))
+        for i, (lo, hi, _) in enumerate(padding_config)
+    )
     out[...] = big[crop]
     return out
 
@@ -442,7 +481,9 @@ def _pad_batch(args, dims, padding_config):
     a = _batching.aval_of(x)
     cfg = ((0, 0, 0),) + tuple(padding_config)
     padded = pad_p.bind(x, np.zeros((), a.dtype), padding_config=cfg)
-    ones = broadcast_in_dim_p.bind(np.bool_(True), shape=a.shape, broadcast_dimensions=(), sharding=None)
+    ones = broadcast_in_dim_p.bind(
+        np.bool_(True), shape=a.shape, broadcast_dimensions=(), sharding=None
+    )
     mask = pad_p.bind(ones, np.bool_(False), padding_config=cfg)
     shape = _batching.aval_of(padded).shape
     fill = broadcast_in_dim_p.bind(pv, shape=shape, broadcast_dimensions=(0,), sharding=None)
@@ -466,10 +507,14 @@ def _concat_abstract(*xs, dimension):
         raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
                         + ", ".join(str(x.shape) for x in xs))
     for x in xs:
-        if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
-            raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other than "
-                            f"the one being concatenated: concatenating along dimension {dimension} for "
-                            "shapes " + ", ".join(str(x.shape) for x in xs) + ".")
+        if x.ndim != nd or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension
+        ):
+            raise TypeError(
+                "Cannot concatenate arrays with shapes that differ in dimensions other than "
+                f"the one being concatenated: concatenating along dimension {dimension} for "
+                "shapes " + ", ".join(str(x.shape) for x in xs) + "."
+            )
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
@@ -533,8 +578,10 @@ def _clamp_abstract(lo, x, hi):
     _same_dtypes("clamp", [lo, x, hi])
     for b, nm in ((lo, "min"), (hi, "max")):
         if b.ndim != 0 and b.shape != x.shape:
-            raise TypeError(f"clamp requires {nm} to be a scalar or have the same shape as operand; "
-                            f"got {nm} shape {b.shape} and operand shape {x.shape}")
+            raise TypeError(
+                f"clamp requires {nm} to be a scalar or have the same shape as operand; "
+                f"got {nm} shape {b.shape} and operand shape {x.shape}"
+            )
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -542,7 +589,8 @@ def _clamp_abstract(lo, x, hi):
 def _clamp_fuse(kb, idx, read, in_avals, out_aval):
     lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
     if kind(out_aval.dtype) == "f":
-        kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
+        for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
+            kb.use_helper(helper)
         if out_aval.dtype == np.float16:   # the helpers are f32; exact for f16 values
             return f"f16(wj_min_f(wj_max_f(f32({x}), f32({lo})), f32({hi})))"
         return f"wj_min_f(wj_max_f({x}, {lo}), {hi})"
@@ -556,10 +604,12 @@ def _zero_of(x):
     return np.zeros((), _ad.aval_of(x).dtype)
 
 
-_ad.defjvp(clamp_p,
-           lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(lo, x), ops.lt(lo, hi)), g, _zero_of(x)),
-           lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(x, lo), ops.lt(x, hi)), g, _zero_of(x)),
-           lambda g, lo, x, hi: ops.select(ops.lt(hi, x), g, _zero_of(x)))
+_ad.defjvp(
+    clamp_p,
+    lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(lo, x), ops.lt(lo, hi)), g, _zero_of(x)),
+    lambda g, lo, x, hi: ops.select(ops.bitwise_and(ops.gt(x, lo), ops.lt(x, hi)), g, _zero_of(x)),
+    lambda g, lo, x, hi: ops.select(ops.lt(hi, x), g, _zero_of(x)),
+)
 
 _batching.defbroadcasting(clamp_p)
 
@@ -582,10 +632,14 @@ def _dslice_abstract(x, *starts, slice_sizes):
                         f"shape {x.shape}, got {len(starts)} and {tuple(slice_sizes)}")
     for s in starts:
         if s.ndim != 0 or not dtypes.is_int(s.dtype):
-            raise TypeError(f"dynamic_slice start indices must be integer scalars, got {s.str_short()}")
+            raise TypeError(
+                f"dynamic_slice start indices must be integer scalars, got {s.str_short()}"
+            )
     for sz, n in zip(slice_sizes, x.shape):
         if not 0 <= sz <= n:
-            raise TypeError(f"slice_sizes {tuple(slice_sizes)} must be within operand shape {x.shape}")
+            raise TypeError(
+                f"slice_sizes {tuple(slice_sizes)} must be within operand shape {x.shape}"
+            )
     return ShapedArray(slice_sizes, x.dtype, x.weak_type)
 
 
@@ -624,15 +678,17 @@ dynamic_slice_p.jvp = _dslice_jvp
 dynamic_slice_p.transpose = _dslice_transpose
 
 
-
 def _index_vectors(starts, dims, n):
     """Start indices (scalars, some batched) as one int32 array of shape [n, len(starts)]."""
     cols = []
     for s, d in zip(starts, dims):
         if _batching.aval_of(s).dtype != np.int32:
             s = convert_element_type_p.bind(s, new_dtype=np.dtype(np.int32), weak_type=False)
-        cols.append(broadcast_in_dim_p.bind(s, shape=(n, 1), broadcast_dimensions=() if d is None else (0,),
-                                            sharding=None))
+        cols.append(
+            broadcast_in_dim_p.bind(
+                s, shape=(n, 1), broadcast_dimensions=() if d is None else (0,), sharding=None
+            )
+        )
     return cols[0] if len(cols) == 1 else concatenate_p.bind(*cols, dimension=1)
 
 
@@ -654,8 +710,16 @@ def _dslice_batch(args, dims, slice_sizes):
         x = _batching.bdim_at_front(x, dx, n)
         dn = GatherDimensionNumbers(tuple(range(1, k + 1)), (), tuple(range(1, k + 1)), (0,), (0,))
         sizes = (1,) + tuple(slice_sizes)
-    return gather_p.bind(x, idx, dimension_numbers=dn, slice_sizes=sizes, mode="clip", fill_value=None,
-                         indices_are_sorted=False, unique_indices=False), 0
+    return gather_p.bind(
+        x,
+        idx,
+        dimension_numbers=dn,
+        slice_sizes=sizes,
+        mode="clip",
+        fill_value=None,
+        indices_are_sorted=False,
+        unique_indices=False,
+    ), 0
 
 
 dynamic_slice_p.batch = _dslice_batch
@@ -713,7 +777,11 @@ def _dus_transpose(ct, x, u, *starts):
     if any(_ad.is_undefined_primal(s) for s in starts):
         raise TypeError("dynamic_update_slice is not linear in its start indices")
     ua = _ad.aval_of(u)
-    t_x = dynamic_update_slice_p.bind(ct, _ad.zeros(ua), *starts) if _ad.is_undefined_primal(x) else None
+    t_x = (
+        dynamic_update_slice_p.bind(ct, _ad.zeros(ua), *starts)
+        if _ad.is_undefined_primal(x)
+        else None
+    )
     t_u = (dynamic_slice_p.bind(ct, *starts, slice_sizes=ua.shape)
            if _ad.is_undefined_primal(u) else None)
     return [t_x, t_u] + [None] * len(starts)
@@ -721,7 +789,6 @@ def _dus_transpose(ct, x, u, *starts):
 
 dynamic_update_slice_p.jvp = _dus_jvp
 dynamic_update_slice_p.transpose = _dus_transpose
-
 
 
 def _dus_batch(args, dims):
@@ -732,7 +799,8 @@ def _dus_batch(args, dims):
     u = _batching.bdim_at_front(u, du, n)
     if all(d is None for d in ds):
         return dynamic_update_slice_p.bind(x, u, np.int32(0), *starts), 0
-    # batched starts: a scatter of one window per example, starts clamped as dynamic_update_slice does
+    # batched starts: a scatter of one window per example, starts clamped as
+    # dynamic_update_slice does
     clamped = []
     for s, sx, su in zip(starts, xs, us):
         if _batching.aval_of(s).dtype != np.int32:
@@ -741,8 +809,17 @@ def _dus_batch(args, dims):
     idx = _index_vectors(clamped, ds, n)
     k = len(starts)
     dn = ScatterDimensionNumbers(tuple(range(1, k + 1)), (), tuple(range(1, k + 1)), (0,), (0,))
-    return scatter_p.bind(x, idx, u, dimension_numbers=dn, indices_are_sorted=True, unique_indices=True,
-                          mode="clip", update_jaxpr=None, update_consts=()), 0
+    return scatter_p.bind(
+        x,
+        idx,
+        u,
+        dimension_numbers=dn,
+        indices_are_sorted=True,
+        unique_indices=True,
+        mode="clip",
+        update_jaxpr=None,
+        update_consts=(),
+    ), 0
 
 
 dynamic_update_slice_p.batch = _dus_batch

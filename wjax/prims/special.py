@@ -9,7 +9,9 @@ from ..backend import wgsl as W
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
-from .elementwise import F, T, _check_kind, kind, unop
+from .elementwise import F, T, _check_kind, unop
+from ..transforms import ad as _ad
+from ..core import ops
 
 # Giles' single-precision erfinv, the approximation XLA uses.
 W.helper("wj_erfinv", """
@@ -90,7 +92,9 @@ def _rp_abstract(x, exponent_bits, mantissa_bits):
     if exponent_bits < 1:
         raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
     if mantissa_bits < 0:
-        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
+        raise ValueError(
+            f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}"
+        )
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -125,7 +129,9 @@ def _rp_ref(x, exponent_bits, mantissa_bits):
     if mantissa_bits < 23:
         last = 1 << (23 - mantissa_bits)
         bias = (last >> 1) - 1
-        b = ((b + (((b & last) >> (23 - mantissa_bits)) + bias)) & ((~(last - 1)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        b = (
+            (b + (((b & last) >> (23 - mantissa_bits)) + bias)) & ((~(last - 1)) & 0xFFFFFFFF)
+        ) & 0xFFFFFFFF
     if exponent_bits < 8:
         exp_mask = 0xFF << 23
         red_bias = (1 << (exponent_bits - 1)) - 1
@@ -142,10 +148,12 @@ _batching.defvectorized(reduce_precision_p)
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 _ad.defjvp2(erf_inv_p, lambda g, ans, x: ops.mul(g, ops.mul(_ad.const(x, np.sqrt(np.pi) / 2),
                                                                ops.exp(ops.mul(ans, ans)))))
-_ad.deflinear(reduce_precision_p, lambda ct, x, exponent_bits, mantissa_bits:
-              [reduce_precision_p.bind(ct, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)])
+_ad.deflinear(
+    reduce_precision_p,
+    lambda ct, x, exponent_bits, mantissa_bits: [
+        reduce_precision_p.bind(ct, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
+    ],
+)

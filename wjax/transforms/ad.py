@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, ops
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, WeakScalar, raise_to_shaped
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var, WeakScalar, raise_to_shaped
 from ..core.tracing import Tracer
 
 
@@ -129,7 +129,9 @@ def unbroadcast(ct, aval: ShapedArray):
     if c.shape != aval.shape:
         nd = c.ndim
         lead = nd - aval.ndim
-        axes = list(range(lead)) + [lead + i for i, s in enumerate(aval.shape) if s == 1 and c.shape[lead + i] != 1]
+        axes = list(range(lead)) + [
+            lead + i for i, s in enumerate(aval.shape) if s == 1 and c.shape[lead + i] != 1
+        ]
         ct = ops.reduce_sum(ct, axes)
         if aval_of(ct).shape != aval.shape:
             ct = ops.reshape(ct, aval.shape)
@@ -224,7 +226,9 @@ def defbilinear(prim, lhs_rule, rhs_rule):
 
     def transpose(ct, x, y, **params):
         if is_undefined_primal(x) and is_undefined_primal(y):
-            raise TypeError(f"transpose of {prim.name}: both operands are linear (the jaxpr is not linear)")
+            raise TypeError(
+                f"transpose of {prim.name}: both operands are linear (the jaxpr is not linear)"
+            )
         if is_undefined_primal(x):
             return [lhs_rule(ct, x, y, **params), None]
         return [None, rhs_rule(ct, x, y, **params)]
@@ -276,7 +280,8 @@ def _hoist(jaxpr, constvars, consts):
             keep_v, keep_c, moved_v, extra = [], [], [], []
             for v, c in zip(icv, icc):
                 if not isinstance(c, Tracer):
-                    keep_v.append(v); keep_c.append(c)
+                    keep_v.append(v)
+                    keep_c.append(c)
                     continue
                 moved_v.append(v)
                 if c.var.id in defined:
@@ -285,7 +290,9 @@ def _hoist(jaxpr, constvars, consts):
                     ov = by_obj.get(id(c))
                     if ov is None:
                         ov = Var(c.aval)
-                        constvars.append(ov); consts.append(c); by_obj[id(c)] = ov
+                        constvars.append(ov)
+                        consts.append(c)
+                        by_obj[id(c)] = ov
                     extra.append(ov)
             new_inner = ClosedJaxpr(Jaxpr(keep_v, moved_v + ij.invars, ij.outvars, ij.eqns), keep_c)
             params = dict(e.params)

@@ -48,7 +48,9 @@ def move_batch_axis(x, src, dst, size):
         shape = list(a.shape)
         shape.insert(dst, size)
         bd = tuple(i for i in range(len(shape)) if i != dst)
-        return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=bd, sharding=None)
+        return broadcast_in_dim_p.bind(
+            x, shape=tuple(shape), broadcast_dimensions=bd, sharding=None
+        )
     if src == dst:
         return x
     perm = [i for i in range(a.ndim) if i != src]
@@ -86,9 +88,12 @@ def broadcast_batch(args, dims, size, out_dim=None):
             out.append(x)                      # a scalar broadcasts inside the primitive
         elif k == r:
             out.append(move_batch_axis(x, d, out_dim, size))
-        else:                                  # a batched scalar: [B] -> full shape
-            out.append(broadcast_in_dim_p.bind(x, shape=tuple(full), broadcast_dimensions=(out_dim,),
-                                               sharding=None))
+        else:  # a batched scalar: [B] -> full shape
+            out.append(
+                broadcast_in_dim_p.bind(
+                    x, shape=tuple(full), broadcast_dimensions=(out_dim,), sharding=None
+                )
+            )
     return out, out_dim
 
 

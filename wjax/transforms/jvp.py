@@ -53,8 +53,10 @@ def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
             env[v.id] = o
             if t is not None and not isinstance(t, Zero) and is_differentiable(v.aval):
                 if aval_of(t).shape != v.aval.shape:
-                    raise AssertionError(f"jvp rule of {e.prim.name} gave a tangent of shape "
-                                         f"{aval_of(t).shape} for an output of shape {v.aval.shape}")
+                    raise AssertionError(
+                        f"jvp rule of {e.prim.name} gave a tangent of shape "
+                        f"{aval_of(t).shape} for an output of shape {v.aval.shape}"
+                    )
                 tenv[v.id] = t
     return [read(a) for a in jaxpr.outvars], [read_t(a) for a in jaxpr.outvars]
 
@@ -69,7 +71,9 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate_outs=False):
     closed = hoist_call_consts(closed)
     jaxpr = closed.jaxpr
     n_out = len(jaxpr.outvars)
-    inst = [instantiate_outs] * n_out if isinstance(instantiate_outs, bool) else list(instantiate_outs)
+    inst = (
+        [instantiate_outs] * n_out if isinstance(instantiate_outs, bool) else list(instantiate_outs)
+    )
     nonzeros = [bool(nz) for nz in nonzeros]
     in_avals = [v.aval for v in jaxpr.invars]
     tan_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]

@@ -16,7 +16,7 @@ unknown jaxpr (rematerialization).
 """
 from __future__ import annotations
 
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from .ad import hoist_call_consts
 from .dce import dce_jaxpr
 
@@ -74,8 +74,12 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
         return ren.get(a.id, a) if isinstance(a, Var) else a
 
     ueqns = [Eqn(e.prim, [rn(a) for a in e.invars], e.outvars, e.params) for e in unknown_eqns]
-    unknown = Jaxpr(jaxpr.constvars, [ren[v.id] for v in res] + [v for v in jaxpr.invars if v.id in unk],
-                    [rn(a) for a, u in zip(jaxpr.outvars, out_unknowns) if u], ueqns)
+    unknown = Jaxpr(
+        jaxpr.constvars,
+        [ren[v.id] for v in res] + [v for v in jaxpr.invars if v.id in unk],
+        [rn(a) for a, u in zip(jaxpr.outvars, out_unknowns) if u],
+        ueqns,
+    )
     unknown, _ = dce_jaxpr(unknown)
     return (ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, closed.consts),
             out_unknowns, len(res))

@@ -82,7 +82,9 @@ def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
         rule = e.prim.transpose
         if rule is None:
             raise NotImplementedError(
-                f"Transpose rule (for reverse-mode differentiation) for '{e.prim.name}' not implemented")
+                f"Transpose rule (for reverse-mode differentiation) for '{e.prim.name}' not "
+                f"implemented"
+            )
         args = [UndefinedPrimal(a.aval) if isinstance(a, Var) and a.id in lin else read(a)
                 for a in e.invars]
         where = f"transpose of {e.prim.name}"
