@@ -33,6 +33,7 @@ LAYERS = [
     ("scipy",),
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint"),  # thin public
+    ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]
 

@@ -27,6 +27,7 @@ from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerIntegerConversionError, UnexpectedTracerError)
 from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.tracing import make_jaxpr
+from .jax_alias import install_as_jax
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,8 @@
 """``python -m wjax``: the adapters wjax sees, the one it picks, features and limits.
 
+``python -m wjax run script.py [args]`` runs a JAX program on wjax (``import jax`` resolves to
+wjax: ``wjax.jax_alias``).
+
 ``python -m wjax --check`` exits 0 when a Vulkan, Metal or D3D12 adapter exists.
 ``python -m wjax --has WORD`` exits 0 when an adapter's backend or device name contains WORD
 (``--has opengl``, ``--has llvmpipe``): the test script asks it which driver runs exist.
@@ -7,10 +10,14 @@
 from __future__ import annotations
 
 import sys
+
+from . import jax_alias
 from .backend import runtime
 
 
 def main(argv):
+    if argv and argv[0] == "run":
+        return jax_alias.run(argv[1:])
     adapters = runtime.list_adapters()
     if "--has" in argv:
         word = argv[argv.index("--has") + 1].lower()
