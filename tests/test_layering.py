@@ -32,7 +32,8 @@ LAYERS = [
     ("random",),
     ("scipy",),
     ("nn",),
-    ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint"),  # thin public
+    ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
+     "flatten_util", "sharding", "test_util", "typing", "version"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

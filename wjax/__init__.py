@@ -8,6 +8,8 @@ every primitive, importing ``dispatch`` installs the eager path.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as _np
 
 from . import prims as _prims
@@ -15,7 +17,8 @@ from . import dispatch as _dispatch
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
-from . import ad_checkpoint, custom_derivatives, errors
+from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
+from . import typing, version
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
                   remat, value_and_grad, vjp, vmap)
@@ -25,11 +28,16 @@ from .core.config import config, disable_jit
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
-from .core.ir import ShapedArray, ShapeDtypeStruct
+from .core.ir import ShapedArray, ShapeDtypeStruct, abstractify
 from .core.tracing import make_jaxpr
 from .jax_alias import install_as_jax
 
-__version__ = "0.1.0"
+__version__ = version.__version__               # the JAX API level (libraries branch on it)
+__version_info__ = version._version_as_tuple
+__wjax_version__ = version.wjax_version          # wjax's own release
+jacobian = jacrev
+P = sharding.PartitionSpec
+set_mesh = sharding.set_mesh
 
 
 def devices(backend=None):
@@ -47,6 +55,24 @@ def device_count(backend=None):
 
 def local_device_count(backend=None):
     return 1
+
+
+def typeof(x) -> ShapedArray:
+    """The abstract value (shape, dtype, weak type) of an array, tracer or scalar."""
+    return abstractify(x)
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """Names the operations traced inside (JAX shows them in profiles; wjax accepts the name)."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
+def named_call(fun, *, name: str | None = None):
+    """``fun`` under a name in profiles (wjax runs it unchanged)."""
+    return fun
 
 
 def default_backend() -> str:

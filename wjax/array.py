@@ -62,13 +62,47 @@ def default_device() -> Device:
     return _device
 
 
-class SingleDeviceSharding:
-    def __init__(self, device):
-        self.device_set = {device}
+class Sharding:
+    """Base class of shardings (``jax.sharding.Sharding``); wjax has one device, so every
+    sharding is fully replicated on it."""
+
+    @property
+    def device_set(self) -> set[Device]:
+        return {default_device()}
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_set)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True
+
+    @property
+    def memory_kind(self) -> str:
+        return "device"
+
+    @property
+    def addressable_devices(self) -> set[Device]:
+        return self.device_set
+
+
+class SingleDeviceSharding(Sharding):
+    def __init__(self, device: Device, *, memory_kind: str | None = None):
         self._device = device
 
+    @property
+    def device_set(self) -> set[Device]:
+        return {self._device}
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self):
+        return hash(("single", self._device))
+
     def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r})"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
 
 
 # --------------------------------------------------------------------------- Array

@@ -20,7 +20,7 @@ import collections
 import dataclasses
 import functools
 import operator
-from typing import Any, Callable, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple, TypeVar
 
 __all__ = [
     "PyTreeDef", "flatten", "unflatten", "structure", "leaves", "map", "reduce", "all",
@@ -91,6 +91,10 @@ def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
 # ---------------------------------------------------------------------------------------
 # Registry
 # ---------------------------------------------------------------------------------------
+
+KeyEntry = TypeVar("KeyEntry")          # one step of a path: SequenceKey, DictKey, ...
+KeyPath = tuple[KeyEntry, ...]          # the path to a leaf, as tree_flatten_with_path gives
+
 
 class _Entry(NamedTuple):
     kind: str                      # none | tuple | list | dict | namedtuple | custom | dataclass

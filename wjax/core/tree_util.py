@@ -7,6 +7,8 @@ from wjax.core.tree import (
     DictKey,
     GetAttrKey,
     FlattenedIndexKey,
+    KeyEntry,
+    KeyPath,
     keystr,
     Partial,
     register_pytree_node,
@@ -38,7 +40,8 @@ from wjax.core.tree import (
 )
 
 __all__ = [
-    "PyTreeDef", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey", "keystr",
+    "PyTreeDef", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey", "KeyEntry",
+    "KeyPath", "keystr",
     "Partial", "register_pytree_node", "register_pytree_node_class",
     "register_pytree_with_keys", "register_pytree_with_keys_class", "register_dataclass",
     "register_static", "is_tree_node", "all_leaves", "treedef_is_leaf", "treedef_children",

@@ -1,0 +1,166 @@
+"""Public names JAX programs and libraries import: versions, typing, sharding (one device),
+ravel_pytree, check_grads, jacobian, typeof, named_scope/named_call, tree_util.KeyPath --
+each against real JAX."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax.flatten_util import ravel_pytree
+
+
+def test_versions_declare_the_jax_api_level():
+    assert wjax.__version__ == jax.__version__.split(".dev")[0][: len(wjax.__version__)]
+    assert wjax.__version_info__ == tuple(int(p) for p in wjax.__version__.split("."))
+    assert wjax.version.__version__ == wjax.__version__
+    assert wjax.__wjax_version__ == wjax.version.wjax_version == "0.1.0"
+
+
+def test_typing_names():
+    from wjax.typing import ArrayLike, DTypeLike
+
+    def scale(x: ArrayLike, dtype: DTypeLike = None):
+        return jnp.asarray(x, dtype) * 2
+
+    assert scale(3).tolist() == 6
+    assert wjax.Array in ArrayLike.__args__ and np.ndarray in ArrayLike.__args__
+    assert np.dtype in DTypeLike.__args__
+
+
+def test_typeof_matches_jax():
+    for ours, theirs in [(wjax.typeof(jnp.ones((2, 3))), jax.typeof(jjnp.ones((2, 3)))),
+                         (wjax.typeof(2.0), jax.typeof(2.0)),
+                         (wjax.typeof(np.int32(1)), jax.typeof(np.int32(1)))]:
+        assert (ours.shape, ours.dtype, ours.weak_type) == \
+            (theirs.shape, theirs.dtype, theirs.weak_type)
+    seen = []
+    wjax.jit(lambda x: seen.append(wjax.typeof(x)) or x)(jnp.ones(3, jnp.int32))
+    assert seen[0].shape == (3,) and seen[0].dtype == np.int32
+
+
+def test_partition_spec_mesh_and_named_sharding_like_jax():
+    from jax.sharding import Mesh as JMesh, NamedSharding as JNS, PartitionSpec as JP
+    from wjax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    for parts in [(), ("x",), ("x", None), (("x", "y"), None)]:
+        assert repr(P(*parts)) == repr(JP(*parts)) and tuple(P(*parts)) == tuple(JP(*parts))
+    assert wjax.P is P
+    m, jm = Mesh(wjax.devices(), ("x",)), JMesh(jax.devices()[:1], ("x",))
+    assert (repr(m), str(m)) == (repr(jm), str(jm))
+    assert dict(m.shape) == dict(jm.shape) and m.size == jm.size
+    s, js = NamedSharding(m, P("x")), JNS(jm, JP("x"))
+    assert repr(s) == repr(js)
+    assert (s.num_devices, s.is_fully_replicated) == (js.num_devices, js.is_fully_replicated)
+    assert s == NamedSharding(m, P("x")) and hash(s) == hash(NamedSharding(m, P("x")))
+    with pytest.raises(ValueError, match="Resource axis: y"):
+        NamedSharding(m, P("y"))
+    with pytest.raises(ValueError, match="Resource axis: y"):
+        JNS(jm, JP("y"))
+    with pytest.raises(ValueError, match="ndim"):
+        Mesh(wjax.devices(), ("x", "y"))
+
+
+def test_abstract_mesh_follows_the_mesh_in_use():
+    from wjax.sharding import AbstractMesh, Mesh, get_abstract_mesh
+    assert repr(get_abstract_mesh()) == repr(jax.sharding.get_abstract_mesh())
+    m = Mesh(wjax.devices(), ("batch",))
+    with wjax.set_mesh(m):
+        assert get_abstract_mesh() == AbstractMesh((1,), ("batch",))
+        assert repr(get_abstract_mesh()) == "AbstractMesh('batch': 1, axis_types=(Auto,))"
+    assert get_abstract_mesh().empty
+    assert repr(AbstractMesh((2,), ("x",))) == repr(jax.sharding.AbstractMesh((2,), ("x",)))
+
+
+def test_array_sharding_is_a_sharding():
+    from wjax.sharding import Sharding, SingleDeviceSharding
+    s = jnp.ones(3).sharding
+    assert isinstance(s, SingleDeviceSharding) and isinstance(s, Sharding)
+    assert s.device_set == {wjax.devices()[0]} and s.is_fully_replicated
+    assert repr(s).startswith("SingleDeviceSharding(device=") and repr(s).endswith(
+        "memory_kind=device)")
+
+
+TREES = [
+    {"a": np.ones((2, 2), np.float32), "b": (np.arange(3, dtype=np.int32), 2.0)},
+    [np.ones(2, np.float16), np.ones(2, np.int32)],
+    (np.float32(1.5), [np.arange(4.0, dtype=np.float32).reshape(2, 2)]),
+    [],
+]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=range(len(TREES)))
+def test_ravel_pytree_matches_jax(tree):
+    from jax.flatten_util import ravel_pytree as jravel
+    flat, unravel = ravel_pytree(wjax.tree_util.tree_map(jnp.asarray, tree))
+    jflat, junravel = jravel(jax.tree_util.tree_map(jjnp.asarray, tree))
+    assert flat.dtype == jflat.dtype and flat.shape == jflat.shape
+    np.testing.assert_array_equal(np.asarray(flat), np.asarray(jflat))
+    back, jback = unravel(flat * 2), junravel(jflat * 2)
+    assert wjax.tree_util.tree_structure(back) == wjax.tree_util.tree_structure(
+        wjax.tree_util.tree_map(np.asarray, tree))
+    for a, b in zip(wjax.tree_util.tree_leaves(back), jax.tree_util.tree_leaves(jback)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ravel_pytree_under_jit_grad_vmap_and_bad_sizes():
+    params = {"w": jnp.arange(6.0).reshape(2, 3), "b": jnp.ones(2)}
+    jparams = {"w": jjnp.arange(6.0).reshape(2, 3), "b": jjnp.ones(2)}
+
+    def loss(rav, p):
+        flat, unravel = rav(p)
+        q = unravel(flat * 3.0)
+        return (q["w"] ** 2).sum() + (flat ** 3).sum() + q["b"].sum()
+
+    from jax.flatten_util import ravel_pytree as jravel
+    g = wjax.jit(wjax.grad(lambda p: loss(ravel_pytree, p)))(params)
+    jg = jax.grad(lambda p: loss(jravel, p))(jparams)
+    for k in g:
+        np.testing.assert_allclose(np.asarray(g[k]), np.asarray(jg[k]), rtol=1e-6)
+    flats = wjax.vmap(lambda p: ravel_pytree(p)[0])(
+        {"w": jnp.ones((4, 2, 3)), "b": jnp.zeros((4, 2))})
+    assert flats.shape == (4, 8)
+    _, unravel = ravel_pytree(params)
+    with pytest.raises(ValueError, match="shape"):
+        unravel(jnp.ones(7))
+    _, junravel = jravel(jparams)
+    with pytest.raises(ValueError):
+        junravel(jjnp.ones(7))
+
+
+def test_check_grads_passes_for_true_derivatives_and_catches_wrong_ones():
+    from wjax.test_util import check_grads
+    x = jnp.asarray(np.linspace(0.1, 1.2, 5, dtype=np.float32))
+    check_grads(lambda v: jnp.sin(v) * jnp.exp(v), (x,), order=2)
+    check_grads(lambda a, b: (a * b).sum() + jnp.tanh(a), (x, x * 2), order=1,
+                modes=("fwd", "rev", "lin"))
+
+    @wjax.custom_jvp
+    def wrong(v):
+        return jnp.sin(v)
+
+    wrong.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * jnp.cos(p[0]) * t[0]))
+    for mode in ("fwd", "rev"):
+        with pytest.raises(AssertionError):
+            check_grads(wrong, (x,), order=1, modes=(mode,))
+    # JAX's check_grads agrees on both verdicts
+    import jax.test_util
+    jax.test_util.check_grads(lambda v: jjnp.sin(v) * jjnp.exp(v), (np.asarray(x),), order=2)
+
+
+def test_jacobian_named_scope_named_call_keypath():
+    f = lambda x: jnp.sin(x) * x[::-1]
+    jf = lambda x: jjnp.sin(x) * x[::-1]
+    x = np.arange(1.0, 4.0, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(wjax.jacobian(f)(x)), np.asarray(jax.jacobian(jf)(x)),
+                               rtol=1e-6)
+    with wjax.named_scope("layer1"):
+        y = wjax.named_call(f, name="f")(x)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jf(x)), rtol=1e-6)
+    with pytest.raises(TypeError, match="string"):
+        with wjax.named_scope(3):
+            pass
+    paths = [p for p, _ in wjax.tree_util.tree_flatten_with_path({"a": [1, 2]})[0]]
+    assert all(isinstance(p, tuple) for p in paths)
+    assert str(wjax.tree_util.KeyPath) == str(jax.tree_util.KeyPath)
