@@ -164,3 +164,58 @@ def test_jacobian_named_scope_named_call_keypath():
     paths = [p for p, _ in wjax.tree_util.tree_flatten_with_path({"a": [1, 2]})[0]]
     assert all(isinstance(p, tuple) for p in paths)
     assert str(wjax.tree_util.KeyPath) == str(jax.tree_util.KeyPath)
+
+
+# ------------------------------------------------------------------------ behaviour libraries test
+
+def _seen_under_transforms(jax_mod, jnp_mod):
+    seen = []
+
+    def f(x):
+        seen.append((isinstance(x, jax_mod.Array), repr(x)))
+        return x
+
+    jax_mod.jit(f)(jnp_mod.ones(3))
+    jax_mod.jit(f)(1.0)
+    jax_mod.jit(f)(jnp_mod.int32(1))
+    jax_mod.make_jaxpr(f)(jnp_mod.ones((2, 2)))
+    jax_mod.vjp(f, 1.0)
+    jax_mod.linearize(f, 1.0)
+    jax_mod.jit(f)(jax_mod.random.key(0))          # a typed key array
+    return seen
+
+
+def test_tracers_are_arrays_and_print_like_jax():
+    ours, theirs = _seen_under_transforms(wjax, jnp), _seen_under_transforms(jax, jjnp)
+    assert ours == theirs
+    seen = []
+    wjax.vmap(lambda x: seen.append((isinstance(x, wjax.Array), repr(x))) or x)(jnp.ones((2, 3)))
+    assert seen == [(True, "VmapTracer(aval=float32[3])")]   # JAX also shows the batched type
+    assert issubclass(type(jnp.ones(1)), wjax.Array) and isinstance(jnp.ones(1), wjax.Array)
+    assert not isinstance(np.ones(1), wjax.Array)
+    with pytest.raises(TypeError):
+        wjax.Array(1)
+
+
+def test_jit_accepts_none_for_static_and_donated_arguments():
+    for mod, np_mod in ((wjax, jnp), (jax, jjnp)):
+        f = mod.jit(lambda x: x + 1, static_argnums=None, static_argnames=None,
+                    donate_argnums=None)
+        assert float(f(np_mod.float32(1.0))) == 2.0
+
+
+def test_jit_of_the_same_function_twice_traces_once_like_jax():
+    counts = []
+    for mod, np_mod in ((wjax, jnp), (jax, jjnp)):
+        calls = []
+
+        def g(x):
+            calls.append(1)
+            return x * 3
+
+        mod.jit(g)(np_mod.ones(2))
+        mod.jit(g)(np_mod.ones(2))
+        mod.jit(g, static_argnums=())(np_mod.ones(2))
+        mod.jit(g)(np_mod.ones(3))                      # a new shape traces again
+        counts.append(len(calls))
+    assert counts[0] == counts[1] == 2

@@ -22,7 +22,8 @@ from . import typing, version
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
                   remat, value_and_grad, vjp, vmap)
-from .array import Array, Device, default_device, live_arrays
+from .array import Array as _Array
+from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
 from .core.config import config, disable_jit
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
@@ -85,8 +86,8 @@ def block_until_ready(x):
 
 
 def device_put(x, device=None):
-    return tree_util.tree_map(lambda a: a if isinstance(a, Array) else numpy.asarray(a), x)
+    return tree_util.tree_map(lambda a: a if isinstance(a, _Array) else numpy.asarray(a), x)
 
 
 def device_get(x):
-    return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, Array) else a, x)
+    return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)

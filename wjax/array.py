@@ -15,6 +15,7 @@ import numpy as np
 from .backend import execute, runtime
 from .core import dtypes
 from .core.ir import ShapedArray
+from .core.tracing import Tracer
 
 
 # --------------------------------------------------------------------------- devices
@@ -273,3 +274,32 @@ def asarray_device(x, dtype=None, weak_type=None) -> Array:
         raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
     val = host.astype(dt, copy=False)
     return Array(execute.upload(rt, val), ShapedArray(val.shape, dt, weak))
+
+
+# --------------------------------------------------------------------------- jax.Array
+
+class _ArrayMeta(type):
+    _members: tuple = ()                 # Array, Tracer, and types registered from above
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, cls._members)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return isinstance(sub, type) and issubclass(sub, cls._members)
+
+    def register(cls, member: type) -> type:
+        """Counts ``member``'s instances as ``jax.Array``s (typed PRNG key arrays)."""
+        cls._members = cls._members + (member,)
+        return member
+
+
+class BaseArray(metaclass=_ArrayMeta):
+    """The public array type, ``jax.Array``: ``isinstance(x, jax.Array)`` holds for device
+    arrays and for tracers (inside ``jit``, ``grad``, ``vmap``), as in JAX, so libraries' checks
+    and annotations treat both alike.  Device arrays are instances of :class:`Array`."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("jax.Array cannot be instantiated directly; use jax.numpy.asarray")
+
+
+BaseArray._members = (Array, Tracer)

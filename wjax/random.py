@@ -26,10 +26,10 @@ from .core import dtypes
 from . import lax
 from . import numpy as jnp
 from .api.jit import jit
-from .array import Array
+from .array import Array, BaseArray
 from .core.config import config
 from .prims.random import fma_p, random_bits_p, random_fold_in_p, random_split_p
-from .core.tracing import Tracer, concrete_or_error
+from .core.tracing import Tracer, concrete_or_error, tracer_repr
 from .core.tree_util import register_pytree_node
 from .core.ir import ShapedArray
 from .prims.cumulative import cumsum_p
@@ -190,13 +190,16 @@ class PRNGKeyArray:
 
     def __repr__(self):
         if isinstance(self._base_array, Tracer):
-            return f"Traced<key<fry>[{','.join(map(str, self.shape))}]>with<DynamicJaxprTrace>"
+            base = self._base_array
+            return tracer_repr(base.builder, base.aval.update(shape=self.shape), lambda: "?",
+                               dtype_name="key<fry>")
         return (f"Array({self.shape}, dtype=key<fry>) overlaying:\n"
                 f"{np.asarray(self._base_array)}")
 
     __str__ = __repr__
 
 
+BaseArray.register(PRNGKeyArray)         # isinstance(key, jax.Array), as in JAX
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                      lambda _, children: PRNGKeyArray(children[0]))
 

@@ -14,6 +14,7 @@ import functools
 import inspect
 import logging
 import time
+import weakref
 
 from .. import dispatch
 from ..backend import runtime
@@ -61,10 +62,34 @@ class Lowered:
         return self._compiled
 
 
+class _TraceCaches:
+    """The trace caches of every jitted function: one per (function, static configuration),
+    shared by every ``jit`` of that function (as JAX's: ``jit(f)`` twice traces ``f`` once),
+    held weakly by the function so they die with it."""
+
+    def __init__(self):
+        self._by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    def get(self, fun, config) -> dict:
+        try:
+            per_fun = self._by_fun.setdefault(fun, {})
+        except TypeError:                 # not weak-referenceable: a cache of its own
+            return {}
+        return per_fun.setdefault(config, {})
+
+    def clear_cache(self) -> None:
+        self._by_fun.clear()
+
+
+_trace_caches = caches.register_owner(_TraceCaches())
+
+
 class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        static_argnums = () if static_argnums is None else static_argnums
+        static_argnames = () if static_argnames is None else static_argnames
         if isinstance(static_argnums, int):
             static_argnums = (static_argnums,)
         if isinstance(static_argnames, str):
@@ -82,7 +107,8 @@ class JitWrapped:
         for i in static_argnums:
             if 0 <= i < len(names):
                 self.static_argnames.add(names[i])
-        self._cache: dict = {}
+        config = (frozenset(self.static_argnums), frozenset(self.static_argnames))
+        self._cache: dict = _trace_caches.get(fun, config)
         caches.register_owner(self)
 
     def _split(self, args, kwargs):

@@ -305,6 +305,24 @@ def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None, val
 
 # --------------------------------------------------------------------------- tracers
 
+def tracer_repr(builder: Builder, aval, primal_text: Callable[[], str],
+                dtype_name: str | None = None) -> str:
+    """How JAX prints a tracer: ``JitTracer(float32[3])`` under ``jit`` (``~`` marks a weak
+    type), ``VmapTracer(aval=...)`` under ``vmap``, ``GradTracer(primal=..., typeof(tangent)=...)``
+    for autodiff outside ``jit`` (where the primal value is known)."""
+    name = dtype_name or np.dtype(aval.dtype).name
+    long = f"{'~' if aval.weak_type else ''}{name}[{','.join(map(str, aval.shape))}]"
+    if builder.debug is not None and builder.debug.what == "vmap":
+        return f"VmapTracer(aval={long})"
+    if builder.with_values:
+        try:
+            primal = primal_text()
+        except Exception:                 # a value that cannot be computed: show its type
+            primal = long
+        return f"GradTracer(primal={primal}, typeof(tangent)={aval.str_short()})"
+    return f"JitTracer({long})"
+
+
 class Tracer:
     """A traced value: an aval and the variable it stands for in a builder.  Its operators and
     array methods are installed by ``wjax/numpy/array_methods.py`` (shared with Array)."""
@@ -322,7 +340,10 @@ class Tracer:
     size = property(lambda self: self.aval.size)
 
     def __repr__(self):
-        return f"Traced<{self.aval!r}>with<DynamicJaxprTrace>"
+        return tracer_repr(self.builder, self.aval, self._primal_text)
+
+    def _primal_text(self) -> str:
+        return str(np.asarray(self.to_concrete_value()))
 
     # -------------------------------------------------------- concreteness
     def _concrete_error(self, cls, what: str, hint: str):
