@@ -219,3 +219,17 @@ def test_jit_of_the_same_function_twice_traces_once_like_jax():
         mod.jit(g)(np_mod.ones(3))                      # a new shape traces again
         counts.append(len(calls))
     assert counts[0] == counts[1] == 2
+
+
+def test_vjp_function_is_a_pytree_of_residuals_like_jax():
+    x = np.arange(3.0, dtype=np.float32)
+    outs = []
+    for mod, np_mod in ((wjax, jnp), (jax, jjnp)):
+        _, vjp_fn = mod.vjp(lambda v: np_mod.sin(v) * v, np_mod.asarray(x))
+        leaves = mod.tree_util.tree_leaves(vjp_fn)
+        assert leaves and all(isinstance(leaf, mod.Array) for leaf in leaves)
+        # it crosses a jit boundary as an argument, as JAX's docs do
+        outs.append(np.asarray(mod.jit(lambda g, c: g(c)[0])(vjp_fn, np_mod.ones(3))))
+        outs.append(np.asarray(vjp_fn(np_mod.ones(3))[0]))
+    np.testing.assert_allclose(outs[0], outs[2], rtol=1e-6)
+    np.testing.assert_allclose(outs[1], outs[3], rtol=1e-6)

@@ -373,7 +373,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
     outs, res = kr[:n_out], kr[n_out:]
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
 
-    def vjp_fn(ct):
+    def pullback(res, ct):
         cl, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != tr.out_tree:
             raise TypeError(
@@ -400,6 +400,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
         ]
         return tuple(tree_util.tree_unflatten(in_tree, full))
 
+    # a pytree whose leaves are the residuals (as JAX's): it can cross a jit boundary
+    vjp_fn = tree_util.Partial(pullback, list(res))
     if has_aux:
         return primal_out, vjp_fn, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
     return primal_out, vjp_fn
