@@ -233,3 +233,51 @@ def test_vjp_function_is_a_pytree_of_residuals_like_jax():
         outs.append(np.asarray(vjp_fn(np_mod.ones(3))[0]))
     np.testing.assert_allclose(outs[0], outs[2], rtol=1e-6)
     np.testing.assert_allclose(outs[1], outs[3], rtol=1e-6)
+
+
+@pytest.fixture
+def debug_nans():
+    wjax.config.update("jax_debug_nans", True)
+    jax.config.update("jax_debug_nans", True)
+    yield
+    wjax.config.update("jax_debug_nans", False)
+    jax.config.update("jax_debug_nans", False)
+
+
+def _nan_error(fn, *args):
+    try:
+        fn(*args)
+    except FloatingPointError as e:
+        return str(e).split(".")[0]
+    return None
+
+
+@pytest.mark.parametrize("case", ["eager", "jit", "grad", "jit_grad", "loop", "clean"])
+def test_debug_nans_raises_at_the_op_like_jax(debug_nans, case):
+    def program(mod, np_mod):
+        f = lambda x: np_mod.sqrt(x - 5.0) * 2.0
+        x = np_mod.arange(3.0)
+        return {
+            "eager": lambda: f(x),
+            "jit": lambda: mod.jit(f)(x),
+            "grad": lambda: mod.grad(lambda v: f(v).sum())(x),
+            "jit_grad": lambda: mod.jit(mod.grad(lambda v: f(v).sum()))(x),
+            "loop": lambda: mod.lax.fori_loop(0, 3, lambda i, v: np_mod.log(v - 3.0), 1.0),
+            "clean": lambda: mod.jit(lambda v: np_mod.log(v) * 0.0 + 1.0)(x + 1.0),
+        }[case]
+
+    ours, theirs = _nan_error(program(wjax, jnp)), _nan_error(program(jax, jjnp))
+    assert ours == theirs
+    if case != "clean":
+        assert ours.startswith("invalid value (nan) encountered in")
+
+
+def test_debug_infs_and_flags_off():
+    x = jnp.arange(3.0)
+    assert np.isnan(np.asarray(jnp.sqrt(x - 5.0))).all()        # off: no check
+    wjax.config.update("jax_debug_infs", True)
+    try:
+        with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in log"):
+            jnp.log(x)
+    finally:
+        wjax.config.update("jax_debug_infs", False)

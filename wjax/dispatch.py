@@ -56,7 +56,7 @@ class Compiled:
     """A closed jaxpr compiled for the device: ``compiled(arrays) -> arrays``."""
 
     def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
-        self.name = name
+        self.name, self.closed = name, closed
         self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
 
     exe = property(lambda self: self.bound.exe)
@@ -68,7 +68,10 @@ class Compiled:
     def __call__(self, args: list) -> list[Array]:
         bufs = [device_array(a).buffer for a in args]
         outs = self.bound.run(runtime.get(), bufs)
-        return [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        res = [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+            _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
+        return res
 
 
 def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
@@ -119,7 +122,49 @@ def eager(prim: Primitive, args, params: dict):
         exe = hit[0]
     outs = exe.run(rt, [a.buffer for a in arrays])
     res = [Array(b, a) for b, a in zip(outs, exe.out_avals)]
+    if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+        inner = params.get("jaxpr")
+        if (prim.call or prim.transparent_call) and isinstance(inner, ClosedJaxpr):
+            _check_program(prim.name, inner.jaxpr, inner.consts, arrays, res)
+        else:
+            _check_op(prim.name, res)
     return res if prim.multiple_results else res[0]
+
+
+# --------------------------------------------------------------------------- debug_nans
+
+def _invalid(arrays) -> str | None:
+    """'nan' or 'inf' when an output holds one that the debug flags ask about."""
+    for a in arrays:
+        if np.dtype(a.dtype).kind != "f":
+            continue
+        host = np.asarray(a)
+        if _cfg.jax_debug_nans and np.isnan(host).any():
+            return "nan"
+        if _cfg.jax_debug_infs and np.isinf(host).any():
+            return "inf"
+    return None
+
+
+def _check_op(name: str, outs) -> None:
+    kind = _invalid(outs)
+    if kind is not None:
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")
+
+
+def _check_program(name: str, jaxpr: Jaxpr, consts, args, outs) -> None:
+    """A compiled program made a NaN/inf: run it again op by op (eagerly, so each op checks
+    its outputs) to raise at the op that made it, as JAX's de-optimized re-run does."""
+    kind = _invalid(outs)
+    if kind is None:
+        return
+    logger.warning("Invalid %s value encountered in the output of a jit-compiled function. "
+                   "Calling the de-optimized version.", kind)
+    eval_jaxpr(jaxpr, consts, *args)
+    raise FloatingPointError(
+        f"invalid value ({kind}) encountered in {name}. The de-optimized function (the "
+        f"function run op by op, as if not compiled) did not produce invalid values, so the "
+        f"{kind} comes from an input or differs between the compiled and op-by-op runs.")
 
 
 set_eager(eager)

@@ -14,7 +14,8 @@ class Config:
         "jax_default_matmul_precision": None,
         "jax_platforms": None,
         "jax_platform_name": None,
-        "jax_debug_nans": False,
+        "jax_debug_nans": False,      # FloatingPointError at the op that makes a NaN
+        "jax_debug_infs": False,      # ... or an inf
     }
 
     def __init__(self):
