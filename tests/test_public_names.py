@@ -281,3 +281,16 @@ def test_debug_infs_and_flags_off():
             jnp.log(x)
     finally:
         wjax.config.update("jax_debug_infs", False)
+
+
+def test_shape_dtype_struct_like_and_lax_primitives():
+    for x, jx in [(jnp.ones((2, 3), jnp.int32), jjnp.ones((2, 3), jjnp.int32)), (2.0, 2.0),
+                  (np.ones(3), np.ones(3)), (wjax.ShapeDtypeStruct((2,), "float32"),
+                                             jax.ShapeDtypeStruct((2,), "float32"))]:
+        ours, theirs = wjax.ShapeDtypeStruct.like(x), jax.ShapeDtypeStruct.like(jx)
+        assert repr(ours) == repr(theirs) and ours.weak_type == theirs.weak_type
+    names = [n for n in dir(jax.lax) if n.endswith("_p") and hasattr(wjax.lax, n)]
+    assert len(names) > 90
+    for n in names:
+        assert getattr(wjax.lax, n).name == getattr(jax.lax, n).name.replace("-", "_"), n
+    assert float(wjax.lax.sin_p.bind(jnp.float32(1.0))) == pytest.approx(np.sin(1.0), rel=1e-6)

@@ -111,8 +111,17 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
 
+    @classmethod
+    def like(cls, x: Any) -> "ShapeDtypeStruct":
+        """The shape, dtype and weak type of ``x`` (an array, tracer, scalar or struct)."""
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, x.weak_type)
+        aval = abstractify(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape

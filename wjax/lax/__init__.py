@@ -12,6 +12,7 @@ from ..core import caches, dtypes, ops
 from ..core.ir import raise_to_shaped
 from ..core.ops import *  # noqa: F403  (the lax-level functions)
 from ..core.ops import RoundingMethod, _const, _operands, convert_element_type
+from ..core.primitive import REGISTRY
 from ..core.tracing import current_builder, trace_flat
 from ..prims import conv as _C
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
@@ -110,3 +111,9 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+
+# every primitive as ``lax.<name>_p`` (``lax.add_p``, ``lax.dot_general_p``), as JAX exports them
+for _name, _prim in REGISTRY.items():
+    globals().setdefault(f"{_name}_p", _prim)
+del _name, _prim
