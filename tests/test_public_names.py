@@ -172,7 +172,11 @@ def _seen_under_transforms(jax_mod, jnp_mod):
     seen = []
 
     def f(x):
-        seen.append((isinstance(x, jax_mod.Array), repr(x)))
+        seen.append((isinstance(x, jax_mod.Array), repr(x), f"{x}"))
+        try:
+            f"{x:.2f}"
+        except TypeError:
+            seen.append("format spec refused")
         return x
 
     jax_mod.jit(f)(jnp_mod.ones(3))
@@ -191,6 +195,7 @@ def test_tracers_are_arrays_and_print_like_jax():
     seen = []
     wjax.vmap(lambda x: seen.append((isinstance(x, wjax.Array), repr(x))) or x)(jnp.ones((2, 3)))
     assert seen == [(True, "VmapTracer(aval=float32[3])")]   # JAX also shows the batched type
+    assert f"{jnp.float32(2.5):.2f}" == "2.50"
     assert issubclass(type(jnp.ones(1)), wjax.Array) and isinstance(jnp.ones(1), wjax.Array)
     assert not isinstance(np.ones(1), wjax.Array)
     with pytest.raises(TypeError):

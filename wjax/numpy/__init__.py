@@ -1,27 +1,42 @@
-"""wjax.numpy: JAX's ``jax.numpy`` on WebGPU."""
-from ._core import *  # noqa: F401,F403
-from ._core import (abs, all, any, divmod, max, min, round, sum, bool, bool_,  # noqa: F401
-                    ndarray)
-from .indexing import getitem as _getitem  # noqa: F401
-from .extra import *  # noqa: F401,F403  (issue 3: more ufuncs, reductions, shapes, sort, ...)
-from .extra import __array_api_version__  # noqa: F401
+"""wjax.numpy: JAX's ``jax.numpy`` on WebGPU, one module per topic (docs/DESIGN.md):
 
-from . import linalg  # noqa: E402,F401
+    _util         argument checks, promotion, broadcasting, result_type
+    creation      array, asarray, zeros/ones/full/empty(_like), arange, eye, tri, ...
+    scalars       scalar types (jnp.float32), dtype names, constants, finfo/iinfo
+    ufuncs        elementwise math, comparisons, logic, bits, rounding, clip
+    shapes        reshape, transpose, joins and splits, flips, rolls, tiles, diagonals, take
+    reductions    sum/prod/max/mean/var/..., NaN-ignoring and cumulative forms, quantiles
+    grids         linspace, logspace, geomspace, meshgrid, indices, vander
+    products      dot, matmul, tensordot, outer, kron, cross, einsum
+    sorting       sort/argsort/partition, searchsorted, nonzero/argwhere/where, histograms
+    manipulation  pad, repeat, compress, extract
+    setops        unique, union1d, intersect1d, setdiff1d, setxor1d, isin
+    indexing      x[...] and x.at[...]
+    linalg        jnp.linalg
+    array_methods the operators and methods of Array and Tracer, installed from here
+"""
+import sys as _sys
 
+from . import array_methods as _array_methods
+from . import _util, creation, grids, manipulation, products, reductions, scalars, setops
+from . import shapes, sorting, ufuncs
+from . import indexing, linalg
+from ._util import *
+from .creation import *
+from .scalars import *
+from .ufuncs import *
+from .shapes import *
+from .reductions import *
+from .grids import *
+from .products import *
+from .sorting import *
+from .manipulation import *
+from .setops import *
 
-def _public(mod):
-    return [n for n in dir(mod) if not n.startswith("_")]
+__array_api_version__ = "2023.12"
 
-
-from . import _core as __core  # noqa: E402
-
-from . import extra as __extra  # noqa: E402
-
-__all__ = _public(__core) + list(__extra.__all__)
-
-
-import sys as _sys  # noqa: E402
-
-from . import array_methods as _array_methods  # noqa: E402
+__all__ = [n for m in (_util, creation, scalars, ufuncs, shapes, reductions, grids, products,
+                       sorting, manipulation, setops) for n in m.__all__]
+__all__.append("__array_api_version__")
 
 _array_methods.install_all(_sys.modules[__name__])   # operators and methods of Array and Tracer

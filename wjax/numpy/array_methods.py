@@ -123,6 +123,11 @@ class ArrayMethods:
         return _jnp
 
     def __format__(self, spec):
+        if isinstance(self, Tracer):       # as JAX: the tracer's repr, no format specs
+            if spec:
+                raise TypeError(f"unsupported format string passed to "
+                                f"{type(self).__name__}.__format__")
+            return repr(self)
         if self.ndim == 0:
             return format(self.item(), spec)
         return format(str(self), spec)
@@ -144,8 +149,10 @@ for _n in ["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin"
     elif _n != "item_":
         setattr(ArrayMethods, _n, _method(_n))
 
-# x.compress(condition, axis) is jnp.compress(condition, x, axis); real/imag are properties (issue 3)
-ArrayMethods.compress = lambda self, condition, axis=None, **kw: _jnp.compress(condition, self, axis, **kw)
+# x.compress(condition, axis) is jnp.compress(condition, x, axis); real/imag are properties
+ArrayMethods.compress = lambda self, condition, axis=None, **kw: _jnp.compress(
+    condition, self, axis, **kw
+)
 ArrayMethods.real = property(lambda self: _jnp.real(self))
 ArrayMethods.imag = property(lambda self: _jnp.imag(self))
 

@@ -11,7 +11,6 @@ an iota with the same index (out-of-bounds positions become -1), then scatters
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 
@@ -20,7 +19,10 @@ from .. import lax
 from ..array import Array
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers, _mode
 from ..core.tracing import NonConcreteBooleanIndexError, Tracer
-from . import _core as jnp
+from ._util import broadcast_shapes
+from .creation import asarray, broadcast_to
+from .ufuncs import _where_xy, add, less, negative, power, reciprocal
+from .shapes import expand_dims, reshape, stack
 
 
 def _is_int_scalar(i) -> bool:
@@ -30,21 +32,29 @@ def _is_int_scalar(i) -> bool:
 def _normalize(x, idx):
     """The index as a tuple with Ellipsis expanded and bool masks made integer."""
     if isinstance(idx, list):
-        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; use "
-                        "`arr[array(seq)]` instead of `arr[seq]`. See "
-                        "https://github.com/jax-ml/jax/issues/4564 for more information.")
+        raise TypeError(
+            "Using a non-tuple sequence for multidimensional indexing is not allowed; use "
+            "`arr[array(seq)]` instead of `arr[seq]`. See "
+            "https://github.com/jax-ml/jax/issues/4564 for more information."
+        )
     if not isinstance(idx, tuple):
         idx = (idx,)
     idx = tuple(np.asarray(i) if isinstance(i, list) else i for i in idx)   # as JAX
     _check_bool_shapes(x, idx)
     out = []
     for i in idx:
-        if isinstance(i, (str, float, complex)) or (isinstance(i, np.ndarray) and i.dtype.kind == "f"):
+        if isinstance(i, (str, float, complex)) or (
+            isinstance(i, np.ndarray) and i.dtype.kind == "f"
+        ):
             raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                             f"{type(i).__name__ if not isinstance(i, np.ndarray) else i.dtype}")
         if isinstance(i, (Array, Tracer)) and not (dtypes.is_int(i.dtype) or i.dtype == np.bool_):
-            raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {i.dtype}")
-        is_bool_arr = (isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_) or isinstance(i, (bool, np.bool_))
+            raise TypeError(
+                f"Indexer must have integer or boolean type, got indexer with type {i.dtype}"
+            )
+        is_bool_arr = (
+            isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_
+        ) or isinstance(i, (bool, np.bool_))
         if is_bool_arr:
             if isinstance(i, Tracer) and i.to_concrete_value() is not None:
                 i = i.to_concrete_value()
@@ -52,7 +62,7 @@ def _normalize(x, idx):
                 raise NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete; got {i!r}\n"
                     "Boolean indexing under jit produces arrays whose shape depends on values. Use "
-                    "jnp.where(mask, x, fill) or x.at[mask].set(...) with a static size instead.")
+                    "_where_xy(mask, x, fill) or x.at[mask].set(...) with a static size instead.")
             mask = np.asarray(i)
             if mask.ndim == 0:
                 raise IndexError("scalar boolean indices are not supported")
@@ -64,8 +74,9 @@ def _normalize(x, idx):
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(1 for i in out if i is not None and i is not Ellipsis)
     if used > x.ndim:
-        raise IndexError(f"Too many indices: {x.ndim}-dimensional array indexed with {used} regular "
-                         "indices.")
+        raise IndexError(
+            f"Too many indices: {x.ndim}-dimensional array indexed with {used} regular indices."
+        )
     if n_ell:
         k = out.index(Ellipsis)
         out = out[:k] + [slice(None)] * (x.ndim - used) + out[k + 1:]
@@ -102,7 +113,7 @@ def _is_advanced(i) -> bool:
 
 
 def getitem(x, idx, mode=None, fill_value=None):
-    x = jnp.asarray(x)
+    x = asarray(x)
     items = _normalize(x, idx)
     advanced = any(_is_advanced(i) for i in items) or mode == "fill"
     # 1. basic indices: slices (with rev for negative steps), None; ints when no arrays
@@ -118,23 +129,31 @@ def getitem(x, idx, mode=None, fill_value=None):
             if step == 0:
                 raise ValueError("slice step cannot be zero")
             if step > 0:
-                starts.append(st); limits.append(max(st, sp)); strides.append(step)
+                starts.append(st)
+                limits.append(max(st, sp))
+                strides.append(step)
             else:
                 # reversed: elements st, st+step, ... > sp  ->  rev then forward slice
                 cnt = len(range(st, sp, step))
                 rs = n - 1 - st
                 revs.append(dim)
-                starts.append(rs); limits.append(rs + (cnt - 1) * (-step) + 1 if cnt else rs); strides.append(-step)
+                starts.append(rs)
+                limits.append(rs + (cnt - 1) * (-step) + 1 if cnt else rs)
+                strides.append(-step)
             new_items.append(slice(None))
         elif _is_int_scalar(i) and not advanced:
             k = int(i)
             k = k + n if k < 0 else k
             k = min(max(k, 0), max(n - 1, 0))
-            starts.append(k); limits.append(min(k + 1, n)); strides.append(1)
+            starts.append(k)
+            limits.append(min(k + 1, n))
+            strides.append(1)
             squeeze_dims.append(dim)
             new_items.append("squeezed")
         else:
-            starts.append(0); limits.append(n); strides.append(1)
+            starts.append(0)
+            limits.append(n)
+            strides.append(1)
             new_items.append(i)
         dim += 1
     y = x
@@ -146,7 +165,9 @@ def getitem(x, idx, mode=None, fill_value=None):
         y = lax.squeeze(y, squeeze_dims)
     items = [i for i in new_items if not (isinstance(i, str) and i == "squeezed")]
     # 2. advanced indices -> one gather
-    adv_pos = [k for k, i in enumerate([i for i in items if i is not None]) if not isinstance(i, slice)]
+    adv_pos = [
+        k for k, i in enumerate([i for i in items if i is not None]) if not isinstance(i, slice)
+    ]
     if adv_pos:
         y = _gather(y, [i for i in items if i is not None], adv_pos, mode, fill_value,
                     none_positions=[k for k, i in enumerate(items) if i is None])
@@ -162,16 +183,16 @@ def _gather(y, items, adv_pos, mode, fill_value, none_positions):
     arrays = []
     for k in adv_pos:
         a = items[k]
-        a = jnp.asarray(a) if not isinstance(a, (Array, Tracer)) else a
+        a = asarray(a) if not isinstance(a, (Array, Tracer)) else a
         if not dtypes.is_int(a.dtype):
             raise TypeError(f"Indexer must have integer or boolean type, got {a.dtype}")
         a = lax.convert_element_type(a, np.int32) if a.dtype != np.int32 else a
         n = y.shape[k]
-        a = jnp.where(jnp.less(a, 0), jnp.add(a, n), a)
+        a = _where_xy(less(a, 0), add(a, n), a)
         arrays.append(a)
-    bshape = jnp.broadcast_shapes(*[a.shape for a in arrays])
-    arrays = [jnp.broadcast_to(a, bshape) for a in arrays]
-    indices = jnp.stack(arrays, axis=-1) if len(arrays) > 1 else jnp.expand_dims(arrays[0], -1)
+    bshape = broadcast_shapes(*[a.shape for a in arrays])
+    arrays = [broadcast_to(a, bshape) for a in arrays]
+    indices = stack(arrays, axis=-1) if len(arrays) > 1 else expand_dims(arrays[0], -1)
     rest = [d for d in range(y.ndim) if d not in adv_pos]
     contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
     nb = len(bshape)
@@ -187,7 +208,9 @@ def _gather(y, items, adv_pos, mode, fill_value, none_positions):
                      fill_value=fill_value)
     if none_positions:
         # NumPy puts new axes where the Nones stood relative to the remaining dims
-        out = lax.expand_dims(out, [p if p < out.ndim + len(none_positions) else -1 for p in none_positions])
+        out = lax.expand_dims(
+            out, [p if p < out.ndim + len(none_positions) else -1 for p in none_positions]
+        )
     return out
 
 
@@ -223,7 +246,7 @@ class _IndexUpdateRef:
         return _update(self.array, self.index, values, lax.scatter_add, kw)
 
     def subtract(self, values, **kw):
-        return _update(self.array, self.index, jnp.negative(values), lax.scatter_add, kw)
+        return _update(self.array, self.index, negative(values), lax.scatter_add, kw)
 
     def mul(self, values, **kw):
         return _update(self.array, self.index, values, lax.scatter_mul, kw)
@@ -232,12 +255,14 @@ class _IndexUpdateRef:
 
     def divide(self, values, **kw):
         x = self.array
-        return _update(x, self.index, jnp.reciprocal(jnp.asarray(values, dtype=x.dtype)), lax.scatter_mul, kw)
+        return _update(
+            x, self.index, reciprocal(asarray(values, dtype=x.dtype)), lax.scatter_mul, kw
+        )
 
     def power(self, values, **kw):
         x = self.array
         cur = getitem(x, self.index)
-        return _update(x, self.index, jnp.power(cur, values), lax.scatter, kw)
+        return _update(x, self.index, power(cur, values), lax.scatter, kw)
 
     def min(self, values, **kw):
         return _update(self.array, self.index, values, lax.scatter_min, kw)
@@ -247,28 +272,34 @@ class _IndexUpdateRef:
 
 
 def _update(x, index, values, scatter_fn, kw):
-    x = jnp.asarray(x)
+    x = asarray(x)
     mode = kw.get("mode")
     if mode is not None:
         _mode(mode)                     # JAX's ValueError for an unknown mode
     if mode is not None and str(getattr(mode, "name", mode)).lower() in ("clip",):
-        pos = getitem(jnp.reshape(lax.iota(np.int32, x.size), x.shape), index)
+        pos = getitem(reshape(lax.iota(np.int32, x.size), x.shape), index)
     else:
-        pos = getitem(jnp.reshape(lax.iota(np.int32, x.size), x.shape), index, mode="fill", fill_value=-1)
+        pos = getitem(
+            reshape(lax.iota(np.int32, x.size), x.shape), index, mode="fill", fill_value=-1
+        )
     if isinstance(values, (Array, Tracer)) and values.dtype != x.dtype:
         values = lax.convert_element_type(values, x.dtype)
     elif not isinstance(values, (Array, Tracer)):
         v = np.asarray(values)
         if v.dtype.kind in "cOSU":
-            raise TypeError(f"cannot update an array of dtype {x.dtype} with values of dtype {v.dtype}")
-        values = jnp.asarray(v.astype(x.dtype))
+            raise TypeError(
+                f"cannot update an array of dtype {x.dtype} with values of dtype {v.dtype}"
+            )
+        values = asarray(v.astype(x.dtype))
     try:
-        values = jnp.broadcast_to(values, pos.shape)
+        values = broadcast_to(values, pos.shape)
     except ValueError:
-        raise ValueError(f"shape mismatch: value array of shape {values.shape} could not be broadcast "
-                         f"to indexing result of shape {pos.shape}") from None
-    flat = jnp.reshape(x, (-1,))
+        raise ValueError(
+            f"shape mismatch: value array of shape {values.shape} could not be broadcast "
+            f"to indexing result of shape {pos.shape}"
+        ) from None
+    flat = reshape(x, (-1,))
     dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                  scatter_dims_to_operand_dims=(0,))
-    out = scatter_fn(flat, jnp.expand_dims(pos, -1), values, dn, mode="fill")
-    return jnp.reshape(out, x.shape)
+    out = scatter_fn(flat, expand_dims(pos, -1), values, dn, mode="fill")
+    return reshape(out, x.shape)

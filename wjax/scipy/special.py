@@ -14,7 +14,8 @@ from .. import numpy as jnp
 from ..array import asarray_device
 from ..api.custom_derivatives import custom_jvp
 from ..core.ir import WeakScalar
-from ..numpy._core import promote_args
+from ..numpy._util import promote_args
+from ..numpy.shapes import _axes
 from ..prims.random import digamma_p, lgamma_p
 
 __all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "digamma",
@@ -48,7 +49,6 @@ def _stop_gradient(x):
 def _reduction_dims(a, axis):
     if axis is None:
         return tuple(range(a.ndim)), tuple(range(a.ndim))
-    from ..numpy._core import _axes
     dims = tuple(sorted(_axes(axis, a.ndim)))       # out-of-bounds axes raise, as in JAX
     return dims, dims
 

@@ -1,0 +1,137 @@
+"""Helpers every jax.numpy module uses: argument checks, JAX's promotion of arguments
+(``promote_args``), shape broadcasting, and the dtype queries (``result_type``).
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import lax
+from ..array import Array, asarray_device
+from ..core import dtypes
+from ..core.ir import WeakScalar, raise_to_shaped
+from ..core.tracing import ConcretizationTypeError, Tracer
+
+
+def result_type(*args):
+    return dtypes.result_type(*args)
+
+
+def _is_array(x) -> builtins.bool:
+    return isinstance(x, (Array, Tracer))
+
+
+def _check_arg(name, x, pos=0):
+    """JAX's ``check_arraylike``: jnp functions take arrays and scalars, not lists or tuples
+    (which would be converted silently on every call) nor strings or None."""
+    if isinstance(x, (list, tuple, str, bytes)) or x is None:
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at "
+                        f"position {pos}.")
+
+
+def _aval(x):
+    return raise_to_shaped(x)
+
+
+def _to_operand(x, dt, weak):
+    """``x`` converted to dtype ``dt`` (weakly typed if ``weak``)."""
+    if isinstance(x, (builtins.bool, int, float)) and not isinstance(x, np.generic):
+        if isinstance(x, int) and not isinstance(x, builtins.bool):
+            # JAX (x64 off): a Python int must fit int32, then wraps into narrower int dtypes
+            # (uint8 array + 300 is 45 + ...); beyond int32 it is an OverflowError, any dtype
+            if not -2**31 <= x < 2**31:
+                raise OverflowError(f"Python int {x} too large to convert to int32")
+            if dtypes.is_int(dt):
+                v = np.asarray(np.int64(x)).astype(dt)
+                return WeakScalar(v) if weak else v
+        return WeakScalar(np.asarray(x, dt)) if weak else np.asarray(x, dt)
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = asarray_device(x)
+    a = _aval(x)
+    if a.dtype != dt or a.weak_type != weak:
+        return lax.convert_element_type(x, dt, weak_type=weak)
+    return x
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ValueError("Incompatible shapes for broadcasting: shapes="
+                         + str([tuple(s) for s in shapes])) from None
+
+
+def _broadcast_to_shape(x, shape):
+    a = _aval(x)
+    if a.shape == tuple(shape):
+        return x
+    nd = len(shape)
+    return lax.broadcast_in_dim(x, shape, tuple(range(nd - a.ndim, nd)))
+
+
+def promote_args(name, *args, to_float=False, to_inexact=False):
+    """JAX's promotion of ufunc arguments, then rank/shape broadcasting."""
+    for i, x in enumerate(args):
+        _check_arg(name, x, i)
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if (to_float or to_inexact) and not dtypes.is_float(dt):
+        dt = np.dtype(np.float32)
+    ops = [_to_operand(x, dt, weak) for x in args]
+    try:
+        shape = broadcast_shapes(*[_aval(o).shape for o in ops])
+    except ValueError:   # as JAX, where the lax op's shape rule reports it
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        + ", ".join(str(_aval(o).shape) for o in ops) + ".") from None
+    # rank-0 operands stay scalars: elementwise primitives broadcast them (``mul a 2.0``)
+    return [_broadcast_to_shape(o, shape) if 0 < _aval(o).ndim and _aval(o).shape != shape else o
+            for o in ops]
+
+
+def _wrap_result(x):
+    if isinstance(x, WeakScalar):
+        return asarray_device(x.val, weak_type=True)
+    if isinstance(x, np.ndarray):
+        return asarray_device(x)
+    return x
+
+
+_int = np.dtype(np.int32)
+
+
+_f32 = np.dtype(np.float32)
+
+
+def _const(x, v):
+    """``v`` in ``x``'s dtype (weak only when ``x`` is a weak scalar, as JAX's ``lax._const``)."""
+    return lax._const(x, v)
+
+
+def _is_float(x) -> bool:
+    return dtypes.is_float(_aval(x).dtype)
+
+
+def _inexact(name, *args):
+    return promote_args(name, *args, to_inexact=True)
+
+
+def _concrete(x, what):
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is not None:
+            return v
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {what}. "
+            "The size of the result depends on values; pass a static size (size=/length=) to use "
+            "this function under jit.")
+    return np.asarray(x)
+
+
+def _select(c, x, y):
+    """where with already-promoted, equal-shape operands (scalars broadcast)."""
+    return lax.select(c, x, y)
+
+
+__all__ = [
+    "result_type", "broadcast_shapes", "promote_args",
+]

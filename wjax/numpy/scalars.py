@@ -1,0 +1,101 @@
+"""Scalar types and dtype names (``jnp.float32(x)`` makes a 0-d array), constants (``pi``,
+``inf``, ``newaxis``) and dtype functions (``promote_types``, ``issubdtype``, ``finfo``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..array import BaseArray
+from ..core import dtypes
+from .creation import asarray
+
+
+ndarray = BaseArray          # jax.Array: device arrays and tracers
+
+
+# dtypes, as in jax.numpy
+class _ScalarMeta(type):
+    """``jnp.float32`` and friends, as in JAX: a dtype-like object (``np.dtype(jnp.float32)``
+    works, and it compares equal to ``np.float32``) whose call makes a wjax Array, so
+    ``jnp.float32(x)`` also works on traced values."""
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __call__(cls, x):
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'wjax.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(np_type):
+    return _ScalarMeta(np.dtype(np_type).name, (object,), {"dtype": np.dtype(np_type)})
+
+
+bool_ = _scalar_type(np.bool_)
+
+
+int8, int16, int32, int64 = (_scalar_type(t) for t in (np.int8, np.int16, np.int32, np.int64))
+
+
+uint8, uint16, uint32, uint64 = (
+    _scalar_type(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+)
+
+
+float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, np.float64))
+
+
+complex64, complex128 = np.complex64, np.complex128
+
+
+bfloat16 = dtypes.bfloat16
+
+
+inf, nan, pi, e, euler_gamma = np.inf, np.nan, np.pi, np.e, np.euler_gamma
+
+
+newaxis = None
+
+
+dtype = np.dtype
+
+
+generic, number, integer, signedinteger, unsignedinteger = (
+    np.generic,
+    np.number,
+    np.integer,
+    np.signedinteger,
+    np.unsignedinteger,
+)
+
+
+inexact, floating, complexfloating, bool = np.inexact, np.floating, np.complexfloating, bool_
+
+
+promote_types = dtypes.promote_types
+
+
+issubdtype = dtypes.issubdtype
+
+
+finfo, iinfo = dtypes.finfo, dtypes.iinfo
+
+
+__all__ = [
+    "ndarray", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float16", "float32", "float64", "complex64", "complex128", "bfloat16", "inf",
+    "nan", "pi", "e", "euler_gamma", "newaxis", "dtype", "generic", "number", "integer",
+    "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating", "bool",
+    "promote_types", "issubdtype", "finfo", "iinfo",
+]
