@@ -43,9 +43,11 @@ def _split_consts(closed: ClosedJaxpr):
     tv, tc, kv, kc = [], [], [], []
     for v, c in zip(j.constvars, closed.consts):
         if isinstance(c, Tracer):
-            tv.append(v); tc.append(c)
+            tv.append(v)
+            tc.append(c)
         else:
-            kv.append(v); kc.append(c)
+            kv.append(v)
+            kc.append(c)
     return Jaxpr(kv, tv + j.invars, j.outvars, j.eqns), tc, kc
 
 
@@ -54,7 +56,12 @@ def _with_leading(jaxpr: Jaxpr, consts, before_avals, own_vars, after_avals) -> 
     other calls' consts: invars = [dummies(before), own, dummies(after), rest]."""
     n = len(own_vars)
     rest = jaxpr.invars[n:]
-    inv = [Var(a) for a in before_avals] + list(jaxpr.invars[:n]) + [Var(a) for a in after_avals] + rest
+    inv = (
+        [Var(a) for a in before_avals]
+        + list(jaxpr.invars[:n])
+        + [Var(a) for a in after_avals]
+        + rest
+    )
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, inv, jaxpr.outvars, jaxpr.eqns), consts)
 
 
@@ -159,8 +166,11 @@ class custom_jvp:
                 ta = abstractify(t)
                 if ta.shape != a.shape:
                     raise TypeError(
-                        "Custom JVP rule must produce primal and tangent outputs with corresponding "
-                        f"shapes and dtypes, but got {a.str_short()} and {ta.str_short()} respectively.")
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        "corresponding "
+                        f"shapes and dtypes, but got {a.str_short()} and {ta.str_short()} "
+                        f"respectively."
+                    )
                 if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
                     t = lax.convert_element_type(t, a.dtype)
                 fixed.append(t)
@@ -239,56 +249,8 @@ class custom_vjp:
             self.fun, self.nondiff_argnums, args, "custom_vjp")
         out_avals = closed.out_avals
         res_box = []
-
-        def fwd_flat(*xs):
-            r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
-            if not (isinstance(r, (tuple, list)) and len(r) == 2):
-                raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "
-                                f"produce a pair (list or tuple of length two) where the first element "
-                                f"represents the primal output and the second element represents "
-                                f"residuals, but got {r!r}.")
-            out, res = r
-            ol, ot = tree_util.tree_flatten(out)
-            if ot != out_tree:
-                raise TypeError(f"Custom VJP fwd rule must produce an output with the same container "
-                                f"(pytree) structure as the primal function, got {ot} and {out_tree}.")
-            rl, rt = tree_util.tree_flatten(res)
-            res_box.append(rt)
-            return ol + rl
-
-        def bwd_flat(res_tree, n_res):
-            def f(*xs):
-                res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
-                ct = tree_util.tree_unflatten(out_tree, list(xs[n_res:]))
-                r = self.bwd(*[nd[i] for i in sorted(nd)], res, ct)
-                if not isinstance(r, (tuple, list)) or len(r) != len(dyn):
-                    raise TypeError(
-                        "Custom VJP bwd rule must produce an output with the same container (pytree) "
-                        "structure as the args tuple of the primal function, and in particular must "
-                        f"produce a tuple of length equal to the number of arguments to the primal "
-                        f"function, but got bwd output {r!r} for {len(dyn)} primal arguments.")
-                flat = []
-                for arg, c in zip(dyn, r):
-                    al, at = tree_util.tree_flatten(arg)
-                    if c is None:
-                        flat.extend(_ad.zeros(abstractify(x)) for x in al)
-                        continue
-                    cl, ct_ = tree_util.tree_flatten(c, is_leaf=lambda v: v is None)
-                    if len(cl) != len(al):
-                        raise TypeError(f"Custom VJP bwd rule produced a cotangent with structure "
-                                        f"{ct_} for a primal argument with structure {at}.")
-                    for x, cc in zip(al, cl):
-                        a = abstractify(x)
-                        if cc is None:
-                            cc = _ad.zeros(a)
-                        elif (np.dtype(abstractify(cc).dtype) != np.dtype(a.dtype)
-                              and _ad.is_differentiable(a)):
-                            cc = lax.convert_element_type(cc, a.dtype)
-                        if abstractify(cc).shape != a.shape and abstractify(cc).ndim == 0:
-                            cc = lax.broadcast_in_dim(cc, a.shape, ())
-                        flat.append(cc)
-                return flat
-            return f
+        fwd_flat = self._fwd_flat(full, in_tree, out_tree, res_box)
+        bwd_flat = functools.partial(self._bwd_flat, nd, dyn, out_tree)
 
         def traced(fun, *args):
             self._tracing_rule += 1
@@ -309,12 +271,18 @@ class custom_vjp:
             res_tree = res_box[-1]
 
             def bwd():
-                bc = traced(self.bwd, bwd_flat(res_tree, len(res_avals)),
-                            list(res_avals) + list(out_avals), DebugInfo("custom_vjp bwd", self.bwd))
+                bc = traced(
+                    self.bwd,
+                    bwd_flat(res_tree, len(res_avals)),
+                    list(res_avals) + list(out_avals),
+                    DebugInfo("custom_vjp bwd", self.bwd),
+                )
                 bj, btc, bkc = _split_consts(bc)
                 if btc:
-                    raise TypeError(f"the bwd rule of custom_vjp function {name} closes over traced "
-                                    "values; pass them through the residuals instead")
+                    raise TypeError(
+                        f"the bwd rule of custom_vjp function {name} closes over traced "
+                        "values; pass them through the residuals instead"
+                    )
                 return ClosedJaxpr(bj, bkc)
             return fj, ftc, fkc, LazyJaxpr(bwd)
 
@@ -331,10 +299,79 @@ class custom_vjp:
             fj, ftc, fkc, bwd = rules()
             fwd = _with_leading(fj, fkc, pa, fj.invars[:len(ftc)], [])
         primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in ftc])
-        outs = custom_vjp_call_p.bind(*ptc, *ftc, *leaves, jaxpr=primal, fwd_jaxpr=fwd, bwd_jaxpr=bwd,
-                                      num_consts=len(ptc) + len(ftc), name=name)
+        outs = custom_vjp_call_p.bind(
+            *ptc,
+            *ftc,
+            *leaves,
+            jaxpr=primal,
+            fwd_jaxpr=fwd,
+            bwd_jaxpr=bwd,
+            num_consts=len(ptc) + len(ftc),
+            name=name,
+        )
         return tree_util.tree_unflatten(out_tree, list(outs))
 
+
+    def _fwd_flat(self, full, in_tree, out_tree, res_box):
+        """The fwd rule over flat leaves: primal outputs then residuals (their tree saved)."""
+        def fwd_flat(*xs):
+            r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
+            if not (isinstance(r, (tuple, list)) and len(r) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "
+                                f"produce a pair (list or tuple of length two) where the first "
+                                f"element represents the primal output and the second element "
+                                f"represents residuals, but got {r!r}.")
+            out, res = r
+            ol, ot = tree_util.tree_flatten(out)
+            if ot != out_tree:
+                raise TypeError(f"Custom VJP fwd rule must produce an output with the same "
+                                f"container (pytree) structure as the primal function, got {ot} "
+                                f"and {out_tree}.")
+            rl, rt = tree_util.tree_flatten(res)
+            res_box.append(rt)
+            return ol + rl
+        return fwd_flat
+
+    def _bwd_flat(self, nd, dyn, out_tree, res_tree, n_res):
+        """The bwd rule over flat leaves: (residuals, output cotangents) -> input cotangents."""
+        def bwd_flat(*xs):
+            res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
+            ct = tree_util.tree_unflatten(out_tree, list(xs[n_res:]))
+            r = self.bwd(*[nd[i] for i in sorted(nd)], res, ct)
+            if not isinstance(r, (tuple, list)) or len(r) != len(dyn):
+                raise TypeError(
+                    "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                    "structure as the args tuple of the primal function, and in particular must "
+                    f"produce a tuple of length equal to the number of arguments to the primal "
+                    f"function, but got bwd output {r!r} for {len(dyn)} primal arguments.")
+            return _cotangents_like(dyn, r)
+        return bwd_flat
+
+
+def _cotangents_like(dyn, r) -> list:
+    """The bwd rule's cotangents as flat leaves matching the primal arguments: ``None`` is a
+    zero, dtypes follow the primals, scalars broadcast."""
+    flat = []
+    for arg, c in zip(dyn, r):
+        al, at = tree_util.tree_flatten(arg)
+        if c is None:
+            flat.extend(_ad.zeros(abstractify(x)) for x in al)
+            continue
+        cl, ct_ = tree_util.tree_flatten(c, is_leaf=lambda v: v is None)
+        if len(cl) != len(al):
+            raise TypeError(f"Custom VJP bwd rule produced a cotangent with structure "
+                            f"{ct_} for a primal argument with structure {at}.")
+        for x, cc in zip(al, cl):
+            a = abstractify(x)
+            if cc is None:
+                cc = _ad.zeros(a)
+            elif (np.dtype(abstractify(cc).dtype) != np.dtype(a.dtype)
+                  and _ad.is_differentiable(a)):
+                cc = lax.convert_element_type(cc, a.dtype)
+            if abstractify(cc).shape != a.shape and abstractify(cc).ndim == 0:
+                cc = lax.broadcast_in_dim(cc, a.shape, ())
+            flat.append(cc)
+    return flat
 
 def closure_convert(fun, *example_args):
     """``(converted, consts)``: ``fun`` with its closed-over traced values made explicit trailing

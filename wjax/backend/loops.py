@@ -101,7 +101,9 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
     if not target.in_kernel_loops or (kind == "scan" and length == 0):
         return None
     j, closed_consts = flatten_closed(step)
-    g = _LoopKernels(dce_jaxpr(cse_and_fold(j))[0], kind, n_consts, n_carry, target, length, reverse)
+    g = _LoopKernels(
+        dce_jaxpr(cse_and_fold(j))[0], kind, n_consts, n_carry, target, length, reverse
+    )
     for form in (g.per_element, g.one_workgroup):
         g.reset()
         try:
@@ -160,7 +162,10 @@ class _LoopKernels:
         if self.kind == "scan":
             L = self.length
             kb.emit(f"if (wj_base + wj_it >= {L}u) {{ wj_run = false; break; }}")
-            kb.emit(f"let wj_step = {f'{L - 1}u - (wj_base + wj_it)' if self.reverse else 'wj_base + wj_it'};")
+            kb.emit(
+                f"let wj_step "
+                f"= {f'{L - 1}u - (wj_base + wj_it)' if self.reverse else 'wj_base + wj_it'};"
+            )
 
     def _xs_subst(self) -> dict:
         kb, subst = self.kb, {}
@@ -176,7 +181,9 @@ class _LoopKernels:
 
     def _state_out(self, first) -> str:
         sout = self.kb.bind(("sout", 0), _U32, "read_write")
-        return f"if ({first}) {{ {sout}[0] = wj_base + wj_it; {sout}[1] = select(0u, 1u, wj_run); }}"
+        return (
+            f"if ({first}) {{ {sout}[0] = wj_base + wj_it; {sout}[1] = select(0u, 1u, wj_run); }}"
+        )
 
     def _has_inner_loops(self, lines) -> bool:
         text = "\n".join(lines) + "".join(W.HELPERS[h] for h in self.kb.helpers)
@@ -205,7 +212,11 @@ class _LoopKernels:
         regs = []
         for k, v in enumerate(self.carry_v):
             name = kb.bind(("cin", k), v.aval.dtype, "read")
-            regs.append(kb.var(kb.load(f"{name}[{flat_of(v.aval)}]", v.aval.dtype), W.value_type(v.aval.dtype)))
+            regs.append(
+                kb.var(
+                    kb.load(f"{name}[{flat_of(v.aval)}]", v.aval.dtype), W.value_type(v.aval.dtype)
+                )
+            )
         sin = kb.bind(("sin", 0), _U32, "read")
         kb.emit(f"let wj_base = {sin}[0];")
         self._loop_head()
@@ -215,8 +226,10 @@ class _LoopKernels:
         body_start = len(kb.lines)
         if self.pred is not None:
             kb.emit(f"if (!({f.read(self.pred, Index(kb, ()))})) {{ wj_run = false; break; }}")
-        vals = [kb.let(f.read(a, Index(kb, a.aval.shape, flat=flat_of(a.aval))), kb.vt(a.aval.dtype))
-                for a in self.new_carry + self.ys]
+        vals = [
+            kb.let(f.read(a, Index(kb, a.aval.shape, flat=flat_of(a.aval))), kb.vt(a.aval.dtype))
+            for a in self.new_carry + self.ys
+        ]
         for p, (y, val) in enumerate(zip(self.ys, vals[len(regs):])):
             st = self._ys_store(p, y, val, flat_of(y.aval))
             kb.emit(st if y.aval.ndim else f"if (i == 0u) {{ {st} }}")
@@ -239,11 +252,46 @@ class _LoopKernels:
         dot_general: each output element a sequential loop, the ``element`` rule) live in
         workgroup memory, every stage is a strided loop over its elements followed by a
         barrier; the predicate is made uniform with ``workgroupUniformLoad``."""
-        j, kb, ops = self.j, self.kb, self.ops
-        op_ids = {id(e) for e in ops}
-        if any(e.prim.element is None for e in ops):
+        if any(e.prim.element is None for e in self.ops):
             return None
-        produced = {v.id: e for e in j.eqns for v in e.outvars}
+        stages = self._wg_stages()
+        if stages is None or not self._wg_budget(stages):
+            return None
+        kb, carries = self.kb, self.carry_v
+        cur = [self._wg_array("wl_c", v) for v in carries]
+        nxt = [self._wg_array("wl_n", v) for v in carries]
+        kb.decls.append("var<workgroup> wl_u: u32;")
+        for k, (v, name) in enumerate(zip(carries, cur)):
+            src = kb.bind(("cin", k), v.aval.dtype, "read")
+            self._strided(v.aval.size, lambda e, name=name, src=src: kb.emit(
+                f"{name}[{e}] = {src}[{e}];"))
+        sin = kb.bind(("sin", 0), _U32, "read")
+        kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
+        kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
+        self._loop_head()
+        subst = {v.id: self._wg_reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
+        subst.update(self._xs_subst())
+        self._wg_emit_stages(stages, subst)
+        self._wg_emit_step_end(cur, nxt, subst)
+        if self.loop_limit and self._has_inner_loops([]):
+            return None      # a helper's loop would count against the adapter's limit
+        for k, (v, name) in enumerate(zip(carries, cur)):
+            dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
+            self._strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(
+                f"{dst}[{e}] = {name}[{e}];"))
+        kb.emit(self._state_out("lid == 0u"))
+        body = "\n  ".join(kb.lines)
+        src = (f"{kb.header()}\n@compute @workgroup_size({self._wg})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) "
+               f"lid: u32) {{\n  {body}\n}}\n")
+        return src, (1, 1, 1)
+
+    def _wg_stages(self):
+        """The values a workgroup loop keeps in workgroup memory, in order: the operands of
+        each kernel op (unless a view of values already there) and its outputs."""
+        op_ids = {id(e) for e in self.ops}
+        self._produced = produced = {v.id: e for e in self.j.eqns for v in e.outvars}
+        self._op_ids = op_ids
 
         def cheap(a):        # a view chain over values already in memory: read it in place
             e = produced.get(a.id)
@@ -251,115 +299,112 @@ class _LoopKernels:
                                  and all(not hasattr(x, "id") or cheap(x) for x in e.invars))
 
         stages, seen = [], set()
-        for e in ops:
+        for e in self.ops:
             outs = [a for a in e.invars if hasattr(a, "id") and not cheap(a)] + list(e.outvars)
             for a in outs:
                 if a.id not in seen:
                     seen.add(a.id)
                     stages.append(a)
+        if any(v.aval.size == 0 for v in stages + self.carry_v):
+            return None
+        return stages
+
+    def _wg_inner(self, v) -> int:
+        """Sequential steps of one element of ``v`` (a kernel op's reduction length)."""
+        e = self._produced.get(v.id)
+        if e is None or id(e) not in self._op_ids:
+            return 0
+        if e.prim.name == "dot_general":
+            contract = e.params["dimension_numbers"][0][0]
+            return int(np.prod([e.invars[0].aval.shape[d] for d in contract]))
+        return e.invars[0].aval.size // max(v.aval.size, 1)
+
+    def _wg_budget(self, stages) -> bool:
+        """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,
+        the iterations per dispatch."""
         carries, roots = self.carry_v, self.new_carry + self.ys
-        if any(v.aval.size == 0 for v in stages + carries):
-            return None
-
-        def inner(v):      # sequential steps of one element of v
-            e = produced.get(v.id)
-            if e is None or id(e) not in op_ids:
-                return 0
-            if e.prim.name == "dot_general":
-                return int(np.prod([e.invars[0].aval.shape[d] for d in e.params["dimension_numbers"][0][0]]))
-            return e.invars[0].aval.size // max(v.aval.size, 1)
-
-        work = sum(v.aval.size * (inner(v) + 1) for v in stages) + sum(a.aval.size for a in roots)
+        work = (sum(v.aval.size * (self._wg_inner(v) + 1) for v in stages)
+                + sum(a.aval.size for a in roots))
         if work > MAX_WORKGROUP_WORK:
-            return None
+            return False
         shared = sum(4 * v.aval.size for v in stages) + sum(8 * v.aval.size for v in carries)
         if shared + 16 > int(self.target["max-compute-workgroup-storage-size"]):
-            return None
+            return False
         biggest = max(v.aval.size for v in stages + carries + roots)
-        wg = min(WORKGROUP, int(self.target["max-compute-invocations-per-workgroup"]),
-                 max(32, 1 << (biggest - 1).bit_length()))
+        wg = self._wg = min(WORKGROUP, int(self.target["max-compute-invocations-per-workgroup"]),
+                            max(32, 1 << (biggest - 1).bit_length()))
 
         def trips(size, inn=0):
             return (-(-size // wg) + 1) * (inn + 1)
-        per_iter = 2 + sum(trips(v.aval.size, inner(v)) for v in stages) + sum(
+        per_iter = 2 + sum(trips(v.aval.size, self._wg_inner(v)) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
         self.K = min(self.cap // per_iter, max(1, self.target.loop_work // work))
-        if self.K < 1:
-            return None
+        return self.K >= 1
 
-        def array(prefix, v):
-            name = kb.fresh(prefix)
-            if v.aval.dtype == np.float16:
-                kb.enable_f16 = True
-            kb.decls.append(f"var<workgroup> {name}: array<{W.storage_type(v.aval.dtype)}, {v.aval.size}>;")
-            return name
+    def _wg_array(self, prefix, v) -> str:
+        kb = self.kb
+        name = kb.fresh(prefix)
+        if v.aval.dtype == np.float16:
+            kb.enable_f16 = True
+        kb.decls.append(
+            f"var<workgroup> {name}: array<{W.storage_type(v.aval.dtype)}, {v.aval.size}>;")
+        return name
 
-        def reader(name, dt):
-            return lambda idx: kb.load(f"{name}[{idx.flat()}]", dt)
+    def _wg_reader(self, name, dt):
+        return lambda idx: self.kb.load(f"{name}[{idx.flat()}]", dt)
 
-        def strided(size, fn):
-            e = kb.fresh("e")
-            kb.emit(f"for (var {e} = lid; {e} < {size}u; {e} = {e} + {wg}u) {{")
-            fn(e)
-            kb.emit("}")
+    def _strided(self, size, fn):
+        """A loop of the workgroup's threads over ``size`` elements; ``fn(e)`` emits the body."""
+        kb = self.kb
+        e = kb.fresh("e")
+        kb.emit(f"for (var {e} = lid; {e} < {size}u; {e} = {e} + {self._wg}u) {{")
+        fn(e)
+        kb.emit("}")
 
-        cur = [array("wl_c", v) for v in carries]
-        nxt = [array("wl_n", v) for v in carries]
-        kb.decls.append("var<workgroup> wl_u: u32;")
-        for k, (v, name) in enumerate(zip(carries, cur)):
-            src = kb.bind(("cin", k), v.aval.dtype, "read")
-            strided(v.aval.size, lambda e, name=name, src=src: kb.emit(f"{name}[{e}] = {src}[{e}];"))
-        sin = kb.bind(("sin", 0), _U32, "read")
-        kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
-        kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
-        self._loop_head()
-        subst = {v.id: reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
-        subst.update(self._xs_subst())
+    def _wg_value(self, v, idx, subst) -> str:
+        e = self._produced.get(v.id)
+        if e is not None and id(e) in self._op_ids:
+            readers = [(lambda ix, a=a: self.fuser(subst).read(a, ix)) for a in e.invars]
+            return e.prim.element(self.kb, idx, readers, [a.aval for a in e.invars], v.aval,
+                                  **e.params)
+        return self.fuser(subst).read(v, idx)
 
-        def value(v, idx):
-            e = produced.get(v.id)
-            if e is not None and id(e) in op_ids:
-                readers = [(lambda ix, a=a: self.fuser(subst).read(a, ix)) for a in e.invars]
-                return e.prim.element(kb, idx, readers, [a.aval for a in e.invars], v.aval, **e.params)
-            return self.fuser(subst).read(v, idx)
-
+    def _wg_emit_stages(self, stages, subst) -> None:
+        """Each stage into its workgroup array, then a barrier; the predicate, uniformly."""
+        kb = self.kb
         for v in stages:
-            name = array("wl_m", v)
+            name = self._wg_array("wl_m", v)
 
             def stage(e, v=v, name=name):
-                val = value(v, Index(kb, v.aval.shape, flat=e))
+                val = self._wg_value(v, Index(kb, v.aval.shape, flat=e), subst)
                 kb.emit(f"{name}[{e}] = {kb.store(val, v.aval.dtype)};")
-            strided(v.aval.size, stage)
+            self._strided(v.aval.size, stage)
             kb.emit("workgroupBarrier();")
-            subst[v.id] = reader(name, v.aval.dtype)
+            subst[v.id] = self._wg_reader(name, v.aval.dtype)
         if self.pred is not None:
             kb.emit("if (lid == 0u) {")
             kb.emit(f"wl_u = select(0u, 1u, {self.fuser(subst).read(self.pred, Index(kb, ()))});")
             kb.emit("}")
             kb.emit("if (workgroupUniformLoad(&wl_u) == 0u) { wj_run = false; break; }")
-        for v, a, name in zip(carries, self.new_carry, nxt):
-            strided(v.aval.size, lambda e, a=a, name=name: kb.emit(
-                f"{name}[{e}] = {kb.store(self.fuser(subst).read(a, Index(kb, a.aval.shape, flat=e)), a.aval.dtype)};"))
+
+    def _wg_emit_step_end(self, cur, nxt, subst) -> None:
+        """The new carries (into ``nxt``) and this step's ``ys``; then ``nxt`` becomes ``cur``."""
+        kb = self.kb
+
+        def read(a, e):
+            return self.fuser(subst).read(a, Index(kb, a.aval.shape, flat=e))
+        for v, a, name in zip(self.carry_v, self.new_carry, nxt):
+            self._strided(v.aval.size, lambda e, a=a, name=name: kb.emit(
+                f"{name}[{e}] = {kb.store(read(a, e), a.aval.dtype)};"))
         for p, y in enumerate(self.ys):
-            strided(y.aval.size, lambda e, p=p, y=y: kb.emit(
-                self._ys_store(p, y, self.fuser(subst).read(y, Index(kb, y.aval.shape, flat=e)), e)))
+            self._strided(y.aval.size, lambda e, p=p, y=y: kb.emit(
+                self._ys_store(p, y, read(y, e), e)))
         kb.emit("workgroupBarrier();")
-        for v, c, n in zip(carries, cur, nxt):
-            strided(v.aval.size, lambda e, c=c, n=n: kb.emit(f"{c}[{e}] = {n}[{e}];"))
+        for v, c, n in zip(self.carry_v, cur, nxt):
+            self._strided(v.aval.size, lambda e, c=c, n=n: kb.emit(f"{c}[{e}] = {n}[{e}];"))
         kb.emit("workgroupBarrier();")
         kb.emit("wj_it = wj_it + 1u;")
         kb.emit("}")
-        if self.loop_limit and self._has_inner_loops([]):
-            return None      # a helper's loop would count against the adapter's limit
-        for k, (v, name) in enumerate(zip(carries, cur)):
-            dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
-            strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(f"{dst}[{e}] = {name}[{e}];"))
-        kb.emit(self._state_out("lid == 0u"))
-        body = "\n  ".join(kb.lines)
-        src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-               f"  {body}\n}}\n")
-        return src, (1, 1, 1)
 
     # ------------------------------------------------------------------ checks
     def fits(self) -> bool:
@@ -390,4 +435,6 @@ class _LoopKernels:
         return None
 
     def roles(self) -> list:
-        return [key if isinstance(key, tuple) else self.role_of[key] for key, _, _ in self.kb.bindings]
+        return [
+            key if isinstance(key, tuple) else self.role_of[key] for key, _, _ in self.kb.bindings
+        ]

@@ -74,50 +74,40 @@ def _pad_widths(pad_width, nd):
     return [(int(lo), int(hi)) for lo, hi in pw]
 
 
+_PAD_KWARGS = {
+    "constant": {"constant_values"},
+    "edge": set(),
+    "wrap": set(),
+    "empty": set(),
+    "reflect": {"reflect_type"},
+    "symmetric": {"reflect_type"},
+    "linear_ramp": {"end_values"},
+    "maximum": {"stat_length"},
+    "minimum": {"stat_length"},
+    "mean": {"stat_length"},
+    "median": {"stat_length"},
+}
+
+
 def pad(array, pad_width, mode="constant", **kwargs):
     a = _arraylike("pad", array)
     if callable(mode):
         raise NotImplementedError("jnp.pad with a callable mode is not supported")
     widths = _pad_widths(pad_width, a.ndim)
-    allowed = {
-        "constant": {"constant_values"},
-        "edge": set(),
-        "wrap": set(),
-        "empty": set(),
-        "reflect": {"reflect_type"},
-        "symmetric": {"reflect_type"},
-        "linear_ramp": {"end_values"},
-        "maximum": {"stat_length"},
-        "minimum": {"stat_length"},
-        "mean": {"stat_length"},
-        "median": {"stat_length"},
-    }
-    if mode not in allowed:
+    if mode not in _PAD_KWARGS:
         raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
-    bad = set(kwargs) - allowed[mode]
+    bad = set(kwargs) - _PAD_KWARGS[mode]
     if bad:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {sorted(bad)}")
     if mode in ("constant", "empty"):
-        cv = kwargs.get("constant_values", 0)
-        if _is_array(cv) and cv.ndim == 0 or np.ndim(cv) == 0:
-            v = astype(asarray(cv), a.dtype) if _is_array(cv) else np.asarray(cv).astype(a.dtype)
-            return lax.pad(a, v, [(lo, hi, 0) for lo, hi in widths])
-        cvs = np.broadcast_to(np.asarray(cv.tolist() if _is_array(cv) else cv), (a.ndim, 2))
-        for ax, (lo, hi) in enumerate(widths):
-            for side, w in ((0, lo), (1, hi)):
-                if w:
-                    cfg = [(0, 0, 0)] * a.ndim
-                    cfg[ax] = (w, 0, 0) if side == 0 else (0, w, 0)
-                    a = lax.pad(a, np.asarray(cvs[ax][side]).astype(a.dtype), cfg)
-        return a
+        return _pad_constant(a, widths, kwargs.get("constant_values", 0))
     for ax, (lo, hi) in enumerate(widths):
         if lo == hi == 0:
             continue
         n = a.shape[ax]
         if n == 0:
             raise ValueError(
-                f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'"
-            )
+                f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
         if mode in ("edge", "wrap", "reflect", "symmetric"):
             rt = kwargs.get("reflect_type", "even")
             if rt not in ("even", "odd"):
@@ -129,56 +119,70 @@ def pad(array, pad_width, mode="constant", **kwargs):
             a = out
         elif mode == "linear_ramp":
             ev = np.broadcast_to(np.asarray(kwargs.get("end_values", 0)), (a.ndim, 2))[ax]
-            edge_lo = lax.slice_in_dim(a, 0, 1, 1, ax)
-            edge_hi = lax.slice_in_dim(a, n - 1, n, 1, ax)
-            parts = []
-            if lo:
-                t = reshape(
-                    arange(lo, dtype=_f32) / lo, [lo if i == ax else 1 for i in range(a.ndim)]
-                )
-                parts.append(astype(add(ev[0], multiply(t, subtract(edge_lo, ev[0]))), a.dtype))
-            parts.append(a)
-            if hi:
-                t = reshape(
-                    arange(hi - 1, -1, -1, dtype=_f32) / hi,
-                    [hi if i == ax else 1 for i in range(a.ndim)],
-                )
-                parts.append(astype(add(ev[1], multiply(t, subtract(edge_hi, ev[1]))), a.dtype))
-            a = concatenate(parts, axis=ax)
+            a = _pad_linear_ramp(a, ax, lo, hi, ev)
         else:
             sl = kwargs.get("stat_length", None)
-            sls = np.broadcast_to(np.asarray(n if sl is None else sl, dtype=object), (a.ndim, 2))[
-                ax
-            ]
-            red = {
-                "maximum": reductions.max,
-                "minimum": reductions.min,
-                "mean": mean,
-                "median": median,
-            }[mode]
-            parts = []
-            for side, w in ((0, lo), (1, hi)):
-                if not w:
-                    continue
-                L = builtins.min(int(sls[side] if sls[side] is not None else n), n)
-                if L <= 0:
-                    raise ValueError("stat_length of 0 yields no value for padding")
-                win = (
-                    lax.slice_in_dim(a, 0, L, 1, ax)
-                    if side == 0
-                    else lax.slice_in_dim(a, n - L, n, 1, ax)
-                )
-                v = red(win, axis=ax, keepdims=True)
-                if mode in ("mean", "median") and dtypes.is_int(a.dtype):
-                    v = ufuncs.round(v)
-                v = astype(v, a.dtype)
-                shape = list(a.shape)
-                shape[ax] = w
-                parts.append((side, broadcast_to(v, tuple(shape))))
-            pre = [p for s, p in parts if s == 0]
-            post = [p for s, p in parts if s == 1]
-            a = concatenate(pre + [a] + post, axis=ax)
+            sls = np.broadcast_to(np.asarray(n if sl is None else sl, dtype=object), (a.ndim, 2))
+            a = _pad_statistic(a, ax, lo, hi, mode, sls[ax])
     return a
+
+
+def _pad_constant(a, widths, cv):
+    if _is_array(cv) and cv.ndim == 0 or np.ndim(cv) == 0:
+        v = astype(asarray(cv), a.dtype) if _is_array(cv) else np.asarray(cv).astype(a.dtype)
+        return lax.pad(a, v, [(lo, hi, 0) for lo, hi in widths])
+    cvs = np.broadcast_to(np.asarray(cv.tolist() if _is_array(cv) else cv), (a.ndim, 2))
+    for ax, (lo, hi) in enumerate(widths):
+        for side, w in ((0, lo), (1, hi)):
+            if w:
+                cfg = [(0, 0, 0)] * a.ndim
+                cfg[ax] = (w, 0, 0) if side == 0 else (0, w, 0)
+                a = lax.pad(a, np.asarray(cvs[ax][side]).astype(a.dtype), cfg)
+    return a
+
+
+def _pad_linear_ramp(a, ax, lo, hi, ev):
+    """Ramps from the end values ``ev`` to the edge values along axis ``ax``."""
+    n = a.shape[ax]
+    edge_lo = lax.slice_in_dim(a, 0, 1, 1, ax)
+    edge_hi = lax.slice_in_dim(a, n - 1, n, 1, ax)
+    parts = []
+    if lo:
+        t = reshape(arange(lo, dtype=_f32) / lo, [lo if i == ax else 1 for i in range(a.ndim)])
+        parts.append(astype(add(ev[0], multiply(t, subtract(edge_lo, ev[0]))), a.dtype))
+    parts.append(a)
+    if hi:
+        t = reshape(arange(hi - 1, -1, -1, dtype=_f32) / hi,
+                    [hi if i == ax else 1 for i in range(a.ndim)])
+        parts.append(astype(add(ev[1], multiply(t, subtract(edge_hi, ev[1]))), a.dtype))
+    return concatenate(parts, axis=ax)
+
+
+def _pad_statistic(a, ax, lo, hi, mode, stat_lengths):
+    """Pads with a statistic (max, min, mean, median) of the ``stat_length`` values nearest
+    each edge along axis ``ax``."""
+    n = a.shape[ax]
+    red = {"maximum": reductions.max, "minimum": reductions.min, "mean": mean,
+           "median": median}[mode]
+    parts = []
+    for side, w in ((0, lo), (1, hi)):
+        if not w:
+            continue
+        L = builtins.min(int(stat_lengths[side] if stat_lengths[side] is not None else n), n)
+        if L <= 0:
+            raise ValueError("stat_length of 0 yields no value for padding")
+        win = (lax.slice_in_dim(a, 0, L, 1, ax) if side == 0
+               else lax.slice_in_dim(a, n - L, n, 1, ax))
+        v = red(win, axis=ax, keepdims=True)
+        if mode in ("mean", "median") and dtypes.is_int(a.dtype):
+            v = ufuncs.round(v)
+        v = astype(v, a.dtype)
+        shape = list(a.shape)
+        shape[ax] = w
+        parts.append((side, broadcast_to(v, tuple(shape))))
+    pre = [p for s, p in parts if s == 0]
+    post = [p for s, p in parts if s == 1]
+    return concatenate(pre + [a] + post, axis=ax)
 
 
 def _odd_reflect(a, even, ax, n, lo, hi, mode):

@@ -125,7 +125,9 @@ def lift_consts(closed: ClosedJaxpr):
     those of nested calls) becomes a leading invar of ``closed'``, which has no consts."""
     closed = _ad.hoist_call_consts(closed)
     j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(closed.consts)
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(
+        closed.consts
+    )
 
 
 def _trace(fun, avals) -> ClosedJaxpr:
@@ -253,8 +255,10 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
     """For loop bodies: each top-level ``cond`` whose branches hold no ``while`` runs all its
     branches and selects the results (``select_n`` on the index), so a loop records no
     readback for it."""
-    if not any(e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
-               for e in closed.jaxpr.eqns):
+    if not any(
+        e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
+        for e in closed.jaxpr.eqns
+    ):
         return closed
     j = closed.jaxpr
 
@@ -287,7 +291,9 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _select_n(which, cases, aval):
-    cases = [c if not isinstance(c, np.ndarray) or c.ndim else np.asarray(c, aval.dtype) for c in cases]
+    cases = [
+        c if not isinstance(c, np.ndarray) or c.ndim else np.asarray(c, aval.dtype) for c in cases
+    ]
     return select_n_p.bind(which, *cases)
 
 
@@ -304,8 +310,10 @@ def _cond_abstract(index, *ops, branches):
         raise TypeError("cond needs at least one branch")
     for i, b in enumerate(branches):
         if len(b.in_avals) != len(ops) or not all(map(_same_types, b.in_avals, ops)):
-            raise TypeError(f"cond branch {i} takes ({', '.join(a.str_short() for a in b.in_avals)}) "
-                            f"but the operands are ({', '.join(a.str_short() for a in ops)})")
+            raise TypeError(
+                f"cond branch {i} takes ({', '.join(a.str_short() for a in b.in_avals)}) "
+                f"but the operands are ({', '.join(a.str_short() for a in ops)})"
+            )
         if len(b.out_avals) != len(branches[0].out_avals) or not all(
                 map(_same_types, b.out_avals, branches[0].out_avals)):
             raise TypeError("cond branches must have equal output types")
@@ -324,12 +332,22 @@ def _cond_kernel(ctx, *avals, branches):
     nbytes = [nbytes_of(v.aval) for v in ctx.eqn.outvars]
     idx_atom = ctx.eqn.invars[0]
     n = len(branches)
-    static = 0 if n == 1 else int(np.clip(int(idx_atom.val), 0, n - 1)) if isinstance(idx_atom, Lit) else None
+    static = (
+        0
+        if n == 1
+        else int(np.clip(int(idx_atom.val), 0, n - 1))
+        if isinstance(idx_atom, Lit)
+        else None
+    )
     picked, label = None, "cond: a gate kernel picks the branch; all branches recorded indirect"
     if static is None and not any(contains_prim(b, ("while", "scan")) for b in branches):
         picked = _device_cond(ctx, branches, idx_atom.aval)
     if picked is None:
-        label = "cond: read the index back, record the branch" if static is None else "cond: literal index"
+        label = (
+            "cond: read the index back, record the branch"
+            if static is None
+            else "cond: literal index"
+        )
         subs = [_sub(ctx, (b,), "cond", lambda b=b: b, "cond_branch") for b in branches]
 
         def picked(rt, index, ops, outs):
@@ -365,8 +383,15 @@ def _device_cond(ctx, branches, index_aval):
             i = _ops.clamp(np.int32(0), i, np.int32(n - 1))
             return [_select_n(i, list(outs[j::len(out_avals)]), a) for j, a in enumerate(out_avals)]
         return _trace(f, [index_aval] + out_avals * n)
-    sel = _sub(ctx, (), ("cond_select", n, index_aval, tuple(out_avals)), build_select, "cond_select")
-    table = [tuple(d.grid) + (1,) * (3 - len(d.grid)) + (b,) for b, p in enumerate(plans) for d in p.steps]
+
+    sel = _sub(
+        ctx, (), ("cond_select", n, index_aval, tuple(out_avals)), build_select, "cond_select"
+    )
+    table = [
+        tuple(d.grid) + (1,) * (3 - len(d.grid)) + (b,)
+        for b, p in enumerate(plans)
+        for d in p.steps
+    ]
     first = np.cumsum([0] + [len(p.steps) for p in plans]).tolist()
     gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1) if table else None
     bufs: list = []     # the gate's table and the indirect arguments, made on the first run
@@ -397,7 +422,9 @@ def _cond_jvp(primals, tangents, *, branches):
     outs = cond_p.bind(index, *ops, *[t for t in tops if _nz(t)], branches=new)
     n = len(branches[0].out_avals)
     it = iter(outs[n:])
-    return list(outs[:n]), [next(it) if z else _ad.Zero(a) for z, a in zip(out_nz, branches[0].out_avals)]
+    return list(outs[:n]), [
+        next(it) if z else _ad.Zero(a) for z, a in zip(out_nz, branches[0].out_avals)
+    ]
 
 
 def _cond_partial_eval(e: Eqn, uin):
@@ -483,8 +510,13 @@ def _cond_dce(e: Eqn, used):
     branches = e.params["branches"]
     pruned = [dce_jaxpr(b.jaxpr, used) for b in branches]
     used_in = [any(u[i] for _, u in pruned) for i in range(len(e.invars) - 1)]
-    new = tuple(ClosedJaxpr(Jaxpr(j.constvars, [v for v, u in zip(j.invars, used_in) if u], j.outvars, j.eqns),
-                            b.consts) for (j, _), b in zip(pruned, branches))
+    new = tuple(
+        ClosedJaxpr(
+            Jaxpr(j.constvars, [v for v, u in zip(j.invars, used_in) if u], j.outvars, j.eqns),
+            b.consts,
+        )
+        for (j, _), b in zip(pruned, branches)
+    )
     return Eqn(cond_p, [e.invars[0]] + [a for a, u in zip(e.invars[1:], used_in) if u],
                [v for v, u in zip(e.outvars, used) if u], dict(e.params, branches=new))
 
@@ -508,15 +540,27 @@ WHILE_TRANSPOSE_ERROR = (
 @while_p.def_abstract_eval
 def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
-    if not all(map(_same_types, cond_jaxpr.in_avals, cc + carry)) or len(cond_jaxpr.in_avals) != len(cc + carry):
+    if not all(map(_same_types, cond_jaxpr.in_avals, cc + carry)) or len(
+        cond_jaxpr.in_avals
+    ) != len(cc + carry):
         raise TypeError("while: cond_jaxpr does not take (cond consts, carry)")
     out = cond_jaxpr.out_avals
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
-        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {list(out)}.")
-    if (len(body_jaxpr.in_avals) != len(bc + carry) or not all(map(_same_types, body_jaxpr.in_avals, bc + carry))
-            or len(body_jaxpr.out_avals) != len(carry) or not all(map(_same_types, body_jaxpr.out_avals, carry))):
-        raise TypeError("while: body_jaxpr must map (body consts, carry) to a carry of the same types")
-    return [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry, body_jaxpr.out_avals)]
+        raise TypeError(
+            f"cond_fun must return a boolean scalar, but got output type(s) {list(out)}."
+        )
+    if (
+        len(body_jaxpr.in_avals) != len(bc + carry)
+        or not all(map(_same_types, body_jaxpr.in_avals, bc + carry))
+        or len(body_jaxpr.out_avals) != len(carry)
+        or not all(map(_same_types, body_jaxpr.out_avals, carry))
+    ):
+        raise TypeError(
+            "while: body_jaxpr must map (body consts, carry) to a carry of the same types"
+        )
+    return [
+        a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry, body_jaxpr.out_avals)
+    ]
 
 
 @while_p.def_reference
@@ -535,7 +579,11 @@ def _guarded_body(cond_jaxpr, body_jaxpr, nc, nb):
         cc, bc, carry = _split(xs, nc, nb)
         p = _eval(cond_jaxpr, *cc, *carry)[0]
         new = _eval(body_jaxpr, *bc, *carry)
-        return [_select_n(p, [old, nw], v.aval) for old, nw, v in zip(carry, new, body_jaxpr.jaxpr.outvars)]
+        return [
+            _select_n(p, [old, nw], v.aval)
+            for old, nw, v in zip(carry, new, body_jaxpr.jaxpr.outvars)
+        ]
+
     return selectify(_trace(f, avals))
 
 
@@ -578,8 +626,14 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
         def run_fused(rt, bufs):
             ins, outs = split(rt, bufs)
             fused.run(rt, ins[:nc + nb], ins[nc + nb:], [], outs, [])
-        ctx.host_step(run_fused, keys, out_keys, label="while: one kernel loops, state read back per chunk",
-                      wgsl=fused.wgsl)
+
+        ctx.host_step(
+            run_fused,
+            keys,
+            out_keys,
+            label="while: one kernel loops, state read back per chunk",
+            wgsl=fused.wgsl,
+        )
         return
     cond_sub = _sub(ctx, (cond_jaxpr,), "wcond", lambda: selectify(cond_jaxpr), "while_cond")
     host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
@@ -615,7 +669,9 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
         for c, o, n in zip(carry, outs, nbytes):
             _copy(rt, c, o, n)
 
-    ctx.host_step(run, keys, out_keys, label="while: guarded body in chunks, predicate read back per chunk")
+    ctx.host_step(
+        run, keys, out_keys, label="while: guarded body in chunks, predicate read back per chunk"
+    )
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -626,25 +682,44 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     cnz = [_nz(t) and _ad.is_differentiable(_ad.aval_of(x)) for t, x in zip(initt, init)]
     while True:       # which carries get a nonzero tangent: a fixed point
         _, onz = jvp_jaxpr(body_jaxpr, bnz + cnz)
-        new = [a or (b and _ad.is_differentiable(_ad.aval_of(x))) for a, b, x in zip(cnz, onz, init)]
+        new = [
+            a or (b and _ad.is_differentiable(_ad.aval_of(x))) for a, b, x in zip(cnz, onz, init)
+        ]
         if new == cnz:
             break
         cnz = new
     if not any(cnz):
-        return while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
-                            cond_nconsts=nc, body_nconsts=nb), [_ad.Zero(_ad.aval_of(x)) for x in init]
+        return while_p.bind(
+            *primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=nc, body_nconsts=nb
+        ), [_ad.Zero(_ad.aval_of(x)) for x in init]
     bj, _ = jvp_jaxpr(body_jaxpr, bnz + cnz, instantiate_outs=cnz)
     ncar, nbt, nct = len(init), sum(bnz), sum(cnz)
-    # (bconsts, carry, bconst tangents, carry tangents) -> (bconsts, bconst tangents, carry, carry tangents)
+    # (bconsts, carry, bconst tangents, carry tangents)
+    #   -> (bconsts, bconst tangents, carry, carry tangents)
     perm = (list(range(nb)) + list(range(nb + ncar, nb + ncar + nbt)) + list(range(nb, nb + ncar))
             + list(range(nb + ncar + nbt, nb + ncar + nbt + nct)))
     bj = _permute(bj, perm)
     cj = _with_dummies(cond_jaxpr, nc + ncar, [_ad.aval_of(x) for x, z in zip(init, cnz) if z])
-    ts = [_ad.instantiate(_ad.Zero(_ad.aval_of(x))) if not _nz(t) else t for t, x, z in zip(initt, init, cnz) if z]
-    outs = while_p.bind(*cc, *bc, *[t for t in bct if _nz(t)], *init, *ts, cond_jaxpr=cj, body_jaxpr=bj,
-                        cond_nconsts=nc, body_nconsts=nb + nbt)
+    ts = [
+        _ad.instantiate(_ad.Zero(_ad.aval_of(x))) if not _nz(t) else t
+        for t, x, z in zip(initt, init, cnz)
+        if z
+    ]
+    outs = while_p.bind(
+        *cc,
+        *bc,
+        *[t for t in bct if _nz(t)],
+        *init,
+        *ts,
+        cond_jaxpr=cj,
+        body_jaxpr=bj,
+        cond_nconsts=nc,
+        body_nconsts=nb + nbt,
+    )
     it = iter(outs[ncar:])
-    return list(outs[:ncar]), [next(it) if z else _ad.Zero(_ad.aval_of(x)) for z, x in zip(cnz, init)]
+    return list(outs[:ncar]), [
+        next(it) if z else _ad.Zero(_ad.aval_of(x)) for z, x in zip(cnz, init)
+    ]
 
 
 def _while_partial_eval(e: Eqn, uin):
@@ -669,16 +744,34 @@ def _while_partial_eval(e: Eqn, uin):
         return everything
     known = [not u for u in carry_uk]
     bj, _ = dce_jaxpr(body_jaxpr.jaxpr, known)
-    bj = Jaxpr(bj.constvars, [v for v, u in zip(bj.invars, buk + carry_uk) if not u], bj.outvars, bj.eqns)
+    bj = Jaxpr(
+        bj.constvars, [v for v, u in zip(bj.invars, buk + carry_uk) if not u], bj.outvars, bj.eqns
+    )
     cj, _ = dce_jaxpr(cond_jaxpr.jaxpr)
-    cj = Jaxpr(cj.constvars, cj.invars[:nc] + [v for v, u in zip(cj.invars[nc:], carry_uk) if not u],
-               cj.outvars, cj.eqns)
+    cj = Jaxpr(
+        cj.constvars,
+        cj.invars[:nc] + [v for v, u in zip(cj.invars[nc:], carry_uk) if not u],
+        cj.outvars,
+        cj.eqns,
+    )
     cc, bc, init = _split(e.invars, nc, nb)
-    ke = Eqn(while_p, cc + [a for a, u in zip(bc, buk) if not u] + [a for a, u in zip(init, carry_uk) if not u],
-             [v for v, u in zip(e.outvars, carry_uk) if not u],
-             dict(cond_jaxpr=ClosedJaxpr(cj, cond_jaxpr.consts), body_jaxpr=ClosedJaxpr(bj, body_jaxpr.consts),
-                  cond_nconsts=nc, body_nconsts=sum(1 for u in buk if not u)))
-    ue = Eqn(while_p, list(e.invars), [v if u else Var(v.aval) for v, u in zip(e.outvars, carry_uk)], dict(p))
+    ke = Eqn(
+        while_p,
+        cc + [a for a, u in zip(bc, buk) if not u] + [a for a, u in zip(init, carry_uk) if not u],
+        [v for v, u in zip(e.outvars, carry_uk) if not u],
+        dict(
+            cond_jaxpr=ClosedJaxpr(cj, cond_jaxpr.consts),
+            body_jaxpr=ClosedJaxpr(bj, body_jaxpr.consts),
+            cond_nconsts=nc,
+            body_nconsts=sum(1 for u in buk if not u),
+        ),
+    )
+    ue = Eqn(
+        while_p,
+        list(e.invars),
+        [v if u else Var(v.aval) for v, u in zip(e.outvars, carry_uk)],
+        dict(p),
+    )
     return [ke], [ue], carry_uk
 
 
@@ -705,11 +798,15 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if pred_b:
         carry_b = [True] * len(carry_b)
         cdims = [0] * len(carry_b)
-    init = [_batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, initd, carry_b)]
+    init = [
+        _batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, initd, carry_b)
+    ]
     bj, _ = vmap_closed_jaxpr(body_jaxpr, bcd + cdims, n, out_dims=cdims)
     cj, (pd,) = vmap_closed_jaxpr(cond_jaxpr, ccd + cdims, n)
     if not pred_b:
-        outs = while_p.bind(*cc, *bc, *init, cond_jaxpr=cj, body_jaxpr=bj, cond_nconsts=nc, body_nconsts=nb)
+        outs = while_p.bind(
+            *cc, *bc, *init, cond_jaxpr=cj, body_jaxpr=bj, cond_nconsts=nc, body_nconsts=nb
+        )
         return list(outs), cdims
     # a batched predicate: loop while any example's predicate holds; an example whose predicate
     # is false keeps its carry (a select per element)
@@ -754,7 +851,9 @@ def _while_dce(e: Eqn, used):
     if all(keep):
         return e
     b2, bu = dce_jaxpr(bj.jaxpr, keep)
-    b2 = Jaxpr(b2.constvars, [v for v, u in zip(b2.invars, bu[:nb] + keep) if u], b2.outvars, b2.eqns)
+    b2 = Jaxpr(
+        b2.constvars, [v for v, u in zip(b2.invars, bu[:nb] + keep) if u], b2.outvars, b2.eqns
+    )
     c2 = Jaxpr(cj.jaxpr.constvars, [v for v, u in zip(cj.jaxpr.invars, cu[:nc] + keep) if u],
                cj.jaxpr.outvars, cj.jaxpr.eqns)
     cc, bc, init = _split(e.invars, nc, nb)
@@ -777,11 +876,15 @@ scan_p = Primitive("scan", multiple_results=True)
 
 
 @scan_p.def_abstract_eval
-def _scan_abstract(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+def _scan_abstract(
+    *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
+):
     consts, carry, xs = _split(avals, num_consts, num_carry)
     for x in xs:
         if x.ndim == 0 or x.shape[0] != length:
-            raise TypeError(f"scan: xs of type {x.str_short()} does not have a leading axis of length {length}")
+            raise TypeError(
+                f"scan: xs of type {x.str_short()} does not have a leading axis of length {length}"
+            )
     want = consts + carry + [x.update(shape=x.shape[1:]) for x in xs]
     if len(jaxpr.in_avals) != len(want) or not all(map(_same_types, jaxpr.in_avals, want)):
         raise TypeError("scan: the body does not take (consts, carry, x slices)")
@@ -793,7 +896,9 @@ def _scan_abstract(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll
 
 
 @scan_p.def_reference
-def _scan_reference(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+def _scan_reference(
+    *args, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
+):
     consts, carry, xs = _split(args, num_consts, num_carry)
     ys = []
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
@@ -886,7 +991,9 @@ def _as_traced(x, aval):
 
 
 @scan_p.def_kernel
-def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False):
+def _scan_kernel(
+    ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
+):
     keys, out_keys, split = _eqn_io(ctx)
     nc, ncar = num_consts, num_carry
     fused = _in_kernel(ctx, (jaxpr,), "loop_s", lambda: selectify(jaxpr),
@@ -914,22 +1021,14 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
     k = max(1, min(int(unroll), length))
     subs = {}
     for kk in {k, 1}:
-        subs[kk] = _sub(ctx, (jaxpr,), ("scan", tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk),
-                        lambda kk=kk: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk),
-                        "scan_body")
-    # counter values init + s (s = 0..length), per counter: constant, or computed once per run
-    ctr_static, ctr_subs = {}, {}
-    for i in counters:
-        a = ctx.eqn.invars[nc + i]
-        dt = a.aval.dtype
-        if isinstance(a, Lit):
-            vals = (np.int64(a.val) + np.arange(length + 1, dtype=np.int64)).astype(dt)
-            ctr_static[i] = vals
-        else:
-            def build(dt=dt):
-                return _trace(lambda c: [_ops.add(_ops.broadcast_in_dim(c, (length + 1,), ()),
-                                                 _ops.iota(dt, length + 1))], [ShapedArray((), dt)])
-            ctr_subs[i] = _sub(ctx, (), ("counter", dt.name, length), build, "scan_counter")
+        subs[kk] = _sub(
+            ctx,
+            (jaxpr,),
+            ("scan", tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk),
+            lambda kk=kk: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk),
+            "scan_body",
+        )
+    ctr_static, ctr_subs = _counter_values(ctx, counters, nc, length)
     steps = np.arange(max(length, 1), dtype=np.int32) if (xs_mis or ys_mis) else None
     host_consts: dict = {}      # the counters' and step indices' buffers, on the first run
 
@@ -942,30 +1041,20 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
         ins, outs = split(rt, bufs)
         consts, carry, xs = _split(ins, nc, ncar)
         cout, yout = outs[:ncar], outs[ncar:]
-        ctr = [const(rt, i, ctr_static[i]) if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0]
-               for i in counters]
+        ctr = [
+            const(rt, i, ctr_static[i]) if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0]
+            for i in counters
+        ]
         rc = [carry[i] for i in rest]
         accs = [yout[j] for j in ys_mis]
         s, recorded = 0, 0
         while s < length:
             per_run = len(subs[k if s + k <= length else 1].plan.steps)
             kk = k if s + k <= length else 1
-            step_in, ts = [], []
-            for st in range(kk):
-                t = length - 1 - (s + st) if reverse else s + st
-                ts.append(t)
-                for j in xs_al:
-                    b = rt.alloc(xnb[j])
-                    _copy(rt, xs[j], b, xnb[j], src_offset=t * xnb[j])
-                    step_in.append(b)
-                for c in ctr:
-                    b = rt.alloc(4)
-                    _copy(rt, c, b, 4, src_offset=4 * (s + st))
-                    step_in.append(b)
-                if steps is not None:
-                    b = rt.alloc(4)
-                    _copy(rt, const(rt, "steps", steps), b, 4, src_offset=4 * t)
-                    step_in.append(b)
+            ts = [length - 1 - (s + st) if reverse else s + st for st in range(kk)]
+            steps_buf = const(rt, "steps", steps) if steps is not None else None
+            step_in = _scan_step_inputs(rt, s, ts, [xs[j] for j in xs_al],
+                                        [xnb[j] for j in xs_al], ctr, steps_buf)
             extra = [xs[j] for j in xs_mis]
             res = subs[kk].run(rt, consts + rc + step_in + extra + accs)
             rc, ys, accs = _split(res, len(rest), len(ys_al) * kk)
@@ -985,6 +1074,45 @@ def _scan_kernel(ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unr
             _copy(rt, a, yout[j], nb)
 
     ctx.host_step(run, keys, out_keys, label="scan: body recorded per step, no readback")
+
+
+def _counter_values(ctx, counters, nc, length):
+    """The values init + s (s = 0..length) of each loop-counter carry: a constant array when
+    init is a literal, else a small sub-plan computing them once per run."""
+    ctr_static, ctr_subs = {}, {}
+    for i in counters:
+        a = ctx.eqn.invars[nc + i]
+        dt = a.aval.dtype
+        if isinstance(a, Lit):
+            vals = (np.int64(a.val) + np.arange(length + 1, dtype=np.int64)).astype(dt)
+            ctr_static[i] = vals
+        else:
+            def build(dt=dt):
+                return _trace(lambda c: [_ops.add(_ops.broadcast_in_dim(c, (length + 1,), ()),
+                                                 _ops.iota(dt, length + 1))],
+                              [ShapedArray((), dt)])
+            ctr_subs[i] = _sub(ctx, (), ("counter", dt.name, length), build, "scan_counter")
+    return ctr_static, ctr_subs
+
+
+def _scan_step_inputs(rt, s, ts, xs, xnb, ctr, steps_buf) -> list:
+    """Buffers for steps s, s+1, ... (at positions ``ts`` of ``xs``): each step's ``xs``
+    slices, counter values and (for misaligned slices) its step index, copied out."""
+    step_in = []
+    for st, t in enumerate(ts):
+        for x, nb in zip(xs, xnb):
+            b = rt.alloc(nb)
+            _copy(rt, x, b, nb, src_offset=t * nb)
+            step_in.append(b)
+        for c in ctr:
+            b = rt.alloc(4)
+            _copy(rt, c, b, 4, src_offset=4 * (s + st))
+            step_in.append(b)
+        if steps_buf is not None:
+            b = rt.alloc(4)
+            _copy(rt, steps_buf, b, 4, src_offset=4 * t)
+            step_in.append(b)
+    return step_in
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
@@ -1009,14 +1137,37 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
     # invars (consts, carry, xs, ct, carry_t, xs_t) -> (consts, ct, carry, carry_t, xs, xs_t)
     o = [0, nc, nc + ncar, nc + ncar + nx, nc + ncar + nx + nct, nc + ncar + nx + nct + ncart]
     rng = lambda a, n: list(range(a, a + n))  # noqa: E731
-    perm = rng(o[0], nc) + rng(o[3], nct) + rng(o[1], ncar) + rng(o[4], ncart) + rng(o[2], nx) + rng(o[5], nxt)
+    perm = (
+        rng(o[0], nc)
+        + rng(o[3], nct)
+        + rng(o[1], ncar)
+        + rng(o[4], ncart)
+        + rng(o[2], nx)
+        + rng(o[5], nxt)
+    )
     # outvars (carry, ys, carry_t, ys_t) -> (carry, carry_t, ys, ys_t)
     operm = rng(0, ncar) + rng(ncar + ny, ncart) + rng(ncar, ny) + rng(ncar + ny + ncart, nyt)
     jj = _permute(jj, perm, operm)
-    its = [t if _nz(t) else _ad.instantiate(_ad.Zero(_ad.aval_of(x))) for t, x, z in zip(it, init, carry_nz) if z]
-    outs = scan_p.bind(*consts, *[t for t in ct if _nz(t)], *init, *its, *xs, *[t for t in xt if _nz(t)],
-                       jaxpr=jj, length=length, reverse=reverse, num_consts=nc + nct, num_carry=ncar + ncart,
-                       unroll=unroll, _split_transpose=_split_transpose)
+    its = [
+        t if _nz(t) else _ad.instantiate(_ad.Zero(_ad.aval_of(x)))
+        for t, x, z in zip(it, init, carry_nz)
+        if z
+    ]
+    outs = scan_p.bind(
+        *consts,
+        *[t for t in ct if _nz(t)],
+        *init,
+        *its,
+        *xs,
+        *[t for t in xt if _nz(t)],
+        jaxpr=jj,
+        length=length,
+        reverse=reverse,
+        num_consts=nc + nct,
+        num_carry=ncar + ncart,
+        unroll=unroll,
+        _split_transpose=_split_transpose,
+    )
     carry, carry_t, ys, ys_t = _split(outs, ncar, ncart, ny)
     ct_it, yt_it = iter(carry_t), iter(ys_t)
     out_avals = scan_p.abstract_eval(*[_ad.aval_of(x) for x in primals], jaxpr=jaxpr, length=length,
@@ -1054,15 +1205,21 @@ def _scan_partial_eval(e: Eqn, uin):
     stk = [i for i in range(nres) if i not in inv]
     nkc = sum(1 for u in cuk if not u)
     nkcar = sum(1 for u in carry_uk if not u)
-    known2 = ClosedJaxpr(Jaxpr(kj.constvars, kj.invars, list(kj.outvars[:nk_out]) + [res[i] for i in stk],
-                               kj.eqns), known.consts)
+    known2 = ClosedJaxpr(
+        Jaxpr(kj.constvars, kj.invars, list(kj.outvars[:nk_out]) + [res[i] for i in stk], kj.eqns),
+        known.consts,
+    )
     res_avals = [r.aval for r in res]
     stk_vars = [Var(res_avals[i].update(shape=(length,) + res_avals[i].shape)) for i in stk]
     consts, init, xs = _split(e.invars, nc, ncar)
-    ke = Eqn(scan_p, [a for a, u in zip(consts, cuk) if not u] + [a for a, u in zip(init, carry_uk) if not u]
-             + [a for a, u in zip(xs, xuk) if not u],
-             [v for v, u in zip(e.outvars, out_uk) if not u] + stk_vars,
-             dict(p, jaxpr=known2, num_consts=nkc, num_carry=nkcar))
+    ke = Eqn(
+        scan_p,
+        [a for a, u in zip(consts, cuk) if not u]
+        + [a for a, u in zip(init, carry_uk) if not u]
+        + [a for a, u in zip(xs, xuk) if not u],
+        [v for v, u in zip(e.outvars, out_uk) if not u] + stk_vars,
+        dict(p, jaxpr=known2, num_consts=nkc, num_carry=nkcar),
+    )
     # unknown body invars: (res..., uk consts, uk carry, uk xs) ->
     #                      (invariant res, uk consts, uk carry, uk xs, stacked res)
     nukc = sum(cuk)
@@ -1070,10 +1227,16 @@ def _scan_partial_eval(e: Eqn, uin):
     nukx = sum(xuk)
     perm = (inv + list(range(nres, nres + nukc + nukcar + nukx)) + stk)
     unknown2 = _permute(unknown, perm)
-    ue = Eqn(scan_p, [consts[const_pos[res[i].id]] for i in inv] + [a for a, u in zip(consts, cuk) if u]
-             + [a for a, u in zip(init, carry_uk) if u] + [a for a, u in zip(xs, xuk) if u] + stk_vars,
-             [v for v, u in zip(e.outvars, out_uk) if u],
-             dict(p, jaxpr=unknown2, num_consts=len(inv) + nukc, num_carry=nukcar))
+    ue = Eqn(
+        scan_p,
+        [consts[const_pos[res[i].id]] for i in inv]
+        + [a for a, u in zip(consts, cuk) if u]
+        + [a for a, u in zip(init, carry_uk) if u]
+        + [a for a, u in zip(xs, xuk) if u]
+        + stk_vars,
+        [v for v, u in zip(e.outvars, out_uk) if u],
+        dict(p, jaxpr=unknown2, num_consts=len(inv) + nukc, num_carry=nukcar),
+    )
     return [ke], [ue], out_uk
 
 
@@ -1103,11 +1266,28 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         g_c, g_carry, g_x = _split(outs, nlc, ncar)
         return [_ops.add(x, y) for x, y in zip(acc, g_c)] + list(g_carry) + list(g_x)
 
-    bj = _trace(body, [_ad.aval_of(x) for x in nl_consts] + lc_avals + list(carry_avals) + list(ys_avals)
-                + nlx_avals)
-    outs = scan_p.bind(*nl_consts, *[_zeros_like_aval(a) for a in lc_avals], *ct_carry, *ct_ys, *nl_xs,
-                       jaxpr=bj, length=length, reverse=not reverse, num_consts=nnl, num_carry=nlc + ncar,
-                       unroll=unroll, _split_transpose=_split_transpose)
+    bj = _trace(
+        body,
+        [_ad.aval_of(x) for x in nl_consts]
+        + lc_avals
+        + list(carry_avals)
+        + list(ys_avals)
+        + nlx_avals,
+    )
+    outs = scan_p.bind(
+        *nl_consts,
+        *[_zeros_like_aval(a) for a in lc_avals],
+        *ct_carry,
+        *ct_ys,
+        *nl_xs,
+        jaxpr=bj,
+        length=length,
+        reverse=not reverse,
+        num_consts=nnl,
+        num_carry=nlc + ncar,
+        unroll=unroll,
+        _split_transpose=_split_transpose,
+    )
     g_c, g_carry, g_x = _split(outs, nlc, ncar)
     gc, gx = iter(g_c), iter(g_x)
     return ([next(gc) if l else None for l in c_lin]
@@ -1133,7 +1313,9 @@ def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, un
             break
         carry_b = new
     kdims = [0 if b else None for b in carry_b]
-    init = [_batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, idims, carry_b)]
+    init = [
+        _batching.move_batch_axis(x, d, 0, n) if b else x for x, d, b in zip(init, idims, carry_b)
+    ]
     in_dims = cdims + kdims + xdims
     _, od = vmap_closed_jaxpr(jaxpr, in_dims, n)
     ydims = [None if d is None else 0 for d in od[ncar:]]
@@ -1158,9 +1340,12 @@ def _scan_dce(e: Eqn, used):
     j2, ui = dce_jaxpr(j.jaxpr, keep + used_ys)
     in_keep = ui[:nc] + keep + ui[nc + ncar:]
     j2 = Jaxpr(j2.constvars, [v for v, u in zip(j2.invars, in_keep) if u], j2.outvars, j2.eqns)
-    return Eqn(scan_p, [a for a, u in zip(e.invars, in_keep) if u],
-               [v for v, u in zip(e.outvars, keep + used_ys) if u],
-               dict(p, jaxpr=ClosedJaxpr(j2, j.consts), num_consts=sum(ui[:nc]), num_carry=sum(keep)))
+    return Eqn(
+        scan_p,
+        [a for a, u in zip(e.invars, in_keep) if u],
+        [v for v, u in zip(e.outvars, keep + used_ys) if u],
+        dict(p, jaxpr=ClosedJaxpr(j2, j.consts), num_consts=sum(ui[:nc]), num_carry=sum(keep)),
+    )
 
 
 scan_p.jvp = _scan_jvp

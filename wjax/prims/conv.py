@@ -31,6 +31,10 @@ from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from .linalg import _acc_dtype, emit_generic_matmul
+from ..transforms import ad as _ad
+from ..core.ir import raise_to_shaped
+from .elementwise import add_p
+from .shape import reshape_p, rev_p, slice_p, transpose_p
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -83,9 +87,11 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
                             f"{tuple(map(type, dimension_numbers))}.")
         for i, e in enumerate(dimension_numbers):
             if len(e) != len(lhs_shape):
-                raise TypeError(f"convolution dimension_numbers[{i}] must have len equal to the ndim "
-                                f"of lhs and rhs, got {len(e)} for lhs and rhs shapes {tuple(lhs_shape)} "
-                                f"and {tuple(rhs_shape)}.")
+                raise TypeError(
+                    f"convolution dimension_numbers[{i}] must have len equal to the ndim "
+                    f"of lhs and rhs, got {len(e)} for lhs and rhs shapes {tuple(lhs_shape)} "
+                    f"and {tuple(rhs_shape)}."
+                )
         return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
     raise TypeError(f"convolution dimension_numbers must be tuple/list or None, got "
                     f"{type(dimension_numbers)}.")
@@ -96,7 +102,10 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     p = padding.upper() if isinstance(padding, str) else padding
     if p in ("SAME", "SAME_LOWER"):
         out = [-(-int(i) // int(s)) for i, s in zip(in_shape, window_strides)]
-        sizes = [max((o - 1) * s + w - i, 0) for o, s, w, i in zip(out, window_strides, window_shape, in_shape)]
+        sizes = [
+            max((o - 1) * s + w - i, 0)
+            for o, s, w, i in zip(out, window_strides, window_shape, in_shape)
+        ]
         if p == "SAME":
             return tuple((s // 2, s - s // 2) for s in sizes)
         return tuple((s - s // 2, s // 2) for s in sizes)
@@ -136,8 +145,13 @@ def conv_bind(lhs, rhs, **params):
             start = [0] * aval.ndim
             limit = list(aval.shape)
             start[axis], limit[axis] = c0, c1
-            return slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit), strides=None)
-        part = conv_general_dilated_p.bind(cut(lhs, la, dn.lhs_spec[1]), cut(rhs, ra, dn.rhs_spec[1]), **params)
+            return slice_p.bind(
+                x, start_indices=tuple(start), limit_indices=tuple(limit), strides=None
+            )
+
+        part = conv_general_dilated_p.bind(
+            cut(lhs, la, dn.lhs_spec[1]), cut(rhs, ra, dn.rhs_spec[1]), **params
+        )
         out = part if out is None else add_p.bind(out, part)
     return out
 
@@ -148,8 +162,10 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                    preferred_element_type=None, out_sharding=None):
     dn = dimension_numbers
     if lhs.ndim != rhs.ndim:
-        raise ValueError(f"conv_general_dilated lhs and rhs must have the same number of dimensions, "
-                         f"but got {lhs.shape} and {rhs.shape}.")
+        raise ValueError(
+            f"conv_general_dilated lhs and rhs must have the same number of dimensions, "
+            f"but got {lhs.shape} and {rhs.shape}."
+        )
     if lhs.ndim < 2:
         raise ValueError(f"conv_general_dilated operands must have rank at least 2, got shapes "
                          f"{lhs.shape} and {rhs.shape}")
@@ -162,53 +178,76 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
     for nm, v in (("window_strides", window_strides), ("padding", padding),
                   ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
         if len(v) != nsp:
-            raise ValueError(f"conv_general_dilated {nm} must have one entry per spatial dimension "
-                             f"({nsp}), got {nm}={tuple(v)} for lhs shape {lhs.shape} and rhs shape "
-                             f"{rhs.shape}")
+            raise ValueError(
+                f"conv_general_dilated {nm} must have one entry per spatial dimension ({nsp}), "
+                f"got {nm}={tuple(v)} for lhs shape {lhs.shape} and rhs shape {rhs.shape}"
+            )
     for nm, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
                   ("rhs_dilation", rhs_dilation)):
         if any(int(s) < 1 for s in v):
             raise ValueError(f"conv_general_dilated {nm} must be positive, got {tuple(v)}")
     fgc, bgc = feature_group_count, batch_group_count
     if fgc < 1:
-        raise ValueError(f"conv_general_dilated feature_group_count must be a positive integer, got {fgc}.")
+        raise ValueError(
+            f"conv_general_dilated feature_group_count must be a positive integer, got {fgc}."
+        )
     if bgc < 1:
-        raise ValueError(f"conv_general_dilated batch_group_count must be a positive integer, got {bgc}.")
+        raise ValueError(
+            f"conv_general_dilated batch_group_count must be a positive integer, got {bgc}."
+        )
     if fgc > 1 and bgc > 1:
         raise ValueError("At most one of batch_group_count and feature_group_count may be > 1, got "
                          f"batch_group_count={bgc} and feature_group_count={fgc}")
     lhs_c = lhs.shape[dn.lhs_spec[1]]
     if lhs_c % fgc:
-        raise ValueError(f"conv_general_dilated feature_group_count must divide lhs feature dimension "
-                         f"size, but {fgc} does not divide {lhs_c}.")
+        raise ValueError(
+            f"conv_general_dilated feature_group_count must divide lhs feature dimension "
+            f"size, but {fgc} does not divide {lhs_c}."
+        )
     if lhs_c // fgc != rhs.shape[dn.rhs_spec[1]]:
-        raise ValueError(f"conv_general_dilated lhs feature dimension size divided by feature_group_count "
-                         f"must equal the rhs input feature dimension size, but {lhs_c} // {fgc} != "
-                         f"{rhs.shape[dn.rhs_spec[1]]} (lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+        raise ValueError(
+            f"conv_general_dilated lhs feature dimension size divided by feature_group_count "
+            f"must equal the rhs input feature dimension size, but {lhs_c} // {fgc} != "
+            f"{rhs.shape[dn.rhs_spec[1]]} (lhs shape {lhs.shape}, rhs shape {rhs.shape})."
+        )
     O = rhs.shape[dn.rhs_spec[0]]
     if O % fgc:
-        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
-                         f"feature_group_count, but {O} is not a multiple of {fgc}.")
+        raise ValueError(
+            f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+            f"feature_group_count, but {O} is not a multiple of {fgc}."
+        )
     lhs_n = lhs.shape[dn.lhs_spec[0]]
     if bgc > 1 and lhs_n % bgc:
-        raise ValueError(f"conv_general_dilated batch_group_count must divide lhs batch dimension size, "
-                         f"but {bgc} does not divide {lhs_n}.")
+        raise ValueError(
+            f"conv_general_dilated batch_group_count must divide lhs batch dimension size, "
+            f"but {bgc} does not divide {lhs_n}."
+        )
     if O % bgc:
-        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
-                         f"batch_group_count, but {O} is not a multiple of {bgc}.")
+        raise ValueError(
+            f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+            f"batch_group_count, but {O} is not a multiple of {bgc}."
+        )
     lhs_sp = [_dilate(lhs.shape[d], ld) for d, ld in zip(dn.lhs_spec[2:], lhs_dilation)]
     rhs_sp = [_dilate(rhs.shape[d], rd) for d, rd in zip(dn.rhs_spec[2:], rhs_dilation)]
     padded = [n + lo + hi for n, (lo, hi) in zip(lhs_sp, padding)]
     if any(p < 0 for p in padded):
-        raise ValueError(f"Negative padding is larger than the size of the corresponding dimension: "
-                         f"got padding={tuple(tuple(p) for p in padding)} for lhs spatial shape "
-                         f"{tuple(lhs.shape[d] for d in dn.lhs_spec[2:])}")
-    out_sp = [max(0, (p - w) // s + 1) if p >= w else 0 for p, w, s in zip(padded, rhs_sp, window_strides)]
+        raise ValueError(
+            f"Negative padding is larger than the size of the corresponding dimension: "
+            f"got padding={tuple(tuple(p) for p in padding)} for lhs spatial shape "
+            f"{tuple(lhs.shape[d] for d in dn.lhs_spec[2:])}"
+        )
+    out_sp = [
+        max(0, (p - w) // s + 1) if p >= w else 0 for p, w, s in zip(padded, rhs_sp, window_strides)
+    ]
     out_trans = [lhs_n // bgc, O] + out_sp
     shape = [0] * lhs.ndim
     for i, d in enumerate(dn.out_spec):
         shape[d] = out_trans[i]
-    dt = dtypes.check_supported(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    dt = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else lhs.dtype
+    )
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
 
 
@@ -294,7 +333,14 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     out = ctx.eqn.outvars[0].aval
     g = _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn,
                   feature_group_count, batch_group_count)
-    params = (window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count, batch_group_count)
+    params = (
+        window_strides,
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+        feature_group_count,
+        batch_group_count,
+    )
     G, out_n, out_sp, k_sp, Og = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "Og"))
     M = out_n * int(np.prod(out_sp, dtype=np.int64))
     N = Og
@@ -318,7 +364,9 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     lines, flat = _out_lines(kb, out, dn, g, "b", "m", "n")
     name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
     res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
-    write = "\n".join("        " + ln for ln in lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"])
+    write = "\n".join(
+        "        " + ln for ln in lines + [f"{name}[{flat}] = {W.store_expr(res, out.dtype)};"]
+    )
 
     emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, G, M, N, K)
 
@@ -331,10 +379,58 @@ def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
     depth k = (input channel, window position), reads the RM input values it needs straight
     from the lhs (implicit im2col: bounds and dilation lattice checked in registers) and the V
     weight vec4s."""
-    window_strides, padding, lhs_dilation, rhs_dilation, fgc, bgc = params
-    G, out_n, out_sp, k_sp, in_sp, Cg = (g[k] for k in ("G", "out_n", "out_sp", "k_sp", "in_sp", "Cg"))
+    G = g["G"]
+    weights = _conv_weights(ctx, rhs, dn, g, K, N)
+    nd = out.ndim
+    direct = G == 1 and tuple(dn.out_spec) == (0, nd - 1) + tuple(range(1, nd - 1))
     f32 = np.dtype(np.float32)
-    weights = ctx.scratch(ShapedArray((G * K * N,), f32))
+    kb = ctx.new_kb()
+    kb.vec = 4
+    w_name = kb.bind(weights, f32, "read")
+    o_name = kb.bind(ctx.out_key(0), f32, "read_write") if direct else None
+    kb.vec = 1
+    if not direct:
+        o_name = kb.bind(ctx.out_key(0), f32, "read_write")
+    WG, N4 = 16, N // 4
+    RM, V = _conv_tile(G, M, N4)
+    threads = G * (-(-M // RM)) * (-(-N4 // V))
+    grid = W.grid_for(-(-threads // WG), kb.max_groups)
+    body = _conv_row_origins(kb, g, params, M, RM)
+    body += [f"var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V)]
+    body += [f"let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V)]
+    loop = _conv_depth_step(ctx, kb, lhs, dn, g, params, RM, V, N4, w_name)
+    store = _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct)
+    tiles_n = -(-N4 // V)
+    tiles_m = -(-M // RM)
+    src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
+           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+           f"@builtin(local_invocation_index) lid: u32) {{\n"
+           f"  let t = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
+           f"  if (t >= {tiles_n * tiles_m * G}u) {{ return; }}\n"
+           f"  let gb = t / {tiles_n * tiles_m}u;\n"
+           f"  let r = t % {tiles_n * tiles_m}u;\n"
+           f"  let m0 = (r / {tiles_n}u) * {RM}u;\n"
+           f"  let n0 = (r % {tiles_n}u) * {V}u;\n"
+           f"  let bbase = gb * {K * N4}u;\n  "
+           + "\n  ".join(body)
+           + f"\n  for (var k = 0u; k < {K}u; k = k + 1u) {{\n    " + "\n    ".join(loop)
+           + "\n  }\n  " + "\n  ".join(store) + "\n}\n")
+    ctx.dispatch(kb, src, grid)
+
+
+def _captured(kb, emit):
+    """Runs ``emit()`` and returns (its result, the lines it emitted), leaving ``kb`` as was."""
+    saved, kb.lines = kb.lines, []
+    try:
+        return emit(), kb.lines
+    finally:
+        kb.lines = saved
+
+
+def _conv_weights(ctx, rhs, dn, g, K, N):
+    """The kernel laid out as W[G, K, N] in a scratch buffer (one small dispatch)."""
+    f32 = np.dtype(np.float32)
+    weights = ctx.scratch(ShapedArray((g["G"] * K * N,), f32))
     kb = ctx.new_kb()
     kb.emit(f"let wg = i / {K * N}u;")
     kb.emit(f"let wk = (i / {N}u) % {K}u;")
@@ -344,53 +440,53 @@ def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
         kb.emit(ln)
     name = kb.bind(weights, f32, "read_write")
     kb.emit(f"{name}[i] = {v};")
-    src, grid = kb.elementwise_kernel(G * K * N)
+    src, grid = kb.elementwise_kernel(g["G"] * K * N)
     ctx.dispatch(kb, src, grid)
+    return weights
 
-    nd = out.ndim
-    direct = G == 1 and tuple(dn.out_spec) == (0, nd - 1) + tuple(range(1, nd - 1))
-    kb = ctx.new_kb()
-    kb.vec = 4
-    w_name = kb.bind(weights, f32, "read")
-    o_name = kb.bind(ctx.out_key(0), f32, "read_write") if direct else None
-    kb.vec = 1
-    if not direct:
-        o_name = kb.bind(ctx.out_key(0), f32, "read_write")
-    RM, V, WG = 16, 8, 16
-    N4 = N // 4
+
+def _conv_tile(G, M, N4):
+    """Rows and vec4 columns per thread: 16 x 8, halved until there are >= 512 threads."""
+    RM, V = 16, 8
     while RM > 2 and G * (-(-M // RM)) * (-(-N4 // V)) < 512:
         RM, V = RM // 2, max(1, V // 2)
-    threads = G * (-(-M // RM)) * (-(-N4 // V))
-    grid = W.grid_for(-(-threads // WG), kb.max_groups)
-    nsp = len(in_sp)
+    return RM, V
+
+
+def _conv_row_origins(kb, g, params, M, RM):
+    """Per row of the thread's tile: its batch index and the spatial origin of its window."""
+    window_strides, padding, _, _, _, bgc = params
+    out_n, out_sp = g["out_n"], g["out_sp"]
     body = []
-    # per row: batch index and the spatial origin of its window
     for i in range(RM):
-        saved, kb.lines = kb.lines, []
-        md = Index(kb, [out_n] + out_sp, flat=f"min(m0 + {i}u, {M - 1}u)").dims()
-        body += kb.lines
-        kb.lines = saved
+        md, lines = _captured(kb, lambda: Index(
+            kb, [out_n] + out_sp, flat=f"min(m0 + {i}u, {M - 1}u)").dims())
+        body += lines
         nb = f"gb * {out_n}u + {md[0]}" if bgc > 1 else md[0]
         body.append(f"let rn{i} = {nb};")
-        for sd in range(nsp):
-            body.append(f"let ro{i}_{sd} = i32({md[1 + sd]}) * {window_strides[sd]} - ({padding[sd][0]});")
-    body += [f"var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V)]
-    body += [f"let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V)]
+        for sd in range(len(g["in_sp"])):
+            body.append(f"let ro{i}_{sd} = i32({md[1 + sd]}) * {window_strides[sd]} "
+                        f"- ({padding[sd][0]});")
+    return body
+
+
+def _conv_depth_step(ctx, kb, lhs, dn, g, params, RM, V, N4, w_name):
+    """The body of the loop over depth k: V weight vec4s, then per row the input value
+    (implicit im2col, masked outside the input and off the dilation lattice) times them."""
+    _, _, lhs_dilation, rhs_dilation, fgc, _ = params
+    Cg, k_sp, in_sp = g["Cg"], g["k_sp"], g["in_sp"]
     loop = [f"let bv{j} = {w_name}[bbase + k * {N4}u + bc{j}];" for j in range(V)]
-    saved, kb.lines = kb.lines, []
-    kd = Index(kb, [Cg] + k_sp, flat="k").dims()
-    loop += kb.lines
-    kb.lines = saved
-    ch = f"gb * {Cg}u + {kd[0]}" if fgc > 1 else kd[0]
-    loop.append(f"let kc = {ch};")
-    for sd in range(nsp):
+    kd, lines = _captured(kb, lambda: Index(kb, [Cg] + k_sp, flat="k").dims())
+    loop += lines
+    loop.append(f"let kc = {f'gb * {Cg}u + {kd[0]}' if fgc > 1 else kd[0]};")
+    for sd in range(len(in_sp)):
         loop.append(f"let kw{sd} = i32({kd[1 + sd]}) * {rhs_dilation[sd]};")
     fuser = ctx.fuser(kb)
     for i in range(RM):
         conds, dims = [], [None] * lhs.ndim
         dims[dn.lhs_spec[0]] = f"rn{i}"
         dims[dn.lhs_spec[1]] = "kc"
-        for sd in range(nsp):
+        for sd in range(len(in_sp)):
             pos = f"(ro{i}_{sd} + kw{sd})"
             ld = lhs_dilation[sd]
             if ld > 1:
@@ -401,53 +497,62 @@ def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
                 loop.append(f"let q{i}_{sd} = {pos};")
             conds.append(f"q{i}_{sd} >= 0 && q{i}_{sd} < {in_sp[sd]}")
             dims[dn.lhs_spec[2 + sd]] = f"u32(clamp(q{i}_{sd}, 0, {max(in_sp[sd] - 1, 0)}))"
-        saved, kb.lines = kb.lines, []
-        val = ctx.reader(kb, 0, fuser)(Index(kb, lhs.shape, dims=dims))
-        loop += kb.lines
-        kb.lines = saved
+        val, lines = _captured(kb, lambda: ctx.reader(kb, 0, fuser)(
+            Index(kb, lhs.shape, dims=dims)))
+        loop += lines
         inside = " && ".join(f"({c})" for c in conds) if conds else "true"
         loop.append(f"let av{i} = vec4<f32>(select(0.0, f32({val}), {inside}));")
         loop += [f"c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)]
+    return loop
+
+
+def _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct):
+    """The tile's stores: whole vec4s when the output is row-major NHWC-like, else element by
+    element through the output's layout."""
+    guard = "if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {inner} }}"
     if direct:
-        store = [f"if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {o_name}[(m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
-                 for i in range(RM) for j in range(V)]
-    else:
-        store = []
-        for i in range(RM):
-            for j in range(V):
-                for e in range(4):
-                    saved, kb.lines = kb.lines, []
-                    ls, flat = _out_lines(kb, out, dn, g, "gb", f"(m0 + {i}u)", f"((n0 + {j}u) * 4u + {e}u)")
-                    kb.lines = saved
-                    inner = " ".join(ls) + f" {o_name}[{flat}] = c{i}_{j}[{e}];"
-                    store.append(f"if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {inner} }}")
-    tiles_n = -(-N4 // V)
-    tiles_m = -(-M // RM)
-    src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
-           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-           f"  let t = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
-           f"  if (t >= {tiles_n * tiles_m * G}u) {{ return; }}\n"
-           f"  let gb = t / {tiles_n * tiles_m}u;\n"
-           f"  let r = t % {tiles_n * tiles_m}u;\n"
-           f"  let m0 = (r / {tiles_n}u) * {RM}u;\n"
-           f"  let n0 = (r % {tiles_n}u) * {V}u;\n"
-           f"  let bbase = gb * {K * N4}u;\n  "
-           + "\n  ".join(body)
-           + f"\n  for (var k = 0u; k < {K}u; k = k + 1u) {{\n    " + "\n    ".join(loop) + "\n  }\n  "
-           + "\n  ".join(store) + "\n}\n")
-    ctx.dispatch(kb, src, grid)
+        return [guard.format(i=i, j=j, M=M, N4=N4, inner=(
+            f"{o_name}[(m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j};"))
+            for i in range(RM) for j in range(V)]
+    store = []
+    for i in range(RM):
+        for j in range(V):
+            for e in range(4):
+                (ls, flat), _ = _captured(kb, lambda: _out_lines(
+                    kb, out, dn, g, "gb", f"(m0 + {i}u)", f"((n0 + {j}u) * 4u + {e}u)"))
+                inner = " ".join(ls) + f" {o_name}[{flat}] = c{i}_{j}[{e}];"
+                store.append(guard.format(i=i, j=j, M=M, N4=N4, inner=inner))
+    return store
 
 
-def _conv_ref(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-              feature_group_count=1, batch_group_count=1, precision=None, preferred_element_type=None,
-              out_sharding=None):
+def _conv_ref(
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+    out_sharding=None,
+):
     dn = dimension_numbers
-    out_aval = _conv_abstract(ShapedArray(lhs.shape, lhs.dtype), ShapedArray(rhs.shape, rhs.dtype),
-                              window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-                              rhs_dilation=rhs_dilation, dimension_numbers=dn,
-                              feature_group_count=feature_group_count,
-                              batch_group_count=batch_group_count,
-                              preferred_element_type=preferred_element_type)
+    out_aval = _conv_abstract(
+        ShapedArray(lhs.shape, lhs.dtype),
+        ShapedArray(rhs.shape, rhs.dtype),
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dn,
+        feature_group_count=feature_group_count,
+        batch_group_count=batch_group_count,
+        preferred_element_type=preferred_element_type,
+    )
     accdt = np.float64 if lhs.dtype.kind == "f" else np.int64
     x = np.transpose(lhs, dn.lhs_spec).astype(accdt)     # N C spatial
     w = np.transpose(rhs, dn.rhs_spec).astype(accdt)     # O I spatial
@@ -467,7 +572,9 @@ def _conv_ref(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, 
         pw = [(0, 0)] * dil.ndim
         pw[ax] = (lo, hi)
         dil = np.pad(dil, pw)
-    wd = np.zeros(w.shape[:2] + tuple(_dilate(n, d) for n, d in zip(w.shape[2:], rhs_dilation)), accdt)
+    wd = np.zeros(
+        w.shape[:2] + tuple(_dilate(n, d) for n, d in zip(w.shape[2:], rhs_dilation)), accdt
+    )
     wd[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in rhs_dilation)] = w
     fgc, bgc = feature_group_count, batch_group_count
     G = fgc * bgc
@@ -480,12 +587,16 @@ def _conv_ref(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, 
     for o in range(O):
         grp = o // Og
         for pos in np.ndindex(*out_sp):
-            sl = tuple(slice(p * st, p * st + k) for p, st, k in zip(pos, window_strides, wd.shape[2:]))
+            sl = tuple(
+                slice(p * st, p * st + k) for p, st, k in zip(pos, window_strides, wd.shape[2:])
+            )
             if bgc > 1:
                 patch = dil[grp * out_n:(grp + 1) * out_n, :][(slice(None), slice(None)) + sl]
             else:
                 patch = dil[:, grp * Cg:(grp + 1) * Cg][(slice(None), slice(None)) + sl]
-            res[(slice(None), o) + pos] = np.sum(patch * wd[o][None], axis=tuple(range(1, patch.ndim)))
+            res[(slice(None), o) + pos] = np.sum(
+                patch * wd[o][None], axis=tuple(range(1, patch.ndim))
+            )
     inv = np.argsort(dn.out_spec)
     return np.transpose(res, inv).astype(out_aval.dtype)
 
@@ -511,7 +622,9 @@ def _reshape_axis_out_of(src, size1, x):
     return reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
 
 
-def _conv_batch(args, dims, *, dimension_numbers, feature_group_count=1, batch_group_count=1, **params):
+def _conv_batch(
+    args, dims, *, dimension_numbers, feature_group_count=1, batch_group_count=1, **params
+):
     """vmap (JAX's rule): fold the batch axis into the lhs batch dimension, the rhs output
     features, or (both batched) feature groups; then split it back out of the result."""
     (lhs, rhs), (ld, rd) = args, dims
@@ -555,16 +668,12 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count=1, batch_g
 conv_general_dilated_p.batch = _conv_batch
 
 
-# --------------------------------------------------------------------------- autodiff (JAX's transposes)
-from ..transforms import ad as _ad  # noqa: E402
+# --------------------------------------------------------------------- autodiff (JAX's transposes)
 
 
 def _conv_spec_t(spec):
     return (spec[1], spec[0]) + tuple(spec[2:])
 
-from ..core.ir import raise_to_shaped
-from .elementwise import add_p
-from .shape import reshape_p, rev_p, slice_p, transpose_p
 
 def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs_dil):
     ld = [_dilate(n, d) for n, d in zip(in_shape, lhs_dil)]
@@ -586,9 +695,22 @@ def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dil, rhs
     return tuple(zip(lo, hi))
 
 
-def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                        dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
-                        preferred_element_type=None, out_sharding=None):
+def _conv_transpose_lhs(
+    g,
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+    out_sharding=None,
+):
     lhs_shape = _ad.aval_of(lhs).shape
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     t_rhs_spec = _conv_spec_t(rhs_spec)
@@ -608,18 +730,41 @@ def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                            rhs_dilation)
     revd = rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:])) if len(rhs_spec) > 2 else rhs
     out = conv_bind(
-        g, revd, window_strides=tuple(lhs_dilation), padding=pad, lhs_dilation=tuple(window_strides),
-        rhs_dilation=tuple(rhs_dilation), dimension_numbers=trans, feature_group_count=fgc,
-        batch_group_count=1, precision=None, preferred_element_type=None, out_sharding=None)
+        g,
+        revd,
+        window_strides=tuple(lhs_dilation),
+        padding=pad,
+        lhs_dilation=tuple(window_strides),
+        rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=trans,
+        feature_group_count=fgc,
+        batch_group_count=1,
+        precision=None,
+        preferred_element_type=None,
+        out_sharding=None,
+    )
     if batch_group_count > 1:
         out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
         out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
     return out
 
 
-def _conv_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                        dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
-                        preferred_element_type=None, out_sharding=None):
+def _conv_transpose_rhs(
+    g,
+    lhs,
+    rhs,
+    *,
+    window_strides,
+    padding,
+    lhs_dilation,
+    rhs_dilation,
+    dimension_numbers,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+    out_sharding=None,
+):
     if _ad.aval_of(g).size == 0:
         return _ad.Zero(rhs.aval)
     lhs_t, rhs_t, out_t = (_conv_spec_t(s) for s in dimension_numbers)
@@ -631,8 +776,15 @@ def _conv_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
         fgc, bgc = 1, fgc
     trans = ConvDimensionNumbers(lhs_t, out_t, rhs_t)
     ls, rs, gs = _ad.aval_of(lhs).shape, _ad.aval_of(rhs).shape, _ad.aval_of(g).shape
-    pad = _vjp_rhs_padding([ls[d] for d in lhs_spec[2:]], [rs[d] for d in rhs_spec[2:]], window_strides,
-                           [gs[d] for d in out_spec[2:]], padding, lhs_dilation, rhs_dilation)
+    pad = _vjp_rhs_padding(
+        [ls[d] for d in lhs_spec[2:]],
+        [rs[d] for d in rhs_spec[2:]],
+        window_strides,
+        [gs[d] for d in out_spec[2:]],
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+    )
     return conv_bind(
         lhs, g, window_strides=tuple(rhs_dilation), padding=pad, lhs_dilation=tuple(lhs_dilation),
         rhs_dilation=tuple(window_strides), dimension_numbers=trans, feature_group_count=fgc,

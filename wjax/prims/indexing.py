@@ -7,7 +7,6 @@ drops the update (scatter).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +21,8 @@ from .elementwise import _same_dtypes, kind
 
 from ..core.ops import GatherDimensionNumbers, ScatterDimensionNumbers  # noqa: E402,F401
 from ..core.ops import gather_mode as _mode  # noqa: E402
+from ..transforms import ad as _ad
+from ..core import ops
 
 
 # --------------------------------------------------------------------------- gather
@@ -121,9 +122,19 @@ def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fil
             off = 0 if od in dn.collapsed_slice_dims else next(offs)
             full.append(starts.get(od, 0) + off)
         if m == "fill" and not good:
-            fv = fill_value if fill_value is not None else (
-                np.nan if operand.dtype.kind == "f" else True if operand.dtype == bool
-                else np.iinfo(operand.dtype).min if operand.dtype.kind == "i" else np.iinfo(operand.dtype).max)
+            fv = (
+                fill_value
+                if fill_value is not None
+                else (
+                    np.nan
+                    if operand.dtype.kind == "f"
+                    else True
+                    if operand.dtype == bool
+                    else np.iinfo(operand.dtype).min
+                    if operand.dtype.kind == "i"
+                    else np.iinfo(operand.dtype).max
+                )
+            )
             out[oidx] = fv
         else:
             out[oidx] = operand[tuple(full)]
@@ -131,7 +142,6 @@ def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fil
 
 
 gather_p.reference = _gather_ref
-
 
 
 def _up(t):
@@ -154,10 +164,14 @@ def _gather_batch(args, dims, dimension_numbers, slice_sizes, **params):
                                     tuple(dn.start_index_map), tuple(dn.operand_batching_dims),
                                     _up(dn.start_indices_batching_dims))
         return gather_p.bind(op, ind, dimension_numbers=dn, slice_sizes=ss, **params), 0
-    op = _batching.bdim_at_front(op, do, n)   # both: a batching dimension pair
-    dn = GatherDimensionNumbers(_up(dn.offset_dims), _up(dn.collapsed_slice_dims), _up(dn.start_index_map),
-                                (0,) + _up(dn.operand_batching_dims),
-                                (0,) + _up(dn.start_indices_batching_dims))
+    op = _batching.bdim_at_front(op, do, n)  # both: a batching dimension pair
+    dn = GatherDimensionNumbers(
+        _up(dn.offset_dims),
+        _up(dn.collapsed_slice_dims),
+        _up(dn.start_index_map),
+        (0,) + _up(dn.operand_batching_dims),
+        (0,) + _up(dn.start_indices_batching_dims),
+    )
     return gather_p.bind(op, ind, dimension_numbers=dn, slice_sizes=(1,) + ss, **params), 0
 
 
@@ -173,8 +187,10 @@ def _scatter_abstract(operand, indices, updates, dimension_numbers, indices_are_
         raise TypeError(f"scatter indices must be of integer type, got {indices.dtype}")
     dn = dimension_numbers
     if indices.ndim == 0 or indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
-        raise TypeError(f"scatter: the last dimension of indices (shape {indices.shape}) must equal "
-                        f"len(scatter_dims_to_operand_dims) = {len(dn.scatter_dims_to_operand_dims)}")
+        raise TypeError(
+            f"scatter: the last dimension of indices (shape {indices.shape}) must equal "
+            f"len(scatter_dims_to_operand_dims) = {len(dn.scatter_dims_to_operand_dims)}"
+        )
     n_win = operand.ndim - len(dn.inserted_window_dims) - len(dn.operand_batching_dims)
     if len(dn.update_window_dims) != n_win or updates.ndim != indices.ndim - 1 + n_win:
         raise TypeError(f"scatter: updates shape {updates.shape} does not fit operand shape "
@@ -186,8 +202,18 @@ _COMBINE = {
     "scatter": None,
     "scatter_add": "({a} + {b})",
     "scatter_mul": "({a} * {b})",
-    "scatter_min": {"f": "wj_min_f({a}, {b})", "i": "min({a}, {b})", "u": "min({a}, {b})", "b": "({a} && {b})"},
-    "scatter_max": {"f": "wj_max_f({a}, {b})", "i": "max({a}, {b})", "u": "max({a}, {b})", "b": "({a} || {b})"},
+    "scatter_min": {
+        "f": "wj_min_f({a}, {b})",
+        "i": "min({a}, {b})",
+        "u": "min({a}, {b})",
+        "b": "({a} && {b})",
+    },
+    "scatter_max": {
+        "f": "wj_max_f({a}, {b})",
+        "i": "max({a}, {b})",
+        "u": "max({a}, {b})",
+        "b": "({a} || {b})",
+    },
 }
 
 
@@ -209,7 +235,9 @@ def _scatter_kernel_for(name):
     def kernel(ctx, operand, indices, updates, dimension_numbers, indices_are_sorted=False,
                unique_indices=False, mode=None, update_jaxpr=None, update_consts=()):
         if W.storage_type(operand.dtype) == "f16":
-            raise TypeError("wjax: scatter into float16 arrays is not supported (no 16-bit atomics)")
+            raise TypeError(
+                "wjax: scatter into float16 arrays is not supported (no 16-bit atomics)"
+            )
         dn = dimension_numbers
         out_key = ctx.out_key(0)
         n_out = operand.size
@@ -268,7 +296,10 @@ def _scatter_kernel_for(name):
             flat, ok, upd = position(kb)
             c = kb.bind(claim, np.uint32, "read")
             o = kb.bind(out_key, operand.dtype, "read_write")
-            kb.emit(f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] = {W.store_expr(upd, operand.dtype)}; }}")
+            kb.emit(
+                f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] "
+                f"= {W.store_expr(upd, operand.dtype)}; }}"
+            )
             src, grid = kb.elementwise_kernel(updates.size)
             ctx.dispatch(kb, src, grid)
             return
@@ -278,13 +309,15 @@ def _scatter_kernel_for(name):
         k = kind(operand.dtype)
         tmpl = comb[k] if isinstance(comb, dict) else comb
         if "wj_" in tmpl:
-            kb.use_helper("wj_isnan"); kb.use_helper("wj_max_f"); kb.use_helper("wj_min_f")
+            for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
+                kb.use_helper(helper)
         newv = W.wrap_narrow(tmpl.format(a=_unbits("old", operand.dtype), b="u"), operand.dtype)
-        kb.emit(f"if ({ok}) {{\n    let u = {upd};\n    loop {{\n"
-                f"      let old = atomicLoad(&{o}[{flat}]);\n"
-                f"      let nv = {_bits(newv, operand.dtype)};\n"
-                f"      if (atomicCompareExchangeWeak(&{o}[{flat}], old, nv).exchanged) {{ break; }}\n"
-                f"    }}\n  }}")
+        kb.emit(
+            f"if ({ok}) {{\n    let u = {upd};\n    loop {{\n      let old = "
+            f"atomicLoad(&{o}[{flat}]);\n      let nv = {_bits(newv, operand.dtype)};\n      if "
+            f"(atomicCompareExchangeWeak(&{o}[{flat}], old, nv).exchanged) {{ break; }}\n    }}\n "
+            f" }}"
+        )
         src, grid = kb.elementwise_kernel(updates.size)
         ctx.dispatch(kb, src, grid)
     return kernel
@@ -299,20 +332,35 @@ def _zero_then(ctx, key, n):
 
 
 def _scatter_ref_for(name):
-    def ref(operand, indices, updates, dimension_numbers, indices_are_sorted=False, unique_indices=False,
-            mode=None, update_jaxpr=None, update_consts=()):
+    def ref(
+        operand,
+        indices,
+        updates,
+        dimension_numbers,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        update_jaxpr=None,
+        update_consts=(),
+    ):
         dn = dimension_numbers
         out = operand.copy()
         bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
         for uidx in np.ndindex(*updates.shape):
             sc = [uidx[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
             win = iter(uidx[i] for i in dn.update_window_dims)
-            starts = {od: int(indices[tuple(sc) + (k,)]) for k, od in enumerate(dn.scatter_dims_to_operand_dims)}
+            starts = {
+                od: int(indices[tuple(sc) + (k,)])
+                for k, od in enumerate(dn.scatter_dims_to_operand_dims)
+            }
             if _mode(mode) == "clip":
                 wd = iter(dn.update_window_dims)
                 ext = {od: (1 if od in dn.inserted_window_dims or od in dn.operand_batching_dims
                             else updates.shape[next(wd)]) for od in range(operand.ndim)}
-                starts = {od: min(max(v, 0), max(operand.shape[od] - ext[od], 0)) for od, v in starts.items()}
+                starts = {
+                    od: min(max(v, 0), max(operand.shape[od] - ext[od], 0))
+                    for od, v in starts.items()
+                }
             pos, ok = [], True
             for od in range(operand.ndim):
                 if od in bmap:
@@ -344,9 +392,13 @@ def _scatter_batch_for(p):
         n = _batching.axis_size(args, dims)
         op, ind, upd = [_batching.bdim_at_front(x, d, n) for x, d in zip(args, dims)]
         dn = dimension_numbers
-        dn = ScatterDimensionNumbers(_up(dn.update_window_dims), _up(dn.inserted_window_dims),
-                                     _up(dn.scatter_dims_to_operand_dims), (0,) + _up(dn.operand_batching_dims),
-                                     (0,) + _up(dn.scatter_indices_batching_dims))
+        dn = ScatterDimensionNumbers(
+            _up(dn.update_window_dims),
+            _up(dn.inserted_window_dims),
+            _up(dn.scatter_dims_to_operand_dims),
+            (0,) + _up(dn.operand_batching_dims),
+            (0,) + _up(dn.scatter_indices_batching_dims),
+        )
         return p.bind(op, ind, upd, dimension_numbers=dn, **params), 0
     return rule
 
@@ -369,24 +421,26 @@ scatter_max_p = _make_scatter("scatter_max")
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 
 def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
     return ScatterDimensionNumbers(
-        update_window_dims=tuple(dn.offset_dims), inserted_window_dims=tuple(dn.collapsed_slice_dims),
+        update_window_dims=tuple(dn.offset_dims),
+        inserted_window_dims=tuple(dn.collapsed_slice_dims),
         scatter_dims_to_operand_dims=tuple(dn.start_index_map),
         operand_batching_dims=tuple(dn.operand_batching_dims),
-        scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+        scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims),
+    )
 
 
 def _gather_dn_of(dn: ScatterDimensionNumbers, operand_shape, updates_shape):
     gdn = GatherDimensionNumbers(
-        offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+        offset_dims=tuple(dn.update_window_dims),
+        collapsed_slice_dims=tuple(dn.inserted_window_dims),
         start_index_map=tuple(dn.scatter_dims_to_operand_dims),
         operand_batching_dims=tuple(dn.operand_batching_dims),
-        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims),
+    )
     sizes, pos = [], 0
     for i in range(len(operand_shape)):
         if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
@@ -417,7 +471,9 @@ def _window_starts(indices, op_shape, start_index_map, slice_sizes, mode):
         return ops.clamp(np.zeros((), dt), indices, hi_b)
     ok = ops.bitwise_and(ops.ge(indices, np.zeros((), dt)), ops.le(indices, hi_b))
     ok = ops.broadcast_in_dim(ops.reduce_and(ok, last), ia.shape, tuple(range(ia.ndim - 1)))
-    big = ops.broadcast_in_dim(np.asarray([op_shape[od] for od in start_index_map], dt), ia.shape, last)
+    big = ops.broadcast_in_dim(
+        np.asarray([op_shape[od] for od in start_index_map], dt), ia.shape, last
+    )
     return ops.select(ok, indices, big)
 
 
@@ -432,8 +488,17 @@ def _gather_jvp(primals, tangents, **params):
     return ans, gather_p.bind(tangents[0], idx, **tp)
 
 
-def _gather_transpose(ct, operand, indices, dimension_numbers, slice_sizes, mode=None, fill_value=None,
-                      indices_are_sorted=False, unique_indices=False):
+def _gather_transpose(
+    ct,
+    operand,
+    indices,
+    dimension_numbers,
+    slice_sizes,
+    mode=None,
+    fill_value=None,
+    indices_are_sorted=False,
+    unique_indices=False,
+):
     if _ad.is_undefined_primal(indices):
         raise TypeError("gather is not linear in its indices")
     a = operand.aval
@@ -473,14 +538,23 @@ def _scatter_transpose(ct, x, indices, u, dimension_numbers, **params):
     ua = _ad.aval_of(u)
     t_x = t_u = None
     if _ad.is_undefined_primal(x):
-        t_x = scatter_p.bind(ct, indices, _ad.zeros(ua), dimension_numbers=dimension_numbers, **params)
+        t_x = scatter_p.bind(
+            ct, indices, _ad.zeros(ua), dimension_numbers=dimension_numbers, **params
+        )
     if _ad.is_undefined_primal(u):
         # only the update that won a position receives its cotangent
         ids = ops.add(ops.reshape(ops.iota(np.int32, ua.size), ua.shape), np.ones((), np.int32))
-        winners = scatter_p.bind(_ad.zeros(ShapedArray(_ad.aval_of(ct).shape, np.int32)), indices, ids,
-                                 dimension_numbers=dimension_numbers, **params)
+        winners = scatter_p.bind(
+            _ad.zeros(ShapedArray(_ad.aval_of(ct).shape, np.int32)),
+            indices,
+            ids,
+            dimension_numbers=dimension_numbers,
+            **params,
+        )
         won = ops.eq(_gather_at(winners, indices, dimension_numbers, ua.shape), ids)
-        t_u = ops.select(won, _gather_at(ct, indices, dimension_numbers, ua.shape), np.zeros((), ua.dtype))
+        t_u = ops.select(
+            won, _gather_at(ct, indices, dimension_numbers, ua.shape), np.zeros((), ua.dtype)
+        )
     return [t_x, None, t_u]
 
 
@@ -497,8 +571,10 @@ def _scatter_mul_jvp(primals, tangents, **params):
         rest = {k: v for k, v in params.items() if k != "dimension_numbers"}
         if params.get("unique_indices"):
             tu_t = ops.mul(x, scatter_add_p.bind(zeros, idx, tu, dimension_numbers=dn, **rest))
-        else:   # out * sum_i tu_i / u_i (exact where the updates are nonzero)
-            tu_t = ops.mul(ans, scatter_add_p.bind(zeros, idx, ops.div(tu, u), dimension_numbers=dn, **rest))
+        else:  # out * sum_i tu_i / u_i (exact where the updates are nonzero)
+            tu_t = ops.mul(
+                ans, scatter_add_p.bind(zeros, idx, ops.div(tu, u), dimension_numbers=dn, **rest)
+            )
         t = _ad.add_tangents(t, tu_t)
     return ans, t
 

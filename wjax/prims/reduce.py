@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import kind
+from ..backend import wgsl_math  # noqa: F401  (registers wj_opq)
+from ..transforms import ad as _ad
+from ..core import ops
 
 def _check_axes(name, x, axes):
     axes = tuple(axes)
@@ -76,32 +78,48 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
                           lambda v, r: v, lambda s: s)
         ident = W.literal(-1 if op == "and" else 0, dtype) if k == "i" else (
             W.literal(np.iinfo(dtype).max, dtype) if op == "and" else W.zero(dtype))
-        return Monoid(vt, ident, f"  return a {'&' if op == 'and' else '|'} b;", lambda v, r: v, lambda s: s)
+        return Monoid(
+            vt, ident, f"  return a {'&' if op == 'and' else '|'} b;", lambda v, r: v, lambda s: s
+        )
     if op in ("argmax", "argmin"):
         # state: (value as f32/i32/u32, index); NaN wins (first NaN); ties -> lower index
         better = ">" if op == "argmax" else "<"
         if k == "f":
             # bit tests: fast-math drivers may fold ``v != v`` to false
-            cmp = (f"  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-                   f"  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-                   f"  if (an && bn) {{ if (a.i < b.i) {{ return a; }} return b; }}\n"
-                   f"  if (an) {{ return a; }}\n  if (bn) {{ return b; }}\n")
+            cmp = ("  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
+                   "  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
+                   "  if (an && bn) { if (a.i < b.i) { return a; } return b; }\n"
+                   "  if (an) { return a; }\n  if (bn) { return b; }\n")
         else:
             cmp = ""
         state = f"ArgState_{vt}"
-        body = (cmp + f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
-                      f"  if (a.i < b.i) {{ return a; }}\n  return b;")
+        body = (
+            cmp
+            + f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
+            f"  if (a.i < b.i) {{ return a; }}\n  return b;"
+        )
         if k == "b":
             vt2 = "u32"
             lift = lambda v, r: f"{state}(select(0u, 1u, {v}), {r})"
         else:
             vt2 = vt
             lift = lambda v, r: f"{state}({v}, {r})"
-        ident_v = W.literal(-np.inf if op == "argmax" else np.inf, dtype) if k == "f" else (
-            W.literal(np.iinfo(dtype).min if op == "argmax" else np.iinfo(dtype).max, dtype) if k in "iu"
-            else ("0u" if op == "argmax" else "1u"))
-        m = Monoid(state, f"{state}({ident_v}, 0xffffffffu)", body, lift,
-                   lambda s: W.literal(0, index_dtype) if False else f"{W.value_type(index_dtype)}({s}.i)")
+        ident_v = (
+            W.literal(-np.inf if op == "argmax" else np.inf, dtype)
+            if k == "f"
+            else (
+                W.literal(np.iinfo(dtype).min if op == "argmax" else np.iinfo(dtype).max, dtype)
+                if k in "iu"
+                else ("0u" if op == "argmax" else "1u")
+            )
+        )
+        m = Monoid(
+            state,
+            f"{state}({ident_v}, 0xffffffffu)",
+            body,
+            lift,
+            lambda s: W.literal(0, index_dtype) if False else f"{W.value_type(index_dtype)}({s}.i)",
+        )
         m.struct = f"struct {state} {{ v: {vt2}, i: u32 }}"
         return m
     raise ValueError(op)
@@ -109,7 +127,6 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
 
 # TwoSum's error term would fold to zero under reassociation: its sums go through wj_opq
 # (wjax/backend/wgsl_math.py), an identity the compiler cannot see through.
-from ..backend import wgsl_math  # noqa: E402,F401  (registers wj_opq)
 
 
 def _is_cpu(ctx) -> bool:
@@ -157,63 +174,98 @@ def emit_reductions(jobs: list, wg=256):
     """Emits several reductions over the same iteration space as ONE kernel (per pass):
     the state is a struct with one field per reduction (e.g. the sum and the sum of
     squares of a one-pass variance)."""
-    ctx, x_aval, axes = jobs[0].ctx, jobs[0].x_aval, jobs[0].axes
-    kept = [d for d in range(x_aval.ndim) if d not in axes]
-    kept_shape = [x_aval.shape[d] for d in kept]
-    red_shape = [x_aval.shape[d] for d in axes]
-    M = int(np.prod(kept_shape, dtype=np.int64))
-    N = int(np.prod(red_shape, dtype=np.int64))
-    cpu = _is_cpu(ctx)
+    r = _Reductions(jobs, wg)
+    if r.N <= 512 and r.M >= 64:
+        return _emit_thread_per_output(jobs, r.monos, r.M, r.N, r.element_index,
+                                       r.write_outputs)
+    r.first_pass()
+    if r.parts > 1:
+        r.second_pass()
+
+
+def _split_passes(M, N, wg, cpu):
+    """(parts, slice length): each output's N elements are split into ``parts`` slices, one
+    workgroup each, when few outputs each reduce many elements (a second pass folds them)."""
     target = 16 if cpu else 2048
-    # two passes only when few outputs each reduce many elements
-    parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))), -(-N // (wg * 4))))
+    parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))),
+                                           -(-N // (wg * 4))))
     # keep each thread's loop well under lavapipe's 65535 iterations per invocation
     parts = max(parts, -(-N // (wg * 32768)))
     slice_n = -(-N // parts) if N else 0
     if N % 4 == 0 and parts > 1:
         slice_n = -(-slice_n // 4) * 4          # vec4-aligned slices
-    trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
-    monos = [j.mono for j in jobs]
-    words = [_words(m) for m in monos]
-    offs = [sum(words[:k]) for k in range(len(words))]
-    W_TOTAL = sum(words)
+    return parts, slice_n
 
-    def element_index(kb):
-        if trailing:
+
+class _Reductions:
+    """The shared iteration space of a group of reductions and the kernels over it."""
+
+    def __init__(self, jobs, wg):
+        self.jobs, self.wg = jobs, wg
+        self.ctx, self.x_aval, self.axes = jobs[0].ctx, jobs[0].x_aval, jobs[0].axes
+        x_aval, axes = self.x_aval, self.axes
+        self.kept = [d for d in range(x_aval.ndim) if d not in axes]
+        self.kept_shape = [x_aval.shape[d] for d in self.kept]
+        self.red_shape = [x_aval.shape[d] for d in axes]
+        self.M = int(np.prod(self.kept_shape, dtype=np.int64))
+        self.N = int(np.prod(self.red_shape, dtype=np.int64))
+        self.cpu = _is_cpu(self.ctx)
+        self.parts, self.slice_n = _split_passes(self.M, self.N, wg, self.cpu)
+        self.trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
+        self.monos = [j.mono for j in jobs]
+        self.words = [_words(m) for m in self.monos]
+        self.offs = [sum(self.words[:k]) for k in range(len(self.words))]
+        self.w_total = sum(self.words)
+        self.partial_key = (self.ctx.scratch(ShapedArray((self.M * self.parts * self.w_total,),
+                                                         np.uint32))
+                            if self.parts > 1 and not (self.N <= 512 and self.M >= 64) else None)
+
+    def element_index(self, kb):
+        """The operand index of element r of output o."""
+        x_aval, N = self.x_aval, self.N
+        if self.trailing:
             return Index(kb, x_aval.shape, flat=kb.let(f"o * {N}u + r", "u32"))
-        od = Index(kb, kept_shape, flat="o").dims() if kept_shape else []
-        rd = Index(kb, red_shape, flat="r").dims() if red_shape else []
+        od = Index(kb, self.kept_shape, flat="o").dims() if self.kept_shape else []
+        rd = Index(kb, self.red_shape, flat="r").dims() if self.red_shape else []
         dims = [None] * x_aval.ndim
-        for d, e in zip(kept, od):
+        for d, e in zip(self.kept, od):
             dims[d] = e
-        for d, e in zip(axes, rd):
+        for d, e in zip(self.axes, rd):
             dims[d] = e
         return Index(kb, x_aval.shape, dims=dims)
 
-    def write_outputs(kb):
+    def write_outputs(self, kb):
         lines = []
-        for k, (j, m) in enumerate(zip(jobs, monos)):
+        for k, (j, m) in enumerate(zip(self.jobs, self.monos)):
             name = kb.bind(j.out_key, j.out_dtype, "read_write")
             val = W.wrap_narrow(m.result(f"res.m{k}"), j.out_dtype)
             lines.append(f"    {name}[o] = {W.store_expr(val, j.out_dtype)};")
         return "\n".join(lines)
 
-    if N <= 512 and M >= 64:
-        return _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs)
-    two_pass = parts > 1
-    partial_key = ctx.scratch(ShapedArray((M * parts * W_TOTAL,), np.uint32)) if two_pass else None
+    def first_pass(self):
+        """vec4 loads when the reduction is trailing and long (if the adapter compiles it),
+        else one element at a time."""
+        N, slice_n = self.N, self.slice_n
+        if self.trailing and N % 4 == 0 and slice_n % 4 == 0 and N >= 1024:
+            kb, src = self._pass1(True)
+            if kb.vec_ok and self.ctx.target.compiles(src[0]):
+                self.ctx.dispatch(kb, *src)
+                return
+        kb, src = self._pass1(False)
+        self.ctx.dispatch(kb, *src)
 
-    def pass1(vec: bool):
+    def _pass1(self, vec: bool):
         """Pass 1; with ``vec`` the loop reads vec4s of 4 consecutive elements (trailing
         reductions whose operand is read at one flat index), else one element at a time."""
+        ctx, monos, jobs, N = self.ctx, self.monos, self.jobs, self.N
         kb = ctx.new_kb()
         saved, kb.lines = kb.lines, []
         if vec:
             kb.vec = 4
             kb.emit(f"let i = o * {N // 4}u + r;")
-            idx = Index(kb, x_aval.shape, flat="i")
+            idx = Index(kb, self.x_aval.shape, flat="i")
         else:
-            idx = element_index(kb)
+            idx = self.element_index(kb)
         vals = [j.ctx.reader(kb, j.reader_index, j.ctx.fuser(kb))(idx) for j in jobs]
         body, kb.lines = kb.lines, saved
         kb.vec = 1
@@ -222,36 +274,30 @@ def emit_reductions(jobs: list, wg=256):
                      for q, c in enumerate("xyzw")]
         else:
             lanes = [[m.lift(v, "r") for m, v in zip(monos, vals)]]
-        if two_pass:
-            pn = kb.bind(partial_key, np.uint32, "read_write")
-            write = "\n".join(f"    {pn}[g * {W_TOTAL}u + {offs[k] + w}u] = {e};"
-                              for k, m in enumerate(monos) for w, e in enumerate(_to_words(m, f"res.m{k}")))
+        if self.parts > 1:
+            pn = kb.bind(self.partial_key, np.uint32, "read_write")
+            write = "\n".join(f"    {pn}[g * {self.w_total}u + {self.offs[k] + w}u] = {e};"
+                              for k, m in enumerate(monos)
+                              for w, e in enumerate(_to_words(m, f"res.m{k}")))
         else:
-            write = write_outputs(kb)
+            write = self.write_outputs(kb)
         div = 4 if vec else 1
-        return kb, _fill(kb, monos, wg, M * parts, parts, slice_n // div, N // div,
-                         _loop(body, lanes, cpu, wg), write)
+        return kb, _fill(kb, monos, self.wg, self.M * self.parts, self.parts,
+                         self.slice_n // div, N // div, _loop(body, lanes, self.cpu, self.wg),
+                         write)
 
-    done = False
-    if trailing and N % 4 == 0 and slice_n % 4 == 0 and N >= 1024:
-        kb, src = pass1(True)
-        if kb.vec_ok and ctx.target.compiles(src[0]):
-            ctx.dispatch(kb, *src)
-            done = True
-    if not done:
-        kb, src = pass1(False)
-        ctx.dispatch(kb, *src)
-    if not two_pass:
-        return
-    # pass 2: fold the partial states ------------------------------------------
-    kb = ctx.new_kb()
-    inp = kb.bind(partial_key, np.uint32, "read")
-    at = f"(o * {parts}u + r) * {W_TOTAL}u"
-    states = [_from_words(m, [f"{inp}[{at} + {offs[k] + w}u]" for w in range(words[k])])
-              for k, m in enumerate(monos)]
-    src = _fill(kb, monos, wg, M, 1, parts, parts, _loop([], states, cpu, wg, lifted_is_state=True),
-                write_outputs(kb))
-    ctx.dispatch(kb, *src)
+    def second_pass(self):
+        """Folds the partial states of each output."""
+        kb = self.ctx.new_kb()
+        inp = kb.bind(self.partial_key, np.uint32, "read")
+        at = f"(o * {self.parts}u + r) * {self.w_total}u"
+        states = [_from_words(m, [f"{inp}[{at} + {self.offs[k] + w}u]"
+                                  for w in range(self.words[k])])
+                  for k, m in enumerate(self.monos)]
+        src = _fill(kb, self.monos, self.wg, self.M, 1, self.parts, self.parts,
+                    _loop([], states, self.cpu, self.wg, lifted_is_state=True),
+                    self.write_outputs(kb))
+        self.ctx.dispatch(kb, *src)
 
 
 def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=64):
@@ -265,26 +311,36 @@ def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=
               for j, m in zip(jobs, monos)]
     body, kb.lines = kb.lines, saved
     write = write_outputs(kb)
-    helpers = _declare_state(kb, monos)
+    _declare_state(kb, monos)
     comb = ", ".join(f"combine{k}(acc.m{k}, x.m{k})" for k in range(len(monos)))
     grid = W.grid_for(-(-M // wg), kb.max_groups)
     inner = "\n    ".join(body)
-    src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
-           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-           + f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
-           f"  var acc = RState({', '.join(m.identity for m in monos)});\n"
-           f"  for (var r = 0u; r < {N}u; r = r + 1u) {{\n    {inner}\n"
-           f"    let x = RState({', '.join(lifted)});\n    acc = RState({comb});\n  }}\n"
-           f"  let res = acc;\n{write}\n}}\n")
+    src = (
+        f"{kb.header()}\n@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: "
+        f"vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
+        + f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
+        f"  var acc = RState({', '.join(m.identity for m in monos)});\n"
+        f"  for (var r = 0u; r < {N}u; r = r + 1u) {{\n    {inner}\n"
+        f"    let x = RState({', '.join(lifted)});\n    acc = RState({comb});\n  }}\n"
+        f"  let res = acc;\n{write}\n}}\n"
+    )
     ctx.dispatch(kb, src, grid)
 
 
 def _bits(expr, ty):
-    return f"bitcast<u32>({expr})" if ty in ("f32", "i32") else (f"select(0u, 1u, {expr})" if ty == "bool" else expr)
+    return (
+        f"bitcast<u32>({expr})"
+        if ty in ("f32", "i32")
+        else (f"select(0u, 1u, {expr})" if ty == "bool" else expr)
+    )
 
 
 def _from_bits(expr, ty):
-    return f"bitcast<{ty}>({expr})" if ty in ("f32", "i32") else (f"({expr} != 0u)" if ty == "bool" else expr)
+    return (
+        f"bitcast<{ty}>({expr})"
+        if ty in ("f32", "i32")
+        else (f"({expr} != 0u)" if ty == "bool" else expr)
+    )
 
 
 def _loop(body_lines, lanes, cpu, wg, lifted_is_state=False):
@@ -296,11 +352,14 @@ def _loop(body_lines, lanes, cpu, wg, lifted_is_state=False):
     step = "\n      ".join(f"acc = combine(acc, RState({', '.join(l)}));" for l in lanes)
     if cpu:
         first, nxt = "lo + lid * per", "r + 1u"
-        pre = (f"let per = (hi - lo + {wg - 1}u) / {wg}u;\n  let r1 = min(lo + lid * per + per, hi);\n  ")
+        pre = (f"let per = (hi - lo + {wg - 1}u) / {wg}u;\n"
+               "  let r1 = min(lo + lid * per + per, hi);\n  ")
         stop = "r1"
     else:
         first, nxt, pre, stop = "lo + lid", f"r + {wg}u", "", "hi"
-    return f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
+    return (
+        f"{pre}for (var r = {first}; r < {stop}; r = {nxt}) {{\n      {inner}\n      {step}\n  }}"
+    )
 
 
 def _declare_state(kb, monos) -> list:
@@ -315,13 +374,19 @@ def _declare_state(kb, monos) -> list:
     fields = ", ".join(f"m{k}: {m.state}" for k, m in enumerate(monos))
     kb.decls.append(f"struct RState {{ {fields} }}")
     for k, m in enumerate(monos):
-        kb.decls.append(f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}")
+        kb.decls.append(
+            f"fn combine{k}(a: {m.state}, b: {m.state}) -> {m.state} {{\n{m.combine}\n}}"
+        )
     return helpers
 
 
 def _fill(kb, monos, wg, groups, parts, slice_n, n, loop, write):
-    helpers = _declare_state(kb, monos)
-    combine = "  return RState(" + ", ".join(f"combine{k}(a.m{k}, b.m{k})" for k in range(len(monos))) + ");"
+    _declare_state(kb, monos)
+    combine = (
+        "  return RState("
+        + ", ".join(f"combine{k}(a.m{k}, b.m{k})" for k in range(len(monos)))
+        + ");"
+    )
     identity = "RState(" + ", ".join(m.identity for m in monos) + ")"
     grid = W.grid_for(groups, kb.max_groups)
     src = W.render("reduce.wgsl", HEADER=kb.header(), STATE="RState", WG=wg, EXTRA_SHARED="",
@@ -377,7 +442,9 @@ def _reducer(name, op, np_ref, accepts):
         axes = _check_axes(name, x, axes)
         if kind(x.dtype) not in accepts:
             raise TypeError(f"{name} does not accept dtype {np.dtype(x.dtype).name}")
-        return ShapedArray([s for i, s in enumerate(x.shape) if i not in axes], x.dtype, x.weak_type)
+        return ShapedArray(
+            [s for i, s in enumerate(x.shape) if i not in axes], x.dtype, x.weak_type
+        )
 
     def kernel(ctx, x, axes, out_sharding=None):
         emit_reduction(ctx, op, x, axes, ctx.out_key(0), ctx.eqn.outvars[0].aval.dtype)
@@ -427,7 +494,11 @@ def _arg(name, op):
             nan = np.isnan(x)
             r = (np.nanargmax if op == "argmax" else np.nanargmin)(np.where(nan, 0, x), axis=a)
             anynan = nan.any(axis=a)
-            r = np.where(anynan, np.argmax(nan, axis=a), (np.argmax if op == "argmax" else np.argmin)(x, axis=a))
+            r = np.where(
+                anynan,
+                np.argmax(nan, axis=a),
+                (np.argmax if op == "argmax" else np.argmin)(x, axis=a),
+            )
             return r.astype(index_dtype)
         return (np.argmax if op == "argmax" else np.argmin)(x, axis=a).astype(index_dtype)
 
@@ -444,8 +515,6 @@ argmin_p = _arg("argmin", "argmin")
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 
 def _kept(x_aval, axes):
@@ -466,7 +535,9 @@ def _chooser_jvp(prim):
         a = _ad.aval_of(x)
         if not _ad.is_differentiable(a):
             return ans, _ad.Zero(_ad.aval_of(ans))
-        loc = ops.convert_element_type(ops.eq(x, ops.broadcast_in_dim(ans, a.shape, _kept(a, axes))), a.dtype)
+        loc = ops.convert_element_type(
+            ops.eq(x, ops.broadcast_in_dim(ans, a.shape, _kept(a, axes))), a.dtype
+        )
         counts = ops.reduce_sum(loc, axes)
         return ans, ops.div(ops.reduce_sum(ops.mul(t, loc), axes), counts)
     return rule
@@ -485,7 +556,9 @@ def _prod_jvp(primals, tangents, axes, out_sharding=None):
     is0 = ops.eq(x, np.zeros((), dt))
     nz = ops.select(is0, np.ones((), dt), x)
     p_nz = ops.broadcast_in_dim(ops.reduce_prod(nz, axes), a.shape, kept)
-    n0 = ops.broadcast_in_dim(ops.reduce_sum(ops.convert_element_type(is0, dt), axes), a.shape, kept)
+    n0 = ops.broadcast_in_dim(
+        ops.reduce_sum(ops.convert_element_type(is0, dt), axes), a.shape, kept
+    )
     others = ops.select(ops.eq(n0, np.zeros((), dt)), ops.div(p_nz, nz),
                          ops.select(ops.bitwise_and(ops.eq(n0, np.ones((), dt)), is0), p_nz,
                                      np.zeros((), dt)))

@@ -24,6 +24,8 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import kind
+from ..transforms import ad as _ad
+from ..core import ops
 
 W.helper("wj_sortkey_f", """
 fn wj_sortkey_f(x: f32) -> u32 {
@@ -37,6 +39,9 @@ fn wj_totalkey_f(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   return select(b ^ 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }""")
+
+
+_U32 = np.dtype(np.uint32)
 
 
 def key_expr(kb, v: str, dtype, total_order: bool = False) -> str:
@@ -88,70 +93,114 @@ def _row_index(kb, shape, axis, row, p):
 def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total_order=False):
     """Dispatches that sort each row of the key operands; returns (idx scratch key, P).
 
-    ``idx[row * P + p]`` is the position (along ``axis``) of the p-th smallest element."""
-    shape = avals[key_positions[0]].shape
-    N = shape[axis]
-    R = int(np.prod(shape, dtype=np.int64)) // N
-    P = _pow2(N)
-    nk = len(key_positions)
-    words_per = nk + 1
-    # block of B elements per workgroup (in workgroup memory, 16 KiB): part of a row, or
-    # RB whole rows when rows are short (rows are padded to a multiple of RB with dummies)
-    B = min(2048, 1 << ((4096 // words_per).bit_length() - 1), max(P, _pow2(R * P)))
-    RB = max(1, B // P)
-    Rpad = -(-R // RB) * RB
-    u32 = np.dtype(np.uint32)
-    keys = [ctx.scratch(ShapedArray((Rpad * P,), u32)) for _ in range(nk)]
-    idx = ctx.scratch(ShapedArray((Rpad * P,), u32))
+    ``idx[row * P + p]`` is the position (along ``axis``) of the p-th smallest element.  Rows
+    are padded to P = next power of two and sorted by a bitonic network over u32 key words
+    (``key_expr``) plus the position as the last word, so the sort is stable."""
+    net = _BitonicNetwork(ctx, avals[key_positions[0]].shape, axis, len(key_positions))
+    net.init_keys(avals, key_positions, descending, total_order)
+    if net.P > 1:
+        if _strategy(ctx) == "registers":
+            net.run_in_registers()
+        else:
+            net.run_in_workgroups()
+    return net.idx, net.P
 
-    # init: key words and positions (padding: all-ones keys, positions >= N sort last)
-    kb = ctx.new_kb()
-    f = ctx.fuser(kb)
-    row = kb.let(f"i / {P}u", "u32")
-    p = kb.let(f"i % {P}u", "u32")
-    pc = kb.let(f"min({p}, {N - 1}u)", "u32")
-    rc = kb.let(f"min({row}, {R - 1}u)", "u32")
-    real = f"({p} < {N}u && {row} < {R}u)"
-    for slot, pos in enumerate(key_positions):
-        a = avals[pos]
-        v = ctx.reader(kb, pos, f)(_row_index(kb, a.shape, axis, rc, pc))
-        ke = key_expr(kb, v, a.dtype, total_order)
-        if descending:
-            ke = f"(~{ke})"
-        name = kb.bind(keys[slot], u32, "read_write")
-        kb.emit(f"{name}[i] = select(0xffffffffu, {ke}, {real});")
-    name = kb.bind(idx, u32, "read_write")
-    kb.emit(f"{name}[i] = {p};")
-    src, grid = kb.elementwise_kernel(Rpad * P)
-    ctx.dispatch(kb, src, grid)
-    if P == 1:
-        return idx, P
 
-    T = min(256, B // 2)
+class _BitonicNetwork:
+    """The scratch buffers and dispatches of one bitonic sort of R rows of N elements."""
 
-    def local(kstart, kend, jinit):
+    def __init__(self, ctx, shape, axis, nk):
+        self.ctx, self.shape, self.axis, self.nk = ctx, shape, axis, nk
+        self.N = N = shape[axis]
+        self.R = R = int(np.prod(shape, dtype=np.int64)) // N
+        self.P = P = _pow2(N)
+        self.words = nk + 1
+        # block of B elements per workgroup (in workgroup memory, 16 KiB): part of a row, or
+        # RB whole rows when rows are short (rows are padded to a multiple of RB with dummies)
+        self.B = B = min(2048, 1 << ((4096 // self.words).bit_length() - 1), max(P, _pow2(R * P)))
+        RB = max(1, B // P)
+        self.Rpad = -(-R // RB) * RB
+        self.keys = [ctx.scratch(ShapedArray((self.Rpad * P,), _U32)) for _ in range(nk)]
+        self.idx = ctx.scratch(ShapedArray((self.Rpad * P,), _U32))
+
+    def _bind_all(self, kb):
+        return ([kb.bind(k, _U32, "read_write") for k in self.keys]
+                + [kb.bind(self.idx, _U32, "read_write")])
+
+    def init_keys(self, avals, key_positions, descending, total_order):
+        """Key words and positions (padding: all-ones keys, positions >= N sort last)."""
+        ctx, P, N, R = self.ctx, self.P, self.N, self.R
         kb = ctx.new_kb()
-        bufs = [kb.bind(k, u32, "read_write") for k in keys] + [kb.bind(idx, u32, "read_write")]
-        shared = "\n".join(f"var<workgroup> s{w}: array<u32, {B}>;" for w in range(words_per))
-        # compare-exchange of slots i < l: load each word once, exchange if out of order
-        ce = [f"        let a{w} = s{w}[i]; let c{w} = s{w}[l];" for w in range(words_per)]
-        ce.append(f"        var blt = c{nk} < a{nk};")
-        ce += [f"        if (c{w} != a{w}) {{ blt = c{w} < a{w}; }}" for w in range(nk - 1, -1, -1)]
-        ce.append("        if (blt == up) { " + " ".join(f"s{w}[i] = c{w}; s{w}[l] = a{w};" for w in range(words_per))
-                  + " }")
-        ce = "\n".join(ce)
-        load = "\n".join(f"    s{w}[q] = {bufs[w]}[base + q];" for w in range(words_per))
-        store = "\n".join(f"    {bufs[w]}[base + q] = s{w}[q];" for w in range(words_per))
-        groups = Rpad * P // B
-        grid = W.grid_for(groups, kb.max_groups)
-        src = W.render("bitonic_local.wgsl", HEADER=kb.header(), SHARED=shared, CE=ce, LOAD=load,
-                       STORE=store, T=T, NX=grid[0], GROUPS=groups, PM1=P - 1, B=B, HALF=B // 2,
-                       KSTART=kstart, KEND=kend, JINIT=jinit)
+        f = ctx.fuser(kb)
+        row = kb.let(f"i / {P}u", "u32")
+        p = kb.let(f"i % {P}u", "u32")
+        pc = kb.let(f"min({p}, {N - 1}u)", "u32")
+        rc = kb.let(f"min({row}, {R - 1}u)", "u32")
+        real = f"({p} < {N}u && {row} < {R}u)"
+        for slot, pos in enumerate(key_positions):
+            a = avals[pos]
+            v = ctx.reader(kb, pos, f)(_row_index(kb, a.shape, self.axis, rc, pc))
+            ke = key_expr(kb, v, a.dtype, total_order)
+            if descending:
+                ke = f"(~{ke})"
+            name = kb.bind(self.keys[slot], _U32, "read_write")
+            kb.emit(f"{name}[i] = select(0xffffffffu, {ke}, {real});")
+        name = kb.bind(self.idx, _U32, "read_write")
+        kb.emit(f"{name}[i] = {p};")
+        src, grid = kb.elementwise_kernel(self.Rpad * P)
         ctx.dispatch(kb, src, grid)
 
-    def global_step(k, j):
-        kb = ctx.new_kb()
-        bufs = [kb.bind(kk, u32, "read_write") for kk in keys] + [kb.bind(idx, u32, "read_write")]
+    def run_in_registers(self):
+        """CPU adapters (lavapipe), where workgroup-memory stages are slow: every merge as
+        register-blocked passes of up to 4 steps (16 elements per thread)."""
+        k = 2
+        while k <= self.P:
+            j = k // 2
+            while j >= 1:
+                m = min(4, j.bit_length())
+                self.register_steps(k, j, m)
+                j >>= m
+            k *= 2
+
+    def run_in_workgroups(self):
+        """GPUs: blocks of B elements merged in workgroup memory; merges wider than a block
+        take one global step per distance until the distance fits in a block."""
+        B = self.B
+        self.local(2, min(B, self.P), "k / 2u")
+        k = 2 * B
+        while k <= self.P:
+            j = k // 2
+            while j >= B:
+                self.global_step(k, j)
+                j //= 2
+            self.local(k, k, f"{B // 2}u")
+            k *= 2
+
+    def local(self, kstart, kend, jinit):
+        """Merges kstart..kend of each block of B elements, in workgroup memory."""
+        kb = self.ctx.new_kb()
+        bufs, nk, B = self._bind_all(kb), self.nk, self.B
+        words = range(self.words)
+        shared = "\n".join(f"var<workgroup> s{w}: array<u32, {B}>;" for w in words)
+        # compare-exchange of slots i < l: load each word once, exchange if out of order
+        ce = [f"        let a{w} = s{w}[i]; let c{w} = s{w}[l];" for w in words]
+        ce.append(f"        var blt = c{nk} < a{nk};")
+        ce += [f"        if (c{w} != a{w}) {{ blt = c{w} < a{w}; }}" for w in range(nk - 1, -1, -1)]
+        ce.append("        if (blt == up) { "
+                  + " ".join(f"s{w}[i] = c{w}; s{w}[l] = a{w};" for w in words) + " }")
+        load = "\n".join(f"    s{w}[q] = {bufs[w]}[base + q];" for w in words)
+        store = "\n".join(f"    {bufs[w]}[base + q] = s{w}[q];" for w in words)
+        groups = self.Rpad * self.P // B
+        grid = W.grid_for(groups, kb.max_groups)
+        src = W.render("bitonic_local.wgsl", HEADER=kb.header(), SHARED=shared, CE="\n".join(ce),
+                       LOAD=load, STORE=store, T=min(256, B // 2), NX=grid[0], GROUPS=groups,
+                       PM1=self.P - 1, B=B, HALF=B // 2, KSTART=kstart, KEND=kend, JINIT=jinit)
+        self.ctx.dispatch(kb, src, grid)
+
+    def global_step(self, k, j):
+        """One compare-exchange step (distance j of merge k) over the whole rows."""
+        kb = self.ctx.new_kb()
+        bufs, nk, P = self._bind_all(kb), self.nk, self.P
         half = P // 2
         kb.emit(f"let brow = i / {half}u;")
         kb.emit(f"let bt = i % {half}u;")
@@ -159,24 +208,21 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
         kb.emit(f"let ba = brow * {P}u + bpos;")
         kb.emit(f"let bb = ba + {j}u;")
         kb.emit(f"let up = (bpos & {k}u) == 0u;")
-        cmp = "var blt = false;\n  "
-        conds = []
-        for w in range(nk):
-            conds.append(f"if ({bufs[w]}[bb] != {bufs[w]}[ba]) {{ blt = {bufs[w]}[bb] < {bufs[w]}[ba]; }}")
+        conds = [f"if ({bufs[w]}[bb] != {bufs[w]}[ba]) {{ blt = {bufs[w]}[bb] < {bufs[w]}[ba]; }}"
+                 for w in range(nk)]
         conds.append(f"{{ blt = {bufs[nk]}[bb] < {bufs[nk]}[ba]; }}")
-        cmp += " else ".join(conds)
-        kb.emit(cmp)
-        sw = " ".join(f"let s{w} = {bufs[w]}[ba]; {bufs[w]}[ba] = {bufs[w]}[bb]; {bufs[w]}[bb] = s{w};"
-                      for w in range(words_per))
+        kb.emit("var blt = false;\n  " + " else ".join(conds))
+        sw = " ".join(f"let s{w} = {bufs[w]}[ba]; {bufs[w]}[ba] = {bufs[w]}[bb]; "
+                      f"{bufs[w]}[bb] = s{w};" for w in range(self.words))
         kb.emit(f"if (blt == up) {{ {sw} }}")
-        src, grid = kb.elementwise_kernel(R * half)
-        ctx.dispatch(kb, src, grid)
+        src, grid = kb.elementwise_kernel(self.R * half)
+        self.ctx.dispatch(kb, src, grid)
 
-    def register_steps(k, jhi, m):
+    def register_steps(self, k, jhi, m):
         """Steps j = jhi, jhi/2, ..., jhi/2^(m-1) of merge k in one dispatch: each thread loads
         the 2^m elements those steps exchange among into registers and runs them there."""
-        kb = ctx.new_kb()
-        bufs = [kb.bind(kk, u32, "read_write") for kk in keys] + [kb.bind(idx, u32, "read_write")]
+        kb = self.ctx.new_kb()
+        bufs, nk, P, words = self._bind_all(kb), self.nk, self.P, range(self.words)
         jlo = jhi >> (m - 1)
         a = jlo.bit_length() - 1
         G = 1 << m
@@ -187,46 +233,26 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
         kb.emit(f"let up = (bbase & {k & (P - 1)}u) == 0u;")
         kb.emit(f"let boff = brow * {P}u + bbase;")
         for q in range(G):
-            kb.emit(" ".join(f"var x{w}_{q} = {bufs[w]}[boff + {q * jlo}u];" for w in range(words_per)))
+            kb.emit(" ".join(f"var x{w}_{q} = {bufs[w]}[boff + {q * jlo}u];" for w in words))
         for st in range(m):
             d = 1 << (m - 1 - st)
             for q in range(G):
-                if q & d:
-                    continue
-                r = q + d
-                c = [f"var lt{q}_{r} = x{nk}_{r} < x{nk}_{q};"]
-                c += [f"if (x{w}_{r} != x{w}_{q}) {{ lt{q}_{r} = x{w}_{r} < x{w}_{q}; }}" for w in range(nk - 1, -1, -1)]
-                sw = " ".join(f"let y{w} = x{w}_{q}; x{w}_{q} = x{w}_{r}; x{w}_{r} = y{w};" for w in range(words_per))
-                c.append(f"if (lt{q}_{r} == up) {{ {sw} }}")
-                kb.emit(" ".join(c))
+                if not q & d:
+                    kb.emit(_register_exchange(q, q + d, nk, words))
         for q in range(G):
-            kb.emit(" ".join(f"{bufs[w]}[boff + {q * jlo}u] = x{w}_{q};" for w in range(words_per)))
-        src, grid = kb.elementwise_kernel(Rpad * per_row, wg=64)
-        ctx.dispatch(kb, src, grid)
+            kb.emit(" ".join(f"{bufs[w]}[boff + {q * jlo}u] = x{w}_{q};" for w in words))
+        src, grid = kb.elementwise_kernel(self.Rpad * per_row, wg=64)
+        self.ctx.dispatch(kb, src, grid)
 
-    if _strategy(ctx) == "registers":
-        # CPU adapters (lavapipe): workgroup-memory stages are slow there; run every merge as
-        # register-blocked passes of up to 4 steps (16 elements per thread)
-        k = 2
-        while k <= P:
-            j = k // 2
-            while j >= 1:
-                m = min(4, j.bit_length())
-                register_steps(k, j, m)
-                j >>= m
-            k *= 2
-        return idx, P
 
-    local(2, min(B, P), "k / 2u")
-    k = 2 * B
-    while k <= P:
-        j = k // 2
-        while j >= B:
-            global_step(k, j)
-            j //= 2
-        local(k, k, f"{B // 2}u")
-        k *= 2
-    return idx, P
+def _register_exchange(q, r, nk, words) -> str:
+    """Compare-exchange of register sets q < r (keys word by word, then the position)."""
+    c = [f"var lt{q}_{r} = x{nk}_{r} < x{nk}_{q};"]
+    c += [f"if (x{w}_{r} != x{w}_{q}) {{ lt{q}_{r} = x{w}_{r} < x{w}_{q}; }}"
+          for w in range(nk - 1, -1, -1)]
+    sw = " ".join(f"let y{w} = x{w}_{q}; x{w}_{q} = x{w}_{r}; x{w}_{r} = y{w};" for w in words)
+    c.append(f"if (lt{q}_{r} == up) {{ {sw} }}")
+    return " ".join(c)
 
 
 def _strategy(ctx) -> str:
@@ -277,7 +303,9 @@ def _gather_out(ctx, avals, axis, idx, P, n_out, outs, extra=None):
     out_shape = list(shape)
     out_shape[axis] = n_out
     per = max(1, (ctx.lowering.max_storage - 2) // 2)
-    jobs = [(j, outs[j]) for j in range(len(avals))] + ([("pos", extra)] if extra is not None else [])
+    jobs = [(j, outs[j]) for j in range(len(avals))] + (
+        [("pos", extra)] if extra is not None else []
+    )
     for c in range(0, len(jobs), per):
         kb = ctx.new_kb()
         f = ctx.fuser(kb)
@@ -289,7 +317,9 @@ def _gather_out(ctx, avals, axis, idx, P, n_out, outs, extra=None):
         for j, (key, dt) in jobs[c:c + per]:
             if j == "pos":
                 o = kb.bind(key, dt, "read_write")
-                kb.emit(f"{o}[{oidx.flat()}] = {W.wrap_narrow(W.value_type(dt) + '(' + s + ')', dt)};")
+                kb.emit(
+                    f"{o}[{oidx.flat()}] = {W.wrap_narrow(W.value_type(dt) + '(' + s + ')', dt)};"
+                )
                 continue
             a = avals[j]
             v = ctx.reader(kb, j, f)(_row_index(kb, a.shape, axis, row, s))
@@ -310,8 +340,11 @@ def _sort_ref(*operands, dimension, is_stable=True, num_keys=1):
     keys = [np.moveaxis(_np_keys(o), dimension, -1) for o in operands[:num_keys]]
     shape = keys[0].shape
     flat = [k.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]) for k in keys]
-    order = np.stack([np.lexsort([k[r] for k in reversed(flat)]) for r in range(flat[0].shape[0])]) \
-        if flat[0].shape[0] else np.zeros((0, shape[-1]), np.int64)
+    order = (
+        np.stack([np.lexsort([k[r] for k in reversed(flat)]) for r in range(flat[0].shape[0])])
+        if flat[0].shape[0]
+        else np.zeros((0, shape[-1]), np.int64)
+    )
     order = order.reshape(shape)
     return [np.moveaxis(np.take_along_axis(np.moveaxis(o, dimension, -1), order, -1), -1, dimension)
             for o in operands]
@@ -373,8 +406,6 @@ _batching.defaxis(top_k_p)
 
 
 # --------------------------------------------------------------------------- autodiff
-from ..transforms import ad as _ad  # noqa: E402
-from ..core import ops  # noqa: E402
 
 def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):
     """Sorts an iota along to get the permutation, then gathers the tangents with it."""
@@ -385,7 +416,9 @@ def _sort_jvp(primals, tangents, dimension, is_stable=True, num_keys=1):
     outs = list(outs[:-1])
     touts = [t if isinstance(t, _ad.Zero) else ops.take_along_axis(t, perm, dimension)
              for t in tangents]
-    return outs, [_ad.Zero(_ad.aval_of(o)) if isinstance(t, _ad.Zero) else t for o, t in zip(outs, touts)]
+    return outs, [
+        _ad.Zero(_ad.aval_of(o)) if isinstance(t, _ad.Zero) else t for o, t in zip(outs, touts)
+    ]
 
 
 def _top_k_jvp(primals, tangents, k, axis=-1):
