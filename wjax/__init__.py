@@ -32,6 +32,11 @@ from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
 from .core.ir import ShapedArray, ShapeDtypeStruct, abstractify
 from .core.tracing import make_jaxpr
 from .jax_alias import install_as_jax
+from .api.vectorize import vectorize as _vectorize
+
+# jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
+numpy.vectorize = _vectorize
+numpy.__all__.append("vectorize")
 
 __version__ = version.__version__               # the JAX API level (libraries branch on it)
 __version_info__ = version._version_as_tuple

@@ -4,6 +4,7 @@ control flow (``wjax/lax/control.py``), convolutions, and ``dot_general`` run fu
 from __future__ import annotations
 
 import builtins
+import enum
 
 import numpy as np
 
@@ -18,6 +19,24 @@ from ..prims import conv as _C
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
+
+
+class Precision(enum.Enum):
+    """Matmul/conv precision (``lax.Precision.HIGHEST``, or a name such as ``"float32"``).
+    wjax computes in float32 at every level; the parameter is accepted as JAX's is."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
+                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
+                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        return names.get(value) if isinstance(value, str) else None
+
+    def __str__(self):
+        return self.name
 
 
 def _aval(x):
