@@ -33,7 +33,7 @@ LAYERS = [
     ("scipy",),
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
-     "flatten_util", "sharding", "test_util", "typing", "version"),
+     "flatten_util", "sharding", "test_util", "typing", "version", "experimental"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -1,0 +1,2 @@
+"""``jax.experimental``: the experimental APIs wjax has (``checkify``)."""
+from . import checkify
