@@ -299,3 +299,18 @@ def test_shape_dtype_struct_like_and_lax_primitives():
     for n in names:
         assert getattr(wjax.lax, n).name == getattr(jax.lax, n).name.replace("-", "_"), n
     assert float(wjax.lax.sin_p.bind(jnp.float32(1.0))) == pytest.approx(np.sin(1.0), rel=1e-6)
+
+
+def test_jax_core_names():
+    import wjax.core as core
+    for name in ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "ShapedArray",
+                 "Tracer", "Var", "concrete_or_error", "eval_jaxpr", "get_aval"]:
+        assert hasattr(core, name), name
+    seen = []
+    wjax.jit(lambda x: seen.append(isinstance(x, core.Tracer)) or x)(1.0)
+    assert seen == [True]
+    closed = wjax.make_jaxpr(lambda x: x * 2)(1.0)
+    assert isinstance(closed, core.ClosedJaxpr) and isinstance(closed.jaxpr, core.Jaxpr)
+    eqn = closed.jaxpr.eqns[0]
+    assert isinstance(eqn, core.JaxprEqn) and isinstance(eqn.prim, core.Primitive)
+    assert core.get_aval(jnp.ones(2)).shape == (2,)
