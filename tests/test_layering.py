@@ -33,7 +33,8 @@ LAYERS = [
     ("scipy",),
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
-     "flatten_util", "sharding", "test_util", "typing", "version", "experimental"),
+     "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
+     "debug"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -32,6 +32,10 @@ EXCLUDED = {
     "cond": "control flow carrying branch jaxprs; tests/test_control.py",
     "while": "control flow carrying cond/body jaxprs; tests/test_control.py",
     "scan": "control flow carrying a body jaxpr; tests/test_control.py",
+    "debug_callback": "host callback (Python function parameter); tests/test_callbacks.py and "
+                      "tests/programs/debug_callbacks.py against real JAX",
+    "pure_callback": "host callback; tests/test_callbacks.py, tests/programs/debug_callbacks.py",
+    "io_callback": "host callback; tests/programs/debug_callbacks.py",
 }
 
 F16_OK = runtime.get().has_f16

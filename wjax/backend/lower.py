@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, params_key
-from ..transforms.dce import dce_jaxpr
+from ..transforms.dce import dce_jaxpr, has_effects
 from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
@@ -156,7 +156,7 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
             except Exception:
                 pass
         key = None
-        if not e.prim.effectful:
+        if not has_effects(e):
             key = (e.prim.name, tuple(akey(a) for a in invars), params_key(e.params, keep))
             prev = seen.get(key)
             if prev is not None:
@@ -348,6 +348,7 @@ class Lowering:
             plan.avals[v.id] = v.aval
         plan.in_keys = [v.id for v in j.constvars + j.invars]
 
+        eqn_level: dict[int, int] = {}     # an equation with no outputs (a print) has a level too
         for e in j.eqns:
             if e.prim.fuse is None and e.prim.kernel is None:
                 raise NotImplementedError(f"wjax: no WGSL lowering for primitive {e.prim.name}")
@@ -359,6 +360,7 @@ class Lowering:
                     self.materialized.add(v.id)
             lv = max([self.level[a.id] + (1 if a.id in self.split else 0)
                       for a in e.invars if isinstance(a, Var)], default=0)
+            eqn_level[id(e)] = lv + (1 if e.prim.kernel is not None else 0)
             for v in e.outvars:
                 self.level[v.id] = lv + (1 if e.prim.kernel is not None else 0)
                 plan.avals[v.id] = v.aval
@@ -370,6 +372,8 @@ class Lowering:
 
         # contiguous views of buffers share storage
         for e in j.eqns:
+            if not e.outvars:
+                continue
             v = e.outvars[0]
             if (e.prim.shares_storage and v.id in self.materialized
                     and isinstance(e.invars[0], Var) and e.invars[0].id in self.materialized):
@@ -384,18 +388,18 @@ class Lowering:
                 if v.id in self.materialized and v.id not in plan.aliases and v.aval.size > 0:
                     phase = 0 if v.id in self.split else 1
                     groups.setdefault((self.level[v.id], phase), []).append(v)
-        max_level = max(self.level.values(), default=0)
+        max_level = max(list(self.level.values()) + list(eqn_level.values()), default=0)
         kernels_by_level: dict[int, list[Eqn]] = {}
         for e in j.eqns:
             if e.prim.kernel is not None:
-                kernels_by_level.setdefault(self.level[e.outvars[0].id], []).append(e)
+                kernels_by_level.setdefault(eqn_level[id(e)], []).append(e)
         for L in range(max_level + 1):
             for batch in self._merged(kernels_by_level.get(L, [])):
                 if len(batch) > 1:
                     batch[0].prim.kernel_many([KernelContext(self, e) for e in batch])
                     continue
                 e = batch[0]
-                if all(v.aval.size == 0 for v in e.outvars):
+                if e.outvars and all(v.aval.size == 0 for v in e.outvars):
                     continue
                 if e.prim.epilogue and self._try_epilogue(e, groups):
                     continue

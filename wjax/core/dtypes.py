@@ -61,6 +61,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
 
 __all__ = [
+    "prng_key",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "TypePromotionError", "canonicalize_dtype", "check_supported", "narrow_with_warning",
@@ -381,6 +382,10 @@ def _scalar_type(x: Any) -> type:
     return (dt if isinstance(dt, np.dtype) and not isinstance(x, type) else _np_dtype(x)).type
 
 
+class prng_key:
+    """The abstract dtype of typed PRNG key arrays: ``issubdtype(key.dtype, prng_key)``."""
+
+
 def issubdtype(a: Any, b: Any) -> bool:
     """``np.issubdtype`` that also places bfloat16 under ``np.floating``.
 
@@ -388,6 +393,11 @@ def issubdtype(a: Any, b: Any) -> bool:
     np.unsignedinteger, np.inexact, np.number, np.bool_, np.generic) or a concrete dtype.
     ``a`` may also be any object with a ``.dtype``.
     """
+    a_key = getattr(a, "is_key", False) or getattr(getattr(a, "dtype", None), "is_key", False)
+    if b is prng_key:
+        return bool(a_key)
+    if a_key:                  # a key dtype is under prng_key and itself only
+        return bool(getattr(b, "is_key", False))
     ta, tb = _scalar_type(a), _scalar_type(b)
     if bfloat16 is not None and ta is bfloat16:
         return tb in (bfloat16, np.floating, np.inexact, np.number, np.generic)

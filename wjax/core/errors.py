@@ -28,3 +28,7 @@ class NonConcreteBooleanIndexError(IndexError):
 
 class UnexpectedTracerError(Exception):
     pass
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error while a program ran on the device side (e.g. raised by a host callback)."""

@@ -332,7 +332,13 @@ def _stack_rows(rows):
                             for r in rows], 0)
 
 
+def copy(a, order=None):
+    """A copy of ``a`` (arrays are immutable, so this is ``array(a, copy=True)``)."""
+    return array(a, copy=True)
+
+
 __all__ = [
+    "copy",
     "array", "asarray", "full", "zeros", "ones", "empty", "zeros_like", "ones_like",
     "empty_like", "full_like", "arange", "concrete_error_for", "eye", "identity", "tri",
     "astype", "broadcast_to", "tril", "triu", "tril_indices", "triu_indices", "diag_indices",

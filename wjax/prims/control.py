@@ -178,6 +178,13 @@ def _zeros_like_aval(aval):
     return _ad.instantiate(_ad.Zero(aval))
 
 
+# a cond in a loop body becomes a select of all its branches unless one holds these: a
+# while (its extra guarded runs could spin) or a print (it would print for untaken branches)
+_KEEP_BRANCHES = ("while", "debug_callback", "io_callback")
+# primitives that lower to host steps, which the device-side cond (indirect dispatch) can't skip
+_HOST_STEPS = ("while", "scan", "debug_callback", "pure_callback", "io_callback")
+
+
 def contains_prim(closed, names) -> bool:
     """Whether a jaxpr (or any jaxpr nested in it) binds one of the primitives ``names``."""
     j = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
@@ -256,7 +263,7 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
     branches and selects the results (``select_n`` on the index), so a loop records no
     readback for it."""
     if not any(
-        e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in e.params["branches"])
+        e.prim is cond_p and not any(contains_prim(b, _KEEP_BRANCHES) for b in e.params["branches"])
         for e in closed.jaxpr.eqns
     ):
         return closed
@@ -275,7 +282,7 @@ def selectify(closed: ClosedJaxpr) -> ClosedJaxpr:
         for e in j.eqns:
             ins = [read(a) for a in e.invars]
             brs = e.params.get("branches", ())
-            if e.prim is cond_p and not any(contains_prim(b, ("while",)) for b in brs):
+            if e.prim is cond_p and not any(contains_prim(b, _KEEP_BRANCHES) for b in brs):
                 outs_b = [_eval(b, *ins[1:]) for b in brs]
                 outs = [outs_b[0][k] if len(brs) == 1 else
                         _select_n(ins[0], [o[k] for o in outs_b], v.aval)
@@ -340,7 +347,7 @@ def _cond_kernel(ctx, *avals, branches):
         else None
     )
     picked, label = None, "cond: a gate kernel picks the branch; all branches recorded indirect"
-    if static is None and not any(contains_prim(b, ("while", "scan")) for b in branches):
+    if static is None and not any(contains_prim(b, _HOST_STEPS) for b in branches):
         picked = _device_cond(ctx, branches, idx_atom.aval)
     if picked is None:
         label = (
@@ -636,7 +643,8 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
         )
         return
     cond_sub = _sub(ctx, (cond_jaxpr,), "wcond", lambda: selectify(cond_jaxpr), "while_cond")
-    host_driven = contains_prim(body_jaxpr, ("while",)) or contains_prim(cond_jaxpr, ("while",))
+    host_driven = (contains_prim(body_jaxpr, _KEEP_BRANCHES)
+                   or contains_prim(cond_jaxpr, _KEEP_BRANCHES))
     if host_driven:
         body_sub = _sub(ctx, (body_jaxpr,), "wbody", lambda: selectify(body_jaxpr), "while_body")
     else:

@@ -1,18 +1,29 @@
 """Dead-code elimination: a Jaxpr -> Jaxpr rewrite, run after each autodiff step.
 
 ``dce_jaxpr(jaxpr, used_outputs)`` drops the outputs not used and every
-equation whose results nobody needs (effectful primitives are kept), descends
+equation whose results nobody needs (equations with effects are kept), descends
 into transparent calls (``pjit``, ``checkpoint``) to prune their unused outputs and operands,
 and reports which inputs are still used.
 """
 from __future__ import annotations
 
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, subjaxprs
 
 # Transparent calls (``pjit``, ``checkpoint``) have their inner jaxpr pruned here; custom_jvp/
 # vjp calls carry rules tied to their signature, so they are kept whole.  Other primitives
 # carrying jaxprs (control flow) drop unused outputs by their ``Primitive.dce`` rule:
 # rule(eqn, used_outputs) -> a new eqn whose outvars are a subset of eqn's.
+
+
+def has_effects(e: Eqn) -> bool:
+    """An effectful primitive, or one carrying a jaxpr that binds one (a cond that prints)."""
+    if e.prim.effectful:
+        return True
+    for sub in subjaxprs(e.params):
+        j = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if any(has_effects(x) for x in j.eqns):
+            return True
+    return False
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
@@ -24,7 +35,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None, prune_invars: bool = False):
     keep = []
     for e in reversed(jaxpr.eqns):
         used = [v.id in live for v in e.outvars]
-        if not any(used) and not e.prim.effectful:
+        if not any(used) and not has_effects(e):
             continue
         if e.prim.transparent_call and not all(used) and "jaxpr" in e.params:
             e = _prune_call(e, used)
