@@ -314,3 +314,24 @@ def test_jax_core_names():
     eqn = closed.jaxpr.eqns[0]
     assert isinstance(eqn, core.JaxprEqn) and isinstance(eqn.prim, core.Primitive)
     assert core.get_aval(jnp.ones(2)).shape == (2,)
+
+
+def test_stages_trace_lower_compile():
+    f = wjax.jit(lambda x, y: x * y + 1.0)
+    traced = f.trace(jnp.ones(3), 2.0)
+    assert isinstance(traced, wjax.stages.Traced) and isinstance(f, wjax.stages.Wrapped)
+    jt = jax.jit(lambda x, y: x * y + 1.0).trace(jjnp.ones(3), 2.0)
+    assert traced.out_avals.shape == jt.out_avals.shape == (3,)
+    assert "mul" in str(traced.jaxpr)
+    lowered = traced.lower()
+    assert isinstance(lowered, wjax.stages.Lowered) and "@compute" in lowered.as_text()
+    compiled = lowered.compile()
+    assert isinstance(compiled, wjax.stages.Compiled)
+    np.testing.assert_allclose(np.asarray(compiled([jnp.ones(3), 2.0])[0]), [3.0, 3.0, 3.0])
+
+
+def test_initializer_protocol():
+    from wjax.nn.initializers import Initializer, glorot_uniform
+    init: Initializer = glorot_uniform()
+    assert init(wjax.random.key(0), (2, 3)).shape == (2, 3)
+    assert "Initializer" in wjax.nn.initializers.__all__

@@ -84,6 +84,23 @@ class _TraceCaches:
 _trace_caches = caches.register_owner(_TraceCaches())
 
 
+class Traced:
+    """A traced jitted call (``jit(f).trace(*args)``): its ``jaxpr``, avals and ``lower()``."""
+
+    def __init__(self, hit, wrapped):
+        self._hit, self._wrapped = hit, wrapped
+        self.jaxpr: ClosedJaxpr = hit[0]
+        self.out_tree = hit[1]
+        self.fun_name = getattr(wrapped.fun, "__name__", "fun")
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: tree_util.tree_unflatten(self.out_tree,
+                                                               self.jaxpr.out_avals))
+
+    def lower(self) -> Lowered:
+        return Lowered(self.jaxpr, self._wrapped._compiled(self._hit))
+
+
 class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
@@ -181,9 +198,9 @@ class JitWrapped:
         hit, _ = self._trace(args, kwargs)
         return Lowered(hit[0], self._compiled(hit))
 
-    def trace(self, *args, **kwargs):
+    def trace(self, *args: Any, **kwargs: Any) -> "Traced":
         hit, _ = self._trace(args, kwargs)
-        return hit[0]
+        return Traced(hit, self)
 
     def clear_cache(self) -> None:
         self._cache.clear()

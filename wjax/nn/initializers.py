@@ -7,6 +7,7 @@ as ``jax.nn.initializers`` defines them.
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -17,7 +18,14 @@ from .. import random
 __all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
-           "kaiming_uniform", "kaiming_normal", "orthogonal"]
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "Initializer"]
+
+
+class Initializer(Protocol):
+    """The type of an initializer (for annotations): ``init(key, shape, dtype) -> Array``."""
+
+    def __call__(self, key: Any, shape: Sequence[int], dtype: Any = ...) -> Any:
+        ...
 
 
 def _float(dtype):
