@@ -266,6 +266,7 @@ OPS = [
     # autodiff's own
     Op("stop_gradient", lambda m, x: x * m.lax.stop_gradient(x), [S3], smooth=False, fd=False),
     Op("pjit", lambda m, x: m.jit(lambda y: m.numpy.sin(y) * y)(x), [S3]),
+    Op("name", lambda m, x: m.ad_checkpoint.checkpoint_name(m.numpy.sin(x), "h") * x, [S3]),
     Op("checkpoint", lambda m, x: m.checkpoint(lambda y: m.numpy.sin(m.numpy.sin(y)))(x), [S3]),
     Op(
         "logsumexp_mix",
@@ -336,6 +337,7 @@ def test_transformed_jaxprs_typecheck(op):
 def test_against_jax(op):
     jax = pytest.importorskip("jax")
     pytest.importorskip("jax.scipy.linalg")
+    pytest.importorskip("jax.ad_checkpoint")
     jax.config.update("jax_enable_x64", False)
     rng, xs, vs = _setup(op, seed=1)
     fw, fj = _f(op, wjax), _f(op, jax)

@@ -30,7 +30,8 @@ def _same(ours, theirs):
         np.testing.assert_allclose(fa, fb, rtol=1e-4, atol=1e-6, err_msg=f"{ours} vs {theirs}")
 
 
-@pytest.mark.parametrize("program", ["optax_mlp.py", "jaxtyping_affine.py", "debug_callbacks.py"])
+@pytest.mark.parametrize("program", ["optax_mlp.py", "jaxtyping_affine.py", "debug_callbacks.py",
+                                     "checkpoint_policies.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))

@@ -1037,6 +1037,12 @@ def fma_cases():
 
 record("fma", fma_cases, signed_zero=True)
 record(
+    "name",      # checkpoint_name's identity
+    lambda: [Case([vals(dt)], {"name": "h"}, label=dt) for dt in ALL]
+    + [Case([np.zeros((0, 2), np.float32)], {"name": "h"}, label="empty")],
+    signed_zero=True,
+)
+record(
     "stop_gradient",
     lambda: (
         [Case([vals(dt)], label=dt) for dt in ALL]

@@ -6,7 +6,7 @@ evaluation saves only the call's known inputs and puts the whole call again on t
 side, so the transpose recomputes the primal values it needs (forward-evaluating the
 non-linear equations) instead of keeping them as residuals.  The backend inlines the call
 like ``pjit``.
-Policies are accepted; every policy currently rematerializes everything.
+A ``policy`` chooses values to save instead of recompute (``prims/calls.py``).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..core import tree_util
 from ..core.ir import ClosedJaxpr, abstractify
 from ..core.tracing import DebugInfo, current_builder, trace_flat
 from ..prims.calls import checkpoint_p
+from ..prims.elementwise import name_p
 from .custom_derivatives import _split_consts
 
 
@@ -64,7 +65,9 @@ remat = checkpoint
 
 
 class checkpoint_policies:
-    """Names of JAX's checkpoint policies (accepted; wjax currently recomputes everything)."""
+    """JAX's checkpoint policies: ``policy(prim, *avals, **params) -> bool`` says whether an
+    equation's output (computable from the checkpoint's known inputs) is saved for the backward
+    pass instead of recomputed."""
 
     @staticmethod
     def everything_saveable(*_, **__):
@@ -74,18 +77,29 @@ class checkpoint_policies:
     def nothing_saveable(*_, **__):
         return False
 
-    dots_saveable = checkpoint_dots = nothing_saveable
-    dots_with_no_batch_dims_saveable = checkpoint_dots_with_no_batch_dims = nothing_saveable
+    @staticmethod
+    def dots_saveable(prim, *_, **__):
+        return prim.name == "dot_general"
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *_, **params):
+        return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
     @staticmethod
     def save_only_these_names(*names):
-        return checkpoint_policies.nothing_saveable
+        names = set(names)
+        return lambda prim, *_, **params: prim.name == "name" and params["name"] in names
 
     @staticmethod
     def save_any_names_but_these(*names):
-        return checkpoint_policies.nothing_saveable
+        names = set(names)
+        return lambda prim, *_, **params: prim.name == "name" and params["name"] not in names
 
 
 def checkpoint_name(x: Any, name: str) -> Any:
-    """Names a value for checkpoint policies (identity here)."""
-    return x
+    """Names a value (``name_p``, an identity) for the ``save_*_names`` policies."""
+    return tree_util.tree_map(lambda v: name_p.bind(v, name=name), x)

@@ -19,7 +19,7 @@ first use.  The APIs that bind these live in ``wjax/api/``.
 from __future__ import annotations
 
 from ..core import caches
-from ..core.ir import ClosedJaxpr, Eqn, LazyJaxpr, Var, force_jaxpr
+from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, Var, force_jaxpr
 from ..core.primitive import Primitive
 from ..core.tracing import eval_jaxpr
 from ..transforms import ad as _ad
@@ -98,8 +98,14 @@ def _call_partial_eval(e: Eqn, uin):
 
 def _checkpoint_partial_eval(e: Eqn, uin):
     """Remat: the known side computes only the known outputs; the unknown side takes the known
-    inputs as residuals and recomputes everything it needs from them."""
+    inputs as residuals and recomputes everything it needs from them -- except the values the
+    call's ``policy`` saves (``policy(prim, *avals, **params) -> bool`` for each equation
+    computable from known inputs), which the known side also returns as residuals."""
     closed = e.params["jaxpr"]
+    if e.params.get("policy") is not None:
+        saved = _saved_by_policy(closed.jaxpr, uin, e.params["policy"])
+        if saved:
+            return _checkpoint_split_saving(e, uin, saved)
     known, _, uout, _ = partial_eval_jaxpr(closed, uin)
     nk = sum(1 for u in uout if not u)
     kj, used = dce_jaxpr(known.jaxpr, [True] * nk + [False] * (len(known.jaxpr.outvars) - nk))
@@ -112,6 +118,43 @@ def _checkpoint_partial_eval(e: Eqn, uin):
     uouts = [v for v, u in zip(e.outvars, uout) if u]
     ue = [Eqn(e.prim, list(e.invars), uouts,
               dict(e.params, jaxpr=ClosedJaxpr(full, closed.consts)))]
+    return ke, ue, uout
+
+
+def _saved_by_policy(j, uin, policy) -> list:
+    """The variables of known equations whose outputs ``policy`` saves (jaxpr order)."""
+    known = {v.id for v, u in zip(j.invars, uin) if not u} | {v.id for v in j.constvars}
+    saved = []
+    for eq in j.eqns:
+        if all(not isinstance(a, Var) or a.id in known for a in eq.invars):
+            known.update(v.id for v in eq.outvars)
+            if eq.invars and policy(eq.prim, *[a.aval for a in eq.invars], **eq.params):
+                saved += [v for v in eq.outvars]
+    return saved
+
+
+def _checkpoint_split_saving(e: Eqn, uin, saved):
+    """Partial evaluation of a checkpoint whose policy saves ``saved``: the known call returns
+    the known outputs and the saved values; the unknown call takes the saved values as inputs
+    instead of recomputing them."""
+    closed = e.params["jaxpr"]
+    j = closed.jaxpr
+    known, _, uout, _ = partial_eval_jaxpr(closed, uin)
+    # known side: the call restricted to known inputs, returning known outputs + saved values
+    kin = [v for v, u in zip(j.invars, uin) if not u]
+    kouts = [a for a, u in zip(j.outvars, uout) if not u]
+    kj, _ = dce_jaxpr(Jaxpr(j.constvars, kin, kouts + saved, j.eqns))
+    res = [Var(v.aval) for v in saved]
+    k_outvars = [v for v, u in zip(e.outvars, uout) if not u] + res
+    ke = [Eqn(e.prim, [a for a, u in zip(e.invars, uin) if not u], k_outvars,
+              dict(e.params, jaxpr=ClosedJaxpr(kj, closed.consts)))]
+    # unknown side: the saved values are inputs; what produced them is dropped
+    saved_ids = {v.id for v in saved}
+    eqns = [eq for eq in j.eqns if not any(v.id in saved_ids for v in eq.outvars)]
+    uouts = [a for a, u in zip(j.outvars, uout) if u]
+    uj, _ = dce_jaxpr(Jaxpr(j.constvars, list(j.invars) + list(saved), uouts, eqns))
+    ue = [Eqn(e.prim, list(e.invars) + res, [v for v, u in zip(e.outvars, uout) if u],
+              dict(e.params, jaxpr=ClosedJaxpr(uj, closed.consts)))]
     return ke, ue, uout
 
 

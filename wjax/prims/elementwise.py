@@ -895,3 +895,16 @@ stop_gradient_p.fuse = lambda kb, idx, read, in_avals, out_aval: read[0](idx)
 stop_gradient_p.view = True
 _ad.defjvp_zero(stop_gradient_p)
 stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
+
+
+# --------------------------------------------------------------------------- name
+# the identity carrying a name for checkpoint policies (``ad_checkpoint.checkpoint_name``)
+
+name_p = Primitive("name")
+name_p.abstract_eval = lambda x, *, name: x
+name_p.reference = lambda x, *, name: np.asarray(x)
+name_p.fuse = lambda kb, idx, read, in_avals, out_aval, *, name: read[0](idx)
+name_p.view = True
+name_p.jvp = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0])
+name_p.transpose = lambda ct, x, *, name: [ct]
+name_p.batch = lambda args, dims, *, name: (name_p.bind(args[0], name=name), dims[0])
