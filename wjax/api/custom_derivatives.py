@@ -148,33 +148,7 @@ class custom_jvp:
             return self.fun(*args)
         nd, _, leaves, in_tree, avals, _, closed, out_tree = _trace_primal(
             self.fun, self.nondiff_argnums, args, "custom_jvp")
-        out_avals = closed.out_avals
-        n = len(avals)
-
-        def jvp_flat(*xs):
-            primals = tuple(tree_util.tree_unflatten(in_tree, list(xs[:n])))
-            tangents = tuple(tree_util.tree_unflatten(in_tree, list(xs[n:])))
-            out, tout = self.jvp(*[nd[i] for i in sorted(nd)], primals, tangents)
-            ol, ot = tree_util.tree_flatten(out)
-            tl, tt = tree_util.tree_flatten(tout)
-            if ot != out_tree or tt != out_tree:
-                raise TypeError(
-                    "Custom JVP rule must produce primal and tangent outputs with equal container "
-                    f"(pytree) structures, but got {ot} and {tt} respectively.")
-            fixed = []
-            for t, a in zip(tl, out_avals):
-                ta = abstractify(t)
-                if ta.shape != a.shape:
-                    raise TypeError(
-                        "Custom JVP rule must produce primal and tangent outputs with "
-                        "corresponding "
-                        f"shapes and dtypes, but got {a.str_short()} and {ta.str_short()} "
-                        f"respectively."
-                    )
-                if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
-                    t = lax.convert_element_type(t, a.dtype)
-                fixed.append(t)
-            return ol + fixed
+        jvp_flat = self._jvp_flat(nd, in_tree, out_tree, closed.out_avals, len(avals))
 
         def trace_rule():
             self._tracing_rule += 1
@@ -211,6 +185,35 @@ class custom_jvp:
                                       num_consts=len(ptc) + len(jtc), name=name,
                                       symbolic_zeros=self.symbolic_zeros)
         return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _jvp_flat(self, nd, in_tree, out_tree, out_avals, n):
+        """The jvp rule over flat leaves: ``n`` primals then ``n`` tangents in, primal outputs
+        then tangents out; the tangents' structure, shapes and dtypes checked against the
+        primal outputs (tangent dtypes converted, as JAX does)."""
+        def jvp_flat(*xs):
+            primals = tuple(tree_util.tree_unflatten(in_tree, list(xs[:n])))
+            tangents = tuple(tree_util.tree_unflatten(in_tree, list(xs[n:])))
+            out, tout = self.jvp(*[nd[i] for i in sorted(nd)], primals, tangents)
+            ol, ot = tree_util.tree_flatten(out)
+            tl, tt = tree_util.tree_flatten(tout)
+            if ot != out_tree or tt != out_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal and tangent outputs with equal container "
+                    f"(pytree) structures, but got {ot} and {tt} respectively.")
+            fixed = []
+            for t, a in zip(tl, out_avals):
+                ta = abstractify(t)
+                if ta.shape != a.shape:
+                    raise TypeError(
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes, but got {a.str_short()} and "
+                        f"{ta.str_short()} respectively."
+                    )
+                if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
+                    t = lax.convert_element_type(t, a.dtype)
+                fixed.append(t)
+            return ol + fixed
+        return jvp_flat
 
 
 def _lazy_tracer_error(name):
@@ -251,40 +254,11 @@ class custom_vjp:
         res_box = []
         fwd_flat = self._fwd_flat(full, in_tree, out_tree, res_box)
         bwd_flat = functools.partial(self._bwd_flat, nd, dyn, out_tree)
-
-        def traced(fun, *args):
-            self._tracing_rule += 1
-            try:
-                return trace_flat(*args)
-            finally:
-                self._tracing_rule -= 1
-
         pj, ptc, pkc = _split_consts(closed)
         pa = [t.aval for t in ptc]
 
         def rules():
-            """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
-            that is never differentiated never runs the bwd rule."""
-            fc = traced(self.fwd, fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
-            fj, ftc, fkc = _split_consts(fc)
-            res_avals = fc.out_avals[len(out_avals):]
-            res_tree = res_box[-1]
-
-            def bwd():
-                bc = traced(
-                    self.bwd,
-                    bwd_flat(res_tree, len(res_avals)),
-                    list(res_avals) + list(out_avals),
-                    DebugInfo("custom_vjp bwd", self.bwd),
-                )
-                bj, btc, bkc = _split_consts(bc)
-                if btc:
-                    raise TypeError(
-                        f"the bwd rule of custom_vjp function {name} closes over traced "
-                        "values; pass them through the residuals instead"
-                    )
-                return ClosedJaxpr(bj, bkc)
-            return fj, ftc, fkc, LazyJaxpr(bwd)
+            return self._rules(name, avals, out_avals, fwd_flat, bwd_flat, res_box)
 
         if self._tracing_rule:
             # called from inside its own fwd/bwd: those are traced lazily (when differentiated)
@@ -311,6 +285,38 @@ class custom_vjp:
         )
         return tree_util.tree_unflatten(out_tree, list(outs))
 
+    def _trace_rule(self, *args):
+        """``trace_flat(*args)`` for one of the rules: a call to this function while it runs
+        is from inside its own rule."""
+        self._tracing_rule += 1
+        try:
+            return trace_flat(*args)
+        finally:
+            self._tracing_rule -= 1
+
+    def _rules(self, name, avals, out_avals, fwd_flat, bwd_flat, res_box):
+        """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
+        that is never differentiated never runs the bwd rule.  Returns the fwd jaxpr, its
+        traced and known consts, and the bwd rule as a LazyJaxpr."""
+        fc = self._trace_rule(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
+        fj, ftc, fkc = _split_consts(fc)
+        res_avals = fc.out_avals[len(out_avals):]
+        res_tree = res_box[-1]
+
+        def bwd():
+            bc = self._trace_rule(
+                bwd_flat(res_tree, len(res_avals)),
+                list(res_avals) + list(out_avals),
+                DebugInfo("custom_vjp bwd", self.bwd),
+            )
+            bj, btc, bkc = _split_consts(bc)
+            if btc:
+                raise TypeError(
+                    f"the bwd rule of custom_vjp function {name} closes over traced "
+                    "values; pass them through the residuals instead"
+                )
+            return ClosedJaxpr(bj, bkc)
+        return fj, ftc, fkc, LazyJaxpr(bwd)
 
     def _fwd_flat(self, full, in_tree, out_tree, res_box):
         """The fwd rule over flat leaves: primal outputs then residuals (their tree saved)."""

@@ -324,6 +324,7 @@ class Lowering:
                 self.producer[v.id] = e
         self.materialized: set[int] = set()
         self.level: dict[int, int] = {}
+        self.eqn_level: dict[int, int] = {}    # per equation (one with no outputs too)
         self.split: set[int] = set(split)   # fusable vars forced into their own kernel
         avals = self.plan.avals
         self.windows = W.Windows(
@@ -341,14 +342,30 @@ class Lowering:
 
     # ---------------------------------------------------------------- planning
     def run(self) -> Plan:
+        """Plans the jaxpr: which values get buffers and at which level each is computed,
+        then the kernels, level by level, and each buffer's last use."""
         j, plan = self.jaxpr, self.plan
         for v in j.constvars + j.invars:
             self.materialized.add(v.id)
             self.level[v.id] = 0
             plan.avals[v.id] = v.aval
         plan.in_keys = [v.id for v in j.constvars + j.invars]
+        self._assign_levels()
+        self._share_storage()
+        self._emit_levels(self._fused_roots())
+        for a in j.outvars:
+            plan.out_keys.append(("lit", a) if isinstance(a, Lit) else self.key_of(a))
+        # liveness: last step that touches each key
+        for i, d in enumerate(plan.steps):
+            for k in d.keys:
+                plan.last_use[k] = i
+        return plan
 
-        eqn_level: dict[int, int] = {}     # an equation with no outputs (a print) has a level too
+    def _assign_levels(self):
+        """Marks the values that get a buffer (kernel operands and outputs, forced splits,
+        the outputs) and gives each value its level: the kernels (and splits) on the longest
+        path to it from the inputs."""
+        j, plan = self.jaxpr, self.plan
         for e in j.eqns:
             if e.prim.fuse is None and e.prim.kernel is None:
                 raise NotImplementedError(f"wjax: no WGSL lowering for primitive {e.prim.name}")
@@ -360,7 +377,8 @@ class Lowering:
                     self.materialized.add(v.id)
             lv = max([self.level[a.id] + (1 if a.id in self.split else 0)
                       for a in e.invars if isinstance(a, Var)], default=0)
-            eqn_level[id(e)] = lv + (1 if e.prim.kernel is not None else 0)
+            # an equation with no outputs (a print) has a level too
+            self.eqn_level[id(e)] = lv + (1 if e.prim.kernel is not None else 0)
             for v in e.outvars:
                 self.level[v.id] = lv + (1 if e.prim.kernel is not None else 0)
                 plan.avals[v.id] = v.aval
@@ -370,29 +388,38 @@ class Lowering:
             if isinstance(a, Var):
                 self.materialized.add(a.id)
 
-        # contiguous views of buffers share storage
-        for e in j.eqns:
+    def _share_storage(self):
+        """Contiguous views of buffers share storage."""
+        for e in self.jaxpr.eqns:
             if not e.outvars:
                 continue
             v = e.outvars[0]
             if (e.prim.shares_storage and v.id in self.materialized
                     and isinstance(e.invars[0], Var) and e.invars[0].id in self.materialized):
-                plan.aliases[v.id] = self.key_of(e.invars[0])
+                self.plan.aliases[v.id] = self.key_of(e.invars[0])
 
-        # group the fused roots by (level, shape), keep jaxpr order
+    def _fused_roots(self) -> dict:
+        """The fused values that get a buffer, grouped by (level, phase) in jaxpr order (phase
+        0: forced splits, computed before the level's other fused values)."""
         groups: dict[tuple, list[Var]] = {}
-        for e in j.eqns:
+        for e in self.jaxpr.eqns:
             if e.prim.fuse is None:
                 continue
             for v in e.outvars:
-                if v.id in self.materialized and v.id not in plan.aliases and v.aval.size > 0:
+                if (v.id in self.materialized and v.id not in self.plan.aliases
+                        and v.aval.size > 0):
                     phase = 0 if v.id in self.split else 1
                     groups.setdefault((self.level[v.id], phase), []).append(v)
-        max_level = max(list(self.level.values()) + list(eqn_level.values()), default=0)
+        return groups
+
+    def _emit_levels(self, groups: dict):
+        """Level by level: the kernel equations (merged, or with fused epilogues where they
+        can be), then that level's fused groups."""
+        max_level = max(list(self.level.values()) + list(self.eqn_level.values()), default=0)
         kernels_by_level: dict[int, list[Eqn]] = {}
-        for e in j.eqns:
+        for e in self.jaxpr.eqns:
             if e.prim.kernel is not None:
-                kernels_by_level.setdefault(eqn_level[id(e)], []).append(e)
+                kernels_by_level.setdefault(self.eqn_level[id(e)], []).append(e)
         for L in range(max_level + 1):
             for batch in self._merged(kernels_by_level.get(L, [])):
                 if len(batch) > 1:
@@ -408,14 +435,6 @@ class Lowering:
             for (lvl, phase), roots in sorted(groups.items(), key=lambda kv: kv[0]):
                 if lvl == L and roots:
                     self._fused_group(roots, L)
-
-        for a in j.outvars:
-            plan.out_keys.append(("lit", a) if isinstance(a, Lit) else self.key_of(a))
-        # liveness: last step that touches each key
-        for i, d in enumerate(plan.steps):
-            for k in d.keys:
-                plan.last_use[k] = i
-        return plan
 
     MAX_MERGE = 4
 

@@ -435,6 +435,39 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     if not callable(f):
         raise TypeError("lax.scan: f argument should be callable.")
     xs_leaves, xs_tree = tree_util.tree_flatten(xs)
+    length = _scan_length(xs_leaves, length)
+    if isinstance(unroll, bool):
+        unroll = max(length, 1) if unroll else 1
+    unroll = int(unroll)
+    if unroll < 1:
+        raise ValueError("`unroll` must be a `bool` or a positive `int`.")
+
+    if _cfg.jax_disable_jit and not any(isinstance(x, Tracer) for x in
+                                        tree_util.tree_leaves((init, xs))):
+        return _scan_python(f, init, xs_leaves, xs_tree, length, reverse)
+
+    init_leaves, init_tree = tree_util.tree_flatten(init)
+    closed, init_leaves, yt = _trace_scan_body(f, init, init_leaves, init_tree, xs_leaves, xs_tree)
+    jaxpr, consts = lift_consts(closed)
+    outs = scan_p.bind(
+        *consts,
+        *init_leaves,
+        *xs_leaves,
+        jaxpr=jaxpr,
+        length=length,
+        reverse=bool(reverse),
+        num_consts=len(consts),
+        num_carry=len(init_leaves),
+        unroll=unroll,
+        _split_transpose=bool(_split_transpose),
+    )
+    carry = tree_util.tree_unflatten(init_tree, list(outs[:len(init_leaves)]))
+    ys = tree_util.tree_unflatten(yt, list(outs[len(init_leaves):]))
+    return carry, ys
+
+
+def _scan_length(xs_leaves, length) -> int:
+    """The number of steps: ``length``, or the leading axis all ``xs`` leaves share."""
     try:
         lengths = [int(_aval(x).shape[0]) for x in xs_leaves]
     except IndexError:
@@ -450,24 +483,19 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
                 f"scan got `length` argument of {length} which disagrees with leading axis "
                 f"sizes {[int(n) for n in lengths]}."
             )
-    else:
-        if not lengths:
-            raise ValueError("scan got no values to scan over and `length` not provided.")
-        if len(set(lengths)) != 1:
-            raise ValueError("scan got values with different leading axis sizes: "
-                             + ", ".join(str(n) for n in lengths) + ".")
-        length = lengths[0]
-    if isinstance(unroll, bool):
-        unroll = max(length, 1) if unroll else 1
-    unroll = int(unroll)
-    if unroll < 1:
-        raise ValueError("`unroll` must be a `bool` or a positive `int`.")
+        return length
+    if not lengths:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    if len(set(lengths)) != 1:
+        raise ValueError("scan got values with different leading axis sizes: "
+                         + ", ".join(str(n) for n in lengths) + ".")
+    return lengths[0]
 
-    if _cfg.jax_disable_jit and not any(isinstance(x, Tracer) for x in
-                                        tree_util.tree_leaves((init, xs))):
-        return _scan_python(f, init, xs_leaves, xs_tree, length, reverse)
 
-    init_leaves, init_tree = tree_util.tree_flatten(init)
+def _trace_scan_body(f, init, init_leaves, init_tree, xs_leaves, xs_tree):
+    """Traces ``f(carry, x)`` on the carry and one slice of ``xs``; a weakly typed carry
+    that the body makes strongly typed is promoted and the body traced again (as JAX does).
+    Returns the traced body, the (promoted) carry leaves and the tree of the ``y``s."""
     x_avals = [_aval(x).update(shape=_aval(x).shape[1:]) for x in xs_leaves]
     for attempt in range(2):
         c_avals = [_aval(x) for x in init_leaves]
@@ -497,22 +525,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
                 continue
         _check_carry_type("scan body", f, init, init_tree, c_avals, None, ct, out_avals[:ncl])
         break
-    jaxpr, consts = lift_consts(closed)
-    outs = scan_p.bind(
-        *consts,
-        *init_leaves,
-        *xs_leaves,
-        jaxpr=jaxpr,
-        length=length,
-        reverse=bool(reverse),
-        num_consts=len(consts),
-        num_carry=len(init_leaves),
-        unroll=unroll,
-        _split_transpose=bool(_split_transpose),
-    )
-    carry = tree_util.tree_unflatten(init_tree, list(outs[:len(init_leaves)]))
-    ys = tree_util.tree_unflatten(yt, list(outs[len(init_leaves):]))
-    return carry, ys
+    return closed, init_leaves, yt
 
 
 def _stack(vs):

@@ -1014,58 +1014,92 @@ def _scan_kernel(
         ctx.host_step(run_fused, keys, out_keys, label="scan: one kernel loops over the steps",
                       wgsl=fused.wgsl)
         return
-    x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
-    y_avals = jaxpr.out_avals[ncar:]
-    xnb = [nbytes_of(a) for a in x_avals]
-    ynb = [nbytes_of(a) for a in y_avals]
-    xs_mis = [j for j, b in enumerate(xnb) if b % 4]
-    ys_mis = [j for j, b in enumerate(ynb) if b % 4]
-    counters = _counter_carries(jaxpr.jaxpr, nc, ncar)
-    rest = [i for i in range(ncar) if i not in counters]
-    xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
-    ys_al = [j for j in range(len(y_avals)) if j not in ys_mis]
-    cnb = [nbytes_of(v.aval) for v in ctx.eqn.outvars[:ncar]]
-    accnb = [nbytes_of(ctx.eqn.outvars[ncar + j].aval) for j in ys_mis]
-    k = max(1, min(int(unroll), length))
-    subs = {}
-    for kk in {k, 1}:
-        subs[kk] = _sub(
-            ctx,
-            (jaxpr,),
-            ("scan", tuple(counters), tuple(xs_mis), tuple(ys_mis), length, kk),
-            lambda kk=kk: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk),
-            "scan_body",
-        )
-    ctr_static, ctr_subs = _counter_values(ctx, counters, nc, length)
-    steps = np.arange(max(length, 1), dtype=np.int32) if (xs_mis or ys_mis) else None
-    host_consts: dict = {}      # the counters' and step indices' buffers, on the first run
+    scan = _RecordedScan(ctx, split, avals, jaxpr, length, reverse, nc, ncar, unroll)
+    ctx.host_step(scan.run, keys, out_keys, label="scan: body recorded per step, no readback")
 
-    def const(rt, name, value):
-        if name not in host_consts:
-            host_consts[name] = upload(rt, value)
-        return host_consts[name]
 
-    def run(rt, bufs):
-        ins, outs = split(rt, bufs)
-        consts, carry, xs = _split(ins, nc, ncar)
-        cout, yout = outs[:ncar], outs[ncar:]
+class _RecordedScan:
+    """A scan run as ``length`` recorded runs of its body plan (see the module docstring):
+    the layout of carries, slices and counters, the body's sub-plans, and ``run``, the
+    host step."""
+
+    def __init__(self, ctx, split, avals, jaxpr, length, reverse, nc, ncar, unroll):
+        self.split, self.length, self.reverse = split, length, reverse
+        self.nc, self.ncar = nc, ncar
+        x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
+        y_avals = jaxpr.out_avals[ncar:]
+        self.xnb = [nbytes_of(a) for a in x_avals]
+        self.ynb = [nbytes_of(a) for a in y_avals]
+        # slices whose byte size is not a multiple of 4 are read/written inside the body
+        self.xs_mis = [j for j, b in enumerate(self.xnb) if b % 4]
+        self.ys_mis = [j for j, b in enumerate(self.ynb) if b % 4]
+        self.counters = _counter_carries(jaxpr.jaxpr, nc, ncar)
+        self.rest = [i for i in range(ncar) if i not in self.counters]
+        self.xs_al = [j for j in range(len(x_avals)) if j not in self.xs_mis]
+        self.ys_al = [j for j in range(len(y_avals)) if j not in self.ys_mis]
+        self.cnb = [nbytes_of(v.aval) for v in ctx.eqn.outvars[:ncar]]
+        self.accnb = [nbytes_of(ctx.eqn.outvars[ncar + j].aval) for j in self.ys_mis]
+        self.k = max(1, min(int(unroll), length))
+        self.subs = self._body_plans(ctx, jaxpr)
+        self.ctr_static, self.ctr_subs = _counter_values(ctx, self.counters, nc, length)
+        self.steps = (np.arange(max(length, 1), dtype=np.int32)
+                      if (self.xs_mis or self.ys_mis) else None)
+        self.host_consts: dict = {}  # the counters' and step indices' buffers, on the first run
+
+    def _body_plans(self, ctx, jaxpr) -> dict:
+        """The body's sub-plans: ``k`` steps at a time (``unroll``), and one step for the
+        remainder."""
+        counters, xs_mis, ys_mis = self.counters, self.xs_mis, self.ys_mis
+        length, nc, ncar = self.length, self.nc, self.ncar
+
+        def wrapper(kk):
+            return lambda: _scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, kk)
+
+        tag = ("scan", tuple(counters), tuple(xs_mis), tuple(ys_mis), length)
+        subs = {}
+        for kk in {self.k, 1}:
+            subs[kk] = _sub(ctx, (jaxpr,), tag + (kk,), wrapper(kk), "scan_body")
+        return subs
+
+    def _const(self, rt, name, value):
+        if name not in self.host_consts:
+            self.host_consts[name] = upload(rt, value)
+        return self.host_consts[name]
+
+    def run(self, rt, bufs):
+        ins, outs = self.split(rt, bufs)
+        consts, carry, xs = _split(ins, self.nc, self.ncar)
+        cout, yout = outs[:self.ncar], outs[self.ncar:]
         ctr = [
-            const(rt, i, ctr_static[i]) if i in ctr_static else ctr_subs[i].run(rt, [carry[i]])[0]
-            for i in counters
+            self._const(rt, i, self.ctr_static[i]) if i in self.ctr_static
+            else self.ctr_subs[i].run(rt, [carry[i]])[0]
+            for i in self.counters
         ]
-        rc = [carry[i] for i in rest]
-        accs = [yout[j] for j in ys_mis]
+        rc = [carry[i] for i in self.rest]
+        accs = [yout[j] for j in self.ys_mis]
+        rc, accs = self._record_steps(rt, consts, rc, xs, ctr, accs, yout)
+        for i, c in zip(self.rest, rc):
+            _copy(rt, c, cout[i], self.cnb[i])
+        for i, c in zip(self.counters, ctr):
+            _copy(rt, c, cout[i], 4, src_offset=4 * self.length)
+        for j, a, nb in zip(self.ys_mis, accs, self.accnb):
+            _copy(rt, a, yout[j], nb)
+
+    def _record_steps(self, rt, consts, rc, xs, ctr, accs, yout):
+        """Records the body runs, ``k`` steps per run while they fit, copying each step's
+        aligned ``ys`` slices into place; returns the final carries and accumulators."""
+        length, k, ys_al, ynb = self.length, self.k, self.ys_al, self.ynb
         s, recorded = 0, 0
         while s < length:
-            per_run = len(subs[k if s + k <= length else 1].plan.steps)
             kk = k if s + k <= length else 1
-            ts = [length - 1 - (s + st) if reverse else s + st for st in range(kk)]
-            steps_buf = const(rt, "steps", steps) if steps is not None else None
-            step_in = _scan_step_inputs(rt, s, ts, [xs[j] for j in xs_al],
-                                        [xnb[j] for j in xs_al], ctr, steps_buf)
-            extra = [xs[j] for j in xs_mis]
-            res = subs[kk].run(rt, consts + rc + step_in + extra + accs)
-            rc, ys, accs = _split(res, len(rest), len(ys_al) * kk)
+            per_run = len(self.subs[kk].plan.steps)
+            ts = [length - 1 - (s + st) if self.reverse else s + st for st in range(kk)]
+            steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
+            step_in = _scan_step_inputs(rt, s, ts, [xs[j] for j in self.xs_al],
+                                        [self.xnb[j] for j in self.xs_al], ctr, steps_buf)
+            extra = [xs[j] for j in self.xs_mis]
+            res = self.subs[kk].run(rt, consts + rc + step_in + extra + accs)
+            rc, ys, accs = _split(res, len(self.rest), len(ys_al) * kk)
             for st, t in enumerate(ts):
                 for j, y in zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)]):
                     _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
@@ -1074,14 +1108,7 @@ def _scan_kernel(
             if recorded >= FLUSH_EVERY:     # let the device start while the host records on
                 rt.flush()
                 recorded = 0
-        for i, c in zip(rest, rc):
-            _copy(rt, c, cout[i], cnb[i])
-        for i, c in zip(counters, ctr):
-            _copy(rt, c, cout[i], 4, src_offset=4 * length)
-        for j, a, nb in zip(ys_mis, accs, accnb):
-            _copy(rt, a, yout[j], nb)
-
-    ctx.host_step(run, keys, out_keys, label="scan: body recorded per step, no readback")
+        return rc, accs
 
 
 def _counter_values(ctx, counters, nc, length):

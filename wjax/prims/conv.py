@@ -161,6 +161,21 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                    dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
                    preferred_element_type=None, out_sharding=None):
     dn = dimension_numbers
+    _check_operands(lhs, rhs, preferred_element_type)
+    _check_window(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation)
+    _check_groups(lhs, rhs, dn, feature_group_count, batch_group_count)
+    shape = _out_shape(lhs, rhs, dn, window_strides, padding, lhs_dilation, rhs_dilation,
+                       batch_group_count)
+    dt = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else lhs.dtype
+    )
+    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _check_operands(lhs, rhs, preferred_element_type):
+    """Ranks and dtypes of the two operands, with JAX's errors."""
     if lhs.ndim != rhs.ndim:
         raise ValueError(
             f"conv_general_dilated lhs and rhs must have the same number of dimensions, "
@@ -174,6 +189,10 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                         f"{np.dtype(lhs.dtype).name}, {np.dtype(rhs.dtype).name}.")
     if kind(lhs.dtype) == "b":
         raise TypeError("conv_general_dilated does not accept dtype bool")
+
+
+def _check_window(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation):
+    """One stride, padding and dilation per spatial dimension; strides and dilations >= 1."""
     nsp = lhs.ndim - 2
     for nm, v in (("window_strides", window_strides), ("padding", padding),
                   ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
@@ -186,7 +205,11 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                   ("rhs_dilation", rhs_dilation)):
         if any(int(s) < 1 for s in v):
             raise ValueError(f"conv_general_dilated {nm} must be positive, got {tuple(v)}")
-    fgc, bgc = feature_group_count, batch_group_count
+
+
+def _check_groups(lhs, rhs, dn, fgc, bgc):
+    """feature_group_count / batch_group_count: positive, at most one of them > 1, and
+    dividing the feature and batch sizes as XLA requires."""
     if fgc < 1:
         raise ValueError(
             f"conv_general_dilated feature_group_count must be a positive integer, got {fgc}."
@@ -227,6 +250,11 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
             f"conv_general_dilated rhs output feature dimension size must be a multiple of "
             f"batch_group_count, but {O} is not a multiple of {bgc}."
         )
+
+
+def _out_shape(lhs, rhs, dn, window_strides, padding, lhs_dilation, rhs_dilation, bgc):
+    """The output shape (in ``dn.out_spec`` order): batch / bgc, output features, and per
+    spatial dimension the window positions in the dilated, padded input."""
     lhs_sp = [_dilate(lhs.shape[d], ld) for d, ld in zip(dn.lhs_spec[2:], lhs_dilation)]
     rhs_sp = [_dilate(rhs.shape[d], rd) for d, rd in zip(dn.rhs_spec[2:], rhs_dilation)]
     padded = [n + lo + hi for n, (lo, hi) in zip(lhs_sp, padding)]
@@ -239,16 +267,11 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
     out_sp = [
         max(0, (p - w) // s + 1) if p >= w else 0 for p, w, s in zip(padded, rhs_sp, window_strides)
     ]
-    out_trans = [lhs_n // bgc, O] + out_sp
+    out_trans = [lhs.shape[dn.lhs_spec[0]] // bgc, rhs.shape[dn.rhs_spec[0]]] + out_sp
     shape = [0] * lhs.ndim
     for i, d in enumerate(dn.out_spec):
         shape[d] = out_trans[i]
-    dt = (
-        dtypes.check_supported(preferred_element_type)
-        if preferred_element_type is not None
-        else lhs.dtype
-    )
-    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+    return shape
 
 
 def _geometry(lhs, rhs, out, window_strides, padding, lhs_dilation, rhs_dilation, dn, fgc, bgc):
@@ -525,6 +548,30 @@ def _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct):
     return store
 
 
+def _ref_dilated(a, dilation, accdt):
+    """``a`` (batch, features, spatial...) with ``dilation - 1`` zeros between neighbours along
+    each spatial axis."""
+    d = np.zeros(a.shape[:2] + tuple(_dilate(n, k) for n, k in zip(a.shape[2:], dilation)), accdt)
+    d[(slice(None), slice(None)) + tuple(slice(None, None, k) for k in dilation)] = a
+    return d
+
+
+def _ref_padded(a, padding):
+    """``a`` padded with zeros along each spatial axis; negative padding crops."""
+    for s, (lo, hi) in enumerate(padding):
+        ax = 2 + s
+        if lo < 0:
+            a = np.take(a, np.arange(-lo, a.shape[ax]), axis=ax)
+            lo = 0
+        if hi < 0:
+            a = np.take(a, np.arange(0, a.shape[ax] + hi), axis=ax)
+            hi = 0
+        pw = [(0, 0)] * a.ndim
+        pw[ax] = (lo, hi)
+        a = np.pad(a, pw)
+    return a
+
+
 def _conv_ref(
     lhs,
     rhs,
@@ -557,25 +604,8 @@ def _conv_ref(
     x = np.transpose(lhs, dn.lhs_spec).astype(accdt)     # N C spatial
     w = np.transpose(rhs, dn.rhs_spec).astype(accdt)     # O I spatial
     nsp = x.ndim - 2
-    # dilate lhs, pad (possibly negatively)
-    xs = x.shape
-    dil = np.zeros(xs[:2] + tuple(_dilate(n, d) for n, d in zip(xs[2:], lhs_dilation)), accdt)
-    dil[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in lhs_dilation)] = x
-    for s, (lo, hi) in enumerate(padding):
-        ax = 2 + s
-        if lo < 0:
-            dil = np.take(dil, np.arange(-lo, dil.shape[ax]), axis=ax)
-            lo = 0
-        if hi < 0:
-            dil = np.take(dil, np.arange(0, dil.shape[ax] + hi), axis=ax)
-            hi = 0
-        pw = [(0, 0)] * dil.ndim
-        pw[ax] = (lo, hi)
-        dil = np.pad(dil, pw)
-    wd = np.zeros(
-        w.shape[:2] + tuple(_dilate(n, d) for n, d in zip(w.shape[2:], rhs_dilation)), accdt
-    )
-    wd[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in rhs_dilation)] = w
+    dil = _ref_padded(_ref_dilated(x, lhs_dilation, accdt), padding)
+    wd = _ref_dilated(w, rhs_dilation, accdt)
     fgc, bgc = feature_group_count, batch_group_count
     G = fgc * bgc
     O = w.shape[0]

@@ -232,95 +232,117 @@ def _unbits(expr, dtype):
 
 
 def _scatter_kernel_for(name):
+    """The kernel rule of scatter primitive ``name``: the operand is copied into the output,
+    then every update element lands on its operand position (dropped when out of bounds)."""
     def kernel(ctx, operand, indices, updates, dimension_numbers, indices_are_sorted=False,
                unique_indices=False, mode=None, update_jaxpr=None, update_consts=()):
         if W.storage_type(operand.dtype) == "f16":
             raise TypeError(
                 "wjax: scatter into float16 arrays is not supported (no 16-bit atomics)"
             )
-        dn = dimension_numbers
         out_key = ctx.out_key(0)
-        n_out = operand.size
-        # pass 1: out = operand
-        kb = ctx.new_kb()
-        v = ctx.reader(kb, 0)(Index(kb, operand.shape, flat="i"))
-        o = kb.bind(out_key, operand.dtype, "read_write")
-        kb.emit(f"{o}[i] = {W.store_expr(v, operand.dtype)};")
-        src, grid = kb.elementwise_kernel(n_out)
-        ctx.dispatch(kb, src, grid)
+        _copy_operand(ctx, operand, out_key)
         if updates.size == 0:
             return
-        # each update element: its operand position, or out of bounds
+
         def position(kb):
-            f = ctx.fuser(kb)
-            ud = Index(kb, updates.shape, flat="i").dims()
-            scatter_coords = [ud[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
-            win = iter(ud[i] for i in dn.update_window_dims)
-            starts = {}
-            # window extent along each operand dim (1 for inserted dims)
-            wdims = iter(dn.update_window_dims)
-            extent = {od: (1 if od in dn.inserted_window_dims or od in dn.operand_batching_dims
-                           else updates.shape[next(wdims)]) for od in range(operand.ndim)}
-            for k, od in enumerate(dn.scatter_dims_to_operand_dims):
-                s = ctx.reader(kb, 1, f)(Index(kb, indices.shape, dims=scatter_coords + [f"{k}u"]))
-                if _mode(mode) == "clip":   # clamp the window start into bounds, as gather does
-                    s = f"clamp(i32({s}), 0, {max(operand.shape[od] - extent[od], 0)})"
-                starts[od] = kb.let(f"i32({s})", "i32")
-            dims, conds = [], []
-            bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
-            for od in range(operand.ndim):
-                if od in bmap:
-                    dims.append(scatter_coords[bmap[od]])
-                    continue
-                off = "0" if od in dn.inserted_window_dims else f"i32({next(win)})"
-                p = kb.let(f"{starts.get(od, '0')} + {off}", "i32")
-                conds.append(f"({p} >= 0 && {p} < {operand.shape[od]})")
-                dims.append(f"u32(clamp({p}, 0, {max(operand.shape[od] - 1, 0)}))")
-            flat = Index(kb, operand.shape, dims=dims).flat()
-            ok = " && ".join(conds) if conds else "true"
-            upd = ctx.reader(kb, 2, f)(Index(kb, updates.shape, flat="i"))
-            return flat, ok, upd
+            return _update_position(ctx, kb, operand, indices, updates, dimension_numbers, mode)
 
         comb = _COMBINE[name]
         if comb is None:
-            # "last update wins" like XLA on CPU: claim each position with atomicMax(i + 1)
-            claim = ctx.scratch(ShapedArray((n_out,), np.uint32))
-            kb = ctx.new_kb()
-            flat, ok, _ = position(kb)
-            c = kb.bind(claim, np.uint32, "atomic")
-            kb.emit(f"if ({ok}) {{ atomicMax(&{c}[{flat}], i + 1u); }}")
-            src, grid = kb.elementwise_kernel(updates.size)
-            _zero_then(ctx, claim, n_out)
-            ctx.dispatch(kb, src, grid)
-            kb = ctx.new_kb()
-            flat, ok, upd = position(kb)
-            c = kb.bind(claim, np.uint32, "read")
-            o = kb.bind(out_key, operand.dtype, "read_write")
-            kb.emit(
-                f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] "
-                f"= {W.store_expr(upd, operand.dtype)}; }}"
-            )
-            src, grid = kb.elementwise_kernel(updates.size)
-            ctx.dispatch(kb, src, grid)
-            return
-        kb = ctx.new_kb()
-        flat, ok, upd = position(kb)
-        o = kb.bind(out_key, operand.dtype, "atomic")
-        k = kind(operand.dtype)
-        tmpl = comb[k] if isinstance(comb, dict) else comb
-        if "wj_" in tmpl:
-            for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
-                kb.use_helper(helper)
-        newv = W.wrap_narrow(tmpl.format(a=_unbits("old", operand.dtype), b="u"), operand.dtype)
-        kb.emit(
-            f"if ({ok}) {{\n    let u = {upd};\n    loop {{\n      let old = "
-            f"atomicLoad(&{o}[{flat}]);\n      let nv = {_bits(newv, operand.dtype)};\n      if "
-            f"(atomicCompareExchangeWeak(&{o}[{flat}], old, nv).exchanged) {{ break; }}\n    }}\n "
-            f" }}"
-        )
-        src, grid = kb.elementwise_kernel(updates.size)
-        ctx.dispatch(kb, src, grid)
+            _scatter_last_wins(ctx, position, operand, updates, out_key)
+        else:
+            _scatter_combine(ctx, position, comb, operand, updates, out_key)
     return kernel
+
+
+def _copy_operand(ctx, operand, out_key):
+    """Pass 1: out = operand."""
+    kb = ctx.new_kb()
+    v = ctx.reader(kb, 0)(Index(kb, operand.shape, flat="i"))
+    o = kb.bind(out_key, operand.dtype, "read_write")
+    kb.emit(f"{o}[i] = {W.store_expr(v, operand.dtype)};")
+    src, grid = kb.elementwise_kernel(operand.size)
+    ctx.dispatch(kb, src, grid)
+
+
+def _update_position(ctx, kb, operand, indices, updates, dn, mode):
+    """Emits, for update element ``i``: its flat position in the operand, the condition that
+    it is in bounds, and its value.  Returns the three WGSL expressions."""
+    f = ctx.fuser(kb)
+    ud = Index(kb, updates.shape, flat="i").dims()
+    scatter_coords = [ud[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
+    win = iter(ud[i] for i in dn.update_window_dims)
+    starts = {}
+    # window extent along each operand dim (1 for inserted dims)
+    wdims = iter(dn.update_window_dims)
+    extent = {od: (1 if od in dn.inserted_window_dims or od in dn.operand_batching_dims
+                   else updates.shape[next(wdims)]) for od in range(operand.ndim)}
+    for k, od in enumerate(dn.scatter_dims_to_operand_dims):
+        s = ctx.reader(kb, 1, f)(Index(kb, indices.shape, dims=scatter_coords + [f"{k}u"]))
+        if _mode(mode) == "clip":   # clamp the window start into bounds, as gather does
+            s = f"clamp(i32({s}), 0, {max(operand.shape[od] - extent[od], 0)})"
+        starts[od] = kb.let(f"i32({s})", "i32")
+    dims, conds = [], []
+    bmap = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
+    for od in range(operand.ndim):
+        if od in bmap:
+            dims.append(scatter_coords[bmap[od]])
+            continue
+        off = "0" if od in dn.inserted_window_dims else f"i32({next(win)})"
+        p = kb.let(f"{starts.get(od, '0')} + {off}", "i32")
+        conds.append(f"({p} >= 0 && {p} < {operand.shape[od]})")
+        dims.append(f"u32(clamp({p}, 0, {max(operand.shape[od] - 1, 0)}))")
+    flat = Index(kb, operand.shape, dims=dims).flat()
+    ok = " && ".join(conds) if conds else "true"
+    upd = ctx.reader(kb, 2, f)(Index(kb, updates.shape, flat="i"))
+    return flat, ok, upd
+
+
+def _scatter_last_wins(ctx, position, operand, updates, out_key):
+    """Plain ``scatter``: "last update wins" like XLA on CPU.  One pass claims each position
+    with atomicMax(i + 1), a second writes the updates that hold their position's claim."""
+    n_out = operand.size
+    claim = ctx.scratch(ShapedArray((n_out,), np.uint32))
+    kb = ctx.new_kb()
+    flat, ok, _ = position(kb)
+    c = kb.bind(claim, np.uint32, "atomic")
+    kb.emit(f"if ({ok}) {{ atomicMax(&{c}[{flat}], i + 1u); }}")
+    src, grid = kb.elementwise_kernel(updates.size)
+    _zero_then(ctx, claim, n_out)
+    ctx.dispatch(kb, src, grid)
+    kb = ctx.new_kb()
+    flat, ok, upd = position(kb)
+    c = kb.bind(claim, np.uint32, "read")
+    o = kb.bind(out_key, operand.dtype, "read_write")
+    kb.emit(
+        f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] "
+        f"= {W.store_expr(upd, operand.dtype)}; }}"
+    )
+    src, grid = kb.elementwise_kernel(updates.size)
+    ctx.dispatch(kb, src, grid)
+
+
+def _scatter_combine(ctx, position, comb, operand, updates, out_key):
+    """scatter_add/mul/min/max: each update folds into its position with a compare-exchange
+    loop on the 32-bit word (``comb`` is the fold's WGSL template, per dtype kind or not)."""
+    kb = ctx.new_kb()
+    flat, ok, upd = position(kb)
+    o = kb.bind(out_key, operand.dtype, "atomic")
+    k = kind(operand.dtype)
+    tmpl = comb[k] if isinstance(comb, dict) else comb
+    if "wj_" in tmpl:
+        for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
+            kb.use_helper(helper)
+    newv = W.wrap_narrow(tmpl.format(a=_unbits("old", operand.dtype), b="u"), operand.dtype)
+    kb.emit(
+        f"if ({ok}) {{\n    let u = {upd};\n    loop {{\n      let old = "
+        f"atomicLoad(&{o}[{flat}]);\n      let nv = {_bits(newv, operand.dtype)};\n      if "
+        f"(atomicCompareExchangeWeak(&{o}[{flat}], old, nv).exchanged) {{ break; }}\n    }}\n "
+        f" }}"
+    )
+    src, grid = kb.elementwise_kernel(updates.size)
+    ctx.dispatch(kb, src, grid)
 
 
 def _zero_then(ctx, key, n):

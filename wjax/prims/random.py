@@ -478,10 +478,20 @@ fn wj_u01(b: u32) -> f32 { return bitcast<f32>((b >> 9u) | 0x3f800000u) - 1.0; }
 
 
 def _gamma_helpers(part: bool, log_space: bool) -> str:
+    """Registers the WGSL helper drawing one gamma sample (and the key-split and draw helpers
+    it calls, for the partitionable or the original threefry layout); returns its name."""
     sfx = "p" if part else "o"
     name = f"wj_gamma_{'log' if log_space else 'lin'}_{sfx}"
     if name in W.HELPERS:
         return name
+    _gamma_key_helpers(part, sfx)
+    _gamma_sampler(name, sfx, _gamma_tail(sfx, log_space))
+    return name
+
+
+def _gamma_key_helpers(part: bool, sfx: str):
+    """wj_ksplit_{sfx} (subkey i of n), wj_bits1_{sfx} (one 32-bit draw) and wj_normal1_{sfx}
+    (one standard normal), as JAX's split / bits / normal compute them."""
     if part:
         W.helper(f"wj_ksplit_{sfx}", f"""
 fn wj_ksplit_{sfx}(k0: u32, k1: u32, i: u32, n: u32) -> vec2<u32> {{
@@ -509,19 +519,26 @@ fn wj_normal1_{sfx}(k0: u32, k1: u32) -> f32 {{
   let u = max(lo, wj_u01(wj_bits1_{sfx}(k0, k1)) * span + lo);
   return 1.4142135 * wj_erfinv(u);
 }}""")
+
+
+def _gamma_tail(sfx: str, log_space: bool) -> str:
+    """The end of the sampler: the boost for alpha < 1 and the sample, or its log."""
     if log_space:
-        tail = f"""
+        return f"""
   let u = wj_u01(wj_bits1_{sfx}(sub.x, sub.y));
   let log_samples = wj_log1p(-u);
   var log_boost = log_samples * (1.0 / alpha_orig);
   if (boost_mask || log_samples == 0.0) {{ log_boost = 0.0; }}
   return (log(d) + log(V)) + log_boost;"""
-    else:
-        tail = f"""
+    return f"""
   let samples = 1.0 - wj_u01(wj_bits1_{sfx}(sub.x, sub.y));
   var boost: f32 = 1.0;
   if (!boost_mask) {{ boost = wj_pow_f(samples, 1.0 / alpha_orig); }}
   return (d * V) * boost;"""
+
+
+def _gamma_sampler(name: str, sfx: str, tail: str):
+    """Marsaglia-Tsang with JAX's rejection loops and key splits, ending in ``tail``."""
     W.helper(name, f"""
 fn {name}(k0: u32, k1: u32, alpha_orig: f32) -> f32 {{
   let boost_mask = alpha_orig >= 1.0;
@@ -556,7 +573,6 @@ fn {name}(k0: u32, k1: u32, alpha_orig: f32) -> f32 {{
     U = wj_u01(wj_bits1_{sfx}(ukey.x, ukey.y));
   }}{tail}
 }}""")
-    return name
 
 
 random_gamma_p = Primitive("random_gamma")

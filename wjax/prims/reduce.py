@@ -44,85 +44,96 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     k = kind(dtype)
     vt = W.value_type(dtype)
     if op == "sum":
-        if k == "f":
-            # compensated (TwoSum) accumulation: hi + lo carried through the whole tree, so
-            # e.g. sum(ones(10**6) * 0.1) rounds to 100000.0 as XLA's does
-            return Monoid("vec2<f32>", "vec2<f32>(0.0, 0.0)",
-                          "  let s = wj_opq(a.x + b.x);\n  let bp = wj_opq(s - a.x);\n"
-                          "  let err = (a.x - wj_opq(s - bp)) + (b.x - bp);\n"
-                          # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
-                          "  let fin = (bitcast<u32>(s) & 0x7f800000u) != 0x7f800000u;\n"
-                          "  return vec2<f32>(s, select(0.0, err + a.y + b.y, fin));",
-                          lambda v, r: f"vec2<f32>(f32({v}), 0.0)",
-                          lambda s: f"{vt}({s}.x + {s}.y)", helpers=("wj_opq",), kahan=True)
-        return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
+        return _sum_monoid(dtype, k, vt)
     if op == "prod":
         return Monoid(vt, W.literal(1, dtype), "  return a * b;", lambda v, r: v, lambda s: s)
     if op in ("max", "min"):
-        if k == "f":
-            # float16 folds in f32 (the wj_ helpers are f32); max/min are exact either way
-            ident = W.literal(-np.inf if op == "max" else np.inf, np.float32)
-            return Monoid("f32", ident, f"  return wj_{op}_f(a, b);", lambda v, r: f"f32({v})",
-                          lambda s: f"{vt}({s})", helpers=("wj_isnan", f"wj_{op}_f"))
-        if k == "b":
-            return Monoid(vt, "false" if op == "max" else "true",
-                          "  return a || b;" if op == "max" else "  return a && b;",
-                          lambda v, r: v, lambda s: s)
-        info = np.iinfo(dtype)
-        ident = W.literal(info.min if op == "max" else info.max, dtype)
-        return Monoid(vt, ident, f"  return {op}(a, b);", lambda v, r: v, lambda s: s)
+        return _extremum_monoid(op, dtype, k, vt)
     if op in ("and", "or"):
-        if k == "b":
-            return Monoid("bool", "true" if op == "and" else "false",
-                          "  return a && b;" if op == "and" else "  return a || b;",
-                          lambda v, r: v, lambda s: s)
-        ident = W.literal(-1 if op == "and" else 0, dtype) if k == "i" else (
-            W.literal(np.iinfo(dtype).max, dtype) if op == "and" else W.zero(dtype))
-        return Monoid(
-            vt, ident, f"  return a {'&' if op == 'and' else '|'} b;", lambda v, r: v, lambda s: s
-        )
+        return _bitwise_monoid(op, dtype, k, vt)
     if op in ("argmax", "argmin"):
-        # state: (value as f32/i32/u32, index); NaN wins (first NaN); ties -> lower index
-        better = ">" if op == "argmax" else "<"
-        if k == "f":
-            # bit tests: fast-math drivers may fold ``v != v`` to false
-            cmp = ("  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-                   "  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-                   "  if (an && bn) { if (a.i < b.i) { return a; } return b; }\n"
-                   "  if (an) { return a; }\n  if (bn) { return b; }\n")
-        else:
-            cmp = ""
-        state = f"ArgState_{vt}"
-        body = (
-            cmp
-            + f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
-            f"  if (a.i < b.i) {{ return a; }}\n  return b;"
-        )
-        if k == "b":
-            vt2 = "u32"
-            lift = lambda v, r: f"{state}(select(0u, 1u, {v}), {r})"
-        else:
-            vt2 = vt
-            lift = lambda v, r: f"{state}({v}, {r})"
-        ident_v = (
-            W.literal(-np.inf if op == "argmax" else np.inf, dtype)
-            if k == "f"
-            else (
-                W.literal(np.iinfo(dtype).min if op == "argmax" else np.iinfo(dtype).max, dtype)
-                if k in "iu"
-                else ("0u" if op == "argmax" else "1u")
-            )
-        )
-        m = Monoid(
-            state,
-            f"{state}({ident_v}, 0xffffffffu)",
-            body,
-            lift,
-            lambda s: W.literal(0, index_dtype) if False else f"{W.value_type(index_dtype)}({s}.i)",
-        )
-        m.struct = f"struct {state} {{ v: {vt2}, i: u32 }}"
-        return m
+        return _arg_monoid(op, dtype, k, vt, index_dtype)
     raise ValueError(op)
+
+
+def _sum_monoid(dtype, k, vt) -> Monoid:
+    if k == "f":
+        # compensated (TwoSum) accumulation: hi + lo carried through the whole tree, so
+        # e.g. sum(ones(10**6) * 0.1) rounds to 100000.0 as XLA's does
+        return Monoid("vec2<f32>", "vec2<f32>(0.0, 0.0)",
+                      "  let s = wj_opq(a.x + b.x);\n  let bp = wj_opq(s - a.x);\n"
+                      "  let err = (a.x - wj_opq(s - bp)) + (b.x - bp);\n"
+                      # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
+                      "  let fin = (bitcast<u32>(s) & 0x7f800000u) != 0x7f800000u;\n"
+                      "  return vec2<f32>(s, select(0.0, err + a.y + b.y, fin));",
+                      lambda v, r: f"vec2<f32>(f32({v}), 0.0)",
+                      lambda s: f"{vt}({s}.x + {s}.y)", helpers=("wj_opq",), kahan=True)
+    return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
+
+
+def _extremum_monoid(op, dtype, k, vt) -> Monoid:
+    """max / min."""
+    if k == "f":
+        # float16 folds in f32 (the wj_ helpers are f32); max/min are exact either way
+        ident = W.literal(-np.inf if op == "max" else np.inf, np.float32)
+        return Monoid("f32", ident, f"  return wj_{op}_f(a, b);", lambda v, r: f"f32({v})",
+                      lambda s: f"{vt}({s})", helpers=("wj_isnan", f"wj_{op}_f"))
+    if k == "b":
+        return Monoid(vt, "false" if op == "max" else "true",
+                      "  return a || b;" if op == "max" else "  return a && b;",
+                      lambda v, r: v, lambda s: s)
+    info = np.iinfo(dtype)
+    ident = W.literal(info.min if op == "max" else info.max, dtype)
+    return Monoid(vt, ident, f"  return {op}(a, b);", lambda v, r: v, lambda s: s)
+
+
+def _bitwise_monoid(op, dtype, k, vt) -> Monoid:
+    """and / or (logical on bool)."""
+    if k == "b":
+        return Monoid("bool", "true" if op == "and" else "false",
+                      "  return a && b;" if op == "and" else "  return a || b;",
+                      lambda v, r: v, lambda s: s)
+    ident = W.literal(-1 if op == "and" else 0, dtype) if k == "i" else (
+        W.literal(np.iinfo(dtype).max, dtype) if op == "and" else W.zero(dtype))
+    return Monoid(
+        vt, ident, f"  return a {'&' if op == 'and' else '|'} b;", lambda v, r: v, lambda s: s
+    )
+
+
+def _arg_monoid(op, dtype, k, vt, index_dtype) -> Monoid:
+    """argmax / argmin: the state is (value as f32/i32/u32, index); NaN wins (the first NaN);
+    ties go to the lower index."""
+    better = ">" if op == "argmax" else "<"
+    if k == "f":
+        # bit tests: fast-math drivers may fold ``v != v`` to false
+        cmp = ("  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
+               "  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
+               "  if (an && bn) { if (a.i < b.i) { return a; } return b; }\n"
+               "  if (an) { return a; }\n  if (bn) { return b; }\n")
+    else:
+        cmp = ""
+    state = f"ArgState_{vt}"
+    body = (
+        cmp
+        + f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
+        f"  if (a.i < b.i) {{ return a; }}\n  return b;"
+    )
+    if k == "b":
+        vt2 = "u32"
+        lift = lambda v, r: f"{state}(select(0u, 1u, {v}), {r})"
+    else:
+        vt2 = vt
+        lift = lambda v, r: f"{state}({v}, {r})"
+    if k == "f":
+        ident_v = W.literal(-np.inf if op == "argmax" else np.inf, dtype)
+    elif k in "iu":
+        ident_v = W.literal(np.iinfo(dtype).min if op == "argmax" else np.iinfo(dtype).max, dtype)
+    else:
+        ident_v = "0u" if op == "argmax" else "1u"
+    m = Monoid(state, f"{state}({ident_v}, 0xffffffffu)", body, lift,
+               lambda s: f"{W.value_type(index_dtype)}({s}.i)")
+    m.struct = f"struct {state} {{ v: {vt2}, i: u32 }}"
+    return m
 
 
 # TwoSum's error term would fold to zero under reassociation: its sums go through wj_opq
