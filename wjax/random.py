@@ -1225,3 +1225,57 @@ _mvn_jit = _named_jit(
     lambda data, mean, cov, shape, dtype, mode: _mvn(data, mean, cov, shape, dtype),
     static_argnums=(3, 4, 5),
 )
+
+
+# --------------------------------------------------------------------------- compositions
+# Distributions JAX builds from the samplers above, composed in JAX's order (the same keys
+# give the same values).
+
+def f(key, dfnum, dfden, shape=(), dtype=None):
+    """F(dfnum, dfden): a ratio of scaled chi-squares."""
+    _check_prng_key("f", key)
+    dt = _float_dtype("f", dtype)
+    dfnum, dfden = jnp.asarray(dfnum, dt), jnp.asarray(dfden, dt)
+    key_dfd, key_dfn = split(key)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dt)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dt)
+    return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """A Maxwell variate with a random sign, scaled and shifted."""
+    _check_prng_key("double_sided_maxwell", key)
+    dt = _float_dtype("double_sided_maxwell", dtype)
+    params_shape = np.broadcast_shapes(np.shape(loc), np.shape(scale))
+    shape = tuple(_canon_shape(shape)) or params_shape
+    shape = shape + params_shape
+    maxwell_key, rademacher_key = split(key)
+    rvs = maxwell(maxwell_key, shape=shape, dtype=dt)
+    sign = rademacher(rademacher_key, shape=shape, dtype=dt)
+    return sign * rvs * scale + loc
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """The generalized normal of power ``p``: a signed gamma(1/p) variate to the 1/p."""
+    _check_prng_key("generalized_normal", key)
+    dt = _float_dtype("generalized_normal", dtype)
+    shape = tuple(_canon_shape(shape))
+    keys = split(key)
+    g = gamma(keys[0], 1 / p, shape, dt)
+    r = rademacher(keys[1], shape, dt)
+    return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniform in the unit ``p``-norm ball of dimension ``d`` (shape ``(*shape, d)``)."""
+    _check_prng_key("ball", key)
+    d = int(concrete_or_error(d, "The d argument of ball must be static"))
+    dt = _float_dtype("ball", dtype)
+    shape = tuple(_canon_shape(shape))
+    k1, k2 = split(key)
+    g = generalized_normal(k1, p, (*shape, d), dt)
+    e = exponential(k2, shape, dt)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+__all__ += ["f", "double_sided_maxwell", "generalized_normal", "ball"]
