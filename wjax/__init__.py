@@ -8,7 +8,7 @@ every primitive, importing ``dispatch`` installs the eager path.
 """
 from __future__ import annotations
 
-import contextlib
+import contextlib as _contextlib
 
 import numpy as _np
 
@@ -30,7 +30,8 @@ from .core.config import config, disable_jit
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
-from .core.ir import ShapedArray, ShapeDtypeStruct, abstractify
+from .core.ir import ShapedArray, ShapeDtypeStruct
+from .core.ir import abstractify as _abstractify
 from .core.tracing import make_jaxpr
 from .jax_alias import install_as_jax
 from .api.vectorize import vectorize as _vectorize
@@ -66,10 +67,10 @@ def local_device_count(backend=None):
 
 def typeof(x) -> ShapedArray:
     """The abstract value (shape, dtype, weak type) of an array, tracer or scalar."""
-    return abstractify(x)
+    return _abstractify(x)
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def named_scope(name: str):
     """Names the operations traced inside (JAX shows them in profiles; wjax accepts the name)."""
     if not isinstance(name, str):
