@@ -31,7 +31,24 @@ def _same(ours, theirs):
 
 
 @pytest.mark.parametrize("program", ["optax_mlp.py", "jaxtyping_affine.py", "debug_callbacks.py",
-                                     "checkpoint_policies.py"])
+                                     "checkpoint_policies.py", "custom_primitive.py",
+                                     "equinox_cnn.py", "chex_linear.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))
+
+
+def test_chex_restrict_backends_sees_wjax_compiles(tmp_path):
+    # chex wraps jax._src.compiler.backend_compile_and_load: every wjax compile goes through it
+    script = tmp_path / "restrict.py"
+    script.write_text(
+        "import chex, jax, jax.numpy as jnp\n"
+        "jax.jit(lambda a: a + 1.0)(jnp.ones(2))\n"
+        "with chex.restrict_backends(allowed=['webgpu']):\n"
+        "    jax.jit(lambda a: a * 2.0)(jnp.ones(3))\n"
+        "try:\n"
+        "    with chex.restrict_backends(forbidden=['webgpu']):\n"
+        "        jax.jit(lambda a: a * 3.0)(jnp.ones(4))\n"
+        "except RuntimeError as e:\n"
+        "    print('refused', 'webgpu' in str(e))\n")
+    assert _run(["-m", "wjax", "run", str(script)]) == ["refused", "True"]

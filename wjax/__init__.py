@@ -19,20 +19,21 @@ from . import lax, numpy
 from . import random, nn, scipy
 from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
 from . import debug, stages, typing, version
+from . import extend, interpreters
 from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
-                  remat, value_and_grad, vjp, vmap)
+                  pmap, remat, value_and_grad, vjp, vmap)
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
-from .core.config import config, disable_jit
+from .core.config import config, disable_jit, numpy_dtype_promotion
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
 from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
-from .core.tracing import make_jaxpr
+from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
 from .api.vectorize import vectorize as _vectorize
 
@@ -85,6 +86,11 @@ def named_call(fun, *, name: str | None = None):
 
 def default_backend() -> str:
     return "webgpu"
+
+
+def effects_barrier() -> None:
+    """Waits until every dispatched program, host callbacks included, has run."""
+    runtime.get().synchronize()
 
 
 def block_until_ready(x):

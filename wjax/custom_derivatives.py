@@ -1,7 +1,8 @@
 """``jax.custom_derivatives``: the public module (implementation:
 ``wjax/api/custom_derivatives.py``, primitives in ``wjax/prims/calls.py``)."""
-from .api.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401
+from .api.custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,  # noqa: F401
+                                     custom_jvp, custom_vjp)
 from .prims.calls import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 from .prims.elementwise import stop_gradient_p  # noqa: F401
 
-__all__ = ["custom_jvp", "custom_vjp", "closure_convert"]
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_jvp", "custom_vjp", "closure_convert"]

@@ -19,7 +19,7 @@ import logging
 import numpy as np
 
 from .array import Array, asarray_device
-from .backend import runtime
+from .backend import compiler, runtime
 from .backend.execute import Bound, Executable
 from .core import caches, dtypes
 from .core.config import config as _cfg
@@ -43,7 +43,8 @@ def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None) -> Executab
     full = (key, target.key())
     hit = _executables.get(full)
     if hit is None:
-        exe = Executable(jaxpr, target, name)
+        exe = compiler.backend_compile_and_load(compiler.BACKEND,
+                                                lambda: Executable(jaxpr, target, name))
         if _cfg.jax_log_compiles:
             logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
                            len(exe.plan.steps), [a.str_short() for a in exe.in_avals],
@@ -108,7 +109,7 @@ def eager(prim: Primitive, args, params: dict):
     arrays = [device_array(a) for a in args]
     avals = tuple(a.aval for a in arrays)
     keep: list = []
-    key = ("eqn", prim.name, avals, params_key(params, keep))
+    key = ("eqn", prim.key, avals, params_key(params, keep))
     rt = runtime.get()
     hit = _executables.get((key, rt.target().key()))
     if hit is None:

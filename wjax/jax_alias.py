@@ -17,6 +17,9 @@ import runpy
 import sys
 
 _PREFIXES = ("jax", "jaxlib")
+# JAX's private modules that libraries patch, and the wjax module that plays their part (also
+# an attribute of wjax._src, for ``from jax._src import compiler``)
+_RENAMED = {"jax._src.compiler": "wjax.backend.compiler"}
 
 
 def _wjax_name(fullname: str) -> str | None:
@@ -24,6 +27,8 @@ def _wjax_name(fullname: str) -> str | None:
     head, _, rest = fullname.partition(".")
     if head != "jax":
         return None
+    if fullname in _RENAMED:
+        return _RENAMED[fullname]
     return "wjax" + ("." + rest if rest else "")
 
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core import tree_util
+from ..core import dtypes, tree_util
 from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
 from ..core.tracing import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
@@ -98,6 +99,33 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
 
     closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun))
     return nd, dyn, leaves, in_tree, avals, full, closed, box[0]
+
+
+class SymbolicZero:
+    """A zero tangent known without its values (JAX hands these to rules registered with
+    ``symbolic_zeros=True``).  wjax's rules always receive arrays -- a zero tangent arrives as
+    an array of zeros, which such rules accept as well -- so this type appears only where user
+    code makes one."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def instantiate(self):
+        return jnp.zeros(self.shape, self.dtype)
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+class CustomVJPPrimal(NamedTuple):
+    """A primal input as a ``custom_vjp`` fwd rule registered with ``symbolic_zeros=True``
+    receives it: the value, and whether it may be differentiated (every floating input: wjax
+    traces the fwd rule once, before it knows which inputs a transformation perturbs)."""
+    value: Any
+    perturbed: bool
 
 
 class custom_jvp:
@@ -230,10 +258,12 @@ class custom_vjp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
         self._tracing_rule = 0
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = symbolic_zeros
         return None
 
     def __get__(self, obj, objtype=None):
@@ -321,6 +351,8 @@ class custom_vjp:
     def _fwd_flat(self, full, in_tree, out_tree, res_box):
         """The fwd rule over flat leaves: primal outputs then residuals (their tree saved)."""
         def fwd_flat(*xs):
+            if self.symbolic_zeros:
+                xs = [CustomVJPPrimal(x, dtypes.is_float(x.aval.dtype)) for x in xs]
             r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
             if not (isinstance(r, (tuple, list)) and len(r) == 2):
                 raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "

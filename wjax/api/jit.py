@@ -21,7 +21,8 @@ from ..backend import runtime
 from ..core import caches, tree_util
 from ..core.config import config as _cfg
 from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
-from ..core.tracing import DebugInfo, Tracer, arg_names_of, current_builder, make_jaxpr, trace_flat
+from ..core.tracing import (DebugInfo, Tracer, arg_names_of, axis_env, current_builder,
+                            make_jaxpr, trace_flat)
 from ..prims.calls import pjit_p
 
 logger = logging.getLogger("wjax")
@@ -143,7 +144,7 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
         avals = tuple(abstractify(x) for x in leaves)
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
-        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable)
+        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env())
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()

@@ -6,6 +6,7 @@ and evaluate the result -- recorded into the enclosing trace (under ``jit``, ``g
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
 from typing import Any, Callable
@@ -15,7 +16,8 @@ import numpy as np
 from .. import dispatch
 from ..core import tree_util
 from ..core.ir import Lit, abstractify
-from ..core.tracing import DebugInfo, arg_names_of, current_builder, eval_jaxpr, trace_flat
+from ..core.tracing import (DebugInfo, arg_names_of, current_builder, eval_jaxpr,
+                            extend_axis_env, trace_flat)
 from ..transforms import batching
 from ..transforms.vmap import batched_aval, vmap_jaxpr
 
@@ -135,10 +137,11 @@ def _move_out(x, d, target, size, path):
 
 
 class _Vmapped:
-    def __init__(self, fun, in_axes, out_axes, axis_name, axis_size):
+    def __init__(self, fun, in_axes, out_axes, axis_name, axis_size, max_size=None):
         functools.update_wrapper(self, fun)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_name, self.axis_size = axis_name, axis_size
+        self.max_size = max_size        # pmap: the number of devices
 
     def __call__(self, *args, **kwargs):
         in_axes = self.in_axes
@@ -152,6 +155,11 @@ class _Vmapped:
         dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), in_axes, args)
         dims = [_normalize_in_dim(x, d) for x, d in zip(leaves, dims)]
         size = _mapped_size(self.fun, args, kwargs, leaves, dims, self.axis_size)
+        if self.max_size is not None and size > self.max_size:
+            raise ValueError(f"compiling computation that requires {size} logical devices, but "
+                             f"only {self.max_size} devices are available (pmap over an axis "
+                             f"of size {size}; vmap with axis_name= runs the same collectives "
+                             f"on one device)")
         avals = []
         for x, d in zip(leaves, dims):
             a = abstractify(x)
@@ -172,13 +180,16 @@ class _Vmapped:
                                                    tree_util.tree_leaves(kwargs[k])]
         # unmapped arguments and closed-over values keep their values (Python may branch on
         # them, as in JAX, where an op on unbatched values runs outside the vmap)
-        closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names),
-                            values=[x if d is None else None for x, d in zip(leaves, dims)])
+        with contextlib.ExitStack() as scope:
+            if self.axis_name is not None:
+                scope.enter_context(extend_axis_env(self.axis_name, size))
+            closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names),
+                                values=[x if d is None else None for x, d in zip(leaves, dims)])
         out_tree = out_tree_box[0]
         dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         out_axes = _flatten_axes("out_axes", self.out_axes, dummy)
         paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(dummy)[0]]
-        batched, out_dims = vmap_jaxpr(closed.jaxpr, dims, size)
+        batched, out_dims = vmap_jaxpr(closed.jaxpr, dims, size, axis_name=self.axis_name)
 
         def run(*xs):
             outs = eval_jaxpr(batched, closed.consts, *xs)

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, params_key
+from ..core.tracing import trace_flat
 from ..transforms.dce import dce_jaxpr, has_effects
 from . import wgsl as W
 from .target import Target
@@ -70,10 +71,21 @@ class Plan:
 
 # --------------------------------------------------------------------------- jaxpr passes
 
+def _expansion(e: Eqn) -> ClosedJaxpr:
+    """The trace of a primitive's ``expand`` rule at its equation's operand avals."""
+    prim, params = e.prim, e.params
+
+    def flat(*xs):
+        out = prim.expand(*xs, **params)
+        return list(out) if prim.multiple_results else [out]
+    return trace_flat(flat, [a.aval for a in e.invars])
+
+
 def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
-    """Inlines nested ``pjit`` (and other call) equations into one flat jaxpr; concrete
-    consts of inner jaxprs are appended to ``extra_consts`` as (new outer constvar, value)."""
-    if not any(e.prim.call for e in jaxpr.eqns):
+    """Inlines nested ``pjit`` (and other call) equations, and expands primitives defined as
+    compositions, into one flat jaxpr; concrete consts of inner jaxprs are appended to
+    ``extra_consts`` as (new outer constvar, value)."""
+    if not any(e.prim.call or e.prim.expand is not None for e in jaxpr.eqns):
         return jaxpr
     eqns = []
     sub: dict[int, object] = {}
@@ -82,8 +94,8 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
         return sub.get(a.id, a) if isinstance(a, Var) else a
 
     for e in jaxpr.eqns:
-        if e.prim.call:
-            closed = e.params["jaxpr"]
+        if e.prim.call or e.prim.expand is not None:
+            closed = e.params["jaxpr"] if e.prim.call else _expansion(e)
             inner = inline_calls(closed.jaxpr, extra_consts)
             env = {}
             consts = [
@@ -157,7 +169,7 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
                 pass
         key = None
         if not has_effects(e):
-            key = (e.prim.name, tuple(akey(a) for a in invars), params_key(e.params, keep))
+            key = (e.prim.key, tuple(akey(a) for a in invars), params_key(e.params, keep))
             prev = seen.get(key)
             if prev is not None:
                 for v, p in zip(e.outvars, prev.outvars):

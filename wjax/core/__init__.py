@@ -5,7 +5,8 @@ Also ``jax.core`` for programs and libraries that reach into it (through the imp
 from .ir import (ClosedJaxpr, Eqn as JaxprEqn, Jaxpr, Lit as Literal, ShapedArray, Var,
                  abstractify as get_aval, raise_to_shaped)
 from .primitive import Primitive
-from .tracing import Tracer, concrete_or_error, eval_jaxpr
+from .tracing import Tracer, concrete_or_error, ensure_compile_time_eval, eval_jaxpr
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "ShapedArray", "Tracer",
-           "Var", "concrete_or_error", "eval_jaxpr", "get_aval", "raise_to_shaped"]
+           "Var", "concrete_or_error", "ensure_compile_time_eval", "eval_jaxpr", "get_aval",
+           "raise_to_shaped"]

@@ -16,7 +16,9 @@ class Config:
         "jax_platform_name": None,
         "jax_debug_nans": False,      # FloatingPointError at the op that makes a NaN
         "jax_debug_infs": False,      # ... or an inf
+        "jax_numpy_dtype_promotion": "standard",   # or "strict": no implicit promotion
     }
+    _choices = {"jax_numpy_dtype_promotion": ("standard", "strict")}
 
     def __init__(self):
         self.__dict__["_values"] = dict(self._defaults)
@@ -24,6 +26,9 @@ class Config:
     def update(self, name, value):
         if name not in self._values:
             raise AttributeError(f"Unrecognized config option: {name}")
+        if name in self._choices and value not in self._choices[name]:
+            raise ValueError(f"Unrecognized value for {name}: {value!r} (expected one of "
+                             f"{', '.join(self._choices[name])})")
         if name == "jax_enable_x64" and value:
             raise NotImplementedError("wjax runs with x64 disabled: WGSL has no 64-bit types")
         self._values[name] = value
@@ -49,3 +54,15 @@ def disable_jit(disable: bool = True):
         yield
     finally:
         config.update("jax_disable_jit", old)
+
+
+@contextlib.contextmanager
+def numpy_dtype_promotion(mode: str):
+    """Within the context, ``"strict"`` refuses implicit dtype promotion (a weak Python scalar
+    may still join an array of its kind or above); ``"standard"`` is JAX's default lattice."""
+    old = config.jax_numpy_dtype_promotion
+    config.update("jax_numpy_dtype_promotion", mode)
+    try:
+        yield
+    finally:
+        config.update("jax_numpy_dtype_promotion", old)

@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from .config import config
+
 try:  # bfloat16 is optional: only present when ml_dtypes happens to be installed.
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
@@ -224,6 +226,7 @@ _LATTICE: dict[str, list[str]] = {
     "c*": ["complex64"], "complex64": ["complex128"], "complex128": [],
 }
 _WEAK_NODES = {"i*": int, "f*": float, "c*": complex}
+_WEAK_NAMES = {n: str(t) for n, t in _WEAK_NODES.items()}   # as JAX's messages name them
 
 
 def _upper_bounds(lattice: dict[str, list[str]]) -> dict[str, frozenset[str]]:
@@ -279,7 +282,25 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     """
     na = _node(_np_dtype(a), True) if any(a is t for t in _WEAK_PY_TYPES) else _np_dtype(a).name
     nb = _node(_np_dtype(b), True) if any(b is t for t in _WEAK_PY_TYPES) else _np_dtype(b).name
+    if config.jax_numpy_dtype_promotion == "strict":
+        _check_strict([(na, na in _WEAK_NODES), (nb, nb in _WEAK_NODES)])
     return _node_dtype(_join(frozenset({na, nb})))
+
+
+def _check_strict(nodes: list[tuple[str, bool]]) -> None:
+    """``jax_numpy_dtype_promotion='strict'``: arrays combine only with arrays of their own
+    dtype, and with weak Python scalars whose kind joins into it."""
+    strong = {n for n, w in nodes if not w}
+    ok = len(strong) <= 1
+    if ok and strong:
+        (s,) = strong
+        ok = all(_join(frozenset({n, s})) == s for n, w in nodes if w)
+    if not ok:
+        names = ", ".join(repr(_WEAK_NAMES.get(n, n)) for n, _ in nodes)
+        raise TypePromotionError(
+            f"Input dtypes ({names}) have no available implicit dtype promotion path when "
+            f"jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+            f"output type, or set jax_numpy_dtype_promotion=standard.")
 
 
 # ---------------------------------------------------------------------------
@@ -355,6 +376,8 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     pairs = [(default_float_dtype(), False) if a is None else dtype_and_weak(a) for a in args]
     dts = [d for d, _ in pairs]
     weaks = [w for _, w in pairs]
+    if len(pairs) > 1 and config.jax_numpy_dtype_promotion == "strict":
+        _check_strict([(_node(d, w), w and d.kind != "b") for d, w in pairs])
     if len(pairs) == 1:
         out, weak = pairs[0]
     elif len(set(dts)) == 1 and not all(weaks):

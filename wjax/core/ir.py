@@ -197,6 +197,9 @@ class Eqn:
         return Eqn(kw.get("prim", self.prim), kw.get("invars", self.invars),
                    kw.get("outvars", self.outvars), kw.get("params", self.params))
 
+    primitive = property(lambda self: self.prim)         # JAX's names for the fields
+    effects = property(lambda self: set())
+
     def __repr__(self):
         return f"Eqn({self.prim.name}, {self.invars} -> {self.outvars})"
 
@@ -236,6 +239,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)        # JAX's name for the consts
 
     def __str__(self):
         return pp_jaxpr(self.jaxpr)
@@ -458,7 +462,7 @@ def jaxpr_key(jaxpr: "Jaxpr", keep: list) -> tuple:
     for v in jaxpr.constvars + jaxpr.invars:
         atom(v)
     for e in jaxpr.eqns:
-        parts.append((e.prim.name, tuple(atom(a) for a in e.invars), params_key(e.params, keep),
+        parts.append((e.prim.key, tuple(atom(a) for a in e.invars), params_key(e.params, keep),
                       tuple(o.aval for o in e.outvars)))
         for o in e.outvars:
             atom(o)

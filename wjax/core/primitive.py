@@ -9,11 +9,13 @@ eagerly, as a one-equation jaxpr through the WGSL backend (``wjax/dispatch.py``)
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Optional
 
 from .tracing import bind as _bind
 
 REGISTRY: dict[str, "Primitive"] = {}
+_user_serial = itertools.count()
 
 Rule = Optional[Callable[..., Any]]
 
@@ -40,6 +42,8 @@ class Primitive:
         one, an equation with any unknown operand is unknown as a whole
     ``dce(eqn, used_outputs) -> eqn``  drops unused outputs of an equation carrying jaxprs
     ``impl(*args, **params)``  an eager override (custom calls evaluate their jaxpr)
+    ``expand(*operands, **params)``  a composition of other primitives: the backend traces it
+        and inlines the result (user primitives lowered through ``mlir.lower_fun``)
 
     Flags:
 
@@ -54,14 +58,19 @@ class Primitive:
     ``shares_storage``    a contiguous view (reshape): its output aliases its operand's buffer
     ``view``              moves elements without arithmetic (loops index through it)
     ``effectful``         never removed by dead-code elimination
+    ``collective``        acts over the named axes in ``params['axes']`` (``psum``): its batch
+                          rule runs at the ``vmap`` of that name even on unbatched operands
     ``remat``             ``checkpoint``: its partial-eval rule runs even when every operand is
                           unknown (it recomputes, rather than saves, what it can)
     """
 
-    def __init__(self, name: str, multiple_results: bool = False):
-        if name in REGISTRY:
+    def __init__(self, name: str, multiple_results: bool = False, register: bool = True):
+        """``register=False`` makes a primitive outside the registry (a user's, through
+        ``jax.extend.core.Primitive``): names may repeat, and ``key`` tells them apart."""
+        if register and name in REGISTRY:
             raise ValueError(f"primitive {name!r} registered twice")
         self.name = name
+        self.key = name if register else f"{name}#{next(_user_serial)}"
         self.multiple_results = multiple_results
         self.abstract_eval: Rule = None
         self.reference: Rule = None
@@ -76,6 +85,7 @@ class Primitive:
         self.partial_eval: Rule = None
         self.dce: Rule = None
         self.impl: Rule = None
+        self.expand: Rule = None
         self.fuse_inputs: tuple[int, ...] = ()
         self.epilogue: bool = False
         self.table: dict | None = None
@@ -86,7 +96,9 @@ class Primitive:
         self.view: bool = False
         self.effectful: bool = False
         self.remat: bool = False
-        REGISTRY[name] = self
+        self.collective: bool = False
+        if register:
+            REGISTRY[name] = self
 
     def bind(self, *args, **params):
         return _bind(self, args, params)

@@ -205,6 +205,39 @@ class Builder:
         return [names[i] if i < len(names) else f"args[{i}]" for i in sorted(found)]
 
 
+class _AxisEnv(threading.local):
+    """The named axes bound while a function is traced (``vmap(f, axis_name=...)``)."""
+
+    def __init__(self):
+        self.frames: list[tuple[Any, int]] = []
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(name: Any, size: int):
+    """Binds the axis ``name`` (of ``size`` examples) while tracing in this context."""
+    _axis_env.frames.append((name, size))
+    try:
+        yield
+    finally:
+        _axis_env.frames.pop()
+
+
+def axis_env() -> tuple:
+    """The bound axes, outermost first: a jit trace made under them is only valid there."""
+    return tuple(_axis_env.frames)
+
+
+def bound_axis_size(name: Any) -> int:
+    """The size of the bound axis ``name``; JAX's NameError when none is bound."""
+    for n, size in reversed(_axis_env.frames):
+        if n == name:
+            return size
+    raise NameError(f"unbound axis name: {name}")
+
+
 def current_builder() -> Builder | None:
     b = _state.builders
     return b[-1] if b else None
@@ -258,9 +291,32 @@ def set_eager(run) -> None:
     _run_eagerly = run
 
 
+class _CompileTimeEval(threading.local):
+    def __init__(self):
+        self.depth = 0
+
+
+_compile_time_eval = _CompileTimeEval()
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Inside, operations on concrete values run at once even while tracing (``jit``): their
+    results are concrete arrays Python can branch on.  Operations on tracers still trace."""
+    _compile_time_eval.depth += 1
+    try:
+        yield
+    finally:
+        _compile_time_eval.depth -= 1
+
+
 def bind(prim, args, params):
     """Binds a primitive: traced when a builder is active, else run eagerly."""
     b = current_builder()
+    if b is not None and _compile_time_eval.depth and not any(
+            isinstance(a, Tracer) for a in args):
+        with _eager():
+            return bind(prim, args, params)
     if b is None:
         for a in args:
             if isinstance(a, Tracer):

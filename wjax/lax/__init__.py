@@ -19,6 +19,9 @@ from ..prims import conv as _C
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
+from .windowed import reduce_window
+from .parallel import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
+                       ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 
 
 class Precision(enum.Enum):

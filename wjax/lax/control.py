@@ -550,7 +550,7 @@ def _vmapped(f, n: int):
             return out_leaves
 
         closed = trace_flat(flat, avals, DebugInfo("map", f))
-        batched, _ = vmap_closed_jaxpr(closed, [0] * len(leaves), n, out_dims=0)
+        batched, _ = vmap_closed_jaxpr(closed, [0] * len(leaves), n, out_dims=0, axis_name=None)
         return tree_util.tree_unflatten(box[0], eval_jaxpr(batched.jaxpr, batched.consts, *leaves))
     return g
 

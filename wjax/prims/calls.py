@@ -194,7 +194,11 @@ def _custom_call_batch(prim: Primitive) -> None:
     def rule(args, dims, **params):
         n = batching.axis_size(args, dims)
         k = params.get("num_consts", 0)
-        new_dims = [d if i < k and d is None else 0 for i, d in enumerate(dims)]
+        # unbatched operands stay unbatched (a custom_jvp's cond on an unbatched predicate
+        # stays a cond), except for a custom_vjp: its bwd returns every operand's cotangent
+        # batched, so every operand is batched to match
+        keep = "bwd_jaxpr" not in params
+        new_dims = [d if (i < k or keep) and d is None else 0 for i, d in enumerate(dims)]
         args = [a if nd is None else batching.move_batch_axis(a, d, 0, n)
                 for a, d, nd in zip(args, dims, new_dims)]
         new = dict(params)

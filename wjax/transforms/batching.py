@@ -111,7 +111,8 @@ def defvectorized(prim):
     """Unary primitives that act on each element: the batch axis stays where it is."""
     def rule(args, dims, **params):
         (x,), (d,) = args, dims
-        return prim.bind(x, **params), d
+        out = prim.bind(x, **params)
+        return out, ([d] * len(out) if prim.multiple_results else d)
     prim.batch = rule
     return prim
 

@@ -8,15 +8,50 @@ copied as it is; otherwise the primitive's ``batch`` rule rewrites it (see
 ``wjax/transforms/batching.py`` for the rule signature).  The constvars of the
 jaxpr stay unbatched constvars of the result.
 
+Named axes: ``vmap(f, axis_name='i')`` rewrites with ``AxisData('i', size)`` as the current
+axis.  A *collective* primitive (``psum`` and friends, ``wjax/prims/collective.py``) names the
+axes it acts over in ``params['axes']``; its batch rule runs -- even on unbatched operands --
+where the current axis is one of them, and becomes an ordinary array operation over the batch
+axis.  Calls, loops and conds batched inside the rewrite inherit the current axis.
+
 The API, ``wjax.vmap``, is ``wjax/api/vmap.py``.
 """
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, NamedTuple
 
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray
 from ..core.tracing import DebugInfo, trace_flat
 from . import batching
+
+# --------------------------------------------------------------------------- named axes
+
+class AxisData(NamedTuple):
+    """The axis a rewrite inserts: its name (``vmap``'s ``axis_name``, or None) and size."""
+    name: Any
+    size: int
+
+
+class _Axes(threading.local):
+    def __init__(self):
+        self.stack: list[AxisData] = []
+
+
+_axes = _Axes()
+INHERIT = object()      # vmap_jaxpr's default axis_name: the enclosing rewrite's, if any
+
+
+def current_axis() -> AxisData | None:
+    """The axis of the innermost rewrite under way (batch rules may ask for it)."""
+    return _axes.stack[-1] if _axes.stack else None
+
+
+def _binds_here(eqn, axis: AxisData) -> bool:
+    """A collective equation acting over the current axis (its rule runs even unbatched)."""
+    return (eqn.prim.collective and axis.name is not None
+            and axis.name in eqn.params.get("axes", ()))
+
 
 # --------------------------------------------------------------------------- the rewrite
 
@@ -42,6 +77,7 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
         env[v.id] = (c, None)
     for v, x, d in zip(jaxpr.invars, args, dims):
         env[v.id] = (x, d)
+    axis = current_axis() or AxisData(None, axis_size)
     for eqn in jaxpr.eqns:
         vals, ds = [], []
         for a in eqn.invars:
@@ -49,7 +85,7 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
             vals.append(x)
             ds.append(d)
         prim = eqn.prim
-        if all(d is None for d in ds):
+        if all(d is None for d in ds) and not _binds_here(eqn, axis):
             out = prim.bind(*vals, **eqn.params)
             out_dims = [None] * len(eqn.outvars) if prim.multiple_results else None
         else:
@@ -65,12 +101,14 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
     return [r[0] for r in res], [r[1] for r in res]
 
 
-def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None):
+def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None, axis_name=INHERIT):
     """The batched version of ``jaxpr``: ``in_dims[i]`` is the axis of invar ``i`` that is
     inserted (of size ``axis_size``) or ``None``.  Returns ``(batched_jaxpr, out_dims)``;
     the constvars of ``jaxpr`` are the (unbatched) constvars of the result.  ``out_dims``
     (an int for all outputs, or one entry per output) forces where the outputs' batch axes
-    go: unbatched outputs are then broadcast (``None`` entries leave an output as it comes)."""
+    go: unbatched outputs are then broadcast (``None`` entries leave an output as it comes).
+    ``axis_name`` names the inserted axis; by default a rewrite nested in another (a call or
+    loop batched by a rule) inherits the enclosing one's name."""
     if isinstance(jaxpr, ClosedJaxpr):
         raise TypeError("vmap_jaxpr takes a Jaxpr; use vmap_closed_jaxpr for a ClosedJaxpr")
     in_dims = list(in_dims)
@@ -94,7 +132,14 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None):
         box.append(dims)
         return outs
 
-    closed = trace_flat(flat, const_avals + in_avals, DebugInfo("vmap", None))
+    if axis_name is INHERIT:
+        top = current_axis()
+        axis_name = top.name if top is not None and top.size == axis_size else None
+    _axes.stack.append(AxisData(axis_name, axis_size))
+    try:
+        closed = trace_flat(flat, const_avals + in_avals, DebugInfo("vmap", None))
+    finally:
+        _axes.stack.pop()
     j = closed.jaxpr
     if j.constvars:
         raise AssertionError(
@@ -105,6 +150,7 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None):
     return Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), box[0]
 
 
-def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, out_dims=None):
-    j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size, out_dims)
+def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, out_dims=None,
+                      axis_name=INHERIT):
+    j, out_dims = vmap_jaxpr(closed.jaxpr, in_dims, axis_size, out_dims, axis_name)
     return ClosedJaxpr(j, closed.consts), out_dims

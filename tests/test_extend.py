@@ -1,0 +1,182 @@
+"""The internals libraries reach into (jax.extend.core, jax.interpreters.{ad,batching,mlir},
+jax.core) and the smaller behaviours equinox/chex rely on (pmap on one device,
+ensure_compile_time_eval, numpy_dtype_promotion, custom_vjp symbolic_zeros), against real JAX
+where JAX runs the same program.  The JAX primitives / custom-interpreter tutorial program is
+tests/programs/custom_primitive.py (tests/test_libraries.py)."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax.extend import core as wcore
+from wjax.interpreters import ad as wad
+from wjax.interpreters import batching as wbatching
+from wjax.interpreters import mlir as wmlir
+
+X = np.arange(1.0, 4.0, dtype=np.float32)
+
+
+def test_numpy_only_impl_runs_on_the_host_under_jit():
+    # an impl that needs concrete values (NumPy) cannot be traced: jit runs it as a host step
+    p = wcore.Primitive("np_sinh")
+    p.def_impl(lambda x: np.sinh(np.asarray(x)) * 2)
+    p.def_abstract_eval(lambda x: x)
+    want = np.sinh(X) * 2
+    np.testing.assert_allclose(p.bind(X), want, rtol=1e-6)
+    np.testing.assert_allclose(wjax.jit(lambda a: p.bind(a) + 1)(X), want + 1, rtol=1e-6)
+
+
+def test_primitives_with_one_name_stay_distinct():
+    a, b = wcore.Primitive("same"), wcore.Primitive("same")
+    for p, k in ((a, 2.0), (b, 3.0)):
+        p.def_impl(lambda x, k=k: x * k)
+        p.def_abstract_eval(lambda x: x)
+        wmlir.register_lowering(p, wmlir.lower_fun(lambda x, k=k: x * k, multiple_results=False))
+    np.testing.assert_allclose(wjax.jit(lambda x: a.bind(x) + b.bind(x))(X), X * 5)
+    np.testing.assert_allclose(a.bind(X), X * 2)
+    np.testing.assert_allclose(b.bind(X), X * 3)
+
+
+def test_primitive_without_rules_raises():
+    p = wcore.Primitive("bare")
+    p.def_abstract_eval(lambda x: x)
+    with pytest.raises(NotImplementedError, match="bare"):
+        p.bind(X)
+    with pytest.raises(NotImplementedError, match="bare"):
+        wjax.jit(lambda x: p.bind(x))(X)
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'bare'"):
+        wjax.grad(lambda x: p.bind(x).sum())(X)
+    with pytest.raises(NotImplementedError, match="Batching rule for 'bare'"):
+        wjax.vmap(lambda x: p.bind(x))(np.ones((2, 3), np.float32))
+
+
+def test_rule_tables_read_and_write_primitive_rules():
+    assert wjax.lax.sin_p in wad.primitive_jvps
+    assert callable(wad.primitive_jvps[wjax.lax.sin_p])
+    assert wjax.lax.add_p in wad.primitive_transposes
+    assert wjax.lax.sin_p in wbatching.primitive_batchers
+    p = wcore.Primitive("twice")
+    assert p not in wad.primitive_jvps
+    with pytest.raises(KeyError):
+        wad.primitive_jvps[p]
+    rule = lambda primals, tangents: (p.bind(*primals), 2 * tangents[0])  # noqa: E731
+    wad.primitive_jvps[p] = rule
+    assert wad.primitive_jvps[p] is rule and p in wad.primitive_jvps
+
+
+def test_axis_primitive_batchers_receive_the_axis():
+    seen = []
+    p = wcore.Primitive("shift")
+    p.def_impl(lambda x: x + 1)
+    p.def_abstract_eval(lambda x: x)
+
+    def batch(axis_size, axis_name, trace_type, args, dims):
+        seen.append((axis_size, axis_name))
+        return p.bind(*args), dims[0]
+    wbatching.axis_primitive_batchers[p] = batch
+    out = wjax.vmap(lambda x: p.bind(x), axis_name="rows")(np.zeros((4, 2), np.float32))
+    np.testing.assert_allclose(out, np.ones((4, 2)))
+    assert seen == [(4, "rows")]
+
+
+def test_mapped_and_unmapped_avals():
+    a = wcore.ShapedArray((3, 4), np.float32)
+    assert wcore.mapped_aval(3, 0, a).shape == (4,)
+    assert wcore.unmapped_aval(5, 1, a).shape == (3, 5, 4)
+    assert wcore.mapped_aval(3, None, a) is a
+
+
+def test_opaque_trace_state_tells_traces_apart():
+    states = []
+
+    def f(x):
+        states.append(wcore.get_opaque_trace_state())
+        states.append(wcore.get_opaque_trace_state())
+        return x
+    wjax.jit(f)(X)
+    outside = wcore.get_opaque_trace_state()
+    assert states[0] == states[1] and states[0] != outside
+
+
+def _compile_time_eval(jx, np_):
+    box = []
+
+    def f(x):
+        with jx.ensure_compile_time_eval():
+            c = np_.sin(np_.float32(1.0)) * 2
+            box.append(isinstance(c, jx.core.Tracer))
+            branch = float(c) > 1.0          # Python branches on the value
+        return x * c if branch else x
+    return np.asarray(jx.jit(f)(X)).tolist(), box
+
+
+def test_ensure_compile_time_eval_matches_jax():
+    got, want = _compile_time_eval(wjax, jnp), _compile_time_eval(jax, jjnp)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    assert got[1] == want[1] == [False]
+
+
+def _promotion(jx, np_):
+    out = []
+    with jx.numpy_dtype_promotion("strict"):
+        out.append(str((np_.ones(2) + 1.0).dtype))
+        out.append(str((np_.ones(2, np_.int32) + 1).dtype))
+        out.append(str((np_.ones(2) + 1).dtype))
+        for f in (lambda: np_.ones(2) + np_.ones(2, np_.int32),
+                  lambda: np_.ones(2) + np_.ones(2, np_.float16),
+                  lambda: np_.ones(2, np_.int32) + 2.5,
+                  lambda: np_.promote_types("float32", "int32"),
+                  lambda: np_.ones(2, np_.uint8) + 1):
+            try:
+                out.append(str(f().dtype))
+            except Exception as e:      # noqa: BLE001 - the class is compared
+                out.append(type(e).__name__)
+    out.append(str((np_.ones(2) + np_.ones(2, np_.int32)).dtype))
+    try:
+        jx.config.update("jax_numpy_dtype_promotion", "bogus")
+    except Exception as e:              # noqa: BLE001
+        out.append(type(e).__name__)
+    return out
+
+
+def test_numpy_dtype_promotion_strict_matches_jax():
+    assert _promotion(wjax, jnp) == _promotion(jax, jjnp)
+
+
+def _pmap(jx, np_):
+    out = [np.asarray(jx.pmap(lambda a: jx.lax.psum(a, "i") * 2, axis_name="i")(
+        np_.ones((1, 3)))).tolist()]
+    try:
+        jx.pmap(lambda a: a)(np_.ones((2, 3)))
+    except ValueError:
+        out.append("ValueError")
+    return out
+
+
+def test_pmap_on_one_device_matches_jax():
+    assert _pmap(wjax, jnp) == _pmap(jax, jjnp)
+
+
+def _symbolic_zeros_vjp(jx, np_):
+    seen = []
+
+    @jx.custom_vjp
+    def f(x, y):
+        return x * y
+
+    def fwd(x, y):
+        seen.append(type(x).__name__)
+        return x.value * y.value, (x.value, y.value)
+
+    def bwd(res, g):
+        x, y = res
+        return g * y, g * x
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    g = jx.grad(lambda a: f(a, np_.float32(3.0)))(np_.float32(2.0))
+    return float(g), sorted(set(seen))
+
+
+def test_custom_vjp_symbolic_zeros_passes_primals_like_jax():
+    assert _symbolic_zeros_vjp(wjax, jnp) == _symbolic_zeros_vjp(jax, jjnp)

@@ -1,0 +1,3 @@
+"""``jax._src``: the few private JAX modules that libraries import by name (equinox, chex).
+Each is a thin module over wjax's own parts, holding only the names those libraries use."""
+from ..backend import compiler  # noqa: F401  (jax._src.compiler: the compile entry point)
