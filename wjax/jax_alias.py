@@ -113,6 +113,6 @@ def run(argv: list[str]) -> int:
     else:
         sys.argv = list(argv)
         sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
-        runpy.run_path(argv[0], run_name="__main__")
+        runpy.run_path(os.path.abspath(argv[0]), run_name="__main__")  # as `python f.py`
     return 0
 

@@ -22,7 +22,7 @@ from .. import numpy as jnp
 from ..array import Array
 from ..core import tree_util
 from ..core import caches
-from ..core.ir import ClosedJaxpr, Jaxpr, abstractify, jaxpr_key
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
 from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
 from ..transforms import ad as _ad
 from ..transforms.dce import dce_closed
@@ -81,8 +81,9 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
         return ol
 
     # traced with the values known (see wjax/core/tracing.py): Python may branch on them, as in JAX
-    closed = trace_flat(flat, avals, DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves))),
-                        values=list(leaves))
+    debug = DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves)))
+    debug.differentiated = True     # custom_jvp/vjp functions trace their rules (as in JAX)
+    closed = trace_flat(flat, avals, debug, values=list(leaves))
     closed = _ad.hoist_call_consts(closed)
     j = closed.jaxpr
     fun_jaxpr = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
@@ -529,3 +530,59 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
             holomorphic: bool = False) -> Callable:
     """The Hessian: ``jacfwd(jacrev(fun))``."""
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# --------------------------------------------------------------------------- saved residuals
+
+def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any, str]]:
+    """The values reverse-mode differentiation of ``fun`` at ``args`` keeps for the backward
+    pass, as ``(aval, where it comes from)`` pairs: an argument, a literal, or an operation's
+    output with the source line that bound it (``jax.ad_checkpoint.saved_residuals``)."""
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    make = lambda ts: tree_util.tree_unflatten(in_tree, ts)  # noqa: E731
+    tr = _trace_for_ad(fun, leaves, make, False, "saved_residuals")
+    per_arg = [len(tree_util.tree_leaves(a)) for a in args]
+    names = arg_names_of(fun, per_arg) + [k for k in kwargs
+                                          for _ in tree_util.tree_leaves(kwargs[k])]
+    diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
+    out_diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.out_avals)
+    known, _, nres = _linearize_pieces(tr.fun_jaxpr, tr.nc, diff, out_diff)
+    j = known.jaxpr
+    producer = {o.id: e for e in j.eqns for o in e.outvars}
+    order = {o.id: k for k, e in enumerate(j.eqns) for o in e.outvars}
+    position = {v.id: i for i, v in enumerate(j.invars)}
+    # arguments first (in argument order), then the rest in program order, as JAX lists them
+    ranked = []
+    for r in j.outvars[len(j.outvars) - nres:]:
+        if isinstance(r, Lit):
+            ranked.append((len(j.invars), (r.aval, "from a literal")))
+        elif r.id in position and position[r.id] >= tr.nc:
+            i = position[r.id] - tr.nc
+            ranked.append((i, (r.aval, f"from the argument {names[i]}")))
+        elif r.id in position:
+            ranked.append((len(j.invars), (r.aval, "from a constant the function closes over")))
+        else:
+            e = _origin(producer[r.id], r)
+            where = f" from {e.source}" if e.source is not None else ""
+            ranked.append((len(j.invars) + 1 + order[r.id],
+                           (r.aval, f"output of {e.prim.name}{where}")))
+    return [p for _, p in sorted(ranked, key=lambda t: t[0])]
+
+
+def _origin(e, v):
+    """The equation that computes ``v``: inside a call (a checkpoint's saved values), the
+    inner equation producing the matching output."""
+    inner = e.params.get("jaxpr")
+    while (e.prim.call or e.prim.transparent_call) and isinstance(inner, ClosedJaxpr):
+        out = inner.jaxpr.outvars[e.outvars.index(v)]
+        found = next((ie for ie in inner.jaxpr.eqns if out in ie.outvars), None)
+        if found is None:
+            break
+        e, v, inner = found, out, found.params.get("jaxpr")
+    return e
+
+
+def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
+    """Prints ``saved_residuals(fun, *args, **kwargs)``, one residual per line."""
+    for aval, where in saved_residuals(fun, *args, **kwargs):
+        print(f"{aval.str_short()} {where}")

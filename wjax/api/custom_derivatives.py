@@ -75,6 +75,39 @@ def _resolve(fun, args, kwargs):
     return tuple(ba.args) + tuple(ba.kwargs.values())
 
 
+def _differentiating() -> bool:
+    """Whether the current trace is one autodiff will differentiate (``grad``, ``vjp``, ...):
+    there, as in JAX, a custom function's rule is traced instead of the function itself."""
+    b = current_builder()
+    return b is not None and getattr(b.debug, "differentiated", False)
+
+
+def _split_args(nondiff_argnums, args):
+    """``(nd, dyn, leaves, in_tree, avals, full)`` as ``_trace_primal``, without tracing."""
+    nd = {i % len(args): args[i] for i in nondiff_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in nd]
+    leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+    avals = [abstractify(x) for x in leaves]
+
+    def full(d):
+        it = iter(d)
+        return [nd[i] if i in nd else next(it) for i in range(len(args))]
+    return nd, dyn, leaves, in_tree, avals, full
+
+
+def _primal_from_rule(rule: ClosedJaxpr, n_lead: int, n_in: int, n_out: int,
+                      zero_tangents: bool) -> ClosedJaxpr:
+    """The primal function as the first ``n_out`` outputs of a traced rule (a custom_jvp's
+    jvp with zero tangents, or a custom_vjp's fwd): what runs where nothing differentiates
+    the call, without tracing the user's function again."""
+    in_avals = [v.aval for v in rule.jaxpr.invars[:n_lead + n_in]]
+
+    def primal(*xs):
+        extra = [_ad.zeros(a) for a in in_avals[n_lead:]] if zero_tangents else []
+        return eval_jaxpr(rule.jaxpr, rule.consts, *xs, *extra)[:n_out]
+    return trace_flat(primal, in_avals, DebugInfo("custom rule primal", None))
+
+
 def _trace_primal(fun, nondiff_argnums, args, kind):
     """Splits ``args`` into the non-differentiable ones (``nd``, by position) and the dynamic
     ones (``dyn``, flattened to ``leaves``/``in_tree``/``avals``) and traces ``fun`` on the latter.
@@ -174,6 +207,10 @@ class custom_jvp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
+        if _differentiating() and not self._tracing_rule:
+            out = self._call_differentiated(name, args)
+            if out is not None:
+                return out
         nd, _, leaves, in_tree, avals, _, closed, out_tree = _trace_primal(
             self.fun, self.nondiff_argnums, args, "custom_jvp")
         jvp_flat = self._jvp_flat(nd, in_tree, out_tree, closed.out_avals, len(avals))
@@ -214,7 +251,30 @@ class custom_jvp:
                                       symbolic_zeros=self.symbolic_zeros)
         return tree_util.tree_unflatten(out_tree, list(outs))
 
-    def _jvp_flat(self, nd, in_tree, out_tree, out_avals, n):
+    def _call_differentiated(self, name, args):
+        """Under autodiff: the rule is traced (the user's function only where the rule calls
+        it), and the primal is the rule's primal output.  None when the rule cannot be traced
+        now (the caller then takes the general path)."""
+        nd, _, leaves, in_tree, avals, _ = _split_args(self.nondiff_argnums, args)
+        box: list = []
+        jvp_flat = self._jvp_flat(nd, in_tree, None, None, len(avals), box)
+        self._tracing_rule += 1
+        try:
+            traced = trace_flat(jvp_flat, avals + avals, DebugInfo("custom_jvp rule", self.jvp))
+        except Exception:   # noqa: BLE001 - the general path traces again and reports
+            return None
+        finally:
+            self._tracing_rule -= 1
+        jj, jtc, jkc = _split_consts(traced)
+        out_tree, n_out = box[0], box[0].num_leaves
+        rule = ClosedJaxpr(jj, jkc)
+        primal = _primal_from_rule(rule, len(jtc), len(avals), n_out, zero_tangents=True)
+        outs = custom_jvp_call_p.bind(*jtc, *leaves, jaxpr=primal, jvp_jaxpr=rule,
+                                      num_consts=len(jtc), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _jvp_flat(self, nd, in_tree, out_tree, out_avals, n, box=None):
         """The jvp rule over flat leaves: ``n`` primals then ``n`` tangents in, primal outputs
         then tangents out; the tangents' structure, shapes and dtypes checked against the
         primal outputs (tangent dtypes converted, as JAX does)."""
@@ -224,12 +284,15 @@ class custom_jvp:
             out, tout = self.jvp(*[nd[i] for i in sorted(nd)], primals, tangents)
             ol, ot = tree_util.tree_flatten(out)
             tl, tt = tree_util.tree_flatten(tout)
-            if ot != out_tree or tt != out_tree:
+            if box is not None:         # the structure is the rule's (no primal trace)
+                box.append(ot)
+            want = ot if out_tree is None else out_tree
+            if ot != want or tt != want:
                 raise TypeError(
                     "Custom JVP rule must produce primal and tangent outputs with equal container "
                     f"(pytree) structures, but got {ot} and {tt} respectively.")
             fixed = []
-            for t, a in zip(tl, out_avals):
+            for t, a in zip(tl, out_avals or [abstractify(o) for o in ol]):
                 ta = abstractify(t)
                 if ta.shape != a.shape:
                     raise TypeError(
@@ -278,17 +341,19 @@ class custom_vjp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
+        if _differentiating() and not self._tracing_rule:
+            out = self._call_differentiated(name, args)
+            if out is not None:
+                return out
         nd, dyn, leaves, in_tree, avals, full, closed, out_tree = _trace_primal(
             self.fun, self.nondiff_argnums, args, "custom_vjp")
-        out_avals = closed.out_avals
-        res_box = []
-        fwd_flat = self._fwd_flat(full, in_tree, out_tree, res_box)
-        bwd_flat = functools.partial(self._bwd_flat, nd, dyn, out_tree)
+        res_box, out_box = [], []
+        fwd_flat = self._fwd_flat(full, in_tree, out_tree, res_box, out_box)
         pj, ptc, pkc = _split_consts(closed)
         pa = [t.aval for t in ptc]
 
         def rules():
-            return self._rules(name, avals, out_avals, fwd_flat, bwd_flat, res_box)
+            return self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box)
 
         if self._tracing_rule:
             # called from inside its own fwd/bwd: those are traced lazily (when differentiated)
@@ -324,14 +389,35 @@ class custom_vjp:
         finally:
             self._tracing_rule -= 1
 
-    def _rules(self, name, avals, out_avals, fwd_flat, bwd_flat, res_box):
+    def _call_differentiated(self, name, args):
+        """Under autodiff: fwd is traced (the user's function only where fwd calls it), and
+        the primal is fwd's primal output.  None when fwd cannot be traced now."""
+        nd, dyn, leaves, in_tree, avals, full = _split_args(self.nondiff_argnums, args)
+        res_box, out_box = [], []
+        fwd_flat = self._fwd_flat(full, in_tree, None, res_box, out_box)
+        try:
+            fj, ftc, fkc, bwd = self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box)
+        except Exception:   # noqa: BLE001 - the general path traces again and reports
+            return None
+        out_tree = out_box[-1]
+        fwd = ClosedJaxpr(fj, fkc)
+        primal = _primal_from_rule(fwd, len(ftc), len(avals), out_tree.num_leaves,
+                                   zero_tangents=False)
+        outs = custom_vjp_call_p.bind(*ftc, *leaves, jaxpr=primal, fwd_jaxpr=fwd, bwd_jaxpr=bwd,
+                                      num_consts=len(ftc), name=name)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _rules(self, name, avals, fwd_flat, nd, dyn, res_box, out_box):
         """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
         that is never differentiated never runs the bwd rule.  Returns the fwd jaxpr, its
         traced and known consts, and the bwd rule as a LazyJaxpr."""
         fc = self._trace_rule(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
         fj, ftc, fkc = _split_consts(fc)
-        res_avals = fc.out_avals[len(out_avals):]
+        out_tree = out_box[-1]
+        out_avals = fc.out_avals[:out_tree.num_leaves]
+        res_avals = fc.out_avals[out_tree.num_leaves:]
         res_tree = res_box[-1]
+        bwd_flat = functools.partial(self._bwd_flat, nd, dyn, out_tree)
 
         def bwd():
             bc = self._trace_rule(
@@ -348,8 +434,9 @@ class custom_vjp:
             return ClosedJaxpr(bj, bkc)
         return fj, ftc, fkc, LazyJaxpr(bwd)
 
-    def _fwd_flat(self, full, in_tree, out_tree, res_box):
-        """The fwd rule over flat leaves: primal outputs then residuals (their tree saved)."""
+    def _fwd_flat(self, full, in_tree, out_tree, res_box, out_box):
+        """The fwd rule over flat leaves: primal outputs then residuals (their trees saved;
+        ``out_tree`` None: the primal's structure is fwd's)."""
         def fwd_flat(*xs):
             if self.symbolic_zeros:
                 xs = [CustomVJPPrimal(x, dtypes.is_float(x.aval.dtype)) for x in xs]
@@ -361,7 +448,8 @@ class custom_vjp:
                                 f"represents residuals, but got {r!r}.")
             out, res = r
             ol, ot = tree_util.tree_flatten(out)
-            if ot != out_tree:
+            out_box.append(ot)
+            if out_tree is not None and ot != out_tree:
                 raise TypeError(f"Custom VJP fwd rule must produce an output with the same "
                                 f"container (pytree) structure as the primal function, got {ot} "
                                 f"and {out_tree}.")

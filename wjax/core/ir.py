@@ -184,18 +184,20 @@ Atom = Var | Lit
 class Eqn:
     """One equation: ``outvars = prim[params](*invars)``."""
 
-    __slots__ = ("prim", "invars", "outvars", "params")
+    __slots__ = ("prim", "invars", "outvars", "params", "source")
 
     def __init__(self, prim: Any, invars: Sequence[Atom], outvars: Sequence[Var],
-                 params: dict[str, Any]):
+                 params: dict[str, Any], source: Any = None):
         self.prim = prim                     # a core.primitive.Primitive
         self.invars: list[Atom] = list(invars)
         self.outvars: list[Var] = list(outvars)
         self.params: dict[str, Any] = dict(params)
+        self.source = source                 # where user code bound it (tracing.SourceInfo)
 
     def replace(self, **kw: Any) -> "Eqn":
         return Eqn(kw.get("prim", self.prim), kw.get("invars", self.invars),
-                   kw.get("outvars", self.outvars), kw.get("params", self.params))
+                   kw.get("outvars", self.outvars), kw.get("params", self.params),
+                   kw.get("source", self.source))
 
     primitive = property(lambda self: self.prim)         # JAX's names for the fields
     effects = property(lambda self: set())

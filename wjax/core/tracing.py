@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import operator
+import os
+import sys
 import threading
 from typing import Any, Callable
 
@@ -52,6 +54,7 @@ class DebugInfo:
         except AttributeError:
             self.where = "<unknown>"
         self.arg_names = arg_names or []
+        self.differentiated = False     # a trace that autodiff rewrites (grad, vjp, jvp, ...)
 
 
 def arg_names_of(fun, n_leaves_per_arg: list[int], static: set[int] = frozenset()) -> list[str]:
@@ -176,7 +179,7 @@ class Builder:
     def add_eqn(self, prim, args, params, out_avals):
         invars = [self.to_atom(a) for a in args]
         outs = [Tracer(a, self, Var(a)) for a in out_avals]
-        eqn = Eqn(prim, invars, [t.var for t in outs], params)
+        eqn = Eqn(prim, invars, [t.var for t in outs], params, current_source())
         self.eqns.append(eqn)
         for t in outs:
             self.producer[t.var.id] = eqn
@@ -203,6 +206,61 @@ class Builder:
                 stack.extend(self.producer[v.id].invars)
         names = self.debug.arg_names if self.debug else []
         return [names[i] if i < len(names) else f"args[{i}]" for i in sorted(found)]
+
+
+# --------------------------------------------------------------------------- source info
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class SourceInfo:
+    """Where user code bound an equation: the innermost frame outside wjax (its line and
+    column are computed only when asked)."""
+
+    __slots__ = ("code", "lasti", "lineno")
+
+    def __init__(self, code, lasti: int, lineno: int):
+        self.code, self.lasti, self.lineno = code, lasti, lineno
+
+    def __str__(self):
+        col = None
+        positions = getattr(self.code, "co_positions", None)
+        if positions is not None:
+            try:
+                col = list(positions())[self.lasti // 2][2]
+            except (IndexError, TypeError):
+                col = None
+        where = f"{self.code.co_filename}:{self.lineno}" + ("" if col is None else f":{col}")
+        return f"{where} ({self.code.co_name})"
+
+
+class _SourceState(threading.local):
+    def __init__(self):
+        self.inherited: list = []
+
+
+_source_state = _SourceState()
+
+
+def current_source() -> SourceInfo | None:
+    """The source of an equation being bound now: the equation a transformation is rewriting
+    (``source_of``), else the innermost calling frame outside wjax."""
+    if _source_state.inherited:
+        return _source_state.inherited[-1]
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back
+    return None if f is None else SourceInfo(f.f_code, f.f_lasti, f.f_lineno)
+
+
+@contextlib.contextmanager
+def source_of(eqn: Eqn):
+    """Equations bound inside (a rule rewriting ``eqn``) take ``eqn``'s source, as in JAX."""
+    _source_state.inherited.append(eqn.source)
+    try:
+        yield
+    finally:
+        _source_state.inherited.pop()
 
 
 class _AxisEnv(threading.local):

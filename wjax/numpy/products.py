@@ -29,6 +29,14 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     dt, weak = dtypes.result_type(a, b, return_weak_type_flag=True)
     a, b = _to_operand(a, dt, False), _to_operand(b, dt, False)
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if a_vec or b_vec:      # a vector operand contracts directly, as in JAX's jaxpr
+        ka, kb = a.ndim - 1, (0 if b_vec else b.ndim - 2)
+        if a.shape[ka] != b.shape[kb]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same "
+                            f"shape, got ({a.shape[ka]},) and ({b.shape[kb]},) (matmul of "
+                            f"shapes {a.shape} and {b.shape})")
+        return lax.dot_general(a, b, (((ka,), (kb,)), ((), ())),
+                               preferred_element_type=preferred_element_type)
     if a_vec:
         a = reshape(a, (1, a.shape[0]))
     if b_vec:

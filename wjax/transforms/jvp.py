@@ -9,7 +9,7 @@ are.  Tangents are values or symbolic :class:`~wjax.transforms.ad.Zero`s.
 from __future__ import annotations
 
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit
-from ..core.tracing import trace_flat
+from ..core.tracing import source_of, trace_flat
 from .ad import Zero, aval_of, hoist_call_consts, instantiate, is_differentiable, tangent_aval
 from .dce import dce_closed
 
@@ -38,7 +38,8 @@ def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
         ins = [read(a) for a in e.invars]
         tins = [read_t(a) for a in e.invars]
         if all(isinstance(t, Zero) for t in tins):
-            outs = e.prim.bind(*ins, **e.params)
+            with source_of(e):
+                outs = e.prim.bind(*ins, **e.params)
             outs = list(outs) if e.prim.multiple_results else [outs]
             touts = [None] * len(outs)
         else:
@@ -46,7 +47,8 @@ def jvp_eval(jaxpr: Jaxpr, consts, primals, tangents):
             if rule is None:
                 raise NotImplementedError(
                     f"Differentiation rule for '{e.prim.name}' not implemented")
-            outs, touts = rule(ins, tins, **e.params)
+            with source_of(e):
+                outs, touts = rule(ins, tins, **e.params)
             if not e.prim.multiple_results:
                 outs, touts = [outs], [touts]
         for v, o, t in zip(e.outvars, outs, touts):

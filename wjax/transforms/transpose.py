@@ -17,7 +17,7 @@ would split it, into a forward part (evaluated now) and a linear part (transpose
 from __future__ import annotations
 
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, Var
-from ..core.tracing import trace_flat
+from ..core.tracing import source_of, trace_flat
 from .ad import UndefinedPrimal, Zero, add_tangents, aval_of, hoist_call_consts, instantiate
 from .dce import dce_closed
 
@@ -88,7 +88,8 @@ def backward_pass(jaxpr: Jaxpr, consts, linear, nonlinear_args, cts_out):
         args = [UndefinedPrimal(a.aval) if isinstance(a, Var) and a.id in lin else read(a)
                 for a in e.invars]
         where = f"transpose of {e.prim.name}"
-        cts_in = rule(cts if e.prim.multiple_results else cts[0], *args, **e.params)
+        with source_of(e):
+            cts_in = rule(cts if e.prim.multiple_results else cts[0], *args, **e.params)
         for a, c in zip(e.invars, cts_in):
             if isinstance(a, Var) and a.id in lin:
                 accum(a, c)

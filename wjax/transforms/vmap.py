@@ -22,7 +22,7 @@ import threading
 from typing import Any, NamedTuple
 
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray
-from ..core.tracing import DebugInfo, trace_flat
+from ..core.tracing import DebugInfo, source_of, trace_flat
 from . import batching
 
 # --------------------------------------------------------------------------- named axes
@@ -85,13 +85,14 @@ def batch_eval(jaxpr: Jaxpr, consts, args, dims, axis_size: int):
             vals.append(x)
             ds.append(d)
         prim = eqn.prim
-        if all(d is None for d in ds) and not _binds_here(eqn, axis):
-            out = prim.bind(*vals, **eqn.params)
-            out_dims = [None] * len(eqn.outvars) if prim.multiple_results else None
-        else:
-            if prim.batch is None:
-                raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
-            out, out_dims = prim.batch(vals, ds, **eqn.params)
+        with source_of(eqn):
+            if all(d is None for d in ds) and not _binds_here(eqn, axis):
+                out = prim.bind(*vals, **eqn.params)
+                out_dims = [None] * len(eqn.outvars) if prim.multiple_results else None
+            else:
+                if prim.batch is None:
+                    raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+                out, out_dims = prim.batch(vals, ds, **eqn.params)
         if prim.multiple_results:
             for v, o, d in zip(eqn.outvars, out, out_dims):
                 env[v.id] = (o, d)
