@@ -13,8 +13,9 @@ import pytest
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
 
 
-def _run(args):
-    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600)
+def _run(args, stdin=None):
+    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600,
+                       input=stdin)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout.split()
 
@@ -53,3 +54,12 @@ def test_chex_restrict_backends_sees_wjax_compiles(tmp_path):
         "except RuntimeError as e:\n"
         "    print('refused', 'webgpu' in str(e))\n")
     assert _run(["-m", "wjax", "run", str(script)]) == ["refused", "True"]
+
+
+def test_debug_breakpoint_answers_like_jax():
+    # the debugger's prompt, frames, source listing and printed values, from piped commands
+    commands = "p y\np w * 2\nu\nc\np y\nc\np x\nc\np x\nc\np v\nw\nc\n"
+    path = str(PROGRAMS / "debug_breakpoint.py")
+    ours = _run(["-m", "wjax", "run", path], stdin=commands)
+    assert ours == _run([path], stdin=commands)
+    assert ours.count("jdb:") == 5

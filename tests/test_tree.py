@@ -645,3 +645,32 @@ def test_matches_real_jax_random():
         _compare_with_jax(jtu, t)
 
     check()
+
+
+def _typed_keys(jx, np_):
+    import numpy as np
+    k = jx.random.key(0)
+    ks = jx.random.split(k, 3)
+    out = [len(jx.tree_util.tree_leaves(k)), len(jx.tree_util.tree_leaves({"a": ks, "b": 1})),
+           str(jx.tree_util.tree_structure(ks)), jx.tree_util.all_leaves([k, ks]),
+           len(jx.tree.leaves([k, (ks, 2.0)])),
+           jx.tree_util.tree_map(lambda x: x.shape, {"k": ks}),
+           [str(p) for p, _ in jx.tree_util.tree_flatten_with_path({"k": ks})[0]]]
+
+    @jx.jit
+    def step(state):
+        key, sub = jx.random.split(state["key"])
+        return {"key": key, "x": jx.random.normal(sub, (2,))}
+    s = step({"key": k, "x": np_.zeros(2)})
+    out.append(np.asarray(jx.random.key_data(s["key"])).tolist())
+    out.append(jx.tree_util.tree_map(lambda a: type(a).__name__ == "PRNGKeyArray"
+                                     or str(a.dtype).startswith("key"), s))
+    return out
+
+
+def test_typed_keys_are_leaves_like_jax():
+    import jax
+    import jax.numpy as jjnp
+    import wjax
+    import wjax.numpy as wjnp
+    assert _typed_keys(wjax, wjnp) == _typed_keys(jax, jjnp)

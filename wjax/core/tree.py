@@ -390,6 +390,25 @@ def _aux_equal(a, b) -> bool:
 
 _LEAF = PyTreeDef(None, None, None)
 
+# Types registered as pytree nodes for wjax's transformations (which decompose them into plain
+# arrays) that are single leaves to users, as in JAX: typed PRNG key arrays.  The public
+# ``jax.tree_util``/``jax.tree`` functions (``public_view``) treat them as leaves.
+ARRAY_NODES: set[type] = set()
+
+
+def public_view(fn: Callable) -> Callable:
+    """``fn`` (a function with an ``is_leaf`` argument) seeing ``ARRAY_NODES`` as leaves."""
+    def wrapped(*args, is_leaf=None, is_leaf_takes_path=False, **kwargs):
+        def leaf(*a):
+            x = a[-1]
+            return type(x) in ARRAY_NODES or (is_leaf is not None and is_leaf(*a))
+        if is_leaf_takes_path:
+            kwargs["is_leaf_takes_path"] = True
+        return fn(*args, is_leaf=leaf, **kwargs)
+    functools.update_wrapper(wrapped, fn)
+    return wrapped
+
+
 
 def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     """A tuple treedef whose children are ``treedefs``."""
