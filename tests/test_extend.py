@@ -180,3 +180,81 @@ def _symbolic_zeros_vjp(jx, np_):
 
 def test_custom_vjp_symbolic_zeros_passes_primals_like_jax():
     assert _symbolic_zeros_vjp(wjax, jnp) == _symbolic_zeros_vjp(jax, jjnp)
+
+
+def _partial_eval(jx, np_):
+    from importlib import import_module
+    lu = import_module(jx.__name__ + ".extend.linear_util")
+    pe = import_module(jx.__name__ + ".interpreters.partial_eval")
+
+    def f(a, b):
+        return [a * 2, a + b, np_.sin(a)]
+    unknown = pe.PartialVal.unknown(jx.core.ShapedArray((), np.float32))
+    _, outs, _ = pe.trace_to_jaxpr_nounits(lu.wrap_init(f), [pe.PartialVal.known(
+        np_.float32(3.0)), unknown])
+    return [("unknown", str(o[0])) if o[1] is None else ("known", float(o[1])) for o in outs]
+
+
+def test_partial_eval_known_outputs_match_jax():
+    got, want = _partial_eval(wjax, jnp), _partial_eval(jax, jjnp)
+    assert [g[0] for g in got] == [w[0] for w in want]
+    for g, w in zip(got, want):
+        if g[0] == "known":
+            np.testing.assert_allclose(g[1], w[1], rtol=1e-6)
+
+
+def test_trace_to_jaxpr_dynamic_and_linear_util():
+    from wjax.extend import linear_util as lu
+    from wjax.interpreters import partial_eval as pe
+
+    def scaled(x, *, k):
+        return [x * k, x + 1.0]
+    wrapped = lu.wrap_init(scaled, {"k": 3.0})
+    jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(wrapped, [wcore.ShapedArray((2,),
+                                                                                      np.float32)])
+    outs = wcore.jaxpr_as_fun(wcore.ClosedJaxpr(jaxpr, consts))(X[:2])
+    np.testing.assert_allclose(outs[0], X[:2] * 3)
+    assert [a.shape for a in out_avals] == [(2,), (2,)]
+
+    @lu.transformation
+    def plus_one(*args):
+        out = yield args, {}
+        yield [o + 1 for o in out]
+    np.testing.assert_allclose(plus_one(wrapped).call_wrapped(X)[1], X + 2)
+
+    @lu.transformation_with_aux
+    def count(*args):
+        out = yield args, {}
+        yield out, len(out)
+    fun, aux = count(wrapped)
+    fun.call_wrapped(X)
+    assert aux() == 2
+
+
+def _refs(jx, np_):
+    r = jx.new_ref(np_.zeros(3, np_.float32))
+    r[...] = np_.ones(3, np_.float32)
+    r[1] = 5.0
+    return np.asarray(r[...]).tolist(), str(jx.typeof(r)), isinstance(r, jx.Array)
+
+
+def test_refs_outside_traced_code_match_jax():
+    assert _refs(wjax, jnp) == _refs(jax, jjnp)
+    r = wjax.new_ref(X)
+    with pytest.raises(TypeError, match="outside traced code"):
+        wjax.jit(lambda a: wjax.new_ref(a))(X)
+    np.testing.assert_allclose(wjax.freeze(r), X)
+
+
+def test_layouts_dtypes_and_trace_objects():
+    from wjax.experimental import layout
+    np.testing.assert_allclose(layout.with_layout_constraint(X, layout.Layout((0,))), X)
+    with pytest.raises(NotImplementedError, match="row-major"):
+        layout.with_layout_constraint(np.ones((2, 2)), layout.Layout((1, 0)))
+    assert jnp.issubdtype(wjax.random.key(0).dtype, wjax.dtypes.extended)
+    assert jjnp.issubdtype(jax.random.key(0).dtype, jax.dtypes.extended)
+    assert np.dtype(jnp.float8_e4m3fn) == np.dtype(jjnp.float8_e4m3fn)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        jnp.zeros(3, jnp.float8_e4m3fn)
+    with pytest.raises(NotImplementedError, match="Trace objects"):
+        wcore.take_current_trace()

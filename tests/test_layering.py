@@ -34,7 +34,7 @@ LAYERS = [
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
-     "debug", "debugger", "stages", "extend", "interpreters", "_src"),
+     "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -34,7 +34,8 @@ def _same(ours, theirs):
 @pytest.mark.parametrize("program", ["optax_mlp.py", "jaxtyping_affine.py", "debug_callbacks.py",
                                      "checkpoint_policies.py", "custom_primitive.py",
                                      "equinox_cnn.py", "chex_linear.py",
-                                     "saved_residuals.py", "custom_derivative_calls.py"])
+                                     "saved_residuals.py", "custom_derivative_calls.py",
+                                     "haiku_cnn.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))

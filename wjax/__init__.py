@@ -35,6 +35,7 @@ from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
+from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
@@ -67,8 +68,9 @@ def local_device_count(backend=None):
 
 
 def typeof(x) -> ShapedArray:
-    """The abstract value (shape, dtype, weak type) of an array, tracer or scalar."""
-    return _abstractify(x)
+    """The abstract value (shape, dtype, weak type) of an array, tracer or scalar (a ref's:
+    an ``AbstractRef``)."""
+    return x.aval if isinstance(x, Ref) else _abstractify(x)
 
 
 @_contextlib.contextmanager

@@ -1,4 +1,14 @@
-"""``jax._src.dtypes``: the promotion error class (wjax's dtype rules: ``wjax/core/dtypes.py``)."""
-from ..core.dtypes import TypePromotionError, canonicalize_dtype
+"""``jax._src.dtypes``: JAX's private dtype module, as libraries use it (wjax's dtype rules:
+``wjax/core/dtypes.py``)."""
+import numpy as np
 
-__all__ = ["TypePromotionError", "canonicalize_dtype"]
+from ..core.dtypes import (DType, ExtendedDType, TypePromotionError, canonicalize_dtype,
+                           extended, finfo, iinfo, issubdtype, prng_key)
+
+__all__ = ["DType", "ExtendedDType", "TypePromotionError", "canonicalize_dtype", "extended",
+           "finfo", "iinfo", "issubdtype", "prng_key", "supports_inf"]
+
+
+def supports_inf(dtype) -> bool:
+    """Whether a floating dtype has infinities (every float dtype wjax has)."""
+    return bool(issubdtype(dtype, np.floating))

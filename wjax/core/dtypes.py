@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
 
 __all__ = [
-    "prng_key",
+    "extended", "ExtendedDType", "prng_key",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "TypePromotionError", "canonicalize_dtype", "check_supported", "narrow_with_warning",
@@ -405,8 +405,22 @@ def _scalar_type(x: Any) -> type:
     return (dt if isinstance(dt, np.dtype) and not isinstance(x, type) else _np_dtype(x)).type
 
 
-class prng_key:
+class extended(np.generic):
+    """The abstract scalar type above every extended (non-NumPy) dtype, such as keys."""
+
+
+class prng_key(extended):
     """The abstract dtype of typed PRNG key arrays: ``issubdtype(key.dtype, prng_key)``."""
+
+
+class ExtendedDType:
+    """Base class of dtypes that are not NumPy's (the typed-key dtype); ``type`` is the
+    abstract scalar type they sit under."""
+    type: type = extended
+    name: str = "extended"
+
+
+DType = np.dtype
 
 
 def issubdtype(a: Any, b: Any) -> bool:
@@ -417,8 +431,8 @@ def issubdtype(a: Any, b: Any) -> bool:
     ``a`` may also be any object with a ``.dtype``.
     """
     a_key = getattr(a, "is_key", False) or getattr(getattr(a, "dtype", None), "is_key", False)
-    if b is prng_key:
-        return bool(a_key)
+    if b is prng_key or b is extended:
+        return bool(a_key) or (b is extended and isinstance(a, ExtendedDType))
     if a_key:                  # a key dtype is under prng_key and itself only
         return bool(getattr(b, "is_key", False))
     ta, tb = _scalar_type(a), _scalar_type(b)

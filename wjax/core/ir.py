@@ -149,6 +149,13 @@ class Var:
         return f"Var#{self.id}:{self.aval.str_short()}"
 
 
+class DropVar(Var):
+    """JAX's marker for an equation output nobody reads (wjax's jaxprs keep plain Vars; the
+    class exists for libraries that test for it)."""
+
+    __slots__ = ()
+
+
 class Lit:
     """A literal scalar operand, printed inline (``mul a 2.0``)."""
 

@@ -600,3 +600,30 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
 
 def _is_weak_scalar(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+# --------------------------------------------------------------------------- JAX's Trace API
+
+_NO_TRACE_OBJECTS = ("wjax traces by recording jaxprs (Builder), not through JAX's Trace "
+                     "objects: a Trace subclass cannot intercept primitives")
+
+
+class Trace:
+    """JAX's base class for interpreters that intercept every primitive.  wjax transforms
+    jaxprs instead (``wjax/transforms/``); the class exists for libraries that subclass it at
+    import time (haiku's ``experimental.to_dot``), and refuses to be made."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(_NO_TRACE_OBJECTS)
+
+
+class TraceTag:
+    """JAX's identity of a trace (unused by wjax)."""
+
+
+def take_current_trace():
+    raise NotImplementedError(_NO_TRACE_OBJECTS)
+
+
+def set_current_trace(trace, check_leaks: bool = False):
+    raise NotImplementedError(_NO_TRACE_OBJECTS)

@@ -16,17 +16,20 @@ import numpy as np
 
 from ..api.callbacks import pure_callback
 from ..core.errors import ConcretizationTypeError, TracerArrayConversionError
-from ..core.ir import (ClosedJaxpr, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as Literal,
+from ..core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as Literal,
                        ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
 from ..core.ir import typecheck as check_jaxpr
 from ..core.primitive import Primitive as _CorePrimitive
-from ..core.tracing import (Tracer, concrete_or_error, current_builder, eval_jaxpr,
-                            trace_flat)
+from ..core.tracing import (Trace, TraceTag, Tracer, concrete_or_error,
+                            current_builder, eval_jaxpr, set_current_trace,
+                            take_current_trace, trace_flat)
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal", "Primitive",
-           "ShapedArray", "Tracer", "Var", "check_jaxpr", "concrete_or_error",
+__all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "JaxprTypeError",
+           "Literal", "Primitive", "ShapedArray", "Trace", "TraceTag", "Tracer", "Var",
+           "check_jaxpr", "concrete_or_error",
            "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
-           "new_jaxpr_eqn", "subjaxprs", "unmapped_aval"]
+           "new_jaxpr_eqn", "no_effects", "set_current_trace", "subjaxprs",
+           "take_current_trace", "unmapped_aval"]
 
 
 def _as_aval(a) -> ShapedArray:
@@ -101,6 +104,15 @@ class Primitive(_CorePrimitive):
             return [np.asarray(r, a.dtype) for r, a in zip(res, outs)]
         res = pure_callback(on_host, shapes, *xs, vmap_method="sequential")
         return res if self.multiple_results else res[0]
+
+
+class Effect:
+    """JAX's base class of side effects an equation may have (wjax marks effectful primitives
+    with the ``effectful`` flag instead; libraries subclass this to name theirs)."""
+
+
+Effects = set
+no_effects: frozenset = frozenset()
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:

@@ -15,7 +15,7 @@ from ..core import dtypes
 from .. import numpy as jnp
 from .. import random
 
-__all__ = ["zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
+__all__ = ["delta_orthogonal", "zeros", "ones", "constant", "uniform", "normal", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
            "kaiming_uniform", "kaiming_normal", "orthogonal", "Initializer"]
@@ -149,11 +149,10 @@ kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 
 def orthogonal(scale=1.0, column_axis=-1, dtype=None):
-    """Not provided: it needs a QR decomposition, which wjax.numpy.linalg lacks."""
+    """A (semi-)orthogonal matrix along ``column_axis``: the Q of a Gaussian matrix's QR,
+    signs fixed by R's diagonal (so any correct QR gives the same matrix)."""
     def init(key, shape, dtype=dtype):
-        qr = getattr(jnp.linalg, "qr", None)
-        if qr is None:
-            raise NotImplementedError("wjax: nn.initializers.orthogonal needs jnp.linalg.qr")
+        qr = jnp.linalg.qr
         dt = _float(dtype)
         shape = _shape(shape)
         if len(shape) < 2:
@@ -169,4 +168,20 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         Q = jnp.reshape(Q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
         Q = jnp.moveaxis(Q, -1, column_axis)
         return jnp.array(scale, dt) * Q
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """A convolution kernel (3-D to 5-D shape) that is zero but at the window's centre, which
+    holds an orthogonal ``(fan_in, fan_out)`` matrix (``fan_in <= fan_out``)."""
+    def init(key, shape, dtype=dtype):
+        dt = _float(dtype)
+        shape = _shape(shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, dt).at[centre].set(ortho)
     return init

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import lax
 from ..prims import decomp as D
 from ._util import broadcast_shapes, result_type
 from . import creation
@@ -320,7 +321,52 @@ eigvalsh = _no_svd("eigvalsh")
 pinv = _no_svd("pinv")
 lstsq = _no_svd("lstsq")
 matrix_rank = _no_svd("matrix_rank")
-qr = _no_svd("qr")
+
+
+def qr(a, mode: str = "reduced"):
+    """QR by Householder reflections (LAPACK's sign conventions: a column already zero below
+    the diagonal is left as it is); ``mode`` is ``reduced``, ``complete`` or ``r``."""
+    a = _float(asarray(a))
+    if a.ndim < 2:
+        raise TypeError(f"Input 0 to qr must have rank at least 2, but got shape={a.shape}")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'" if mode != "raw" else
+                         "wjax: qr mode 'raw' (Householder vectors) is not implemented")
+    *batch, m, n = a.shape
+    k = builtins.min(m, n)
+    rows = arange(m)
+    cols = arange(n)
+    q0 = broadcast_to(_eye_like(m, a.dtype), (*batch, m, m))
+
+    def step(j, carry):
+        r, q = carry
+        col = reductions.sum(_where_xy(cols == j, r, 0.0), axis=-1)           # r[..., :, j]
+        below = _where_xy(rows > j, col, 0.0)
+        x_j = reductions.sum(_where_xy(rows == j, col, 0.0), axis=-1)
+        sub2 = reductions.sum(below * below, axis=-1)
+        norm = sqrt(x_j * x_j + sub2)
+        alpha = -_where_xy(x_j >= 0, norm, -norm)
+        v = below + _where_xy(rows == j, (x_j - alpha)[..., None], 0.0)
+        v2 = reductions.sum(v * v, axis=-1)
+        beta = _where_xy(sub2 > 0, 2.0 / _where_xy(v2 > 0, v2, 1.0), 0.0)[..., None, None]
+        r = r - beta * v[..., :, None] * matmul(v[..., None, :], r)
+        q = q - beta * matmul(q, v[..., :, None]) * v[..., None, :]
+        return r, q
+    r, q = lax.fori_loop(0, k, step, (a, q0))
+    r = _where_xy(rows[:, None] <= cols[None, :], r, 0.0)
+    if mode == "complete":
+        return QRResult(q, r)
+    r = r[..., :k, :]
+    return r if mode == "r" else QRResult(q[..., :, :k], r)
+
+
+class QRResult(NamedTuple):
+    Q: object
+    R: object
+
+
+def _eye_like(n: int, dtype):
+    return astype(arange(n)[:, None] == arange(n)[None, :], dtype)
 
 # array-API linalg re-exports
 cross = cross

@@ -61,6 +61,15 @@ complex64, complex128 = np.complex64, np.complex128
 
 bfloat16 = dtypes.bfloat16
 
+# the narrow formats (ml_dtypes' scalar types, as JAX names them): usable as dtype names, but
+# WGSL has no such types, so an array of one is refused (dtypes.check_supported)
+_NARROW = ("float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+           "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+           "float8_e8m0fnu", "int2", "int4", "uint2", "uint4")
+for _n in _NARROW:
+    if getattr(dtypes._ml_dtypes, _n, None) is not None:
+        globals()[_n] = getattr(dtypes._ml_dtypes, _n)
+
 
 inf, nan, pi, e, euler_gamma = np.inf, np.nan, np.pi, np.e, np.euler_gamma
 
@@ -94,7 +103,8 @@ finfo, iinfo = dtypes.finfo, dtypes.iinfo
 
 __all__ = [
     "ndarray", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "float16", "float32", "float64", "complex64", "complex128", "bfloat16", "inf",
+    "uint64", "float16", "float32", "float64", "complex64", "complex128", "bfloat16",
+    *[_n for _n in _NARROW if _n in globals()], "inf",
     "nan", "pi", "e", "euler_gamma", "newaxis", "dtype", "generic", "number", "integer",
     "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating", "bool",
     "promote_types", "issubdtype", "finfo", "iinfo",

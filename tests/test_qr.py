@@ -1,0 +1,57 @@
+"""jnp.linalg.qr (Householder, LAPACK's signs) and the initializers built on it
+(nn.initializers.orthogonal, delta_orthogonal) against real JAX: every mode, tall, wide,
+square and batched matrices, an already-triangular input, gradients through R, and the
+bad calls."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+
+RNG = np.random.RandomState(0)
+MATS = {f"{s}": RNG.randn(*s).astype(np.float32) for s in [(5, 3), (3, 5), (4, 4), (2, 4, 3)]}
+MATS["triangular"] = np.triu(RNG.randn(3, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(MATS))
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_jax(name, mode):
+    a = MATS[name]
+    got, want = jnp.linalg.qr(a, mode=mode), jjnp.linalg.qr(a, mode=mode)
+    got = got if mode == "r" else tuple(got)
+    want = want if mode == "r" else tuple(want)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-5)
+
+
+def test_qr_gradient_matches_jax():
+    a = MATS["(5, 3)"]
+    g = wjax.grad(lambda x: (jnp.linalg.qr(x)[1] ** 2).sum() + jnp.linalg.qr(x)[0].sum())(a)
+    w = jax.grad(lambda x: (jjnp.linalg.qr(x)[1] ** 2).sum() + jjnp.linalg.qr(x)[0].sum())(a)
+    np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.nn.initializers.orthogonal(), (4, 6)),
+    (lambda m: m.nn.initializers.orthogonal(scale=2.0, column_axis=0), (5, 3)),
+    (lambda m: m.nn.initializers.delta_orthogonal(), (3, 3, 2, 4)),
+    (lambda m: m.nn.initializers.delta_orthogonal(), (3, 2, 2)),
+])
+def test_orthogonal_initializers_match_jax(make, shape):
+    got = make(wjax)(wjax.random.PRNGKey(3), shape)
+    want = make(jax)(jax.random.PRNGKey(3), shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+
+
+def test_bad_calls_raise_like_jax():
+    for mod in (jnp, jjnp):
+        with pytest.raises(TypeError, match="rank at least 2"):
+            mod.linalg.qr(np.ones(3, np.float32))
+        with pytest.raises(ValueError):
+            mod.linalg.qr(np.ones((2, 2), np.float32), mode="bogus")
+    for mod in (wjax, jax):
+        with pytest.raises(ValueError):
+            mod.nn.initializers.delta_orthogonal()(mod.random.PRNGKey(0), (3, 4, 2))

@@ -1,0 +1,2 @@
+"""``jax._src.state``: the types of mutable references (``wjax/ref.py``)."""
+from . import types  # noqa: F401

@@ -1,0 +1,74 @@
+"""``jax.interpreters.partial_eval``: tracing a function to a jaxpr, and partial evaluation
+of a function of known values and unknown (abstract) ones, as JAX names them -- over wjax's
+tracer (``wjax/core/tracing.py``), which runs the equations that only need known values."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..core.ir import Jaxpr, Lit, ShapedArray, raise_to_shaped
+from ..core.tracing import DebugInfo, new_builder
+from ..numpy import asarray
+
+__all__ = ["PartialVal", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits"]
+
+
+class PartialVal(NamedTuple):
+    """``(aval, None)``: unknown, only its shape and dtype; ``(None, value)``: known."""
+    pv: Any
+    const: Any
+
+    @classmethod
+    def known(cls, const: Any) -> "PartialVal":
+        return cls(None, const)
+
+    @classmethod
+    def unknown(cls, aval: ShapedArray) -> "PartialVal":
+        return cls(aval, None)
+
+    def is_known(self) -> bool:
+        return self.pv is None
+
+    def get_aval(self) -> ShapedArray:
+        return raise_to_shaped(self.const) if self.pv is None else self.pv
+
+    def get_known(self) -> Any:
+        return self.const if self.pv is None else None
+
+
+def _call(fun, args):
+    call = getattr(fun, "call_wrapped", fun)
+    out = call(*args)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def trace_to_jaxpr_dynamic(fun, in_avals, debug_info: Any = None, **kwargs):
+    """``(jaxpr, out_avals, consts)`` of ``fun`` (a function or ``lu.WrappedFun``) traced at
+    ``in_avals``; the jaxpr's constvars take ``consts``."""
+    with new_builder(DebugInfo("trace_to_jaxpr", None)) as b:
+        tracers = [b.new_arg(a) for a in in_avals]
+        closed = b.build(_call(fun, tracers))
+    return closed.jaxpr, [a.aval for a in closed.jaxpr.outvars], list(closed.consts)
+
+
+def trace_to_jaxpr_nounits(fun, pvals, instantiate: bool = False):
+    """Partial evaluation: ``(jaxpr, out_pvals, consts)``.  Outputs computable from the known
+    inputs alone are known (their values computed); the others are unknown, and ``jaxpr``
+    (with ``consts``) computes every output from the unknown inputs."""
+    pvals = [p if isinstance(p, PartialVal) else PartialVal(*p) for p in pvals]
+    with new_builder(DebugInfo("partial_eval", None), with_values=True) as b:
+        tracers = [b.new_arg(p.get_aval(), p.const if p.is_known() else None) for p in pvals]
+        outs = _call(fun, tracers)
+        closed = b.build(outs)
+        out_pvals = []
+        for atom in closed.jaxpr.outvars:
+            value = atom.val if isinstance(atom, Lit) else b.concrete_value(atom)
+            if value is None or instantiate:
+                out_pvals.append(PartialVal.unknown(atom.aval))
+            else:
+                out_pvals.append(PartialVal.known(asarray(value, dtype=atom.aval.dtype)))
+    j = closed.jaxpr
+    known_in = [v for v, p in zip(j.invars, pvals) if p.is_known()]
+    consts = list(closed.consts) + [p.const for p in pvals if p.is_known()]
+    jaxpr = Jaxpr(j.constvars + known_in, [v for v, p in zip(j.invars, pvals)
+                                          if not p.is_known()], j.outvars, j.eqns)
+    return jaxpr, out_pvals, consts
