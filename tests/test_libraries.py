@@ -4,6 +4,7 @@
 Each program in ``tests/programs/`` runs twice in fresh interpreters: with real JAX, and with
 ``import jax`` resolving to wjax.  Numbers are compared with rtol 1e-4, words exactly."""
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -17,7 +18,8 @@ def _run(args, stdin=None):
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600,
                        input=stdin)
     assert p.returncode == 0, p.stdout + p.stderr
-    return p.stdout.split()
+    # numbers apart from the brackets and commas arrays print around them
+    return re.sub(r"[\[\](){},:]", " ", p.stdout).split()
 
 
 def _same(ours, theirs):
@@ -35,7 +37,8 @@ def _same(ours, theirs):
                                      "checkpoint_policies.py", "custom_primitive.py",
                                      "equinox_cnn.py", "chex_linear.py",
                                      "saved_residuals.py", "custom_derivative_calls.py",
-                                     "haiku_cnn.py"])
+                                     "haiku_cnn.py", "jit_tutorial.py", "autodiff_tutorial.py",
+                                     "tutorials_vmap_pytrees_random_control.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))
@@ -63,4 +66,4 @@ def test_debug_breakpoint_answers_like_jax():
     path = str(PROGRAMS / "debug_breakpoint.py")
     ours = _run(["-m", "wjax", "run", path], stdin=commands)
     assert ours == _run([path], stdin=commands)
-    assert ours.count("jdb:") == 5
+    assert ours.count("Entering") == 5
