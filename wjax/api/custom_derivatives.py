@@ -82,6 +82,18 @@ def _differentiating() -> bool:
     return b is not None and getattr(b.debug, "differentiated", False)
 
 
+def _closes_over_tracers(fn) -> bool:
+    """Whether ``fn`` (a rule) holds a tracer in its closure or defaults: such a rule must be
+    traced while that tracer's trace is alive."""
+    cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
+             if c.cell_contents is not fn]
+    cells += list(getattr(fn, "__defaults__", None) or ())
+    try:
+        return any(isinstance(x, Tracer) for x in tree_util.tree_leaves(cells))
+    except Exception:   # noqa: BLE001 - an unflattenable closure: trace now, to be safe
+        return True
+
+
 def _split_args(nondiff_argnums, args):
     """``(nd, dyn, leaves, in_tree, avals, full)`` as ``_trace_primal``, without tracing."""
     nd = {i % len(args): args[i] for i in nondiff_argnums}
@@ -231,10 +243,11 @@ class custom_jvp:
             return _with_leading(jj, jkc, pa, [], [])
 
         traced = None
-        if not self._tracing_rule:
-            # traced now, so the rule may close over values of the enclosing trace; a rule that
-            # cannot be traced (say, it applies jvp to a custom_vjp function) fails only where
-            # it is used -- under differentiation -- as in JAX
+        if not self._tracing_rule and _closes_over_tracers(self.jvp):
+            # traced now, so the rule may use values of the enclosing trace; a rule that cannot
+            # be traced (say, it applies jvp to a custom_vjp function) fails only where it is
+            # used -- under differentiation -- as in JAX.  Other rules are traced only when the
+            # call is differentiated, as JAX does (so a jit or vmap alone never runs the rule)
             try:
                 traced = _split_consts(trace_rule())
             except Exception:   # noqa: BLE001 - re-raised when the rule is needed
@@ -355,8 +368,9 @@ class custom_vjp:
         def rules():
             return self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box)
 
-        if self._tracing_rule:
-            # called from inside its own fwd/bwd: those are traced lazily (when differentiated)
+        if self._tracing_rule or not _closes_over_tracers(self.fwd):
+            # fwd and bwd are traced when the call is differentiated, as in JAX (also when
+            # called from inside its own fwd/bwd); a fwd holding tracers is traced now
             def lazy():
                 fj, ftc, fkc, bwd = rules()
                 if ftc:
