@@ -397,3 +397,27 @@ def test_hypothesis_sort_two_keys(shape, seed, dtype):
     d = len(shape) - 1
     got = lax.sort((jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)), dimension=d, num_keys=2)
     check(got, SO.sort_p.reference(a, b, c, dimension=d, num_keys=2))
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", ((1, 2), (0, 1))])
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2), (2, 1)])
+def test_conv_transpose_and_shape_tuples_match_jax(padding, strides):
+    import jax
+    r = np.random.RandomState(0)
+    x = r.randn(2, 5, 5, 3).astype(np.float32)
+    w = r.randn(3, 3, 3, 4).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    got = wjax.lax.conv_transpose(x, w, strides, padding)
+    want = jax.lax.conv_transpose(x, w, strides, padding)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert wjax.lax.conv_transpose_shape_tuple(x.shape, w.shape, strides, padding, dn) == \
+        tuple(int(d) for d in jax.lax.conv_transpose_shape_tuple(x.shape, w.shape, strides,
+                                                                 padding, dn))
+    if isinstance(padding, str):
+        assert wjax.lax.conv_general_shape_tuple(x.shape, w.shape, strides, padding, dn) == \
+            tuple(int(d) for d in jax.lax.conv_general_shape_tuple(x.shape, w.shape, strides,
+                                                                   padding, dn))
+    t = wjax.lax.conv_transpose(x, np.swapaxes(w, 2, 3), strides, padding, transpose_kernel=True)
+    np.testing.assert_allclose(t, jax.lax.conv_transpose(x, np.swapaxes(w, 2, 3), strides,
+                                                         padding, transpose_kernel=True),
+                               rtol=1e-4, atol=1e-4)

@@ -34,7 +34,8 @@ LAYERS = [
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
-     "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref"),
+     "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
+     "example_libraries"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

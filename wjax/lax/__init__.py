@@ -12,14 +12,14 @@ from .. import dispatch
 from ..core import caches, dtypes, ops
 from ..core.ir import raise_to_shaped
 from ..core.ops import *  # noqa: F403  (the lax-level functions)
-from ..core.ops import RoundingMethod, _const, _operands, convert_element_type
+from ..core.ops import RoundingMethod, _const, _operands, convert_element_type, rev, transpose
 from ..core.primitive import REGISTRY
 from ..core.tracing import current_builder, trace_flat
 from ..prims import conv as _C
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
-from .windowed import reduce_window
+from .windowed import reduce_window, reduce_window_shape_tuple
 from .parallel import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
                        ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 
@@ -129,6 +129,106 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
                               precision=None, preferred_element_type=None):
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
                                 rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _stride_dim(d: int, w: int, s: int) -> int:
+    return builtins.max(0, (d - w) // s + 1)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count: int = 1) -> tuple:
+    """The output shape of a convolution of operands in (N, C, spatial...) order."""
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    if len(pads) != len(lhs_shape) - 2:
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                        f"{len(lhs_shape) - 2}, got {len(pads)}.")
+    padded = [d + lo + hi for d, (lo, hi) in zip(lhs_shape[2:], pads)]
+    if builtins.any(d < 0 for d in padded):
+        raise ValueError(f"Negative padding is larger than the size of the corresponding "
+                         f"dimension: got padding={pads} for lhs_shape[2:]={lhs_shape[2:]}")
+    space = tuple(_stride_dim(d, w, s) for d, w, s in zip(padded, rhs_shape[2:], strides))
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + space
+
+
+def _permuted(shapes_perms):
+    return [tuple(int(shape[i]) for i in perm) for shape, perm in shapes_perms]
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers) -> tuple:
+    """The output shape of ``conv_general_dilated`` (no dilation) in ``dimension_numbers``."""
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lt, rt = _permuted([(lhs_shape, lp), (rhs_shape, rp)])
+    out = conv_shape_tuple(lt, rt, window_strides, padding)
+    return tuple(out[i] for i in np.argsort(op))
+
+
+def _conv_transpose_padding(k: int, s: int, padding) -> tuple[int, int]:
+    """The padding of the dilated convolution that transposes a forward one padded so."""
+    if padding == "SAME":
+        pad_len = k + s - 2
+        pad_a = k - 1 if s > k - 1 else int(np.ceil(pad_len / 2))
+    elif padding == "VALID":
+        pad_len = k + s - 2 + builtins.max(k - s, 0)
+        pad_a = k - 1
+    elif isinstance(padding, tuple):
+        pads = tuple(k - p - 1 for p in padding)
+        pad_a, pad_len = pads[0], builtins.sum(pads)
+    else:
+        raise ValueError(f"Invalid padding mode: {padding}")
+    return pad_a, pad_len - pad_a
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers) -> tuple:
+    """The output shape of ``conv_transpose``."""
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lt, rt = _permuted([(lhs_shape, lp), (rhs_shape, rp)])
+    if isinstance(padding, str):
+        padding = [_conv_transpose_padding(k, s, padding)
+                   for k, s in zip(rt[2:], window_strides)]
+    space = [(i - 1) * s - k + 2 + builtins.sum(p)
+             for i, k, s, p in zip(lt[2:], rt[2:], window_strides, padding)]
+    out = (lt[0], rt[0]) + tuple(space)
+    return tuple(out[i] for i in np.argsort(op))
+
+
+_TRANSPOSE_DEFAULT_DN = {3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
+                         5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel: bool = False, precision=None, preferred_element_type=None):
+    """A transposed convolution (the gradient of a strided convolution with respect to its
+    input): ``conv_general_dilated`` with the input dilated by ``strides``."""
+    la, ra = _aval(lhs), _aval(rhs)
+    if la.ndim != ra.ndim or la.ndim < 2:
+        raise TypeError(f"conv_transpose: operands must have one rank >= 2, got {la.shape} and "
+                        f"{ra.shape}")
+    nd = la.ndim
+    if dimension_numbers is None:
+        if nd not in _TRANSPOSE_DEFAULT_DN:
+            raise ValueError("No 4+ dimensional dimension_number defaults.")
+        dimension_numbers = _TRANSPOSE_DEFAULT_DN[nd]
+    dn = _C.conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
+    k_sp = [ra.shape[i] for i in dn.rhs_spec[2:]]
+    rhs_dilation = (1,) * (nd - 2) if rhs_dilation is None else tuple(rhs_dilation)
+    eff = [(k - 1) * r + 1 for k, r in zip(k_sp, rhs_dilation)]
+    if isinstance(padding, str):
+        if padding not in ("SAME", "VALID"):
+            raise ValueError(f"Invalid padding mode: {padding}")
+        pads = [_conv_transpose_padding(k, s, padding) for k, s in zip(eff, strides)]
+    else:
+        pads = padding
+    if transpose_kernel:
+        rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
+        perm = list(range(nd))
+        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = perm[dn.rhs_spec[1]], perm[dn.rhs_spec[0]]
+        rhs = transpose(rhs, tuple(perm))
+    return conv_general_dilated(lhs, rhs, (1,) * (nd - 2), pads, lhs_dilation=tuple(strides),
+                                rhs_dilation=rhs_dilation, dimension_numbers=dn,
+                                precision=precision,
                                 preferred_element_type=preferred_element_type)
 
 

@@ -20,7 +20,21 @@ from ..core.ir import raise_to_shaped
 from ..core.tracing import Tracer
 from ..prims import conv as _C
 
-__all__ = ["reduce_window"]
+__all__ = ["reduce_window", "reduce_window_shape_tuple"]
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None) -> tuple:
+    """The output shape of ``reduce_window`` (``padding`` as (low, high) pairs)."""
+    nd = len(operand_shape)
+    bd = (1,) * nd if base_dilation is None else tuple(base_dilation)
+    wdl = (1,) * nd if window_dilation is None else tuple(window_dilation)
+    out = []
+    for d, w, s, (lo, hi), b, r in zip(operand_shape, window_dimensions, window_strides,
+                                       padding, bd, wdl):
+        full = (0 if d == 0 else (d - 1) * b + 1) + lo + hi
+        out.append(max(0, (full - ((w - 1) * r + 1)) // s + 1))
+    return tuple(out)
 
 
 def _tuple(v, nd: int, name: str, default: int) -> tuple:
