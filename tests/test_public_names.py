@@ -244,6 +244,9 @@ def test_vjp_function_is_a_pytree_of_residuals_like_jax():
 def debug_nans():
     wjax.config.update("jax_debug_nans", True)
     jax.config.update("jax_debug_nans", True)
+    # JAX checks only programs it compiles with the flag on: an executable cached by an earlier
+    # test (same op, same shapes) would run unchecked, so the oracle starts from empty caches
+    jax.clear_caches()
     yield
     wjax.config.update("jax_debug_nans", False)
     jax.config.update("jax_debug_nans", False)

@@ -3,16 +3,13 @@ from .core import tree as _tree
 from .core import tree_util as _impl
 from .core.tree_util import *  # noqa: F401,F403
 
-# typed PRNG keys are leaves here (wjax's transformations see them as nodes over their data)
-tree_flatten = _tree.public_view(_tree.flatten)
-tree_leaves = _tree.public_view(_tree.leaves)
-tree_structure = _tree.public_view(_tree.structure)
-tree_map = _tree.public_view(_tree.map)
-tree_reduce = _tree.public_view(_tree.reduce)
-tree_all = _tree.public_view(_tree.all)
-tree_flatten_with_path = _tree.public_view(_tree.flatten_with_path)
-tree_leaves_with_path = _tree.public_view(_tree.leaves_with_path)
-tree_map_with_path = _tree.public_view(_tree.map_with_path)
+# typed PRNG keys are leaves here (wjax's transformations see them as nodes over their data):
+# the public views are wjax.tree's
+from .tree import (flatten as tree_flatten, leaves as tree_leaves,  # noqa: E402,F401
+                   structure as tree_structure, map as tree_map, reduce as tree_reduce,
+                   all as tree_all, flatten_with_path as tree_flatten_with_path,
+                   leaves_with_path as tree_leaves_with_path,
+                   map_with_path as tree_map_with_path)
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:

@@ -125,15 +125,7 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
     ones (``dyn``, flattened to ``leaves``/``in_tree``/``avals``) and traces ``fun`` on the latter.
     Returns ``(nd, dyn, leaves, in_tree, avals, full, closed, out_tree)``, ``full(dyn)`` putting
     the non-differentiable arguments back in place."""
-    nd = {i % len(args): args[i] for i in nondiff_argnums}
-    dyn = [a for i, a in enumerate(args) if i not in nd]
-    leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-    avals = [abstractify(x) for x in leaves]
-
-    def full(d):
-        it = iter(d)
-        return [nd[i] if i in nd else next(it) for i in range(len(args))]
-
+    nd, dyn, leaves, in_tree, avals, full = _split_args(nondiff_argnums, args)
     box = []
 
     def primal_flat(*xs):
