@@ -55,3 +55,11 @@ def test_bad_calls_raise_like_jax():
     for mod in (wjax, jax):
         with pytest.raises(ValueError):
             mod.nn.initializers.delta_orthogonal()(mod.random.PRNGKey(0), (3, 4, 2))
+
+
+@pytest.mark.parametrize("n,shape,m", [(3, (), None), (3, (), 2), (2, (2,), None), (2, (), 4)])
+def test_random_orthogonal_matches_jax(n, shape, m):
+    got = wjax.random.orthogonal(wjax.random.key(5), n, shape, m=m)
+    want = jax.random.orthogonal(jax.random.key(5), n, shape, m=m)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)

@@ -1283,7 +1283,22 @@ def ball(key, d, p=2, shape=(), dtype=None):
     return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
-__all__ += ["f", "double_sided_maxwell", "generalized_normal", "ball"]
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
+    """A Haar-random ``(n, m)`` matrix with orthonormal columns (or rows, when ``n < m``):
+    the Q of a Gaussian matrix's QR, signs fixed by R's diagonal (shape ``(*shape, n, m)``)."""
+    _check_prng_key("orthogonal", key)
+    n = int(concrete_or_error(n, "The error occurred in jax.random.orthogonal()"))
+    m = n if m is None else int(concrete_or_error(m, "The error occurred in "
+                                                     "jax.random.orthogonal()"))
+    dt = _float_dtype("orthogonal", dtype)
+    shape = tuple(_canon_shape(shape))
+    z = normal(key, (*shape, max(n, m), min(n, m)), dt)
+    q, r = jnp.linalg.qr(z)
+    x = q * jnp.expand_dims(jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1)), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+__all__ += ["f", "double_sided_maxwell", "generalized_normal", "ball", "orthogonal"]
 
 
 # --------------------------------------------------------------------------- discrete counts
