@@ -171,6 +171,30 @@ class Array:
     def sharding(self) -> SingleDeviceSharding:
         return SingleDeviceSharding(default_device())
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> "Array":
+        """This array on ``device``: wjax has one device, so it is this array."""
+        target = getattr(device, "device_set", None)          # a sharding
+        targets = target if target is not None else {device}
+        if any(d is not None and d != default_device() for d in targets):
+            raise ValueError(f"to_device: wjax runs on one device ({default_device()}), "
+                             f"not {device!r}")
+        return self
+
+    # DLPack: WebGPU memory has no DLPack device type, so an export is a host copy
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)                   # kDLCPU, device 0: where the exported copy lives
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: bool | None = None):
+        if copy is False:
+            raise BufferError("wjax arrays live in WebGPU memory: a DLPack export is a host "
+                              "copy, so copy=False cannot be honoured")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"wjax exports DLPack on the CPU (1, 0), not {dl_device}")
+        host = np.array(self._value(), copy=True)
+        return host.__dlpack__() if max_version is None else \
+            host.__dlpack__(max_version=max_version)
+
     def tolist(self) -> Any:
         return self._value().tolist()
 

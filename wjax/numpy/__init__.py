@@ -13,6 +13,7 @@
     setops        unique, union1d, intersect1d, setdiff1d, setxor1d, isin
     indexing      x[...] and x.at[...]
     linalg        jnp.linalg
+    interop       from_dlpack, __array_namespace_info__
     array_methods the operators and methods of Array and Tracer, installed from here
 """
 import sys as _sys
@@ -20,7 +21,7 @@ import sys as _sys
 from . import array_methods as _array_methods
 from . import _util, creation, grids, manipulation, products, reductions, scalars, setops
 from . import shapes, sorting, ufuncs
-from . import indexing, linalg
+from . import indexing, interop, linalg
 from ._util import *
 from .creation import *
 from .scalars import *
@@ -32,11 +33,12 @@ from .products import *
 from .sorting import *
 from .manipulation import *
 from .setops import *
+from .interop import __array_namespace_info__, from_dlpack
 
 __array_api_version__ = "2023.12"
 
 __all__ = [n for m in (_util, creation, scalars, ufuncs, shapes, reductions, grids, products,
                        sorting, manipulation, setops) for n in m.__all__]
-__all__.append("__array_api_version__")
+__all__ += ["__array_api_version__", "__array_namespace_info__", "from_dlpack"]
 
 _array_methods.install_all(_sys.modules[__name__])   # operators and methods of Array and Tracer
