@@ -37,10 +37,14 @@ from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
 from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
+from .api import linalg as _linalg_rules
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize
 numpy.__all__.append("vectorize")
+# so are eigh and svd with JAX's derivative rules (custom_jvp, the api layer)
+for _name in _linalg_rules.__all__:
+    setattr(numpy.linalg, _name, getattr(_linalg_rules, _name))
 
 __version__ = version.__version__               # the JAX API level (libraries branch on it)
 __version_info__ = version._version_as_tuple

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jax.example_libraries import optimizers, stax
 
 rng = np.random.RandomState(0)
-images = rng.randn(32, 8, 8, 1).astype(np.float32)
-labels = np.eye(10, dtype=np.float32)[rng.randint(0, 10, 32)]
+images = rng.randn(64, 8, 8, 1).astype(np.float32)
+labels = np.eye(10, dtype=np.float32)[rng.randint(0, 10, 64)]
 
 init_random_params, predict = stax.serial(
     stax.Conv(4, (3, 3), padding="SAME"), stax.BatchNorm(), stax.Relu,

@@ -342,6 +342,13 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     return dynamic_slice(operand, starts, sizes)
 
 
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at ``index`` along ``axis`` (a traced index; kept as a size-1 axis or not)."""
+    axis = axis % _aval(operand).ndim
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     a = _aval(operand)
     starts = [np.int32(0)] * a.ndim

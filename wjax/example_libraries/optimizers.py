@@ -15,24 +15,34 @@ from .. import numpy as jnp
 from .. import tree as jtree
 from ..tree_util import register_pytree_node
 
-__all__ = ["JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax",
+__all__ = ["Array", "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn",
+           "Schedule", "State", "Step", "UpdateFn", "Updates", "adagrad", "adam", "adamax",
            "clip_grads", "constant", "exponential_decay", "inverse_time_decay", "l2_norm",
            "make_schedule", "momentum", "nesterov", "optimizer", "pack_optimizer_state",
            "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd",
            "sm3", "unpack_optimizer_state"]
-
-Schedule = Callable[[int], Any]
 
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
 register_pytree_node(OptimizerState,
                      lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
                      lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
 
+# JAX's type names for the pieces of an optimizer
+Array = Any
+Params = Any   # a pytree of arrays
+State = Any    # one array's optimizer state
+Updates = Params
+InitFn = Callable[[Params], OptimizerState]
+Step = int
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
+Schedule = Callable[[Step], float]
+
 
 class Optimizer(NamedTuple):
-    init_fn: Callable
-    update_fn: Callable
-    params_fn: Callable
+    init_fn: InitFn
+    update_fn: UpdateFn
+    params_fn: ParamsFn
 
 
 def _flatten_each(states):
@@ -188,8 +198,9 @@ def sm3(step_size, momentum=0.9):
     step_size = make_schedule(step_size)
 
     def along(ndim, v, axis):
+        # v along ``axis`` of an ndim-array; as JAX splices, a scalar's gradient keeps v whole
         idx = [None] * ndim
-        idx[axis] = slice(None)
+        idx[axis:axis + 1] = [slice(None)]
         return v[tuple(idx)]
 
     def init(x0):
@@ -284,7 +295,7 @@ def unpack_optimizer_state(opt_state):
 def pack_optimizer_state(marked_pytree):
     """The inverse of ``unpack_optimizer_state``."""
     marks, tree = jtree.flatten(marked_pytree, is_leaf=lambda x: isinstance(x, JoinPoint))
-    if not all(isinstance(m, JoinPoint) for m in marks):
-        raise TypeError("pack_optimizer_state: every leaf must be a JoinPoint")
+    if not all(isinstance(m, JoinPoint) for m in marks):   # JAX asserts this
+        raise AssertionError("pack_optimizer_state: every leaf must be a JoinPoint")
     states, subtrees = _flatten_each([m.subtree for m in marks])
     return OptimizerState(states, tree, subtrees)

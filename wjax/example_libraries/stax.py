@@ -4,8 +4,6 @@
 splits and initializers as JAX, so one key gives JAX's parameters); ``apply_fun(params,
 inputs, **kwargs)`` computes the layer (``rng=`` for Dropout).  Layers compose with
 ``serial``, ``parallel`` and ``shape_dependent``."""
-from __future__ import annotations
-
 import functools
 import math
 
@@ -15,11 +13,20 @@ from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softm
                   standardize)
 from ..nn.initializers import glorot_normal, normal, ones, zeros
 
+# JAX's older names, kept by its stax for backwards compatibility
+glorot = glorot_normal
+randn = normal
+logsoftmax = log_softmax
+
 __all__ = ["AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense",
            "Dropout", "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu",
            "GeneralConv", "GeneralConvTranspose", "Identity", "LeakyRelu", "LogSoftmax",
            "MaxPool", "Relu", "Selu", "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh",
-           "elementwise", "parallel", "serial", "shape_dependent"]
+           "elementwise", "parallel", "serial", "shape_dependent",
+           # what JAX's stax has in its namespace besides its layers
+           "elu", "gelu", "glorot", "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax",
+           "normal", "ones", "randn", "relu", "selu", "sigmoid", "softmax", "softplus",
+           "standardize", "zeros"]
 
 
 def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
@@ -42,38 +49,49 @@ def _kernel_shape(specs, out_chan, filter_shape, input_shape):
             for c in rhs_spec]
 
 
-def _conv_layer(shape_fn, conv_fn):
-    def layer(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-              W_init=None, b_init=normal(1e-6)):
-        _, rhs_spec, out_spec = dimension_numbers
-        strides = strides or (1,) * len(filter_shape)
-        W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+def _conv_layer(dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+                shape_fn, conv_fn):
+    _, rhs_spec, out_spec = dimension_numbers
+    strides = strides or (1,) * len(filter_shape)
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
-        def init_fun(rng, input_shape):
-            kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-            out_shape = shape_fn(input_shape, kernel_shape, strides, padding, dimension_numbers)
-            bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-            k1, k2 = random.split(rng)
-            return out_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+    def init_fun(rng, input_shape):
+        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
+        out_shape = shape_fn(input_shape, kernel_shape, strides, padding, dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        return out_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
-        def apply_fun(params, inputs, **kwargs):
-            W, b = params
-            return conv_fn(inputs, W, strides, padding, dimension_numbers) + b
-        return init_fun, apply_fun
-    return layer
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return conv_fn(inputs, W, strides) + b
+    return init_fun, apply_fun
 
 
-GeneralConv = _conv_layer(
-    lax.conv_general_shape_tuple,
-    lambda x, W, strides, padding, dn: lax.conv_general_dilated(
-        x, W, strides, padding, (1,) * len(strides), (1,) * len(strides), dimension_numbers=dn))
-GeneralConv.__doc__ = "A convolution layer with the given dimension numbers."
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+    """A convolution layer with the given ``(lhs, rhs, out)`` dimension numbers."""
+    one = (1,) * len(filter_shape)
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+        lax.conv_general_shape_tuple,
+        lambda x, W, strides: lax.conv_general_dilated(x, W, strides, padding, one, one,
+                                                       dimension_numbers=dimension_numbers))
+
+
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
-GeneralConvTranspose = _conv_layer(
-    lax.conv_transpose_shape_tuple,
-    lambda x, W, strides, padding, dn: lax.conv_transpose(x, W, strides, padding,
-                                                          dimension_numbers=dn))
-GeneralConvTranspose.__doc__ = "A transposed-convolution layer."
+
+
+def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
+                         padding="VALID", W_init=None, b_init=normal(1e-6)):
+    """A transposed-convolution layer with the given ``(lhs, rhs, out)`` dimension numbers."""
+    return _conv_layer(
+        dimension_numbers, out_chan, filter_shape, strides, padding, W_init, b_init,
+        lax.conv_transpose_shape_tuple,
+        lambda x, W, strides: lax.conv_transpose(x, W, strides, padding,
+                                                 dimension_numbers=dimension_numbers))
+
+
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
 ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
 

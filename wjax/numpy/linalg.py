@@ -33,7 +33,7 @@ from .shapes import (
     swapaxes,
     take_along_axis,
 )
-from . import reductions
+from . import reductions, sorting
 from .reductions import prod
 from .products import cross, dot, matmul, matrix_transpose, outer, tensordot, vecdot
 
@@ -116,9 +116,11 @@ def norm(x, ord=None, axis=None, keepdims=False):
         out = (reductions.max if ord == np.inf else reductions.min)(s, axis=r, keepdims=True)
         out = out if keepdims else squeeze(out, (r, c))
     elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"wjax: matrix norm ord={ord!r} needs an SVD, which wjax does not have"
-        )
+        sv = svd(moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
+        out = (reductions.max(sv, axis=-1) if ord == 2 else reductions.min(sv, axis=-1)
+               if ord == -2 else reductions.sum(sv, axis=-1))
+        if keepdims:
+            out = expand_dims(expand_dims(out, builtins.min(r, c)), builtins.max(r, c))
     else:
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     return out
@@ -298,29 +300,230 @@ def tensorinv(a, ind=2):
 
 def cond(x, p=None):
     if p in (None, 2, -2):
-        raise NotImplementedError("wjax: cond with p=None/2/-2 needs an SVD")
+        s = svd(x, compute_uv=False)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p in (None, 2) else small / big
     return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
 
 
-def _no_svd(name):
-    def f(*a, **k):
-        raise NotImplementedError(
-            f"wjax: jnp.linalg.{name} is not implemented (no SVD/eigen solver)"
-        )
+# --------------------------------------------------------------------------- Jacobi
 
+_SWEEPS = 10        # cyclic Jacobi converges quadratically: float32 needs well under ten
+
+
+def _tournament(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """A round-robin schedule of ``m`` (even) indices: ``m - 1`` rounds, each pairing every
+    index with one partner.  Returns ``(partner, is_first)``, both ``(m - 1, m)``."""
+    partner = np.zeros((m - 1, m), np.int32)
+    first = np.zeros((m - 1, m), bool)
+    others = list(range(1, m))
+    for r in range(m - 1):
+        ring = [0] + others[r:] + others[:r]
+        for i in range(m // 2):
+            p, q = sorted((ring[i], ring[m - 1 - i]))
+            partner[r, p], partner[r, q] = q, p
+            first[r, p] = True
+    return partner, first
+
+
+def _jacobi(x, gram, sweeps: int = _SWEEPS):
+    """Cyclic Jacobi rotations over column pairs, in rounds of disjoint pairs.
+
+    With ``gram=False`` ``x`` is symmetric and each round applies ``J^T x J`` (two-sided:
+    eigh); with ``gram=True`` each round applies ``x J``, orthogonalizing the columns (one-sided,
+    Hestenes: svd).  Each rotation zeroes the pair's entry of ``x`` (resp. of ``x^T x``).
+    Returns the rotated ``x`` and the accumulated rotations ``V`` (``(..., m, m)``)."""
+    *batch, rows, m = x.shape
+    partner_t, first_t = _tournament(m)
+    partner_t, first_t = asarray(partner_t), asarray(first_t)
+    cols = arange(m, dtype=np.int32)
+    eye_m = astype(cols[:, None] == cols[None, :], x.dtype)
+    v0 = broadcast_to(eye_m, (*batch, m, m))
+
+    def step(k, carry):
+        a, v = carry
+        r = k % (m - 1)
+        partner = lax.dynamic_index_in_dim(partner_t, r, keepdims=False)
+        first = lax.dynamic_index_in_dim(first_t, r, keepdims=False)
+        pmat = astype(cols[None, :] == partner[:, None], x.dtype)       # [i, partner(i)] = 1
+        if gram:
+            d = reductions.sum(a * a, axis=-2)                          # column norms^2
+            off = reductions.sum(a * matmul(a, swapaxes(pmat, -1, -2)), axis=-2)
+        else:
+            d = shapes.diagonal(a, 0, -2, -1)
+            off = reductions.sum(a * pmat, axis=-1)                     # a[i, partner(i)]
+        d_partner = reductions.sum(d[..., None, :] * pmat, axis=-1)
+        gap = _where_xy(first, d_partner - d, d - d_partner)           # the pair's a_qq - a_pp
+        nonzero = off != 0
+        theta = gap / (2.0 * _where_xy(nonzero, off, 1.0))
+        t = _where_xy(theta >= 0, 1.0, -1.0) / (ufuncs.abs(theta) + sqrt(theta * theta + 1.0))
+        t = _where_xy(nonzero, t, 0.0)
+        c = 1.0 / sqrt(t * t + 1.0)
+        sgn = _where_xy(first, t * c, -(t * c))
+        j = eye_m * c[..., None, :] + pmat * sgn[..., :, None]          # J[i,i]=c, J[p,q]=s
+        a = matmul(a, j) if gram else matmul(matmul(swapaxes(j, -1, -2), a), j)
+        return a, matmul(v, j)
+    return lax.fori_loop(0, sweeps * (m - 1), step, (x, v0))
+
+
+def _pad_even(a, gram):
+    """Pads the last axis (and, two-sided, the one before) to an even length with zeros: the
+    padded index stays decoupled (its rotations are identities)."""
+    n = a.shape[-1]
+    if n % 2 == 0:
+        return a
+    cfg = [(0, 0, 0)] * (a.ndim - 2) + [(0, 0 if gram else 1, 0), (0, 1, 0)]
+    return lax.pad(a, np.zeros((), a.dtype), cfg)
+
+
+def _eigh_values_vectors(a):
+    n = a.shape[-1]
+    if n == 0:
+        return zeros(a.shape[:-1], a.dtype), a
+    rotated, v = _jacobi(_pad_even(a, False), gram=False)
+    w = shapes.diagonal(rotated, 0, -2, -1)[..., :n]
+    v = v[..., :n, :n]
+    order = sorting.argsort(w, axis=-1)
+    return take_along_axis(w, order, -1), take_along_axis(v, order[..., None, :], -1)
+
+
+def eigh(a, UPLO=None, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices, by cyclic Jacobi
+    rotations on the device (``wjax.api.linalg`` adds JAX's derivative rule)."""
+    a = _square("eigh", a)
+    if symmetrize_input:
+        a = (a + swapaxes(a, -1, -2)) / 2.0
+    else:
+        lower = UPLO is None or UPLO == "L"
+        tri = creation.tril(a) if lower else creation.triu(a)
+        a = tri + swapaxes(tri, -1, -2) - tri * astype(
+            arange(a.shape[-1])[:, None] == arange(a.shape[-1])[None, :], a.dtype)
+    return EighResult(*_eigh_values_vectors(a))
+
+
+class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+def eigvalsh(a, UPLO=None, *, symmetrize_input: bool = True):
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+class SVDResult(NamedTuple):
+    U: object
+    S: object
+    Vh: object
+
+
+def _svd_tall(a):
+    """``(u, s, vt)`` of ``a`` (..., m, n) with m >= n: one-sided Jacobi on the columns, then
+    QR of the rotated columns (orthogonal already) for U, which also completes U where a
+    singular value is zero."""
+    n = a.shape[-1]
+    b, v = _jacobi(_pad_even(a, True), gram=True)
+    b, v = b[..., :n], v[..., :n, :n]
+    # columns by decreasing norm, so that zero columns (rank deficiency) come last and the QR
+    # of these orthogonal columns is diagonal
+    order = sorting.argsort(-reductions.sum(b * b, axis=-2), axis=-1)
+    b = take_along_axis(b, order[..., None, :], -1)
+    v = take_along_axis(v, order[..., None, :], -1)
+    q, r = qr(b, mode="complete")
+    s_signed = shapes.diagonal(r, 0, -2, -1)
+    sign = _where_xy(s_signed < 0, -1.0, 1.0)
+    return q[..., :, :n] * sign[..., None, :], ufuncs.abs(s_signed), v, q[..., :, n:]
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition by one-sided Jacobi rotations on the device (singular
+    values descending; ``wjax.api.linalg`` adds JAX's derivative rule)."""
+    a = _float(asarray(a))
+    if a.ndim < 2:
+        raise TypeError(f"Input 0 to svd must have rank at least 2, but got shape={a.shape}")
+    m, n = a.shape[-2:]
+    wide = m < n
+    if wide:
+        a = swapaxes(a, -1, -2)
+    if min(m, n) == 0:
+        s = zeros(a.shape[:-2] + (0,), a.dtype)
+        if not compute_uv:
+            return s
+        eye_m, eye_n = (astype(arange(k)[:, None] == arange(k)[None, :], a.dtype)
+                        for k in (m, n))
+        return SVDResult(broadcast_to(eye_m, a.shape[:-2] + (m, m)), s,
+                         broadcast_to(eye_n, a.shape[:-2] + (n, n)))
+    u, s, v, rest = _svd_tall(a)
+    if not compute_uv:
+        return s
+    if full_matrices:
+        u = creation.asarray(shapes.concatenate([u, rest], axis=-1))
+    if wide:
+        u, v = v, u
+    return SVDResult(u, s, swapaxes(v, -1, -2))
+
+
+def svdvals(x, /):
+    return svd(x, compute_uv=False)
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse (singular values below ``rtol * max`` dropped)."""
+    a = _float(asarray(a))
+    m, n = a.shape[-2:]
+    cutoff = rtol if rtol is not None else rcond
+    if cutoff is None:
+        cutoff = 10 * builtins.max(m, n) * float(np.finfo(np.float32).eps)
+    u, s, vh = svd(a, full_matrices=False)
+    keep = s > asarray(cutoff, a.dtype) * reductions.max(s, axis=-1, keepdims=True)
+    s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
+    return matmul(swapaxes(vh, -1, -2) * s_inv[..., None, :], swapaxes(u, -1, -2))
+
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    """The number of singular values above ``tol`` (default: JAX's ``max * max(m, n) * eps``)."""
+    M = _float(asarray(M))
+    if M.ndim < 2:
+        return reductions.sum(M != 0, dtype=np.int32)
+    s = svd(M, compute_uv=False)
+    if tol is None:
+        r = rtol if rtol is not None else builtins.max(M.shape[-2:]) * float(
+            np.finfo(np.float32).eps)
+        tol = reductions.max(s, axis=-1, keepdims=True) * asarray(r, s.dtype)
+    return reductions.sum(s > tol, axis=-1, dtype=np.int32)
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+    """Least squares ``argmin |a x - b|`` through the SVD: ``(x, residuals, rank, s)``."""
+    a, b = _float(asarray(a)), _float(asarray(b))
+    if a.ndim != 2 or b.ndim not in (1, 2):
+        raise TypeError(f"lstsq: a must be 2-D and b 1-D or 2-D, got {a.shape} and {b.shape}")
+    vec = b.ndim == 1
+    b2 = b[:, None] if vec else b
+    m, n = a.shape
+    if rcond is None:
+        rcond = float(np.finfo(np.float32).eps) * builtins.max(m, n)
+    u, s, vh = svd(a, full_matrices=False)
+    keep = s > asarray(rcond, a.dtype) * reductions.max(s)
+    s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
+    x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
+    rank = reductions.sum(keep, dtype=np.int32)
+    resid = reductions.sum((matmul(a, x) - b2) ** 2, axis=0)
+    if numpy_resid and (rank < n or m <= n):
+        resid = zeros((0,), a.dtype)
+    return (x[:, 0] if vec else x), (resid[0] if vec and resid.ndim and resid.shape[0] else
+                                      resid), rank, s
+
+
+def _cpu_only(name):
+    def f(*a, **k):
+        raise NotImplementedError(f"wjax: jnp.linalg.{name} (non-symmetric eigenproblems) is "
+                                  f"not implemented")
     f.__name__ = name
     return f
 
 
-svd = _no_svd("svd")
-svdvals = _no_svd("svdvals")
-eig = _no_svd("eig")
-eigh = _no_svd("eigh")
-eigvals = _no_svd("eigvals")
-eigvalsh = _no_svd("eigvalsh")
-pinv = _no_svd("pinv")
-lstsq = _no_svd("lstsq")
-matrix_rank = _no_svd("matrix_rank")
+eig = _cpu_only("eig")
+eigvals = _cpu_only("eigvals")
 
 
 def qr(a, mode: str = "reduced"):

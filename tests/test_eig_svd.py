@@ -1,0 +1,113 @@
+"""eigh/eigvalsh (two-sided Jacobi) and svd/svdvals (one-sided Jacobi) on the device, with
+pinv, matrix_rank, lstsq, cond and the 2/nuclear norms built on them, against NumPy (float64)
+and real JAX: values, reconstruction and orthogonality, batches, vmap and jit, JAX's
+derivative rules, ill-conditioned and repeated-eigenvalue inputs, and the bad calls."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+
+RNG = np.random.RandomState(0)
+
+
+def _sym(n, batch=()):
+    a = RNG.randn(*batch, n, n).astype(np.float32)
+    return a + np.swapaxes(a, -1, -2)
+
+
+@pytest.mark.parametrize("n,batch", [(1, ()), (2, ()), (3, ()), (6, ()), (9, ()), (4, (2, 3))])
+def test_eigh_values_and_vectors(n, batch):
+    a = _sym(n, batch)
+    w, v = jnp.linalg.eigh(a)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a.astype(np.float64)), rtol=1e-5,
+                               atol=2e-5)
+    np.testing.assert_allclose(np.asarray(v) @ np.swapaxes(np.asarray(v), -1, -2),
+                               np.broadcast_to(np.eye(n), a.shape), atol=2e-5)
+    np.testing.assert_allclose(np.asarray(a) @ np.asarray(v), np.asarray(v) * np.asarray(w)[
+        ..., None, :], atol=1e-4)
+
+
+def test_eigh_repeated_and_ill_conditioned():
+    np.testing.assert_allclose(jnp.linalg.eigvalsh(np.eye(4, dtype=np.float32) * 3), 3 * np.ones(4))
+    hilbert = 1.0 / (np.arange(6)[:, None] + np.arange(6)[None, :] + 1.0)
+    w = jnp.linalg.eigvalsh(hilbert.astype(np.float32))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(hilbert), rtol=2e-3, atol=1e-7)
+    assert (np.diff(np.asarray(w)) >= 0).all()
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3), (6, 1), (1, 6), (7, 7)])
+def test_svd_matches_numpy_and_jax(shape):
+    a = RNG.randn(*shape).astype(np.float32)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(s, np.linalg.svd(a.astype(np.float64), compute_uv=False),
+                               rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s)[..., None, :] @ np.asarray(vh), a,
+                               atol=1e-4)
+    uf, sf, vhf = jnp.linalg.svd(a)
+    ju, js, jvh = jjnp.linalg.svd(a)
+    assert uf.shape == ju.shape and vhf.shape == jvh.shape
+    k = uf.shape[-1]
+    np.testing.assert_allclose(np.swapaxes(np.asarray(uf), -1, -2) @ np.asarray(uf),
+                               np.broadcast_to(np.eye(k), uf.shape[:-2] + (k, k)), atol=2e-5)
+    np.testing.assert_allclose(jnp.linalg.svdvals(a), js, rtol=1e-5, atol=2e-5)
+
+
+def test_svd_ill_conditioned_and_rank_deficient():
+    hilbert = (1.0 / (np.arange(7)[:, None] + np.arange(7)[None, :] + 1.0)).astype(np.float32)
+    s = jnp.linalg.svdvals(hilbert)
+    np.testing.assert_allclose(s[:4], np.linalg.svd(hilbert.astype(np.float64),
+                                                    compute_uv=False)[:4], rtol=1e-4)
+    low = np.outer(np.arange(1.0, 4.0), np.arange(1.0, 5.0)).astype(np.float32)
+    assert int(jnp.linalg.matrix_rank(low)) == int(jjnp.linalg.matrix_rank(low)) == 1
+    u, s, vh = jnp.linalg.svd(low, full_matrices=False)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), low, atol=1e-4)
+
+
+def _derived(jx, np_):
+    a = np.random.RandomState(3).randn(4, 3).astype(np.float32)
+    return [jx.numpy.linalg.pinv(a), jx.numpy.linalg.lstsq(a, np.arange(4.0, dtype=np.float32))[0],
+            jx.numpy.linalg.cond(a), jx.numpy.linalg.norm(a, 2), jx.numpy.linalg.norm(a, "nuc"),
+            jx.numpy.linalg.norm(a, -2), jx.vmap(jx.numpy.linalg.eigvalsh)(
+                np.stack([np.eye(3, dtype=np.float32), 2 * np.eye(3, dtype=np.float32)])),
+            jx.jit(jx.numpy.linalg.svdvals)(a)]
+
+
+def test_derived_functions_match_jax():
+    for g, w in zip(_derived(wjax, jnp), _derived(jax, jjnp)):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+
+
+def _grads(jx, np_):
+    r = np.random.RandomState(1)
+    a = r.randn(4, 4).astype(np.float32)
+    out = [jx.grad(lambda a: jx.numpy.linalg.eigh(a)[0] @ np_.arange(4.0))(a),
+           jx.grad(lambda a: (np_.abs(jx.numpy.linalg.eigh(a)[1]) * np_.arange(16.0).reshape(
+               4, 4)).sum())(a)]
+    for shape in [(5, 3), (3, 5), (4, 4)]:
+        b = r.randn(*shape).astype(np.float32)
+        out.append(jx.grad(lambda b: jx.numpy.linalg.svd(b, compute_uv=False)[:3]
+                           @ np_.arange(1.0, 4.0))(b))
+        out.append(jx.grad(lambda b: (jx.numpy.linalg.svd(b, full_matrices=False)[0] ** 2
+                                      * np_.arange(b.shape[0] * min(b.shape)).reshape(
+                                          b.shape[0], -1)).sum()
+                           + np_.abs(jx.numpy.linalg.svd(b, full_matrices=False)[2]).sum())(b))
+    out.append(jx.grad(lambda b: jx.numpy.linalg.pinv(b).sum())(r.randn(4, 3).astype(np.float32)))
+    return out
+
+
+def test_gradients_follow_jax_rules():
+    for g, w in zip(_grads(wjax, jnp), _grads(jax, jjnp)):
+        np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-3)
+
+
+def test_bad_calls_raise_like_jax():
+    for mod in (jnp, jjnp):
+        with pytest.raises(TypeError):
+            mod.linalg.svd(np.ones(3, np.float32))
+        with pytest.raises(TypeError):
+            mod.linalg.eigh(np.ones((2, 3), np.float32))
+    with pytest.raises(NotImplementedError, match="non-symmetric"):
+        jnp.linalg.eig(np.eye(2, dtype=np.float32))
