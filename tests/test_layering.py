@@ -33,7 +33,7 @@ LAYERS = [
     ("scipy",),
     ("nn",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
-     "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
+     "flatten_util", "sharding", "test_util", "typing", "version", "experimental", "api_util",
      "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
      "example_libraries"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)

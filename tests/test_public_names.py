@@ -338,3 +338,65 @@ def test_initializer_protocol():
     init: Initializer = glorot_uniform()
     assert init(wjax.random.key(0), (2, 3)).shape == (2, 3)
     assert "Initializer" in wjax.nn.initializers.__all__
+
+
+def test_flax_internals_api_util_and_partial_eval_like_jax():
+    """flax's lifted scan traces its body through api_util.flatten_fun_nokwargs and
+    pe.trace_to_jaxpr_nounits: outputs of the known inputs come back as known values."""
+    from jax.extend import linear_util as jlu
+    from jax.interpreters import partial_eval as jpe
+    from wjax.extend import linear_util as wlu
+    from wjax.interpreters import partial_eval as wpe
+
+    results = []
+    for lib, lu, pe, np_ in ((wjax, wlu, wpe, jnp), (jax, jlu, jpe, jjnp)):
+        f = lambda carry, xs, np_=np_: ({"c": carry * 2.0, "k": np_.ones(3) * 5.0}, xs.sum())
+        tree = lib.tree_util.tree_structure((np.float32(1.0), np.ones(4, np.float32)))
+        info = lib.api_util.debug_info("scan", f, (tree,), {})
+        assert info.traced_for == "scan"
+        flat, out_tree = lib.api_util.flatten_fun_nokwargs(lu.wrap_init(f, debug_info=info), tree)
+        avals = [lib.core.ShapedArray((), np.float32), lib.core.ShapedArray((4,), np.float32)]
+        assert all(isinstance(a, lib.core.AbstractValue) for a in avals)
+        _, out_pvals, _ = pe.trace_to_jaxpr_nounits(flat, [pe.PartialVal.unknown(a)
+                                                            for a in avals])
+        known = [None if pv is not None else np.asarray(c) for pv, c in out_pvals]
+        results.append((lib.tree_util.tree_unflatten(out_tree(), known), out_tree()))
+    (wk, wtree), (jk, jtree) = results
+    assert str(wtree).replace("PyTreeDef", "") == str(jtree).replace("PyTreeDef", "")
+    assert wk[0]["c"] is None and jk[0]["c"] is None and wk[1] is None and jk[1] is None
+    np.testing.assert_array_equal(wk[0]["k"], jk[0]["k"])
+
+
+def test_hijax_names_import_and_refuse_use():
+    from wjax.experimental import hijax as whjx
+    from jax.experimental import hijax as jhjx
+    assert {n for n in dir(jhjx) if not n.startswith("_")} <= set(dir(whjx))
+
+    class Mine(whjx.HiPrimitive):
+        def abstract_eval(self, x):
+            return x
+    with pytest.raises(NotImplementedError, match="high-level types"):
+        Mine("mine").bind(jnp.ones(2))
+    assert issubclass(whjx.MutableHiType, whjx.HiType)
+    assert isinstance(wjax.core.ShapedArray((2,), np.float32), whjx.AbstractValue)
+
+
+def test_out_sharding_and_device_arguments_are_accepted_like_jax():
+    x = jnp.arange(6.0).reshape(2, 3)
+    for lib, np_ in ((wjax, jnp), (jax, jjnp)):
+        got = [np_.zeros((2, 2), out_sharding=None), np_.ones(3, device=None),
+               np_.reshape(np_.arange(6.0), (3, 2), out_sharding=None),
+               np_.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32),
+                          out_sharding=None),
+               lib.random.normal(lib.random.key(0), (3,), out_sharding=None),
+               lib.random.bernoulli(lib.random.key(1), 0.3, (5,), out_sharding=None),
+               lib.lax.broadcasted_iota(np.int32, (2, 3), 1, out_sharding=None)]
+        if lib is wjax:
+            wgot = got
+    for a, b in zip(wgot, got):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    assert repr(wjax.typeof(x).sharding) == repr(jax.typeof(jjnp.asarray(x)).sharding)
+    spec = wjax.typeof(x).sharding.update(spec=wjax.sharding.PartitionSpec(None))
+    assert spec.spec == wjax.sharding.PartitionSpec(None)
+    aval = wjax.core.ShapedArray((2,), np.float32, sharding=None, weak_type=True)
+    assert aval.weak_type and aval.shape == (2,)

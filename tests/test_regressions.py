@@ -8,7 +8,10 @@ The root causes, so a newcomer can see which class of bug each test guards:
   and tangent outputs from one equation; the transpose treated all of them as linear (it now
   splits such equations with their partial-evaluation rule, as ``linearize`` does);
 * weak types: ``jnp.logical_*`` promote both operands first and compare with a zero that is
-  weak only for a weak scalar (JAX's ``lax._const``).
+  weak only for a weak scalar (JAX's ``lax._const``);
+* constant folding: the NumPy reference of ``bitcast_convert_type`` gave a 1-element array
+  for a 0-d operand, so a folded scalar literal reached the kernel generator with shape (1,)
+  (a vmapped ``truncated_normal``, as flax's initializers draw, crashed the compile).
 """
 from __future__ import annotations
 
@@ -139,3 +142,18 @@ def test_logical_weak_types(f):
         got = getattr(jnp, f)(a, b)
         assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), (a, b)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_folded_scalar_bitcast_in_vmapped_truncated_normal():
+    def build(J, N, L):
+        def f(key):
+            bits = L.bitcast_convert_type(N.float32(-2.0), N.int32)     # folded at lowering
+            draw = J.random.truncated_normal(key, -2.0, 2.0, (3, 2))
+            return draw, L.select(draw > 0, N.full((3, 2), bits), N.zeros((3, 2), N.int32))
+        return lambda k: J.vmap(f)(J.random.split(k, 4))
+    import jax
+    import wjax
+    got = build(wjax, jnp, wjax.lax)(wjax.random.key(5))
+    want = build(jax, jax.numpy, jax.lax)(jax.random.key(5))
+    close(got, want, rtol=2e-6)
+    assert np.asarray(got[1]).dtype == np.int32 and (np.asarray(got[1]) <= 0).all()

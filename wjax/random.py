@@ -17,6 +17,8 @@ current threefry mode as static arguments.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 from collections.abc import Sequence
 
@@ -1618,3 +1620,41 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
 
 __all__ += ["poisson", "binomial", "multinomial"]
+
+
+# ------------------------------------------------------------------- out_sharding
+# JAX's samplers take ``out_sharding=`` (where the result is placed); with one device every
+# result is on it, so the argument is checked and the result is the same.
+_OUT_SHARDING_SAMPLERS = (
+    "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "dirichlet",
+    "exponential", "f", "gamma", "generalized_normal", "geometric", "gumbel", "laplace",
+    "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+    "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
+    "triangular", "truncated_normal", "uniform", "wald")
+
+
+def _check_out_sharding(name, out_sharding):
+    devices = getattr(out_sharding, "device_set", None)
+    if devices is not None and len(devices) > 1:
+        raise ValueError(f"{name}: out_sharding {out_sharding} spans {len(devices)} devices; "
+                         f"this wjax runtime has one device")
+
+
+def _with_out_sharding(fn):
+    @functools.wraps(fn)
+    def sampler(*args, out_sharding=None, **kwargs):
+        _check_out_sharding(fn.__name__, out_sharding)
+        return fn(*args, **kwargs)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = len(params) - (params and params[-1].kind == inspect.Parameter.VAR_KEYWORD)
+    params.insert(at, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                        default=None))
+    sampler.__signature__ = sig.replace(parameters=params)
+    return sampler
+
+
+for _name in _OUT_SHARDING_SAMPLERS:
+    if "out_sharding" not in inspect.signature(globals()[_name]).parameters:
+        globals()[_name] = _with_out_sharding(globals()[_name])
+del _name

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .array import Device, Sharding, SingleDeviceSharding, default_device
+from .core.ir import ShapedArray as _ShapedArray
 
 
 class AxisType(enum.Enum):
@@ -162,6 +163,11 @@ class NamedSharding(Sharding):
                     raise ValueError(f"Resource axis: {axis} of {self.spec} is not found in mesh: "
                                      f"{tuple(mesh.axis_names)}.")
 
+    def update(self, *, mesh: Mesh | AbstractMesh | None = None, spec: Any = None,
+               memory_kind: str | None = None) -> "NamedSharding":
+        return NamedSharding(self.mesh if mesh is None else mesh,
+                             self.spec if spec is None else spec)
+
     @property
     def device_set(self) -> set[Device]:
         if isinstance(self.mesh, Mesh):
@@ -176,6 +182,8 @@ class NamedSharding(Sharding):
         return hash((self.mesh, self.spec))
 
     def __repr__(self):
+        if isinstance(self.mesh, AbstractMesh):       # as JAX: an abstract one has no memory
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
 
@@ -200,6 +208,16 @@ use_mesh = set_mesh
 def make_single_device_sharding(device: Device) -> SingleDeviceSharding:
     return SingleDeviceSharding(device)
 
+
+def _aval_sharding(aval) -> NamedSharding:
+    """``jax.typeof(x).sharding``: a replicated sharding over the current abstract mesh (every
+    dimension unsplit), as JAX gives for arrays that were not sharded explicitly."""
+    return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * len(aval.shape)))
+
+
+# the abstract value is a core type; its ``sharding`` is installed from here, as the array
+# methods are installed by wjax.numpy
+_ShapedArray.sharding = property(_aval_sharding)
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
            "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",

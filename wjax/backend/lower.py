@@ -163,7 +163,8 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
                 and e.prim.fuse is not None):
             try:
                 val = np.asarray(e.prim.reference(*[a.val for a in invars], **e.params))
-                sub[e.outvars[0].id] = Lit(val.astype(e.outvars[0].aval.dtype), e.outvars[0].aval)
+                sub[e.outvars[0].id] = Lit(val.astype(e.outvars[0].aval.dtype).reshape(()),
+                                           e.outvars[0].aval)
                 continue
             except Exception:
                 pass

@@ -31,12 +31,22 @@ def short_dtype(dtype) -> str:
     return _SHORT.get(name, name)
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base of abstract values (``jax.core.AbstractValue``); wjax's are ``ShapedArray``."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and JAX's weak-type flag."""
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *,
+                 sharding: Any = None, vma: Any = frozenset(), memory_space: Any = None,
+                 manual_type: Any = None):
+        # ``sharding`` & co. are JAX's placement fields: on one device every value is replicated
+        # there (``wjax/sharding.py`` gives avals their ``sharding``), so they are accepted only
         self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
         self.dtype: np.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
         self.weak_type: bool = bool(weak_type)

@@ -205,7 +205,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
     )
 
 
-def broadcast(operand, sizes):
+def broadcast(operand, sizes, *, out_sharding=None):
     a = _aval(operand)
     return broadcast_in_dim(operand, tuple(sizes) + a.shape,
                             tuple(range(len(sizes), len(sizes) + a.ndim)))
@@ -277,7 +277,7 @@ def iota(dtype, size):
     )
 
 
-def broadcasted_iota(dtype, shape, dimension):
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
     return _p("iota").bind(dtype=dtypes.check_supported(dtype), shape=tuple(int(s) for s in shape),
                          dimension=int(dimension), sharding=None)
 
@@ -388,7 +388,7 @@ def _axes(axes):
     return tuple(int(a) for a in axes)
 
 
-def reduce_sum(operand, axes):
+def reduce_sum(operand, axes, *, out_sharding=None):
     return _p("reduce_sum").bind(operand, axes=_axes(axes), out_sharding=None)
 
 

@@ -84,7 +84,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count: int = 1,
-                         batch_group_count: int = 1, precision=None, preferred_element_type=None):
+                         batch_group_count: int = 1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     la, ra = _aval(lhs), _aval(rhs)
     dnums = _C.conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     nsp = la.ndim - 2

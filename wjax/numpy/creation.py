@@ -24,7 +24,8 @@ def _arraylike(name, x, pos=0):
     return asarray(x)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
     if object is None:
         raise ValueError("None is not a valid value for jnp.array")
     if _is_array(object):
@@ -89,7 +90,7 @@ def _flat(obj):
         yield obj
 
 
-def asarray(a, dtype=None, order=None, copy=None):
+def asarray(a, dtype=None, order=None, copy=None, *, device=None, out_sharding=None):
     if _is_array(a) and dtype is None:
         return a
     return array(a, dtype=dtype, copy=False)
@@ -120,7 +121,7 @@ def _shape(shape):
     return tuple(out)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     shape = _shape(shape)
     if _is_array(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
@@ -129,15 +130,15 @@ def full(shape, fill_value, dtype=None):
     return lax.broadcast_in_dim(np.asarray(fill_value, dt), shape, ())
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
     return full(shape, 0, _dt(dtype))
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
     return full(shape, 1, _dt(dtype))
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
     return zeros(shape, dtype)
 
 
@@ -145,12 +146,12 @@ def _like(a, dtype, shape):
     return (_dt(dtype, _aval(a).dtype), _aval(a).shape if shape is None else shape)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     dt, sh = _like(a, dtype, shape)
     return full(sh, 0, dt)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     dt, sh = _like(a, dtype, shape)
     return full(sh, 1, dt)
 
@@ -159,12 +160,12 @@ def empty_like(a, dtype=None, shape=None):
     return zeros_like(a, dtype, shape)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     dt, sh = _like(a, dtype, shape)
     return full(sh, fill_value, dt)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     for v in (start, stop, step):
         if isinstance(v, Tracer) and v.to_concrete_value() is None:
             raise concrete_error_for("arange", v)
@@ -243,7 +244,7 @@ def astype(x, dtype, copy=False, device=None):
     return lax.convert_element_type(x, dt)
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     a = _arraylike("broadcast_to", array)
     shape = _shape(shape)
     try:

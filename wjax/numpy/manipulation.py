@@ -20,7 +20,7 @@ from .reductions import mean, median
 from .sorting import _searchsorted_1d, nonzero
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
     a = _arraylike("repeat", a)
     if axis is None:
         a, axis = ravel(a), 0

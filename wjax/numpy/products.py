@@ -19,7 +19,7 @@ from .shapes import (
 from . import reductions
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     for x in (a, b):
         _check_arg("matmul", x)
     a, b = _arraylike("matmul", a), _arraylike("matmul", b)
@@ -58,7 +58,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return out
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _arraylike("dot", a), _arraylike("dot", b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
@@ -91,7 +91,8 @@ def outer(a, b, out=None):
     return multiply(a[:, None], b[None, :])
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
     a, b = _arraylike("tensordot", a), _arraylike("tensordot", b)
     if isinstance(axes, (int, np.integer)):
         k = int(axes)
@@ -185,7 +186,7 @@ def vecmat(x1, x2, /):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
     """Contracts the operands pairwise, left to right: each pair is one ``dot_general`` (labels
     shared and still needed later batch, the other shared labels contract); labels no later
     term needs are summed out of a term first."""

@@ -464,7 +464,7 @@ def nanquantile(
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-               interpolation=None):
+               interpolation=None, out_sharding=None):
     q = true_divide(q, 100.0)
     return quantile(a, q, axis=axis, method=interpolation or method, keepdims=keepdims)
 

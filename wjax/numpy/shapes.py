@@ -49,7 +49,7 @@ def _axes(axis, nd):
     return (_axis(operator.index(axis), nd),)
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
     if shape is None:
         shape = newshape
     a = _arraylike("reshape", a)
@@ -83,7 +83,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return lax.reshape(a, shape)
 
 
-def ravel(a, order="C"):
+def ravel(a, order="C", *, out_sharding=None):
     return reshape(a, (-1,))
 
 

@@ -303,7 +303,7 @@ def _unique_axis(a, axis, return_index, return_inverse, return_counts, size, fil
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     x = _arraylike("bincount", x)
     if not dtypes.is_int(x.dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")

@@ -47,9 +47,20 @@ def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
     return W.wrap_narrow(e, dst)
 
 
-bitcast_convert_type_p.reference = lambda x, new_dtype: np.ascontiguousarray(x).view(
-    np.dtype(new_dtype)
-)
+def _bitcast_reference(x, new_dtype):
+    """NumPy's ``view`` with JAX's shapes: equal widths keep the shape (0-d included), a
+    narrower target adds a last axis, a wider one consumes it."""
+    x = np.asarray(x)
+    src, dst = x.dtype, np.dtype(new_dtype)
+    y = np.ascontiguousarray(x).view(dst)
+    if src.itemsize == dst.itemsize:
+        return y.reshape(x.shape)
+    if src.itemsize > dst.itemsize:
+        return y.reshape(x.shape + (src.itemsize // dst.itemsize,))
+    return y.reshape(x.shape[:-1])
+
+
+bitcast_convert_type_p.reference = _bitcast_reference
 _batching.defvectorized(bitcast_convert_type_p)
 
 
