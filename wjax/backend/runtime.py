@@ -8,6 +8,7 @@ handed to later work straight away.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import os
@@ -516,4 +517,23 @@ def get() -> Runtime:
     global _runtime
     if _runtime is None:
         _runtime = Runtime()
+        atexit.register(_drain_at_exit)
     return _runtime
+
+
+def _drain_at_exit() -> None:
+    """Before the interpreter tears down, work already submitted must finish: lavapipe
+    compiles and runs it on its own threads, and a process that exits while one of them is
+    inside LLVM crashes (SIGSEGV in LLVM's code generator, from its static destructors).
+    Work recorded but never submitted is dropped -- nothing can read its results any more."""
+    rt = _runtime
+    if rt is None:
+        return
+    try:
+        with rt._lock:
+            rt._pass = None
+            rt._encoder = None
+            rt._pending = 0
+            rt.synchronize()
+    except Exception:       # a lost device at exit: nothing left to wait for
+        pass
