@@ -11,6 +11,10 @@ import numpy as np
 F = np.float32
 
 
+def _io_callback(J):
+    return __import__(J.__name__ + ".experimental", fromlist=["io_callback"]).io_callback
+
+
 def _a(n, m=None):
     return (lambda jnp: jnp.arange(float(n)).reshape(m) if m else jnp.arange(float(n)))
 
@@ -19,6 +23,8 @@ CASES = {
     # ------------------------------------------------------------------ broadcasting, shapes
     "add_incompatible": lambda J, N, L: N.ones(3) + N.ones(4),
     "add_incompatible_2d": lambda J, N, L: N.ones((2, 3)) * N.ones((3, 2)),
+    "add_incompatible_ranks": lambda J, N, L: N.ones((2, 3)) + N.ones(4),     # ValueError
+    "lax_add_mixed_dtypes": lambda J, N, L: L.add(N.int32(1), N.float32(1)),
     "where_incompatible": lambda J, N, L: N.where(N.ones(3) > 0, N.ones(2), 0.0),
     "broadcast_to_smaller": lambda J, N, L: N.broadcast_to(N.ones(3), (2,)),
     "broadcast_to_negative": lambda J, N, L: N.broadcast_to(N.ones(3), (-1, 3)),
@@ -52,6 +58,8 @@ CASES = {
     # ------------------------------------------------------------------ creation
     "zeros_negative": lambda J, N, L: N.zeros(-1),
     "zeros_float_shape": lambda J, N, L: N.zeros(2.5),
+    "array_with_none": lambda J, N, L: N.array([1, None]),
+    "zeros_traced_shape": lambda J, N, L: J.jit(lambda n: N.zeros(n))(3),
     "zeros_scalar_shape": lambda J, N, L: N.zeros(()),
     "ones_tuple_negative": lambda J, N, L: N.ones((2, -3)),
     "full_bad_fill": lambda J, N, L: N.full((2,), "x"),
@@ -84,6 +92,9 @@ CASES = {
     # ------------------------------------------------------------------ indexing
     "index_oob_int_ok": lambda J, N, L: N.arange(5)[10],
     "index_too_many": lambda J, N, L: N.arange(5)[0, 0],
+    "take_float_indices": lambda J, N, L: N.take(N.ones(3), 1.5),
+    "setitem": lambda J, N, L: N.ones(3).__setitem__(0, 1.0),
+    "bool_index_under_jit": lambda J, N, L: J.jit(lambda x: x[x > 0])(N.ones(3)),
     "index_float": lambda J, N, L: N.arange(5)[1.5],
     "index_float_array": lambda J, N, L: N.arange(5)[N.array([0.5])],
     "index_bool_mismatch": lambda J, N, L: N.arange(5)[N.array([True, False])],
@@ -175,6 +186,14 @@ CASES = {
     "int32_literal_overflow": lambda J, N, L: N.array(2**40),
     # ------------------------------------------------------------------ transformations
     "jit_not_callable": lambda J, N, L: J.jit(3),
+    "jit_string_argument": lambda J, N, L: J.jit(lambda x: x)({"a": 1.0, "name": "moc"}),
+    "jit_bool_of_tracer": lambda J, N, L: J.jit(lambda x: 1 if x > 0 else 2)(1.0),
+    "jit_int_of_tracer": lambda J, N, L: J.jit(lambda x: int(x))(1.0),
+    "jit_numpy_of_tracer": lambda J, N, L: J.jit(lambda x: np.asarray(x))(1.0),
+    "jit_range_of_tracer": lambda J, N, L: J.jit(lambda n: list(range(n)))(3),
+    "vmap_ordered_io_callback": lambda J, N, L: J.vmap(lambda x: _io_callback(J)(
+        np.sin, J.ShapeDtypeStruct((), np.float32), x, ordered=True))(N.ones(3)),
+    "tree_unsortable_dict_keys": lambda J, N, L: J.tree_util.tree_leaves({1: 1, "y": 2}),
     "grad_int_input": lambda J, N, L: J.grad(lambda x: x * 2.0)(3),
     "grad_vector_output": lambda J, N, L: J.grad(lambda x: x * 2.0)(N.ones(3)),
     "grad_bad_argnums": lambda J, N, L: J.grad(lambda x: x, argnums=2)(1.0),

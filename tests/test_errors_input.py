@@ -18,13 +18,16 @@ from wjax.backend import runtime
 
 # --------------------------------------------------------------------------- shapes
 
-@pytest.mark.parametrize("a,b", [((3,), (4,)), ((2, 3), (3, 2)), ((5, 1, 2), (4, 3))])
-def test_broadcast_mismatch_names_both_shapes(a, b):
-    with pytest.raises(TypeError) as e:           # JAX's class: the lax op's shape rule
+@pytest.mark.parametrize("a,b,cls", [((3,), (4,), TypeError), ((2, 3), (3, 2), TypeError),
+                                     ((5, 1, 2), (4, 3), ValueError)])
+def test_broadcast_mismatch_names_both_shapes(a, b, cls):
+    # JAX's classes: equal ranks reach the lax op's shape rule (TypeError); different ranks
+    # fail in jnp's broadcast_shapes (ValueError)
+    with pytest.raises(cls) as e:
         jnp.add(jnp.ones(a), jnp.ones(b))
     msg = str(e.value)
     assert str(a) in msg and str(b) in msg
-    with pytest.raises(TypeError, match=re.escape(str(b))):
+    with pytest.raises(cls, match=re.escape(str(b))):
         jnp.ones(a) * jnp.ones(b)
     with pytest.raises(ValueError, match=re.escape(str(a))):   # JAX's where: a ValueError
         jnp.where(jnp.ones(a, bool), jnp.ones(a), jnp.ones(b))
@@ -249,3 +252,68 @@ def test_bad_jit_and_index_inputs():
         jnp.arange(3)[[0, 1]]
     with pytest.raises(TypeError, match="static"):     # a traced value cannot be a shape
         wjax.jit(lambda n: jnp.zeros(n))(3)
+
+
+def _jax_messages_cases(J, N):
+    return {
+        "bool": lambda: J.jit(_branchy)(1.0),
+        "int": lambda: J.jit(_to_int)(1.0),
+        "numpy": lambda: J.jit(_to_numpy)(1.0),
+        "index": lambda: J.jit(_to_range)(3),
+        "tolist": lambda: J.jit(_to_list)(N.ones(2)),
+        "item": lambda: J.jit(_to_item)(N.ones(2)),
+        "argument": lambda: J.jit(_ident)({"a": 1.0, "name": "moc"}),
+        "bool_index": lambda: J.jit(_masked)(N.ones(3)),
+        "setitem": lambda: N.ones(3).__setitem__(0, 1.0),
+        "lax_dtypes": lambda: J.lax.add(N.int32(1), N.float32(1)),
+        "ranks": lambda: N.ones((2, 3)) + N.ones(4),
+    }
+
+
+def _branchy(x):
+    return 1 if x > 0 else 2
+
+
+def _to_int(x):
+    return int(x)
+
+
+def _to_numpy(x):
+    return np.asarray(x)
+
+
+def _to_range(n):
+    return list(range(n))
+
+
+def _to_list(x):
+    return x.tolist()
+
+
+def _to_item(x):
+    return x.item()
+
+
+def _ident(x):
+    return x
+
+
+def _masked(x):
+    return x[x > 0]
+
+
+@pytest.mark.parametrize("case", sorted(_jax_messages_cases(None, None)))
+def test_error_messages_are_jaxs(case):
+    """JAX's exact words for the errors its tutorials show (tracer conversions under jit, a
+    non-array argument, boolean masks, item assignment, lax's strict dtypes)."""
+    rjax = pytest.importorskip("jax")
+    texts = []
+    for J in (wjax, rjax):
+        with pytest.raises(Exception) as e:
+            _jax_messages_cases(J, J.numpy)[case]()
+        text = re.sub(r" at 0x[0-9a-f]+", "", str(e.value))
+        # JAX prints its "while tracing" line twice for tolist(); compare distinct lines
+        lines = text.split("\n")
+        text = "\n".join(l for i, l in enumerate(lines) if i == 0 or l != lines[i - 1])
+        texts.append((type(e.value).__name__, text))
+    assert texts[0] == texts[1]

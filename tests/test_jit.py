@@ -222,7 +222,8 @@ def test_concretization_error_names_function_and_argument():
     msg = str(e.value)
     assert "tracing the function f" in msg
     assert "argument x" in msg
-    assert "static_argnums" in msg
+    assert "traced array with shape bool[]" in msg      # JAX's words, and its errors page
+    assert msg.endswith("errors.html#jax.errors.TracerBoolConversionError")
     assert isinstance(e.value, wjax.errors.ConcretizationTypeError)
 
 

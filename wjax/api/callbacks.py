@@ -76,7 +76,8 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
                 ordered: bool = False, **kwargs: Any) -> Any:
     """Like ``pure_callback`` but with side effects: never removed or merged, called once per
     execution (per example under ``vmap``)."""
-    return _host_call(io_callback_p, callback, result_shape_dtypes, args, kwargs)
+    return _host_call(io_callback_p, callback, result_shape_dtypes, args, kwargs,
+                      ordered=bool(ordered))
 
 
 def _host_call(prim, callback, result_shape_dtypes, args, kwargs, **params):

@@ -139,10 +139,42 @@ class JitWrapped:
         dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return statics, static_kw, dyn_args, dyn_kw
 
+    def _not_an_array(self, dyn_args, dyn_kw, static_pos) -> TypeError:
+        """JAX's error for an argument that is not an array (nor marked static), naming the
+        function and the argument's path (``x['name']``, ``b``)."""
+        try:
+            names = list(inspect.signature(self.fun).parameters)
+        except (TypeError, ValueError):
+            names = []
+        positions = [i for i in range(len(dyn_args) + len(static_pos)) if i not in static_pos]
+        for path, leaf in tree_util.tree_flatten_with_path((dyn_args, dyn_kw))[0]:
+            try:
+                abstractify(leaf)
+                continue
+            except TypeError:
+                pass
+            group, top, rest = path[0].idx, path[1], path[2:]
+            if group == 0:
+                i = positions[top.idx]
+                where = names[i] if i < len(names) else f"args[{i}]"
+            else:
+                where = str(top.key)
+            return TypeError(
+                f"Error interpreting argument to {self.fun!r} as an abstract array. The "
+                f"problematic value is of type {type(leaf)} and was passed to the function at "
+                f"path {where}{tree_util.keystr(rest)}.\nThis typically means that a "
+                "jit-wrapped function was called with a non-array argument, and this argument "
+                "was not marked as static using the static_argnums or static_argnames "
+                "parameters of jax.jit.")
+        return TypeError("jit: an argument is not a valid JAX type")
+
     def _trace(self, args, kwargs):
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
-        avals = tuple(abstractify(x) for x in leaves)
+        try:
+            avals = tuple(abstractify(x) for x in leaves)
+        except TypeError:
+            raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
         key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env())
         hit = self._cache.get(key)

@@ -437,6 +437,10 @@ def tracer_repr(builder: Builder, aval, primal_text: Callable[[], str],
     return f"JitTracer({long})"
 
 
+_ABSTRACT_VALUE = ("Abstract tracer value encountered where concrete value is expected: traced "
+                   "array with shape {shape}")
+
+
 class Tracer:
     """A traced value: an aval and the variable it stands for in a builder.  Its operators and
     array methods are installed by ``wjax/numpy/array_methods.py`` (shared with Array)."""
@@ -460,21 +464,33 @@ class Tracer:
         return str(np.asarray(self.to_concrete_value()))
 
     # -------------------------------------------------------- concreteness
-    def _concrete_error(self, cls, what: str, hint: str):
+    def _concrete_error(self, cls, head: str, context: str = ""):
+        """JAX's message: what was attempted on which traced array, ``context``, the function
+        being traced and the arguments the value depends on, and the errors page."""
         b = self.builder
-        msg = f"Attempted {what} of a traced value {self!r}.\n"
+        a = self.aval
+        shape = f"{getattr(a.dtype, 'name', a.dtype)}[{','.join(map(str, a.shape))}]"
+        msg = (head.replace("{shape}", shape) + "\n"
+               + (context.replace("{shape}", shape) + "\n" if context else ""))
         if b.debug is not None:
             deps = b.depends_on(self.var)
-            msg += (f"The problem arose with the `{what.split()[0]}` function. "
-                    f"The error occurred while tracing the function {b.debug.fun_name} at "
+            msg += (f"The error occurred while tracing the function {b.debug.fun_name} at "
                     f"{b.debug.where} for {b.debug.what}.")
             if deps:
                 msg += (" This concrete value was not available in Python because it depends on "
                         f"the value of the argument{'s' if len(deps) > 1 else ''} "
                         + ", ".join(f"{d}" for d in deps) + ".")
             msg += "\n"
-        msg += hint
+        if cls is ConcretizationTypeError:
+            msg += "\n"
+        msg += f"See https://docs.jax.dev/en/latest/errors.html#jax.errors.{cls.__name__}"
         return cls(msg)
+
+    def _abstract_value_error(self, fn: str):
+        return self._concrete_error(
+            ConcretizationTypeError, _ABSTRACT_VALUE,
+            f"The problem arose with the `{fn}` function. If trying to convert the data type of "
+            f"a value, try using `x.astype({fn})` or `jnp.array(x, {fn})` instead.")
 
     def to_concrete_value(self):
         """The value as a NumPy array when this trace knows it (autodiff outside jit), else None."""
@@ -485,49 +501,46 @@ class Tracer:
         if v is not None:
             return bool(v)
         raise self._concrete_error(
-            TracerBoolConversionError, "bool conversion",
-            "Use lax.cond or jnp.where for value-dependent control flow, or mark the argument "
-            "static with static_argnums / static_argnames.")
+            TracerBoolConversionError,
+            "Attempted boolean conversion of traced array with shape {shape}.")
 
     def __int__(self):
         v = self.to_concrete_value()
         if v is not None:
             return int(v)
-        raise self._concrete_error(
-            ConcretizationTypeError, "int conversion",
-            "Use static_argnums / static_argnames if the value must be a Python int.")
+        raise self._abstract_value_error("int")
 
     def __float__(self):   # as in JAX, even where the value is known: use .item()
-        raise self._concrete_error(
-            ConcretizationTypeError, "float conversion",
-            "Use static_argnums / static_argnames if the value must be a Python float.")
+        raise self._abstract_value_error("float")
 
     def __complex__(self):
-        raise self._concrete_error(ConcretizationTypeError, "complex conversion", "")
+        raise self._abstract_value_error("complex")
 
     def __index__(self):
         v = self.to_concrete_value()
         if v is not None:
             return operator.index(v[()] if v.ndim == 0 else v)
         raise self._concrete_error(
-            TracerIntegerConversionError, "__index__ conversion",
-            "A traced value cannot be used where Python needs an integer (a shape, a size, "
-            "a range bound); mark the argument static with static_argnums.")
+            TracerIntegerConversionError,
+            "The __index__() method was called on traced array with shape {shape}")
 
     def __array__(self, dtype=None, copy=None):
         raise self._concrete_error(
-            TracerArrayConversionError, "numpy conversion",
-            "numpy.asarray() cannot be applied to a traced value; use wjax.numpy inside "
-            "transformed functions.")
+            TracerArrayConversionError,
+            "The numpy.ndarray conversion method __array__() was called on traced array with "
+            "shape {shape}")
 
     def tolist(self):
-        raise self._concrete_error(ConcretizationTypeError, "tolist conversion", "")
+        raise self._concrete_error(
+            ConcretizationTypeError, _ABSTRACT_VALUE,
+            "The tolist() method was called on traced array with shape {shape}.")
 
     def item(self, *args):
         v = self.to_concrete_value()
         if v is not None:
             return v.item(*args)
-        raise self._concrete_error(ConcretizationTypeError, "item conversion", "")
+        raise self._concrete_error(ConcretizationTypeError, _ABSTRACT_VALUE,
+                                   "This occurred in the item() method of jax.Array")
 
     def __iter__(self):
         if self.ndim == 0:
@@ -557,11 +570,7 @@ def concrete_or_error(x, what: str = "a concrete value is required"):
     if isinstance(x, Tracer):
         v = x.to_concrete_value()
         if v is None:
-            raise x._concrete_error(
-                ConcretizationTypeError,
-                f"conversion ({what})",
-                "Pass this value as a static argument (static_argnums) instead.",
-            )
+            raise x._concrete_error(ConcretizationTypeError, _ABSTRACT_VALUE, what)
         return v
     return np.asarray(x)
 

@@ -121,7 +121,7 @@ def _sorted_keys(d) -> tuple:
         return tuple(sorted(d))
     except TypeError as e:
         raise ValueError("Comparator raised exception while sorting pytree dictionary "
-                         f"keys: {list(d)!r}.") from e
+                         "keys.") from e
 
 
 def _seq_keys(xs):

@@ -80,9 +80,13 @@ def promote_args(name, *args, to_float=False, to_inexact=False):
     ops = [_to_operand(x, dt, weak) for x in args]
     try:
         shape = broadcast_shapes(*[_aval(o).shape for o in ops])
-    except ValueError:   # as JAX, where the lax op's shape rule reports it
+    except ValueError:
+        shapes = [_aval(o).shape for o in ops]
+        if len({len(s) for s in shapes if s}) > 1:   # as JAX: ranks differ -> broadcast_shapes
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+        # equal ranks reach the lax op, whose shape rule reports it
         raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                        + ", ".join(str(_aval(o).shape) for o in ops) + ".") from None
+                        + ", ".join(str(s) for s in shapes) + ".") from None
     # rank-0 operands stay scalars: elementwise primitives broadcast them (``mul a 2.0``)
     return [_broadcast_to_shape(o, shape) if 0 < _aval(o).ndim and _aval(o).shape != shape else o
             for o in ops]

@@ -81,9 +81,9 @@ class ArrayMethods:
 
     def __setitem__(self, idx, value):
         raise TypeError(
-            f"'{type(self).__name__}' object does not support item assignment. JAX arrays are "
-            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] "
-            "method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+            "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+            "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+            "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
     @property
     def at(self):

@@ -24,6 +24,11 @@ def _arraylike(name, x, pos=0):
     return asarray(x)
 
 
+def _check_no_none(host: np.ndarray) -> None:
+    if host.dtype.kind == "O" and builtins.any(v is None for v in host.flat):
+        raise ValueError("None is not a valid value for jnp.array")
+
+
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
           out_sharding=None):
     if object is None:
@@ -46,6 +51,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
             if dtype is not None:
                 dt = dtypes.check_supported(dtype, warn=True)
                 host = np.asarray(object)
+                _check_no_none(host)
                 if host.dtype.kind in "cOSUV":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 if not isinstance(object, np.ndarray):
@@ -54,6 +60,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
                 out = asarray_device(host.astype(dt), dtype=dt)
             else:
                 host = np.asarray(object)
+                _check_no_none(host)
                 if host.dtype.kind in "cOSUVMm":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 dt = (
@@ -101,6 +108,8 @@ def _dt(dtype, default=np.float32):
 
 
 def _shape(shape):
+    if isinstance(shape, Tracer):
+        shape = (shape,)
     if isinstance(shape, (int, np.integer)) or (
         hasattr(shape, "__index__") and not isinstance(shape, (tuple, list))
     ):

@@ -60,9 +60,9 @@ def _normalize(x, idx):
                 i = i.to_concrete_value()
             if isinstance(i, Tracer):
                 raise NonConcreteBooleanIndexError(
-                    f"Array boolean indices must be concrete; got {i!r}\n"
-                    "Boolean indexing under jit produces arrays whose shape depends on values. Use "
-                    "_where_xy(mask, x, fill) or x.at[mask].set(...) with a static size instead.")
+                    f"Array boolean indices must be concrete; got {i.aval.str_short()}\n\n"
+                    "See https://docs.jax.dev/en/latest/errors.html"
+                    "#jax.errors.NonConcreteBooleanIndexError")
             mask = np.asarray(i)
             if mask.ndim == 0:
                 raise IndexError("scalar boolean indices are not supported")

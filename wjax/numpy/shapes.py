@@ -654,7 +654,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
     a = _arraylike("take", a)
     idx = _arraylike("take", indices)
     if not dtypes.is_int(idx.dtype):
-        raise TypeError(f"jnp.take: indices must be integers, got {idx.dtype}")
+        raise ValueError("indices must have an integer type")
     if axis is None:
         a, axis = ravel(a), 0
     ax = _axis(axis, a.ndim)

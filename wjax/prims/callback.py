@@ -67,7 +67,7 @@ def _io(ctx):
     return keys, out_keys, split
 
 
-def _kernel(ctx, *avals, callback, result_avals=(), vmap_method=None):
+def _kernel(ctx, *avals, callback, result_avals=(), vmap_method=None, ordered=False):
     keys, out_keys, split = _io(ctx)
 
     def run(rt, bufs):
@@ -91,7 +91,7 @@ def _check_results(results, result_avals):
                              f"{tuple(a.shape)} was declared")
 
 
-def _reference(*args, callback, result_avals=(), vmap_method=None):
+def _reference(*args, callback, result_avals=(), vmap_method=None, ordered=False):
     results = list(callback(*[np.asarray(a) for a in args]) or ())
     _check_results(results, result_avals)
     return [np.asarray(r, a.dtype).reshape(a.shape) for r, a in zip(results or (), result_avals)]
@@ -130,7 +130,7 @@ debug_callback_p.batch = _debug_batch
 
 # --------------------------------------------------------------------------- pure_callback
 
-def _pure_abstract(*avals, callback, result_avals, vmap_method=None):
+def _pure_abstract(*avals, callback, result_avals, vmap_method=None, ordered=False):
     return [ShapedArray(a.shape, a.dtype) for a in result_avals]
 
 
@@ -184,8 +184,10 @@ pure_callback_p.batch = _pure_batch
 
 # --------------------------------------------------------------------------- io_callback
 
-def _io_batch(args, dims, *, callback, result_avals, vmap_method=None):
-    """Once per example, in order; results stacked."""
+def _io_batch(args, dims, *, callback, result_avals, vmap_method=None, ordered=False):
+    """Once per example, in order; results stacked (JAX refuses an ordered one)."""
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
     per = [io_callback_p.bind(*ex, callback=callback, result_avals=result_avals)
            for ex in _examples(args, dims)]
     outs = [ops.concatenate([ops.expand_dims(r[k], (0,)) for r in per], 0)
@@ -193,10 +195,11 @@ def _io_batch(args, dims, *, callback, result_avals, vmap_method=None):
     return outs, [0] * len(outs)
 
 
-def _io_jvp(primals, tangents, *, callback, result_avals, vmap_method=None):
+def _io_jvp(primals, tangents, *, callback, result_avals, vmap_method=None, ordered=False):
     if any(not isinstance(t, _ad.Zero) for t in tangents):
         raise ValueError("IO callbacks do not support JVP.")
-    outs = io_callback_p.bind(*primals, callback=callback, result_avals=result_avals)
+    outs = io_callback_p.bind(*primals, callback=callback, result_avals=result_avals,
+                              ordered=ordered)
     return outs, [_ad.Zero(ShapedArray(a.shape, a.dtype)) for a in result_avals]
 
 

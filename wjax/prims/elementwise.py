@@ -81,11 +81,25 @@ def elementwise_shape(name, *avals) -> tuple:
     return shapes[0] if shapes else ()
 
 
+# lax ops whose jax.numpy counterpart promotes its operands (named in JAX's dtype error)
+_PROMOTING_JNP = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                  "rem": "remainder", "max": "maximum", "min": "minimum", "pow": "float_power",
+                  "atan2": "arctan2", "nextafter": "nextafter", "eq": "equal", "ne": "not_equal",
+                  "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+                  "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+                  "shift_left": "left_shift", "shift_right_logical": "right_shift",
+                  "shift_right_arithmetic": "right_shift", "select_n": "where"}
+
+
 def _same_dtypes(name, avals):
     dts = {np.dtype(a.dtype) for a in avals}
     if len(dts) > 1:
-        raise TypeError(f"{name} requires arguments to have the same dtypes, got "
-                        + ", ".join(np.dtype(a.dtype).name for a in avals) + ".")
+        msg = (f"lax.{name} requires arguments to have the same dtypes, got "
+               + ", ".join(np.dtype(a.dtype).name for a in avals) + ".")
+        if name in _PROMOTING_JNP:
+            msg += (f" (Tip: jnp.{_PROMOTING_JNP[name]} is a similar function that does "
+                    "automatic type promotion on inputs).")
+        raise TypeError(msg)
 
 
 # --------------------------------------------------------------------------- factories
