@@ -52,7 +52,7 @@ def gather_mode(mode) -> str:
 
 
 def _is_pyscalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, builtins.complex)) and not isinstance(x, np.generic)
 
 
 def _aval(x):
@@ -73,6 +73,11 @@ def _as_operand(x, like_dtype=None):
         ):
             raise TypeError(
                 f"lax operation got a float scalar {x} for an operand of "
+                f"dtype {np.dtype(like_dtype).name}"
+            )
+        if isinstance(x, builtins.complex) and not dtypes.is_complex(like_dtype):
+            raise TypeError(
+                f"lax operation got a complex scalar {x} for an operand of "
                 f"dtype {np.dtype(like_dtype).name}"
             )
         return _weak_const(x, like_dtype)
@@ -131,6 +136,18 @@ shift_right_logical = _bin("shift_right_logical")
 eq = _bin("eq"); ne = _bin("ne"); lt = _bin("lt"); le = _bin("le"); gt = _bin("gt")
 ge = _bin("ge")
 not_ = bitwise_not
+real = _un("real"); imag = _un("imag")
+
+
+def complex(x, y):
+    """``lax.complex``: x + i y of two float32 operands (a complex64 result)."""
+    return _p("complex").bind(*_operands(x, y))
+
+
+def conj(x):
+    """``lax.conj``: the complex conjugate (complex64, also of a real operand)."""
+    x, = _operands(x)
+    return _p("conj").bind(x, input_dtype=_aval(x).dtype)
 
 
 class RoundingMethod(int, enum.Enum):

@@ -45,7 +45,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
             if dtype is not None:
                 dt = dtypes.check_supported(dtype, warn=True)
                 host = np.asarray(object)
-                if host.dtype.kind in "cOSUV":
+                if host.dtype.kind in "OSUV":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 if not isinstance(object, np.ndarray):
                     # as JAX: np.asarray(object, dtype) (Python ints out of range: OverflowError)
@@ -53,14 +53,14 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
                 out = asarray_device(host.astype(dt), dtype=dt)
             else:
                 host = np.asarray(object)
-                if host.dtype.kind in "cOSUVMm":
+                if host.dtype.kind in "OSUVMm":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 dt = (
                     dtypes.canonicalize_dtype(host.dtype)
                     if isinstance(object, np.ndarray) or host.ndim
                     else None
                 )
-                if isinstance(object, (builtins.bool, int, float)) and not isinstance(
+                if isinstance(object, (builtins.bool, int, float, complex)) and not isinstance(
                     object, np.generic
                 ):
                     out = asarray_device(object)   # weak, as JAX's jnp.array(2.0)
@@ -69,6 +69,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
                         object, (np.ndarray, np.generic)
                     ):
                         host = host.astype(np.float32)
+                    elif host.dtype == np.complex128 and not isinstance(
+                        object, (np.ndarray, np.generic)
+                    ):
+                        host = host.astype(np.complex64)
                     elif host.dtype == np.int64 and not isinstance(
                         object, (np.ndarray, np.generic)
                     ):
