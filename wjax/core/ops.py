@@ -596,8 +596,19 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     if not -nd <= dimension < nd:
         raise ValueError(f"sort dimension {dimension} is out of bounds for operand shape "
                          f"{_aval(ops[0]).shape}")
-    out = _p("sort").bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
-                          num_keys=int(num_keys))
+    num_keys = int(num_keys)
+    keys = ops[:num_keys]
+    if any(dtypes.is_complex(_aval(k).dtype) for k in keys):
+        # as JAX's comparator: a complex key is two float keys, its real then imaginary part
+        # (each in float order, NaN last); the operands themselves ride along
+        split = []
+        for k in keys:
+            split += [real(k), imag(k)] if dtypes.is_complex(_aval(k).dtype) else [k]
+        out = _p("sort").bind(*split, *ops, dimension=int(dimension) % nd,
+                              is_stable=bool(is_stable), num_keys=len(split))[len(split):]
+    else:
+        out = _p("sort").bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
+                              num_keys=num_keys)
     return out[0] if single else tuple(out)
 
 
