@@ -15,7 +15,9 @@ from ..array import asarray_device
 from ..core import dtypes
 from ..core.ir import WeakScalar
 from ..core.tracing import ConcretizationTypeError, Tracer
-from ._util import _aval, _check_arg, _const, _f32, _is_array, _is_float, _select, result_type
+from ._util import (
+    _aval, _check_arg, _const, _f32, _is_array, _is_float, _select, _wrap_result, result_type,
+)
 
 
 def _arraylike(name, x, pos=0):
@@ -129,8 +131,15 @@ def full(shape, fill_value, dtype=None):
     if _is_array(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
         return broadcast_to(v, shape)
-    dt = dtypes.check_supported(dtype) if dtype is not None else dtypes.result_type(fill_value)
-    return lax.broadcast_in_dim(np.asarray(fill_value, dt), shape, ())
+    if dtype is not None:
+        return _filled(shape, fill_value, dtypes.check_supported(dtype), False)
+    dt, weak = dtypes.result_type(fill_value, return_weak_type_flag=True)
+    return _filled(shape, fill_value, dt, weak)   # a Python scalar fill is weak, as in JAX
+
+
+def _filled(shape, fill_value, dt, weak):
+    v = np.asarray(fill_value, dt)
+    return _wrap_result(lax.broadcast_in_dim(WeakScalar(v) if weak else v, shape, ()))
 
 
 def zeros(shape, dtype=None):
@@ -146,17 +155,22 @@ def empty(shape, dtype=None):
 
 
 def _like(a, dtype, shape):
-    return (_dt(dtype, _aval(a).dtype), _aval(a).shape if shape is None else shape)
+    """(dtype, shape, weak) of a ``*_like`` result: ``a``'s weak type stays without a dtype."""
+    return (_dt(dtype, _aval(a).dtype), _aval(a).shape if shape is None else shape,
+            dtype is None and _aval(a).weak_type)
 
 
 def zeros_like(a, dtype=None, shape=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, 0, dt)
+    return _filled(*_swap(_like(a, dtype, shape), 0))
 
 
 def ones_like(a, dtype=None, shape=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, 1, dt)
+    return _filled(*_swap(_like(a, dtype, shape), 1))
+
+
+def _swap(like, v):
+    dt, sh, weak = like
+    return sh, v, dt, weak
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -164,8 +178,10 @@ def empty_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, fill_value, dt)
+    dt, sh, weak = _like(a, dtype, shape)
+    if _is_array(fill_value):
+        return full(sh, fill_value, dt)
+    return _filled(sh, fill_value, dt, weak)
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -244,6 +260,11 @@ def astype(x, dtype, copy=False, device=None):
     x = _arraylike("astype", x)
     if x.dtype == dt and not x.weak_type:
         return x
+    if dtypes.is_complex(x.dtype) and (dtypes.is_int(dt) or dtypes.is_float(dt)):
+        import warnings
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                      "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                      "your input.", DeprecationWarning, stacklevel=dtypes._user_stacklevel())
     return lax.convert_element_type(x, dt)
 
 
