@@ -191,11 +191,15 @@ def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
 
 
-def convert_element_type(x, new_dtype, weak_type=False):
+def convert_element_type(x, new_dtype, weak_type=False, *, warn_on_complex_to_real_cast=True):
     new = dtypes.check_supported(new_dtype)
     if _is_pyscalar(x):
         x = np.asarray(x, new)
     a = _aval(x)
+    if warn_on_complex_to_real_cast and dtypes.is_complex(a.dtype) and not dtypes.is_complex(new):
+        import warnings                  # as lax: the imaginary part is dropped
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=dtypes._user_stacklevel())
     if a.dtype == new and a.weak_type == weak_type:
         return x
     return _p("convert_element_type").bind(x, new_dtype=new, weak_type=weak_type)

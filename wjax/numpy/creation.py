@@ -265,7 +265,9 @@ def astype(x, dtype, copy=False, device=None):
         warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
                       "first use jnp.real or jnp.imag to take the real/imaginary component of "
                       "your input.", DeprecationWarning, stacklevel=dtypes._user_stacklevel())
-    return lax.convert_element_type(x, dt)
+    elif dtypes.is_complex(x.dtype) and dt == np.bool_:
+        return lax.ne(x, lax._const(x, 0))     # as JAX: the lax conversion takes the real part
+    return lax.convert_element_type(x, dt, warn_on_complex_to_real_cast=False)
 
 
 def broadcast_to(array, shape):

@@ -59,8 +59,8 @@ def _abs2(x):
     return x * x
 
 
-def _square(name, a):
-    a = _float(a, f"jnp.linalg.{name}")
+def _square(name, a, complex_ok=False):
+    a = _float(a, f"jnp.linalg.{name}", complex_ok)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(
             f"{name}: argument must be a square matrix or a stack of them, got shape {a.shape}"
@@ -246,13 +246,34 @@ def slogdet(a, *, method=None):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    a = _square("cholesky", a)
+    a = _square("cholesky", a, complex_ok=True)
+    if issubdtype(a.dtype, np.complexfloating):
+        return _complex_cholesky(a, upper, symmetrize_input)
     if symmetrize_input:
         a = (a + swapaxes(a, -1, -2)) * 0.5
     if a.shape[-1] == 0:
         return a
     L = D.cholesky_p.bind(a)
     return swapaxes(L, -1, -2) if upper else L
+
+
+def _complex_cholesky(a, upper, symmetrize_input):
+    """The Cholesky factor of a Hermitian positive definite complex matrix (NaN where it is
+    not), column by column in jnp operations: ``L[j:, j] = (a[j:, j] - L[j:, :j] conj(L[j, :j]))
+    / sqrt(the real diagonal entry)``.  One step per column (the jaxpr grows with n), and
+    autodiff, vmap and jit follow from the operations; the input is made Hermitian first
+    (``(a + a^H) / 2``) as JAX does."""
+    if symmetrize_input:
+        a = (a + ufuncs.conj(swapaxes(a, -1, -2))) * 0.5
+    n = a.shape[-1]
+    L = creation.zeros_like(a)
+    for j in range(n):
+        v = a[..., j:, j]
+        if j:
+            v = v - matmul(L[..., j:, :j], ufuncs.conj(L[..., j, :j])[..., None])[..., 0]
+        d = sqrt(ufuncs.real(v[..., :1]))
+        L = L.at[..., j:, j].set(v / d)
+    return ufuncs.conj(swapaxes(L, -1, -2)) if upper else L
 
 
 def solve_triangular(a, b, lower=False, unit_diagonal=False, trans=0):

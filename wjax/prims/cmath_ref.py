@@ -111,7 +111,10 @@ def sign(x):
     with np.errstate(all="ignore"):
         z = _c128(x)
         m = np.abs(z)
-        out = _round(np.where(m == 0, z, z / np.where(m == 0, 1, m)))
+        safe = np.where(m == 0, 1, m)             # each part over |x| (zero signs kept)
+        q = np.empty_like(z)
+        q.real, q.imag = z.real / safe, z.imag / safe
+        out = _round(np.where(m == 0, z, q))
         ab = abs(x)
         special = _mk(a / ab, b / ab)
     fin = _fin(a) & _fin(b)

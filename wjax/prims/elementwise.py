@@ -475,7 +475,8 @@ def _conj_fuse(kb, idx, read, in_avals, out_aval, input_dtype=None):
     return f"vec2<f32>({v}, 0.0)"
 
 
-conj_p.reference = lambda x, input_dtype=None: np.conj(x.astype(np.complex64))
+conj_p.reference = lambda x, input_dtype=None: (   # of a real x: (x, +0) as in JAX
+    np.conj(x) if x.dtype.kind == "c" else C._mk(x, 0))
 _batching.defbroadcasting(conj_p)
 
 
@@ -867,10 +868,7 @@ def convert_expr(e: str, src, dst) -> str:
         if ks == "b":
             return f"select(vec2<f32>(0.0, 0.0), vec2<f32>(1.0, 0.0), {e})"
         return f"vec2<f32>(f32({e}), 0.0)"
-    if ks == "c":        # the real part (XLA's rule); to bool: x != 0 (NaN counts as nonzero)
-        if kd == "b":
-            return (f"(({e}).x != 0.0 || ({e}).y != 0.0 || {_isnan_inline(f'({e}).x')} || "
-                    f"{_isnan_inline(f'({e}).y')})")
+    if ks == "c":        # the real part (XLA's rule, bool too: jnp's astype compares to 0)
         return convert_expr(f"({e}).x", np.float32, dst)
     if kd == "b":
         if ks == "f":   # NaN is truthy; drivers may compile != as an ordered compare
@@ -909,8 +907,8 @@ def _convert_fuse(kb, idx, read, in_avals, out_aval, new_dtype, weak_type=False,
 
 def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
     dt = np.dtype(new_dtype)
-    if x.dtype.kind == "c" and dt.kind != "c":   # the real part (bool: x != 0)
-        return (x != 0) if dt == np.bool_ else _convert_ref(x.real, dt)
+    if x.dtype.kind == "c" and dt.kind != "c":   # the real part (XLA's rule)
+        return _convert_ref(x.real, dt)
     if x.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
         with np.errstate(invalid="ignore"):
