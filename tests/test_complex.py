@@ -234,6 +234,12 @@ REDUCE_ETC = {
     "dynamic_slice": lambda m: m.lax.dynamic_slice(X, (1, 1), (2, 2)),
     "dynamic_update": lambda m: m.lax.dynamic_update_slice(X, Y[:1, :2], (2, 1)),
     "array_equal": lambda m: m.numpy.array_equal(X, X),
+    "convolve": lambda m: m.numpy.convolve(V, X[0, :3]),
+    "correlate": lambda m: m.numpy.correlate(X[0, :2], V, mode="full"),
+    "conv": lambda m: m.lax.conv(X[None, None], M[None, None, :2, :2], (1, 1), "SAME"),
+    "unique": lambda m: m.numpy.unique(m.numpy.concatenate([X[0], X[0, ::-1]]), size=4),
+    "kron": lambda m: m.numpy.kron(V[:2], V[2:]), "diff": lambda m: m.numpy.diff(X, axis=1),
+    "average": lambda m: m.numpy.average(X, axis=0, weights=X.real[:, 0] ** 2),
     "count_nonzero": lambda m: m.numpy.count_nonzero(SPECIAL),
 }
 
@@ -294,11 +300,28 @@ def test_vmap_of_complex_functions_like_jax():
     (lambda m: m.lax.complex(m.numpy.array([1.0], m.numpy.float16),
                              m.numpy.array([1.0], m.numpy.float16)), TypeError, "complex"),
     (lambda m: m.lax.add(m.numpy.float32(1), 1j), TypeError, "complex"),
+    (lambda m: m.numpy.argmax(m.numpy.array([1j])), TypeError, "complex64"),
+    (lambda m: m.lax.top_k(m.numpy.array([1j]), 1), ValueError, "top_k is not compatible"),
+    (lambda m: m.numpy.interp(m.numpy.array([1j]), m.numpy.arange(2.0), m.numpy.arange(2.0)),
+     ValueError, "complex x"),
+    (lambda m: m.lax.bitcast_convert_type(m.numpy.array([1j]), m.numpy.float32), TypeError,
+     "complex"),
 ])
 def test_complex_errors_like_jax(call, exc, match):
     for m in (jax, wjax):
         with pytest.raises(exc, match=match):
             call(m)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: jnp.maximum(jnp.array([1j]), 0j), lambda: jnp.max(jnp.array([1j])),
+    lambda: wjax.lax.clamp(0j, jnp.array([1j]), 1j), lambda: jnp.arctan2(jnp.array([1j]), 1j),
+    lambda: jnp.linalg.inv(jnp.eye(2) * 1j), lambda: jnp.linalg.eigh(jnp.eye(2) * 1j),
+])
+def test_complex_functions_wjax_lacks_raise_type_error(call):
+    # JAX computes these (complex order, complex decompositions); wjax refuses them cleanly
+    with pytest.raises(TypeError, match="complex64"):
+        call()
 
 
 # --------------------------------------------------------------------------- autodiff

@@ -16,7 +16,7 @@ from ..core import dtypes
 from ..core.ir import WeakScalar
 from ..core.tracing import ConcretizationTypeError, Tracer
 from ._util import (
-    _aval, _check_arg, _const, _f32, _is_array, _is_float, _select, _wrap_result, result_type,
+    _aval, _check_arg, _const, _f32, _is_array, _select, _wrap_result, result_type,
 )
 
 
@@ -290,13 +290,14 @@ def _promote_dtypes(*xs, inexact=False):
     """Converts to the common dtype without broadcasting shapes."""
     xs = [asarray(x) for x in xs]
     dt = result_type(*xs)
-    if inexact and not dtypes.is_float(dt):
+    if inexact and not dtypes.is_inexact(dt):
         dt = _f32
     return [astype(x, dt) if x.dtype != dt else x for x in xs]
 
 
 def _isnan(x):
-    return lax.ne(x, x) if _is_float(x) else full_like(x, False, dtype=np.bool_)
+    return lax.ne(x, x) if dtypes.is_inexact(_aval(x).dtype) else \
+        full_like(x, False, dtype=np.bool_)
 
 
 def _tri_mask(shape, k, lower):

@@ -518,6 +518,9 @@ def _arg(name, op):
 
     def abstract(x, axes, index_dtype):
         axes = _check_axes(name, x, axes)
+        if kind(x.dtype) == "c":
+            raise TypeError(f"{name} does not accept dtype complex64: wjax orders no complex "
+                            "values")
         if len(axes) != 1:
             raise TypeError(f"{name} takes exactly one axis, got {axes}")
         if x.shape[axes[0]] == 0:

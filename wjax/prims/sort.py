@@ -375,6 +375,8 @@ top_k_p.fuse_inputs = (0,)
 
 @top_k_p.def_abstract_eval
 def _top_k_abstract(x, k, axis=-1):
+    if W.is_complex(x.dtype):
+        raise ValueError("top_k is not compatible with complex inputs.")
     if x.ndim == 0:
         raise TypeError("top_k operand must have >= 1 dimension, got shape ()")
     ax = axis % x.ndim
