@@ -387,8 +387,14 @@ HOLO = {   # holomorphic functions: JAX's holomorphic=True derivatives
 def test_holomorphic_derivatives_like_jax(name):
     f, z = HOLO[name]
     fw, fj = (lambda z: f(wjax, z)), (lambda z: f(jax, z))
-    close(wjax.grad(fw, holomorphic=True)(z), jax.grad(fj, holomorphic=True)(z), rtol=1e-4,
-          what=name)
+    t, ct = np.complex64(0.3 - 0.8j), np.complex64(-0.2 + 1.1j)
+
+    def derivatives(m, g):   # grad (holomorphic), jvp, vjp: one jit, one compile
+        return m.jit(lambda z, t, ct: (m.grad(g, holomorphic=True)(z), *m.jvp(g, (z,), (t,)),
+                                       m.vjp(g, z)[1](ct)[0]))
+    ours, theirs = derivatives(wjax, fw)(z, t, ct), derivatives(jax, fj)(z, t, ct)
+    for what, a, b in zip(("grad", "jvp primal", "jvp tangent", "vjp"), ours, theirs):
+        close(a, b, rtol=1e-4, what=f"{name} {what}")
     if name in ("sin", "poly"):      # Jacobians and the Hessian (compiles are costly: two ops)
         zs = np.array([z, z * 0.5 + 0.1j], np.complex64)
         vf = lambda m, g: (lambda v: m.vmap(g)(v))   # noqa: E731
@@ -397,12 +403,6 @@ def test_holomorphic_derivatives_like_jax(name):
                   getattr(jax, jac)(vf(jax, fj), holomorphic=True)(zs), rtol=1e-4, what=jac)
         close(wjax.hessian(fw, holomorphic=True)(z), jax.hessian(fj, holomorphic=True)(z),
               rtol=2e-4, atol=1e-4, what="hessian")
-    t = np.complex64(0.3 - 0.8j)
-    (yw, tw), (yj, tj) = wjax.jvp(fw, (z,), (t,)), jax.jvp(fj, (z,), (t,))
-    close(yw, yj, what="jvp primal")
-    close(tw, tj, rtol=1e-4, what="jvp tangent")
-    ct = np.complex64(-0.2 + 1.1j)
-    close(wjax.vjp(fw, z)[1](ct)[0], jax.vjp(fj, z)[1](ct)[0], rtol=1e-4, what="vjp")
 
 
 def test_vjp_jvp_of_non_holomorphic_and_mixed_functions_like_jax():
