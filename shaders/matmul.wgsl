@@ -29,7 +29,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var i = 0u; i < {{RM}}u; i = i + 1u) { a[i] = rdA(b, min(m0 + i, {{M}}u - 1u), k); }
     for (var j = 0u; j < {{RN}}u; j = j + 1u) { bb[j] = rdB(b, k, min(n0 + j, {{N}}u - 1u)); }
     for (var i = 0u; i < {{RM}}u; i = i + 1u) {
-      for (var j = 0u; j < {{RN}}u; j = j + 1u) { acc[i][j] = acc[i][j] + a[i] * bb[j]; }
+      for (var j = 0u; j < {{RN}}u; j = j + 1u) { acc[i][j] = acc[i][j] + {{MUL}}; }
     }
   }
   for (var i = 0u; i < {{RM}}u; i = i + 1u) {

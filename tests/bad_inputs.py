@@ -93,7 +93,7 @@ CASES = {
     "index_oob_int_ok": lambda J, N, L: N.arange(5)[10],
     "index_too_many": lambda J, N, L: N.arange(5)[0, 0],
     "take_float_indices": lambda J, N, L: N.take(N.ones(3), 1.5),
-    "setitem": lambda J, N, L: N.ones(3).__setitem__(0, 1.0),
+    "setitem_float": lambda J, N, L: N.ones(3).__setitem__(0, 1.0),
     "bool_index_under_jit": lambda J, N, L: J.jit(lambda x: x[x > 0])(N.ones(3)),
     "index_float": lambda J, N, L: N.arange(5)[1.5],
     "index_float_array": lambda J, N, L: N.arange(5)[N.array([0.5])],

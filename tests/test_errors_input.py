@@ -96,10 +96,16 @@ def test_bad_axes_and_sizes():
 
 # --------------------------------------------------------------------------- dtypes
 
+@pytest.mark.parametrize("value", [np.array([1 + 2j]), np.ones(2, np.complex64), [1 + 2j, 3]])
+def test_complex_values_become_complex64_as_in_jax(value):
+    jnp_ = pytest.importorskip("jax.numpy")
+    for make in (jnp.array, jnp.asarray):
+        got, want = make(value), jnp_.asarray(value)
+        assert got.dtype == want.dtype == np.complex64
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 @pytest.mark.parametrize("value,name", [
-    (np.array([1 + 2j]), "complex128"),
-    (np.ones(2, np.complex64), "complex64"),
-    ([1 + 2j, 3], "complex128"),
     (np.array(["a", "b"]), "<U1"),
     ("abc", "<U3"),
     (np.array([object(), 1], dtype=object), "object"),
@@ -114,8 +120,7 @@ def test_unsupported_values_raise_type_error_naming_dtype(value, name):
     assert name in str(e.value)
 
 
-@pytest.mark.parametrize("dtype,name", [(np.complex64, "complex64"), ("complex128", "complex"),
-                                        (np.str_, "<U"), (object, "object"), ("V8", "V8")])
+@pytest.mark.parametrize("dtype,name", [(np.str_, "<U"), (object, "object"), ("V8", "V8")])
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
 def test_unsupported_dtype_requests_raise_type_error_naming_dtype(dtype, name):
     for make in (lambda: jnp.zeros(3, dtype=dtype), lambda: jnp.ones(3).astype(dtype),
@@ -126,8 +131,6 @@ def test_unsupported_dtype_requests_raise_type_error_naming_dtype(dtype, name):
 
 
 def test_unsupported_operands_in_arithmetic():
-    with pytest.raises(TypeError, match="complex"):
-        jnp.ones(3) + np.ones(3, np.complex64)
     with pytest.raises(TypeError):
         jnp.ones(3) + "a"
     with pytest.raises(TypeError):

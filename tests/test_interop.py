@@ -46,9 +46,10 @@ def test_namespace_info_like_jax():
     for k, v in ours.default_dtypes().items():
         assert theirs.default_dtypes()[k] == v
     for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating",
-                 ("bool", "real floating")):
+                 "complex floating", "numeric", ("bool", "real floating")):
         assert ours.dtypes(kind=kind) == theirs.dtypes(kind=kind), kind
-    assert set(ours.dtypes()) == set(theirs.dtypes()) - {"complex64"}   # no complex yet
+    assert ours.dtypes(kind="complex floating") == {"complex64": np.dtype("complex64")}
+    assert set(ours.dtypes()) == set(theirs.dtypes())
     assert ours.default_device() is None and ours.devices()[1] == wjax.devices()[0]
     with pytest.raises(KeyError):
         ours.dtypes(kind="bogus")

@@ -18,16 +18,27 @@ def _run(args, stdin=None):
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600,
                        input=stdin)
     assert p.returncode == 0, p.stdout + p.stderr
-    # numbers apart from the brackets and commas arrays print around them
-    return re.sub(r"[\[\](){},:]", " ", p.stdout).split()
+    # numbers apart from the brackets and commas arrays print around them; a complex number's
+    # parts are joined (NumPy pads "1.5 -2.j" by the widths of the other entries)
+    out = re.sub(r"[\[\](){},:]", " ", p.stdout)
+    return re.sub(r"(\d\.?)\s+([+-](?:\d+\.?\d*(?:e[+-]?\d+)?|inf|nan)j)", r"\1\2", out).split()
+
+
+def _number(t):
+    try:
+        return float(t)
+    except ValueError:
+        return complex(t) if t.endswith("j") else None
 
 
 def _same(ours, theirs):
     assert len(ours) == len(theirs), (ours, theirs)
     for a, b in zip(ours, theirs):
         try:
-            fa, fb = float(a), float(b)
+            fa, fb = _number(a), _number(b)
         except ValueError:
+            fa = fb = None
+        if fa is None or fb is None:
             assert a == b, (ours, theirs)
             continue
         np.testing.assert_allclose(fa, fb, rtol=1e-4, atol=1e-6, err_msg=f"{ours} vs {theirs}")
@@ -39,7 +50,8 @@ def _same(ours, theirs):
                                      "saved_residuals.py", "custom_derivative_calls.py",
                                      "haiku_cnn.py", "jit_tutorial.py", "autodiff_tutorial.py",
                                      "tutorials_vmap_pytrees_random_control.py",
-                                     "stax_mnist.py", "flax_nnx.py", "flax_linen.py"])
+                                     "stax_mnist.py", "flax_nnx.py", "flax_linen.py",
+                                     "complex_autodiff.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))

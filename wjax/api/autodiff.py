@@ -20,7 +20,7 @@ import numpy as np
 from .. import dispatch
 from .. import numpy as jnp
 from ..array import Array
-from ..core import tree_util
+from ..core import dtypes, tree_util
 from ..core import caches
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
 from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
@@ -199,21 +199,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                    _need_value: bool = True) -> Callable:
     """``(f(*args), ∇f(*args))`` for a scalar-valued ``f``, w.r.t. the arguments ``argnums``."""
     _check_fun(fun, "value_and_grad")
-    if holomorphic:
-        raise NotImplementedError("wjax has no complex dtypes: holomorphic=True is not supported")
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
         for x in leaves:
-            a = abstractify(x)
-            if not _is_float_aval(a) and not allow_int:
-                raise TypeError(
-                    f"grad requires real- or complex-valued inputs (input dtype that is a "
-                    f"sub-dtype of np.inexact), but got {np.dtype(a.dtype).name}. If you want to "
-                    f"use Boolean- or integer-valued inputs, use vjp or set allow_int to True."
-                )
+            _check_input_revderiv("grad", holomorphic, allow_int, abstractify(x))
         tr = _trace_for_ad(fun, leaves, make, has_aux, "grad")
         out_avals = tr.fun_jaxpr.out_avals
         if tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree):
@@ -223,12 +215,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         if out_avals[0].shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
                             f"{out_avals[0].shape}.")
-        if not _is_float_aval(out_avals[0]):
-            raise TypeError(
-                f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                f"np.floating), but got {np.dtype(out_avals[0].dtype).name}. For differentiation "
-                f"of non-holomorphic functions involving complex outputs, use jax.vjp directly."
-            )
+        _check_output_revderiv("grad", holomorphic, out_avals[0])
         diff = tuple(_is_float_aval(a) for a in tr.fun_jaxpr.in_avals[tr.nc:])
         out_diff = (True,) + (False,) * (len(out_avals) - 1)
         closed = _ad_cached(("grad", tr.key, diff, out_diff, _need_value), tr.keep,
@@ -268,6 +255,41 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return grad_f
 
 
+def _check_input_revderiv(name, holomorphic, allow_int, a):
+    """JAX's input dtype rule of grad/jacrev: inexact (complex with ``holomorphic``); integers
+    and bools with ``allow_int``."""
+    dt = np.dtype(a.dtype) if not getattr(a.dtype, "is_key", False) else None
+    if holomorphic and (dt is None or dt.kind != "c"):
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {getattr(a.dtype, 'name', a.dtype)}.")
+    if not _is_float_aval(a) and not allow_int:
+        raise TypeError(
+            f"{name} requires real- or complex-valued inputs (input dtype that is a "
+            f"sub-dtype of np.inexact), but got {getattr(a.dtype, 'name', a.dtype)}. If you want "
+            f"to use Boolean- or integer-valued inputs, use vjp or set allow_int to True."
+        )
+
+
+def _check_output_revderiv(name, holomorphic, a):
+    """JAX's output dtype rule of grad/jacrev: real (complex with ``holomorphic``)."""
+    dt = np.dtype(a.dtype)
+    if holomorphic:
+        if dt.kind != "c":
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif dt.kind == "c":
+        raise TypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+            f"holomorphic=True. For differentiation of non-holomorphic functions involving "
+            f"complex outputs, use jax.vjp directly.")
+    elif not _is_float_aval(a):
+        raise TypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For differentiation of functions with integer "
+            f"outputs, use jax.vjp directly.")
+
+
 def _check_jvp_args(primals, tangents):
     for nm, v in (("primal", primals), ("tangent", tangents)):
         if not isinstance(v, (tuple, list)):
@@ -286,7 +308,7 @@ def _check_jvp_args(primals, tangents):
         if not _is_float_aval(pa):        # integer/bool primals: tangents are float0 (ignored)
             out.append(None)
             continue
-        if isinstance(t, (int, float)) and not isinstance(t, bool):
+        if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
             t = np.asarray(t, pa.dtype)
         ta = abstractify(t)
         if pa.shape != ta.shape:
@@ -390,7 +412,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
                     f"the same as the shape of corresponding primal input {a.shape}."
                 )
             if d:
-                if isinstance(c, (int, float)) or (not isinstance(c, (Array, Tracer))
+                if isinstance(c, (int, float, complex)) or (not isinstance(c, (Array, Tracer))
                                                    and np.dtype(ca.dtype) != np.dtype(a.dtype)):
                     c = np.asarray(c, a.dtype)
                 cts.append(c)
@@ -425,13 +447,19 @@ def _std_basis(leaves):
     return out, sizes
 
 
-def _check_real_inputs(leaves, name):
+def _check_jacfwd_inputs(leaves, holomorphic):
+    """JAX's input rule of jacfwd: real inputs, or complex ones with ``holomorphic``."""
     for x in leaves:
         a = abstractify(x)
-        if not _is_float_aval(a):
+        dt = np.dtype(a.dtype)
+        if holomorphic:
+            if dt.kind != "c":
+                raise TypeError("jacfwd with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
+        elif not dtypes.is_float(dt):
             raise TypeError(
-                f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
-                f"np.floating), but got {np.dtype(a.dtype).name}. For holomorphic differentiation, "
+                f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {dt.name}. For holomorphic differentiation, "
                 f"pass holomorphic=True. For differentiation of non-holomorphic functions "
                 f"involving complex inputs or integer inputs, use jax.jvp directly."
             )
@@ -446,7 +474,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        _check_real_inputs(leaves, "jacfwd")
+        _check_jacfwd_inputs(leaves, holomorphic)
         basis, sizes = _std_basis(leaves)
 
         def f_flat(*xs):
@@ -464,6 +492,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         y, jt = outs[0], outs[1]
         y = tree_util.tree_map(lambda v: v[0], y)
         yl, y_tree = tree_util.tree_flatten(y)
+        if holomorphic:
+            for yv in yl:
+                if np.dtype(abstractify(yv).dtype).kind != "c":
+                    raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                    f"dtype, but got {np.dtype(abstractify(yv).dtype).name}.")
         jl = tree_util.tree_leaves(jt)
         blocks = []
         for yv, j in zip(yl, jl):
@@ -494,7 +527,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        _check_real_inputs(leaves, "jacrev")
+        for x in leaves:
+            _check_input_revderiv("jacrev", holomorphic, allow_int, abstractify(x))
 
         def f_flat(*xs):
             a, kw = make(list(xs))
@@ -505,6 +539,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         else:
             y, pullback = vjp(f_flat, *leaves)
         yl, y_tree = tree_util.tree_flatten(y)
+        for yv in yl:
+            _check_output_revderiv("jacrev", holomorphic, abstractify(yv))
         basis, ysizes = _std_basis(yl)
         cts = vmap(lambda *bs: pullback(tree_util.tree_unflatten(y_tree, list(bs))))(*basis)
         # cts: per input leaf, (M, *x.shape)
@@ -529,7 +565,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
     """The Hessian: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 # --------------------------------------------------------------------------- saved residuals

@@ -21,11 +21,13 @@ SHADER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file
 _STORAGE = {
     "bool": "u32", "int8": "i32", "int16": "i32", "int32": "i32",
     "uint8": "u32", "uint16": "u32", "uint32": "u32", "float16": "f16", "float32": "f32",
+    # complex64: (re, im) in one vec2 -- the bytes of NumPy's complex64, 8 per element
+    "complex64": "vec2<f32>",
 }
 _HOST_STORAGE = {
     "bool": np.uint32, "int8": np.int32, "int16": np.int32, "int32": np.int32,
     "uint8": np.uint32, "uint16": np.uint32, "uint32": np.uint32,
-    "float16": np.float16, "float32": np.float32,
+    "float16": np.float16, "float32": np.float32, "complex64": np.complex64,
 }
 
 
@@ -77,9 +79,17 @@ def store_expr(val: str, dtype) -> str:
     return f"select(0u, 1u, {val})" if _name(dtype) == "bool" else val
 
 
+def is_complex(dtype) -> bool:
+    """Whether ``dtype`` is complex64 (a ``vec2<f32>`` of (re, im) in kernels)."""
+    return _name(dtype) == "complex64"
+
+
 def literal(val, dtype) -> str:
     """A WGSL literal of ``val`` as ``dtype`` (handles inf/nan and INT_MIN)."""
     n = _name(dtype)
+    if n == "complex64":
+        c = complex(np.asarray(val).astype(np.complex64))
+        return f"vec2<f32>({literal(c.real, np.float32)}, {literal(c.imag, np.float32)})"
     if n == "bool":
         return "true" if bool(val) else "false"
     if n in ("float32", "float16"):
@@ -235,10 +245,14 @@ class KernelBuilder:
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
+        if self.vec > 1 and is_complex(dtype):
+            self.vec_ok = False           # complex values are vec2s already: no vec4 kernels
         return t if self.vec == 1 else f"vec{self.vec}<{t}>"
 
     def lit(self, val, dtype) -> str:
         e = literal(val, dtype)
+        if self.vec > 1 and is_complex(dtype):
+            self.vec_ok = False
         return e if self.vec == 1 else f"vec{self.vec}<{value_type(dtype)}>({e})"
 
     def load(self, raw: str, dtype) -> str:
@@ -267,9 +281,9 @@ class KernelBuilder:
         if ty == "f16":
             self.enable_f16 = True
             self.vec_ok = False
-        if _name(dtype) in ("int8", "int16", "uint8", "uint16"):
+        if _name(dtype) in ("int8", "int16", "uint8", "uint16", "complex64"):
             self.vec_ok = False
-        if self.vec > 1:
+        if self.vec > 1 and "vec" not in ty:   # a complex vec2 never widens (vec_ok is off)
             ty = f"vec{self.vec}<{ty}>"
         self.bindings.append((key, access, ty))
         self._binding_names[k] = name

@@ -68,7 +68,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "TypePromotionError", "canonicalize_dtype", "check_supported", "narrow_with_warning",
     "is_weakly_typed", "dtype", "dtype_and_weak", "promote_types", "result_type",
-    "issubdtype", "is_float", "is_int", "is_unsigned", "is_bool", "is_complex",
+    "issubdtype", "is_float", "is_int", "is_unsigned", "is_bool", "is_complex", "is_inexact",
     "finfo", "iinfo", "default_float_dtype", "default_int_dtype", "default_uint_dtype",
     "default_complex_dtype", "python_scalar_dtypes", "scalar_type_of", "scalar_type_to_dtype",
     "supported_dtypes",
@@ -184,16 +184,17 @@ def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
 # What the device can hold.
 
 supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in (
-    "bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16", "float32"))
+    "bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16", "float32",
+    "complex64"))
 
 
 def check_supported(dt: Any, what: str = "array", warn: bool = True) -> np.dtype:
     """Validate a user-requested dtype for a wjax array; return its canonical form.
 
-    Supported: bool, int8/16/32, uint8/16/32, float16, float32 (64-bit ints and
-    floats are narrowed to 32 bits, with a warning unless ``warn=False`` or ``dt``
-    is a Python type).  Anything else -- complex, bfloat16, strings, objects,
-    datetimes, void/structured -- raises ``TypeError`` naming the dtype.
+    Supported: bool, int8/16/32, uint8/16/32, float16, float32, complex64 (64-bit ints,
+    floats and complex128 are narrowed to 32 bits, with a warning unless ``warn=False`` or
+    ``dt`` is a Python type).  Anything else -- bfloat16, strings, objects, datetimes,
+    void/structured -- raises ``TypeError`` naming the dtype.
     """
     try:
         out = canonicalize_dtype(dt) if not warn else canonicalize_dtype(dt, warn_context=what)
@@ -201,8 +202,7 @@ def check_supported(dt: Any, what: str = "array", warn: bool = True) -> np.dtype
         raise TypeError(f"wjax does not support dtype {dt!r} in {what}: {e}") from None
     if out in supported_dtypes:
         return out
-    reason = ("WebGPU has no complex numbers" if out.kind == "c"
-              else "only numeric and bool dtypes can live on the device")
+    reason = "only numeric and bool dtypes can live on the device"
     raise TypeError(
         f"wjax does not support dtype {out} in {what} ({reason}). Supported dtypes: "
         + ", ".join(d.name for d in supported_dtypes) + " (64-bit types narrow to 32-bit).")
@@ -461,6 +461,11 @@ def is_bool(dt: Any) -> bool:
 
 def is_complex(dt: Any) -> bool:
     return issubdtype(dt, np.complexfloating)
+
+
+def is_inexact(dt: Any) -> bool:
+    """Floating or complex dtype (what JAX's ``promote_args_inexact`` keeps)."""
+    return is_float(dt) or is_complex(dt)
 
 
 def finfo(dt: Any):

@@ -21,6 +21,7 @@ _SHORT = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "complex64": "c64", "complex128": "c128",
 }
 
 
@@ -99,7 +100,7 @@ def abstractify(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return raise_to_shaped(x)
     if isinstance(x, (np.ndarray, np.generic)):
         return raise_to_shaped(np.asarray(x))
@@ -345,6 +346,8 @@ def _pp_lit(lit: Lit) -> str:
         if np.isinf(f):
             return "inf" if f > 0 else "-inf"
         return str(v[()]) if v.dtype != np.float64 else repr(f)
+    if dtypes.is_complex(v.dtype):
+        return str(complex(v))        # as JAX prints them: (1+0j)
     return str(int(v))
 
 

@@ -52,7 +52,7 @@ def gather_mode(mode) -> str:
 
 
 def _is_pyscalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, builtins.complex)) and not isinstance(x, np.generic)
 
 
 def _aval(x):
@@ -73,6 +73,11 @@ def _as_operand(x, like_dtype=None):
         ):
             raise TypeError(
                 f"lax operation got a float scalar {x} for an operand of "
+                f"dtype {np.dtype(like_dtype).name}"
+            )
+        if isinstance(x, builtins.complex) and not dtypes.is_complex(like_dtype):
+            raise TypeError(
+                f"lax operation got a complex scalar {x} for an operand of "
                 f"dtype {np.dtype(like_dtype).name}"
             )
         return _weak_const(x, like_dtype)
@@ -131,6 +136,18 @@ shift_right_logical = _bin("shift_right_logical")
 eq = _bin("eq"); ne = _bin("ne"); lt = _bin("lt"); le = _bin("le"); gt = _bin("gt")
 ge = _bin("ge")
 not_ = bitwise_not
+real = _un("real"); imag = _un("imag")
+
+
+def complex(x, y):
+    """``lax.complex``: x + i y of two float32 operands (a complex64 result)."""
+    return _p("complex").bind(*_operands(x, y))
+
+
+def conj(x):
+    """``lax.conj``: the complex conjugate (complex64, also of a real operand)."""
+    x, = _operands(x)
+    return _p("conj").bind(x, input_dtype=_aval(x).dtype)
 
 
 class RoundingMethod(int, enum.Enum):
@@ -174,11 +191,15 @@ def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
 
 
-def convert_element_type(x, new_dtype, weak_type=False):
+def convert_element_type(x, new_dtype, weak_type=False, *, warn_on_complex_to_real_cast=True):
     new = dtypes.check_supported(new_dtype)
     if _is_pyscalar(x):
         x = np.asarray(x, new)
     a = _aval(x)
+    if warn_on_complex_to_real_cast and dtypes.is_complex(a.dtype) and not dtypes.is_complex(new):
+        import warnings                  # as lax: the imaginary part is dropped
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=dtypes._user_stacklevel())
     if a.dtype == new and a.weak_type == weak_type:
         return x
     return _p("convert_element_type").bind(x, new_dtype=new, weak_type=weak_type)
@@ -579,8 +600,19 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     if not -nd <= dimension < nd:
         raise ValueError(f"sort dimension {dimension} is out of bounds for operand shape "
                          f"{_aval(ops[0]).shape}")
-    out = _p("sort").bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
-                          num_keys=int(num_keys))
+    num_keys = int(num_keys)
+    keys = ops[:num_keys]
+    if any(dtypes.is_complex(_aval(k).dtype) for k in keys):
+        # as JAX's comparator: a complex key is two float keys, its real then imaginary part
+        # (each in float order, NaN last); the operands themselves ride along
+        split = []
+        for k in keys:
+            split += [real(k), imag(k)] if dtypes.is_complex(_aval(k).dtype) else [k]
+        out = _p("sort").bind(*split, *ops, dimension=int(dimension) % nd,
+                              is_stable=bool(is_stable), num_keys=len(split))[len(split):]
+    else:
+        out = _p("sort").bind(*ops, dimension=int(dimension) % nd, is_stable=bool(is_stable),
+                              num_keys=num_keys)
     return out[0] if single else tuple(out)
 
 

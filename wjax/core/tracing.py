@@ -165,7 +165,7 @@ class Builder:
             raise _leak_error(x)
         if isinstance(x, WeakScalar):
             return Lit(x.val, x.aval)
-        if isinstance(x, (bool, int, float, np.generic)) or (
+        if isinstance(x, (bool, int, float, complex, np.generic)) or (
             isinstance(x, np.ndarray) and x.ndim == 0
         ):
             return Lit(x)
@@ -608,7 +608,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
 
 
 def _is_weak_scalar(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return isinstance(x, (int, float, complex)) and not isinstance(x, bool)
 
 
 # --------------------------------------------------------------------------- JAX's Trace API

@@ -36,7 +36,7 @@ def _aval(x):
 
 def _to_operand(x, dt, weak):
     """``x`` converted to dtype ``dt`` (weakly typed if ``weak``)."""
-    if isinstance(x, (builtins.bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (builtins.bool, int, float, complex)) and not isinstance(x, np.generic):
         if isinstance(x, int) and not isinstance(x, builtins.bool):
             # JAX (x64 off): a Python int must fit int32, then wraps into narrower int dtypes
             # (uint8 array + 300 is 45 + ...); beyond int32 it is an OverflowError, any dtype
@@ -75,7 +75,7 @@ def promote_args(name, *args, to_float=False, to_inexact=False):
     for i, x in enumerate(args):
         _check_arg(name, x, i)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    if (to_float or to_inexact) and not dtypes.is_float(dt):
+    if (to_float or to_inexact) and not dtypes.is_inexact(dt):
         dt = np.dtype(np.float32)
     ops = [_to_operand(x, dt, weak) for x in args]
     try:
@@ -117,6 +117,16 @@ def _is_float(x) -> bool:
 
 def _inexact(name, *args):
     return promote_args(name, *args, to_inexact=True)
+
+
+def _is_complex(x) -> bool:
+    return dtypes.is_complex(_aval(x).dtype)
+
+
+def _no_complex(name, *xs, error=TypeError, msg=None):
+    """JAX's refusal of complex operands where an operation has no complex meaning."""
+    if any(_is_complex(x) for x in xs):
+        raise error(msg or f"{name} does not support complex-valued inputs")
 
 
 def _concrete(x, what):

@@ -15,7 +15,9 @@ from ..array import asarray_device
 from ..core import dtypes
 from ..core.ir import WeakScalar
 from ..core.tracing import ConcretizationTypeError, Tracer
-from ._util import _aval, _check_arg, _const, _f32, _is_array, _is_float, _select, result_type
+from ._util import (
+    _aval, _check_arg, _const, _f32, _is_array, _select, _wrap_result, result_type,
+)
 
 
 def _arraylike(name, x, pos=0):
@@ -52,7 +54,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
                 dt = dtypes.check_supported(dtype, warn=True)
                 host = np.asarray(object)
                 _check_no_none(host)
-                if host.dtype.kind in "cOSUV":
+                if host.dtype.kind in "OSUV":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 if not isinstance(object, np.ndarray):
                     # as JAX: np.asarray(object, dtype) (Python ints out of range: OverflowError)
@@ -61,14 +63,14 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
             else:
                 host = np.asarray(object)
                 _check_no_none(host)
-                if host.dtype.kind in "cOSUVMm":
+                if host.dtype.kind in "OSUVMm":
                     raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
                 dt = (
                     dtypes.canonicalize_dtype(host.dtype)
                     if isinstance(object, np.ndarray) or host.ndim
                     else None
                 )
-                if isinstance(object, (builtins.bool, int, float)) and not isinstance(
+                if isinstance(object, (builtins.bool, int, float, complex)) and not isinstance(
                     object, np.generic
                 ):
                     out = asarray_device(object)   # weak, as JAX's jnp.array(2.0)
@@ -77,6 +79,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
                         object, (np.ndarray, np.generic)
                     ):
                         host = host.astype(np.float32)
+                    elif host.dtype == np.complex128 and not isinstance(
+                        object, (np.ndarray, np.generic)
+                    ):
+                        host = host.astype(np.complex64)
                     elif host.dtype == np.int64 and not isinstance(
                         object, (np.ndarray, np.generic)
                     ):
@@ -135,8 +141,15 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if _is_array(fill_value):
         v = fill_value if dtype is None else astype(fill_value, dtype)
         return broadcast_to(v, shape)
-    dt = dtypes.check_supported(dtype) if dtype is not None else dtypes.result_type(fill_value)
-    return lax.broadcast_in_dim(np.asarray(fill_value, dt), shape, ())
+    if dtype is not None:
+        return _filled(shape, fill_value, dtypes.check_supported(dtype), False)
+    dt, weak = dtypes.result_type(fill_value, return_weak_type_flag=True)
+    return _filled(shape, fill_value, dt, weak)   # a Python scalar fill is weak, as in JAX
+
+
+def _filled(shape, fill_value, dt, weak):
+    v = np.asarray(fill_value, dt)
+    return _wrap_result(lax.broadcast_in_dim(WeakScalar(v) if weak else v, shape, ()))
 
 
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
@@ -152,17 +165,22 @@ def empty(shape, dtype=None, *, device=None, out_sharding=None):
 
 
 def _like(a, dtype, shape):
-    return (_dt(dtype, _aval(a).dtype), _aval(a).shape if shape is None else shape)
+    """(dtype, shape, weak) of a ``*_like`` result: ``a``'s weak type stays without a dtype."""
+    return (_dt(dtype, _aval(a).dtype), _aval(a).shape if shape is None else shape,
+            dtype is None and _aval(a).weak_type)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, 0, dt)
+    return _filled(*_swap(_like(a, dtype, shape), 0))
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, 1, dt)
+    return _filled(*_swap(_like(a, dtype, shape), 1))
+
+
+def _swap(like, v):
+    dt, sh, weak = like
+    return sh, v, dt, weak
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -170,8 +188,10 @@ def empty_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
-    dt, sh = _like(a, dtype, shape)
-    return full(sh, fill_value, dt)
+    dt, sh, weak = _like(a, dtype, shape)
+    if _is_array(fill_value):
+        return full(sh, fill_value, dt)
+    return _filled(sh, fill_value, dt, weak)
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
@@ -250,7 +270,14 @@ def astype(x, dtype, copy=False, device=None):
     x = _arraylike("astype", x)
     if x.dtype == dt and not x.weak_type:
         return x
-    return lax.convert_element_type(x, dt)
+    if dtypes.is_complex(x.dtype) and (dtypes.is_int(dt) or dtypes.is_float(dt)):
+        import warnings
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                      "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                      "your input.", DeprecationWarning, stacklevel=dtypes._user_stacklevel())
+    elif dtypes.is_complex(x.dtype) and dt == np.bool_:
+        return lax.ne(x, lax._const(x, 0))     # as JAX: the lax conversion takes the real part
+    return lax.convert_element_type(x, dt, warn_on_complex_to_real_cast=False)
 
 
 def broadcast_to(array, shape, *, out_sharding=None):
@@ -273,13 +300,14 @@ def _promote_dtypes(*xs, inexact=False):
     """Converts to the common dtype without broadcasting shapes."""
     xs = [asarray(x) for x in xs]
     dt = result_type(*xs)
-    if inexact and not dtypes.is_float(dt):
+    if inexact and not dtypes.is_inexact(dt):
         dt = _f32
     return [astype(x, dt) if x.dtype != dt else x for x in xs]
 
 
 def _isnan(x):
-    return lax.ne(x, x) if _is_float(x) else full_like(x, False, dtype=np.bool_)
+    return lax.ne(x, x) if dtypes.is_inexact(_aval(x).dtype) else \
+        full_like(x, False, dtype=np.bool_)
 
 
 def _tri_mask(shape, k, lower):

@@ -286,7 +286,7 @@ def _update(x, index, values, scatter_fn, kw):
         values = lax.convert_element_type(values, x.dtype)
     elif not isinstance(values, (Array, Tracer)):
         v = np.asarray(values)
-        if v.dtype.kind in "cOSU":
+        if v.dtype.kind in "OSU" or (v.dtype.kind == "c" and x.dtype.kind != "c"):
             raise TypeError(
                 f"cannot update an array of dtype {x.dtype} with values of dtype {v.dtype}"
             )

@@ -18,7 +18,8 @@ _KINDS = {
     "unsigned integer": ("uint8", "uint16", "uint32"),
     "integral": ("int8", "int16", "int32", "uint8", "uint16", "uint32"),
     "real floating": ("float32",),
-    "numeric": ("int8", "int16", "int32", "uint8", "uint16", "uint32", "float32"),
+    "complex floating": ("complex64",),
+    "numeric": ("int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "complex64"),
 }
 
 
@@ -37,19 +38,16 @@ class ArrayNamespaceInfo:
         return [None, default_device()]
 
     def default_dtypes(self, *, device: Any = None) -> dict:
-        return {"real floating": np.dtype("float32"), "integral": np.dtype("int32"),
-                "indexing": np.dtype("int32")}
+        return {"real floating": np.dtype("float32"), "complex floating": np.dtype("complex64"),
+                "integral": np.dtype("int32"), "indexing": np.dtype("int32")}
 
     def dtypes(self, *, device: Any = None, kind: str | tuple | None = None) -> dict:
-        """The dtypes of ``kind`` (a kind name or a tuple of them; every dtype when None).
-        wjax has no complex dtype yet, so ``complex floating`` is empty."""
+        """The dtypes of ``kind`` (a kind name or a tuple of them; every dtype when None)."""
         if kind is None:
             names = _KINDS["numeric"] + _KINDS["bool"]
         else:
             names = ()
             for k in (kind if isinstance(kind, tuple) else (kind,)):
-                if k == "complex floating":
-                    continue
                 names += _KINDS[k]        # KeyError for an unknown kind, as in JAX
         return {n: np.dtype(n) for n in dict.fromkeys(names)}
 

@@ -38,15 +38,29 @@ from .reductions import prod
 from .products import cross, dot, matmul, matrix_transpose, outer, tensordot, vecdot
 
 
-def _float(x):
+def _float(x, name="jnp.linalg", complex_ok=False):
+    """``x`` as a float array; complex64 (where ``complex_ok``) stays complex, and is a
+    TypeError elsewhere: wjax's decompositions are real-valued."""
     x = asarray(x)
+    if issubdtype(x.dtype, np.complexfloating):
+        if complex_ok:
+            return x
+        raise TypeError(f"{name} does not support complex64 inputs in wjax (its decompositions "
+                        "are real-valued); norms and products of complex arrays are supported")
     if not issubdtype(x.dtype, np.floating):
         x = astype(x, np.float32)
     return x
 
 
-def _square(name, a):
-    a = _float(a)
+def _abs2(x):
+    """|x|^2 elementwise (real for a complex x)."""
+    if issubdtype(x.dtype, np.complexfloating):
+        return ufuncs.real(x * ufuncs.conj(x))
+    return x * x
+
+
+def _square(name, a, complex_ok=False):
+    a = _float(a, f"jnp.linalg.{name}", complex_ok)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(
             f"{name}: argument must be a square matrix or a stack of them, got shape {a.shape}"
@@ -57,19 +71,19 @@ def _square(name, a):
 # --------------------------------------------------------------------------- norms
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    x = _float(x)
+    x = _float(x, complex_ok=True)
     if axis is None:
         y = ravel(x)
         r = vector_norm(y, axis=0, ord=ord)
         return reshape(r, (1,) * x.ndim) if keepdims else r
     if ord == 2 or ord is None:
-        return sqrt(reductions.sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(reductions.sum(_abs2(x), axis=axis, keepdims=keepdims))
     if ord == np.inf:
         return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(astype(x != 0, x.dtype), axis=axis, keepdims=keepdims)
+        return reductions.sum(astype(x != 0, ufuncs.real(x).dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
@@ -83,10 +97,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    x = _float(x)
+    x = _float(x, complex_ok=True)
     if axis is None:
         if ord is None:
-            r = sqrt(reductions.sum(x * x))
+            r = sqrt(reductions.sum(_abs2(x)))
             return reshape(r, (1,) * x.ndim) if keepdims else r
         if x.ndim == 1:
             axis = 0
@@ -106,7 +120,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if r == c:
         raise ValueError(f"Duplicate axes given to norm: axis={axis}")
     if ord in (None, "fro", "f"):
-        out = sqrt(reductions.sum(x * x, axis=(r, c), keepdims=keepdims))
+        out = sqrt(reductions.sum(_abs2(x), axis=(r, c), keepdims=keepdims))
     elif ord in (1, -1):
         s = reductions.sum(ufuncs.abs(x), axis=r, keepdims=True)
         out = (reductions.max if ord == 1 else reductions.min)(s, axis=c, keepdims=True)
@@ -116,6 +130,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         out = (reductions.max if ord == np.inf else reductions.min)(s, axis=r, keepdims=True)
         out = out if keepdims else squeeze(out, (r, c))
     elif ord in (2, -2, "nuc"):
+        _float(x, "jnp.linalg.norm (ord=2, -2, 'nuc')")
         sv = svd(moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
         out = (reductions.max(sv, axis=-1) if ord == 2 else reductions.min(sv, axis=-1)
                if ord == -2 else reductions.sum(sv, axis=-1))
@@ -231,13 +246,34 @@ def slogdet(a, *, method=None):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    a = _square("cholesky", a)
+    a = _square("cholesky", a, complex_ok=True)
+    if issubdtype(a.dtype, np.complexfloating):
+        return _complex_cholesky(a, upper, symmetrize_input)
     if symmetrize_input:
         a = (a + swapaxes(a, -1, -2)) * 0.5
     if a.shape[-1] == 0:
         return a
     L = D.cholesky_p.bind(a)
     return swapaxes(L, -1, -2) if upper else L
+
+
+def _complex_cholesky(a, upper, symmetrize_input):
+    """The Cholesky factor of a Hermitian positive definite complex matrix (NaN where it is
+    not), column by column in jnp operations: ``L[j:, j] = (a[j:, j] - L[j:, :j] conj(L[j, :j]))
+    / sqrt(the real diagonal entry)``.  One step per column (the jaxpr grows with n), and
+    autodiff, vmap and jit follow from the operations; the input is made Hermitian first
+    (``(a + a^H) / 2``) as JAX does."""
+    if symmetrize_input:
+        a = (a + ufuncs.conj(swapaxes(a, -1, -2))) * 0.5
+    n = a.shape[-1]
+    L = creation.zeros_like(a)
+    for j in range(n):
+        v = a[..., j:, j]
+        if j:
+            v = v - matmul(L[..., j:, :j], ufuncs.conj(L[..., j, :j])[..., None])[..., 0]
+        d = sqrt(ufuncs.real(v[..., :1]))
+        L = L.at[..., j:, j].set(v / d)
+    return ufuncs.conj(swapaxes(L, -1, -2)) if upper else L
 
 
 def solve_triangular(a, b, lower=False, unit_diagonal=False, trans=0):

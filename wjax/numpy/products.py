@@ -72,6 +72,10 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """The dot product of the flattened arrays, the first conjugated (as JAX)."""
+    a = _arraylike("vdot", a)
+    if dtypes.is_complex(a.dtype):
+        a = lax.conj(a)
     return dot(ravel(a), ravel(b))
 
 

@@ -138,7 +138,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
             broadcast_to(asarray(where), a.shape).astype(np.int32), axis=axis, keepdims=keepdims
         )
     dt = dtypes.check_supported(dtype) if dtype is not None else (
-        a.dtype if dtypes.is_float(a.dtype) else np.dtype(np.float32))
+        a.dtype if dtypes.is_inexact(a.dtype) else np.dtype(np.float32))
     s = sum(astype(a, dt) if a.dtype != dt else a, axis=axis, keepdims=keepdims, where=where)
     return _wrap_result(true_divide(s, count)).astype(dt) if not isinstance(count, int) else \
         lax.div(s, WeakScalar(np.asarray(count, dt)))
@@ -149,7 +149,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ddof = correction
     a = _arraylike("var", a)
     dt = dtypes.check_supported(dtype) if dtype is not None else (
-        a.dtype if dtypes.is_float(a.dtype) else np.dtype(np.float32))
+        a.dtype if dtypes.is_inexact(a.dtype) else np.dtype(np.float32))
+    if dtypes.is_complex(a.dtype) or dtypes.is_complex(dt):
+        return _complex_var(a, axis, dt, ddof, keepdims, where)
     a = astype(a, dt) if a.dtype != dt else a
     axes = _axes(axis, a.ndim)
     n = int(np.prod([a.shape[i] for i in axes])) if where is None else None
@@ -173,6 +175,35 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         return lax.div(s, WeakScalar(np.asarray(builtins.max(n - ddof, 0), dt)))
     cnt = sum(broadcast_to(asarray(where), a.shape).astype(np.int32), axis=axis, keepdims=keepdims)
     return true_divide(s, cnt - ddof).astype(dt)
+
+
+def _abs2(d):
+    """|d|^2 of a complex value, as a real one."""
+    re, im = lax.real(d), lax.imag(d)
+    return lax.add(lax.mul(re, re), lax.mul(im, im))
+
+
+def _complex_var(a, axis, dt, ddof, keepdims, where):
+    """JAX's variance of complex values: the mean of |x - mean|^2, a real (float32) value."""
+    a = astype(a, np.complex64) if a.dtype != np.complex64 else a
+    rdt = np.dtype(np.float32)
+    axes = _axes(axis, a.ndim)
+    n = int(np.prod([a.shape[i] for i in axes])) if where is None else None
+    if n:   # one pass, shifted by the first element (as the real case)
+        first = lax.slice(a, [0] * a.ndim, [1 if i in axes else s for i, s in enumerate(a.shape)])
+        d = subtract(a, first)
+        s1 = lax.reduce_sum(d, axes)
+        s2 = lax.reduce_sum(_abs2(d), axes)
+        v = lax.div(lax.sub(s2, lax.div(_abs2(s1), WeakScalar(np.asarray(n, rdt)))),
+                    WeakScalar(np.asarray(builtins.max(n - ddof, 0), rdt)))
+        v = lax.max(v, WeakScalar(np.asarray(0, rdt)))
+        return lax.expand_dims(v, axes) if keepdims else v
+    m = mean(a, axis=axis, keepdims=True, where=where)
+    s = sum(_abs2(subtract(a, m)), axis=axis, keepdims=keepdims, where=where)
+    if n is not None:
+        return lax.div(s, WeakScalar(np.asarray(builtins.max(n - ddof, 0), rdt)))
+    cnt = sum(broadcast_to(asarray(where), a.shape).astype(np.int32), axis=axis, keepdims=keepdims)
+    return true_divide(s, cnt - ddof).astype(rdt)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
@@ -210,7 +241,7 @@ def array_equal(a1, a2, equal_nan=False):
         return asarray(False)
     a1, a2 = promote_args("array_equal", a1, a2)
     eq = lax.eq(a1, a2)
-    if equal_nan and _is_float(a1):
+    if equal_nan and dtypes.is_inexact(a1.dtype):
         eq = lax.bitwise_or(eq, lax.bitwise_and(lax.ne(a1, a1), lax.ne(a2, a2)))
     return all(eq)
 
@@ -240,7 +271,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def _nan_fill(a, v):
     a = asarray(a)
-    if not _is_float(a):
+    if not dtypes.is_inexact(a.dtype):
         return a
     return _select(lax.ne(a, a), full_like(a, v), a)
 
@@ -279,7 +310,7 @@ nanmin = _nan_extreme("nanmin", min, np.inf)
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     a = _arraylike("nanmean", a)
-    if not _is_float(a):
+    if not dtypes.is_inexact(a.dtype):
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     valid = lax.bitwise_not(lax.ne(a, a))
     if where is not None:

@@ -56,7 +56,7 @@ uint8, uint16, uint32, uint64 = (
 float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, np.float64))
 
 
-complex64, complex128 = np.complex64, np.complex128
+complex64, complex128 = (_scalar_type(t) for t in (np.complex64, np.complex128))
 
 
 bfloat16 = dtypes.bfloat16

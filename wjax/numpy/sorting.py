@@ -260,7 +260,7 @@ def _sorted_unique_mask(s, equal_nan):
     if n == 0:
         return zeros((0,), bool)
     diff_ = not_equal(s[1:], s[:-1])
-    if equal_nan and _is_float(s):
+    if equal_nan and dtypes.is_inexact(s.dtype):
         diff_ = logical_and(diff_, logical_not(logical_and(isnan(s[1:]), isnan(s[:-1]))))
     return concatenate([full((1,), True), diff_])
 
@@ -386,6 +386,8 @@ def _conv1d(name, x, y, mode, precision, preferred_element_type):
         raise ValueError(f"{name}: inputs cannot be empty, got shapes {x.shape} and {y.shape}.")
     rev_out = False
     if name == "correlate":
+        if dtypes.is_complex(y.dtype):    # the second argument conjugated, as NumPy's
+            y = ufuncs.conj(y)
         if x.shape[0] < y.shape[0]:
             x, y = y, x
             rev_out = True
@@ -424,6 +426,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise ValueError("xp and fp must have the same length")
     if xp.shape[0] == 0:
         raise ValueError("xp and fp must be non-empty")
+    if dtypes.is_complex(x.dtype) or dtypes.is_complex(xp.dtype):
+        raise ValueError("jnp.interp: complex x values not supported.")
     x, xp, fp = _promote_dtypes(x, xp, fp, inexact=True)
     if period is not None:
         period = ufuncs.abs(asarray(period, x.dtype))

@@ -12,8 +12,8 @@ from ..core import dtypes
 from ..core.ir import WeakScalar
 from ..core.tracing import to_concrete_value
 from ._util import (
-    _aval, _broadcast_to_shape, _const, _f32, _inexact, _is_array, _is_float, _select,
-    _wrap_result, broadcast_shapes, promote_args,
+    _aval, _broadcast_to_shape, _const, _f32, _inexact, _is_array, _is_complex, _is_float,
+    _no_complex, _select, _wrap_result, broadcast_shapes, promote_args,
 )
 from .creation import _arraylike, _isnan, astype, full_like, ones_like, zeros_like
 
@@ -86,16 +86,26 @@ equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
 
 
-less = _binary("less", lax.lt)
+def _complex_comparison(op):
+    """As JAX: complex values order lexicographically (the real parts, then the imaginary)."""
+    def f(x, y):
+        if not _is_complex(x):
+            return op(x, y)
+        return lax.select(lax.eq(lax.real(x), lax.real(y)), op(lax.imag(x), lax.imag(y)),
+                          op(lax.real(x), lax.real(y)))
+    return f
 
 
-less_equal = _binary("less_equal", lax.le)
+less = _binary("less", _complex_comparison(lax.lt))
 
 
-greater = _binary("greater", lax.gt)
+less_equal = _binary("less_equal", _complex_comparison(lax.le))
 
 
-greater_equal = _binary("greater_equal", lax.ge)
+greater = _binary("greater", _complex_comparison(lax.gt))
+
+
+greater_equal = _binary("greater_equal", _complex_comparison(lax.ge))
 
 
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
@@ -164,6 +174,7 @@ def floor_divide(x1, x2, /):
         raise TypeError("floor_divide does not accept dtype bool")
     if dtypes.is_unsigned(dt):
         return lax.div(x1, x2)
+    _no_complex("floor_divide", x1)
     if dtypes.is_int(dt):
         q = lax.div(x1, x2)
         fix = lax.bitwise_and(
@@ -199,6 +210,7 @@ def _nonzero_divisor(x2):
 
 def remainder(x1, x2, /):
     x1, x2 = promote_args("remainder", x1, x2)
+    _no_complex("remainder", x1)
     if _aval(x1).dtype == np.bool_:
         raise TypeError("remainder does not accept dtype bool")
     x2 = _nonzero_divisor(x2)
@@ -213,6 +225,7 @@ mod = remainder
 
 def divmod(x1, x2, /):
     x1, x2 = promote_args("divmod", x1, x2)
+    _no_complex("divmod", x1)
     if dtypes.is_int(_aval(x1).dtype) or _aval(x1).dtype == np.bool_:
         return floor_divide(x1, x2), remainder(x1, x2)
     return _float_divmod(x1, x2)
@@ -271,20 +284,33 @@ positive = _unary("positive", lambda x: x)
 sign = _unary("sign", lax.sign)
 
 
-floor = _unary("floor", lambda x: x if not dtypes.is_float(_aval(x).dtype) else lax.floor(x))
+def _exact(x):
+    """Integers and bools: no rounding to do (complex values go on to the lax op's TypeError)."""
+    return not dtypes.is_inexact(_aval(x).dtype)
 
 
-ceil = _unary("ceil", lambda x: x if not dtypes.is_float(_aval(x).dtype) else lax.ceil(x))
+floor = _unary("floor", lambda x: x if _exact(x) else lax.floor(x))
 
 
-trunc = _unary("trunc", lambda x: x if not dtypes.is_float(_aval(x).dtype) else
+ceil = _unary("ceil", lambda x: x if _exact(x) else lax.ceil(x))
+
+
+trunc = _unary("trunc", lambda x: x if _exact(x) else
                lax.select(lax.lt(x, _zero_like(x)), lax.ceil(x), lax.floor(x)))
 
 
 fix = trunc
 
 
-rint = _unary("rint", lambda x: x if not dtypes.is_float(_aval(x).dtype) else lax.round(x, 1))
+def _rint(x):
+    if _exact(x):
+        return x
+    if _is_complex(x):   # as JAX: each part rounds
+        return lax.complex(_rint(lax.real(x)), _rint(lax.imag(x)))
+    return lax.round(x, 1)
+
+
+rint = _unary("rint", _rint)
 
 
 absolute = _unary("absolute", lambda x: x if _aval(x).dtype == np.bool_ else lax.abs(x))
@@ -308,14 +334,20 @@ log = _unary("log", lax.log, True)
 log1p = _unary("log1p", lax.log1p, True)
 
 
-log2 = _unary(
-    "log2", lambda x: lax.div(lax.log(x), WeakScalar(np.asarray(np.log(2), _aval(x).dtype))), True
-)
+def _log_base(base):
+    def f(x):
+        if _is_complex(x):   # as JAX: each part of log(x) scaled
+            r = lax.log(x)
+            c = np.float32(1 / np.log(base))
+            return lax.complex(lax.mul(lax.real(r), c), lax.mul(lax.imag(r), c))
+        return lax.div(lax.log(x), WeakScalar(np.asarray(np.log(base), _aval(x).dtype)))
+    return f
 
 
-log10 = _unary(
-    "log10", lambda x: lax.div(lax.log(x), WeakScalar(np.asarray(np.log(10), _aval(x).dtype))), True
-)
+log2 = _unary("log2", _log_base(2), True)
+
+
+log10 = _unary("log10", _log_base(10), True)
 
 
 sqrt = _unary("sqrt", lax.sqrt, True)
@@ -376,15 +408,28 @@ logical_not = _unary("logical_not", lambda x: lax.bitwise_not(x) if _aval(x).dty
                      else lax.eq(x, _zero_like(x)))
 
 
-isfinite = _unary("isfinite", lambda x: lax.is_finite(x) if dtypes.is_float(_aval(x).dtype)
-                  else full_like(x, True, dtype=np.bool_))
+def _isfinite(x):
+    if _is_complex(x):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x) if dtypes.is_float(_aval(x).dtype) else \
+        full_like(x, True, dtype=np.bool_)
+
+
+isfinite = _unary("isfinite", _isfinite)
 
 
 isnan = _unary("isnan", lambda x: lax.ne(x, x))
 
 
-isinf = _unary("isinf", lambda x: lax.eq(lax.abs(x), WeakScalar(np.asarray(np.inf, _aval(x).dtype)))
-               if dtypes.is_float(_aval(x).dtype) else full_like(x, False, dtype=np.bool_))
+def _isinf(x):
+    if _is_complex(x):
+        return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+    if dtypes.is_float(_aval(x).dtype):
+        return lax.eq(lax.abs(x), WeakScalar(np.asarray(np.inf, _aval(x).dtype)))
+    return full_like(x, False, dtype=np.bool_)
+
+
+isinf = _unary("isinf", _isinf)
 
 
 deg2rad = radians = _unary(
@@ -407,6 +452,8 @@ def _no_bool_neg(x):
 def round(a, decimals=0, out=None):
     a, = promote_args("round", a)
     dt = _aval(a).dtype
+    if dtypes.is_complex(dt):   # as JAX: each part rounds
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if not dtypes.is_float(dt):
         return a if decimals >= 0 else _wrap_result(a)
     if decimals == 0:
@@ -422,6 +469,11 @@ def clip(arr=None, /, min=None, max=None, a=None, a_min=None, a_max=None):
     x = arr if arr is not None else a
     lo = min if min is not None else a_min
     hi = max if max is not None else a_max
+    if any(iscomplexobj(v) for v in (x, lo, hi)):
+        raise ValueError("Clip received a complex value either through the input or the min/max "
+                         "keywords. Complex values have no ordering and cannot be clipped. "
+                         "Please convert to a real value or array by taking the real or "
+                         "imaginary components via jax.numpy.real/imag respectively.")
     if lo is not None:
         x = maximum(x, lo)
     if hi is not None:
@@ -449,6 +501,9 @@ def _where_xy(condition, x, y):
 
 def hypot(x1, x2, /):
     x1, x2 = _inexact("hypot", x1, x2)
+    _no_complex("hypot", x1, error=ValueError, msg=(
+        "jnp.hypot is not well defined for complex-valued inputs. Please convert to real values "
+        "first, such as by using abs(x)"))
     a, b = lax.abs(x1), lax.abs(x2)
     inf = lax.bitwise_or(isinf(a), isinf(b))
     hi, lo = lax.max(a, b), lax.min(a, b)
@@ -464,6 +519,8 @@ def signbit(x, /):
     dt = _aval(x).dtype
     if dt == np.bool_:
         return full_like(x, False, dtype=np.bool_)
+    if dtypes.is_complex(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
     if dtypes.is_unsigned(dt):
         return full_like(x, False, dtype=np.bool_)
     if dtypes.is_int(dt):
@@ -476,6 +533,7 @@ def signbit(x, /):
 
 def copysign(x1, x2, /):
     x1, x2 = _inexact("copysign", x1, x2)
+    _no_complex("copysign", x1)
     a = lax.abs(x1)
     return _select(signbit(x2), lax.neg(a), a)
 
@@ -489,6 +547,10 @@ def heaviside(x1, x2, /):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = _arraylike("nan_to_num", x)
+    if _is_complex(x):   # as JAX: each part
+        parts = [nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf)
+                 for p in (lax.real(x), lax.imag(x))]
+        return lax.complex(*parts)
     if not _is_float(x):
         return x
     info = np.finfo(x.dtype)
@@ -536,9 +598,9 @@ def sinc(x, /):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_args("isclose", a, b)
-    if not _is_float(a):
+    if not dtypes.is_inexact(_aval(a).dtype):
         return _wrap_result(lax.eq(a, b))
-    dt = _aval(a).dtype
+    dt = _aval(a).dtype if _is_float(a) else _f32   # complex: |a - b| against real tolerances
     rt, at = WeakScalar(np.asarray(rtol, dt)), WeakScalar(np.asarray(atol, dt))
     out = lax.le(lax.abs(lax.sub(a, b)), lax.add(at, lax.mul(rt, lax.abs(b))))
     ai, bi = isinf(a), isinf(b)
@@ -553,11 +615,13 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def fabs(x, /):
     x, = _inexact("fabs", x)
+    _no_complex("fabs", x, msg="ufunc 'fabs' does not support complex dtypes")
     return lax.abs(x)
 
 
 def fmod(x1, x2, /):
     x1, x2 = promote_args("fmod", x1, x2)
+    _no_complex("fmod", x1)
     if _aval(x1).dtype == np.bool_:
         raise TypeError("fmod does not accept dtype bool")
     return _wrap_result(lax.rem(x1, _nonzero_divisor(x2)))   # integer fmod(x, 0) is 0
@@ -565,7 +629,7 @@ def fmod(x1, x2, /):
 
 def ldexp(x1, x2, /):
     x2 = _arraylike("ldexp", x2)
-    if not dtypes.is_int(x2.dtype):
+    if _is_complex(_arraylike("ldexp", x1)) or not dtypes.is_int(x2.dtype):
         raise ValueError(f"ldexp: x2 must be of integer type, got {x2.dtype}")
     x1, = _inexact("ldexp", x1)
     e = astype(x2, _aval(x1).dtype)
@@ -575,6 +639,7 @@ def ldexp(x1, x2, /):
 
 def frexp(x, /):
     x, = _inexact("frexp", x)
+    _no_complex("frexp", x)
     ax = lax.abs(x)
     special = lax.bitwise_or(lax.eq(x, _const(x, 0)), lax.bitwise_not(lax.is_finite(x)))
     safe = _select(special, ones_like(ax), ax)
@@ -597,31 +662,56 @@ def modf(x, /, out=None):
     return lax.sub(x, whole), whole
 
 
+def _no_complex_inf(x):
+    if _is_complex(x):
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+
+
 def isneginf(x, /, out=None):
     x = _arraylike("isneginf", x)
+    _no_complex_inf(x)
     return logical_and(isinf(x), signbit(x)) if _is_float(x) else full_like(x, False, dtype=bool)
 
 
 def isposinf(x, /, out=None):
     x = _arraylike("isposinf", x)
+    _no_complex_inf(x)
     return logical_and(isinf(x), logical_not(signbit(x))) if _is_float(x) else \
         full_like(x, False, dtype=bool)
 
 
 def isreal(x):
-    return full_like(x, True, dtype=bool)
+    """Elementwise: the imaginary part is 0 (every element of a real array)."""
+    x = _arraylike("isreal", x)
+    return lax.eq(lax.imag(x), _const(lax.imag(x), 0)) if _is_complex(x) else \
+        full_like(x, True, dtype=bool)
 
 
 def iscomplex(x):
-    return full_like(x, False, dtype=bool)
+    """Elementwise: the imaginary part is not 0 (no element of a real array)."""
+    x = _arraylike("iscomplex", x)
+    return lax.ne(lax.imag(x), _const(lax.imag(x), 0)) if _is_complex(x) else \
+        full_like(x, False, dtype=bool)
+
+
+def _dtype_of(x):
+    if x is None:
+        return None
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = dtypes.dtype(x) if isinstance(x, (bool, int, float, complex)) else \
+            np.asarray(x).dtype
+    return np.dtype(dt)
 
 
 def isrealobj(x):
-    return True
+    return not iscomplexobj(x)
 
 
 def iscomplexobj(x):
-    return False
+    """Whether ``x`` has a complex dtype (a value, array or dtype-carrying object)."""
+    dt = _dtype_of(x)
+    return dt is not None and dt.kind == "c"
 
 
 def isscalar(element):
@@ -631,23 +721,32 @@ def isscalar(element):
 
 
 def real(x, /):
-    return _arraylike("real", x)
+    x = _arraylike("real", x)
+    return lax.real(x) if _is_complex(x) else x
 
 
 def imag(x, /):
-    return zeros_like(x)
+    x = _arraylike("imag", x)
+    return lax.imag(x) if _is_complex(x) else zeros_like(x)
 
 
 def conjugate(x, /):
-    return _arraylike("conjugate", x)
+    x = _arraylike("conjugate", x)
+    return lax.conj(x) if _is_complex(x) else x
 
 
 conj = conjugate
 
 
 def angle(z, deg=False):
-    z, = _inexact("angle", z)
-    r = lax.atan2(zeros_like(z), z)
+    """The argument of ``z``: ``atan2(imag, real)`` (0 or pi for a real value), float32."""
+    z = _arraylike("angle", z)
+    if _is_complex(z):
+        re, im = lax.real(z), lax.imag(z)
+    else:
+        re, = _inexact("angle", z)
+        im = zeros_like(re)
+    r = lax.atan2(im, re)
     return rad2deg(r) if deg else r
 
 

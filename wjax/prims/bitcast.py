@@ -22,6 +22,11 @@ def _check(x_dtype, new_dtype):
     src, dst = np.dtype(x_dtype), np.dtype(new_dtype)
     if src == np.bool_ or dst == np.bool_:
         raise TypeError("bitcast_convert_type does not accept bool operands or results")
+    if src.kind == "c" or dst.kind == "c":        # as JAX, unless the dtypes are equal
+        if src != dst:
+            raise TypeError("lax.bitcast_convert_type does not support bool or complex values "
+                            "unless the operand and destination types match.")
+        return dst
     if src.itemsize != dst.itemsize:
         raise NotImplementedError(
             f"wjax: bitcast_convert_type between widths ({src.name} -> {dst.name}) is not supported"

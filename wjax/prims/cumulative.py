@@ -19,6 +19,7 @@ from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from ..transforms import ad as _ad
 from ..core import ops
+from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 
 W.helper("wj_logaddexp", """
 fn wj_logaddexp(a: f32, b: f32) -> f32 {
@@ -32,6 +33,8 @@ fn wj_logaddexp(a: f32, b: f32) -> f32 {
 
 def _state_dtype(dtype):
     k = kind(dtype)
+    if k == "c":
+        return np.dtype(np.complex64)
     if k == "f":
         return np.dtype(np.float32)
     if k == "b":
@@ -46,6 +49,8 @@ def _monoid(op, dtype):
     if op == "sum":
         return W.zero(st), "  return a + b;", ()
     if op == "prod":
+        if k == "c":
+            return W.literal(1, st), "  return wj_cmul(a, b);", ("wj_cmul",)
         return W.literal(1, st), "  return a * b;", ()
     if op == "logsumexp":
         return W.literal(-np.inf, st), "  return wj_logaddexp(a, b);", (
@@ -165,7 +170,7 @@ def emit_scan(ctx, op, x: ShapedArray, axis: int, reverse: bool, out_dtype):
 
 # --------------------------------------------------------------------------- primitives
 
-_ACCEPTS = {"sum": "fiu", "prod": "fiu", "max": "fiub", "min": "fiub", "logsumexp": "f"}
+_ACCEPTS = {"sum": "fiuc", "prod": "fiuc", "max": "fiub", "min": "fiub", "logsumexp": "f"}
 
 
 def _ref(op, x, axis, reverse):

@@ -1,8 +1,10 @@
 """Elementwise primitives: one block each, built by the ``unop``/``binop`` factories.
 
 A WGSL rule is a table from dtype kind ('f' float, 'i' signed int, 'u'
-unsigned int, 'b' bool) to an expression template over ``{0}``, ``{1}``...
-A kind missing from the table is a dtype the primitive does not accept.
+unsigned int, 'b' bool, 'c' complex64) to an expression template over ``{0}``, ``{1}``...
+A kind missing from the table is a dtype the primitive does not accept.  A complex value is a
+``vec2<f32>`` of (re, im) (``backend/wgsl_cmath.py`` holds the complex helpers); the NumPy
+reference of a complex operation is its function in ``cmath_ref`` (JAX's special values).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import numpy as np
 from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend import wgsl_math  # noqa: F401  (registers the float math helpers)
+from ..backend import wgsl_cmath  # noqa: F401  (registers the complex math helpers)
+from . import cmath_ref as C
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
@@ -29,12 +33,15 @@ def kind(dtype) -> str:
         return "u"
     if dt.kind == "i":
         return "i"
+    if dt == np.complex64:
+        return "c"
     raise TypeError(f"wjax: unsupported dtype {dt}")
 
 
 def _check_kind(name, dtype, table):
     if kind(dtype) not in table:
-        accepted = {"f": "floating", "i": "signed integer", "u": "unsigned integer", "b": "bool"}
+        accepted = {"f": "floating", "i": "signed integer", "u": "unsigned integer", "b": "bool",
+                    "c": "complex floating"}
         raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
                         f"subtypes of {', '.join(accepted[k] for k in table)}.")
 
@@ -104,8 +111,15 @@ def _same_dtypes(name, avals):
 
 # --------------------------------------------------------------------------- factories
 
-def unop(name, table: dict, reference, result_dtype=None):
-    """An elementwise unary primitive."""
+def _with_complex(reference, cref):
+    """The NumPy reference: ``cref`` (from ``cmath_ref``) for complex operands."""
+    if cref is None:
+        return lambda *xs: np.asarray(reference(*xs))
+    return lambda *xs: np.asarray(cref(*xs) if xs[0].dtype.kind == "c" else reference(*xs))
+
+
+def unop(name, table: dict, reference, result_dtype=None, cref=None):
+    """An elementwise unary primitive (``cref``: its complex64 reference)."""
     p = Primitive(name)
 
     def abstract(x):
@@ -120,14 +134,15 @@ def unop(name, table: dict, reference, result_dtype=None):
                                  in_avals[0].dtype, out_aval.dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
-    p.reference = lambda x: np.asarray(reference(x))
+    p.reference = _with_complex(reference, cref)
     p.table = table
     _batching.defbroadcasting(p)   # vmap: align batch axes, broadcast the rest
     return p
 
 
-def binop(name, table: dict, reference, result_dtype=None):
-    """An elementwise binary primitive with lax's strict dtype rule."""
+def binop(name, table: dict, reference, result_dtype=None, cref=None):
+    """An elementwise binary primitive with lax's strict dtype rule (``cref``: its complex64
+    reference)."""
     p = Primitive(name)
 
     def abstract(x, y):
@@ -146,7 +161,7 @@ def binop(name, table: dict, reference, result_dtype=None):
                                  out_aval.dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
-    p.reference = lambda x, y: np.asarray(reference(x, y))
+    p.reference = _with_complex(reference, cref)
     p.table = table
     _batching.defbroadcasting(p)   # vmap: align batch axes, broadcast the rest
     return p
@@ -160,9 +175,19 @@ def _bool(_):
     return np.dtype(np.bool_)
 
 
+def _real_of(dt):
+    """complex64 -> float32 (abs of a complex value), other dtypes unchanged."""
+    return np.dtype(np.float32) if np.dtype(dt).kind == "c" else np.dtype(dt)
+
+
 F = "f"
 NUM = ("f", "i", "u")
 INT = ("i", "u")
+
+
+def FC(tmpl, ctmpl):
+    """A float op that takes complex64 too: ``tmpl`` for floats, ``ctmpl`` for complex."""
+    return {"f": tmpl, "c": ctmpl}
 
 
 def T(kinds, tmpl):
@@ -366,34 +391,39 @@ fn wj_erf(x: f32) -> f32 {
 
 # --------------------------------------------------------------------------- unary
 
-neg_p = unop("neg", {"f": "-({0})", "i": "-({0})", "u": "0u - ({0})"}, np.negative)
-sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u, 1u, {0} != 0u)"},
-               lambda x: np.where(x == 0, x, np.sign(x)))   # sign(-0.0) is -0.0 in XLA
+neg_p = unop("neg", {"f": "-({0})", "i": "-({0})", "u": "0u - ({0})", "c": "-({0})"}, np.negative)
+sign_p = unop("sign", {"f": "wj_sign_f({0})", "i": "sign({0})", "u": "select(0u, 1u, {0} != 0u)",
+                       "c": "wj_csign({0})"},
+               lambda x: np.where(x == 0, x, np.sign(x)),   # sign(-0.0) is -0.0 in XLA
+               cref=C.sign)
 floor_p = unop("floor", T(F, "floor({0})"), np.floor)
 ceil_p = unop("ceil", T(F, "ceil({0})"), np.ceil)
-abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}"}, np.abs)
-exp_p = unop("exp", T(F, "wj_exp({0})"), np.exp)
-exp2_p = unop("exp2", T(F, "exp2({0})"), np.exp2)
-log_p = unop("log", T(F, "wj_log({0})"), np.log)
-log1p_p = unop("log1p", T(F, "wj_log1p({0})"), np.log1p)
-expm1_p = unop("expm1", T(F, "wj_expm1({0})"), np.expm1)
-tanh_p = unop("tanh", T(F, "wj_tanh({0})"), np.tanh)
+abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}", "c": "wj_cabs({0})"}, np.abs,
+              result_dtype=_real_of, cref=C.abs)
+exp_p = unop("exp", FC("wj_exp({0})", "wj_cexp({0})"), np.exp, cref=C.exp)
+exp2_p = unop("exp2", FC("exp2({0})", "wj_cexp2({0})"), np.exp2, cref=C.exp2)
+log_p = unop("log", FC("wj_log({0})", "wj_clog({0})"), np.log, cref=C.log)
+log1p_p = unop("log1p", FC("wj_log1p({0})", "wj_clog1p({0})"), np.log1p, cref=C.log1p)
+expm1_p = unop("expm1", FC("wj_expm1({0})", "wj_cexpm1({0})"), np.expm1, cref=C.expm1)
+tanh_p = unop("tanh", FC("wj_tanh({0})", "wj_ctanh({0})"), np.tanh, cref=C.tanh)
 logistic_p = unop(
-    "logistic", T(F, "(1.0 / (1.0 + wj_exp(-({0}))))"), lambda x: 1 / (1 + np.exp(-x))
+    "logistic", FC("(1.0 / (1.0 + wj_exp(-({0}))))", "wj_clogistic({0})"),
+    lambda x: 1 / (1 + np.exp(-x)), cref=C.logistic
 )
-sin_p = unop("sin", T(F, "wj_sin({0})"), np.sin)
-cos_p = unop("cos", T(F, "wj_cos({0})"), np.cos)
-tan_p = unop("tan", T(F, "wj_tan({0})"), np.tan)
-asin_p = unop("asin", T(F, "wj_asin({0})"), np.arcsin)
-acos_p = unop("acos", T(F, "wj_acos({0})"), np.arccos)
-atan_p = unop("atan", T(F, "wj_atan({0})"), np.arctan)
-sinh_p = unop("sinh", T(F, "wj_sinh({0})"), np.sinh)
-cosh_p = unop("cosh", T(F, "wj_cosh({0})"), np.cosh)
-asinh_p = unop("asinh", T(F, "wj_asinh({0})"), np.arcsinh)
-acosh_p = unop("acosh", T(F, "wj_acosh({0})"), np.arccosh)
-atanh_p = unop("atanh", T(F, "wj_atanh({0})"), np.arctanh)
-sqrt_p = unop("sqrt", T(F, "sqrt({0})"), np.sqrt)
-rsqrt_p = unop("rsqrt", T(F, "inverseSqrt({0})"), lambda x: 1 / np.sqrt(x))
+sin_p = unop("sin", FC("wj_sin({0})", "wj_csin({0})"), np.sin, cref=C.sin)
+cos_p = unop("cos", FC("wj_cos({0})", "wj_ccos({0})"), np.cos, cref=C.cos)
+tan_p = unop("tan", FC("wj_tan({0})", "wj_ctan({0})"), np.tan, cref=C.tan)
+asin_p = unop("asin", FC("wj_asin({0})", "wj_casin({0})"), np.arcsin, cref=C.asin)
+acos_p = unop("acos", FC("wj_acos({0})", "wj_cacos({0})"), np.arccos, cref=C.acos)
+atan_p = unop("atan", FC("wj_atan({0})", "wj_catan({0})"), np.arctan, cref=C.atan)
+sinh_p = unop("sinh", FC("wj_sinh({0})", "wj_csinh({0})"), np.sinh, cref=C.sinh)
+cosh_p = unop("cosh", FC("wj_cosh({0})", "wj_ccosh({0})"), np.cosh, cref=C.cosh)
+asinh_p = unop("asinh", FC("wj_asinh({0})", "wj_casinh({0})"), np.arcsinh, cref=C.asinh)
+acosh_p = unop("acosh", FC("wj_acosh({0})", "wj_cacosh({0})"), np.arccosh, cref=C.acosh)
+atanh_p = unop("atanh", FC("wj_atanh({0})", "wj_catanh({0})"), np.arctanh, cref=C.atanh)
+sqrt_p = unop("sqrt", FC("sqrt({0})", "wj_csqrt({0})"), np.sqrt, cref=C.sqrt)
+rsqrt_p = unop("rsqrt", FC("inverseSqrt({0})", "wj_crsqrt({0})"), lambda x: 1 / np.sqrt(x),
+               cref=C.rsqrt)
 cbrt_p = unop("cbrt", T(F, "wj_cbrt({0})"), np.cbrt)
 erf_p = unop("erf", T(F, "wj_erf({0})"), lambda x: _erf_ref(x))
 not_p = unop(
@@ -418,7 +448,50 @@ clz_p = unop(
     },
     lambda x: _clz_ref(x),
 )
-imag_p = None
+
+
+# complex parts: real, imag, conj and complex (lax's), JAX's linear rules
+real_p = unop("real", {"c": "({0}).x"}, np.real, result_dtype=_real_of)
+imag_p = unop("imag", {"c": "({0}).y"}, np.imag, result_dtype=_real_of)
+
+complex_p = binop("complex", {"f": "vec2<f32>({0}, {1})"}, lambda x, y: x + np.complex64(1j) * y,
+                  result_dtype=lambda dt: np.dtype(np.complex64))
+_complex_abstract_f = complex_p.abstract_eval
+
+
+def _complex_abstract(x, y):
+    if np.dtype(x.dtype) != np.float32 or np.dtype(y.dtype) != np.float32:
+        raise TypeError(f"complex does not accept dtype {np.dtype(x.dtype).name}. Accepted dtypes "
+                        "are subtypes of float32, float64.")
+    return _complex_abstract_f(x, y)
+
+
+complex_p.abstract_eval = _complex_abstract
+complex_p.reference = lambda x, y: C._mk(x, y)
+
+conj_p = Primitive("conj")
+conj_p.view = True
+
+
+@conj_p.def_abstract_eval
+def _conj_abstract(x, input_dtype=None):
+    if np.dtype(x.dtype) not in (np.dtype(np.float32), np.dtype(np.complex64)):
+        raise TypeError(f"conj does not accept dtype {np.dtype(x.dtype).name}. Accepted dtypes "
+                        "are subtypes of float32, float64, complexfloating.")
+    return ShapedArray(x.shape, np.complex64, x.weak_type)
+
+
+@conj_p.def_fuse
+def _conj_fuse(kb, idx, read, in_avals, out_aval, input_dtype=None):
+    v = read[0](idx)
+    if W.is_complex(in_avals[0].dtype):
+        return f"vec2<f32>(({v}).x, -({v}).y)"
+    return f"vec2<f32>({v}, 0.0)"
+
+
+conj_p.reference = lambda x, input_dtype=None: (   # of a real x: (x, +0) as in JAX
+    np.conj(x) if x.dtype.kind == "c" else C._mk(x, 0))
+_batching.defbroadcasting(conj_p)
 
 
 # round: lax's ``rounding_method`` 0 rounds half away from zero, 1 half to even (jnp.round)
@@ -464,10 +537,35 @@ def _clz_ref(x):
 
 # autodiff rules (unary) -------------------------------------------------------
 
+def _zeros_like_ct(t):
+    return np.zeros((), _ad.aval_of(t).dtype)
+
+
+_ad.deflinear(real_p, lambda ct, x: [ops.complex(ct, _zeros_like_ct(ct))])
+_ad.deflinear(imag_p, lambda ct, x: [ops.complex(_zeros_like_ct(ct), ops.neg(ct))])
+_ad.deflinear(conj_p, lambda ct, x, input_dtype=None: [
+    ops.conj(ct) if np.dtype(input_dtype or x.aval.dtype).kind == "c" else ops.real(ct)])
+
+
+def _complex_transpose(ct, x, y):
+    return [_ad.unbroadcast(ops.real(ct), x.aval) if _undef(x) else None,
+            _ad.unbroadcast(ops.neg(ops.imag(ct)), y.aval) if _undef(y) else None]
+
+
+
 _ad.deflinear(neg_p, lambda ct, x: [ops.neg(ct)])
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p, population_count_p, clz_p):
     _ad.defjvp_zero(_p)
-_ad.defjvp(abs_p, lambda g, x: ops.select(ops.ge(x, _c(x, 0)), g, ops.neg(g)))
+
+
+def _abs_jvp(g, ans, x):
+    if _ad.aval_of(x).dtype.kind == "c":   # JAX: re(g conj(x) / |x|), |x| = 0 taken as 1
+        d = ops.convert_element_type(ans, np.complex64)
+        return ops.real(ops.mul(g, ops.div(ops.conj(x), _replace_zero(d))))
+    return ops.select(ops.ge(x, _c(x, 0)), g, ops.neg(g))
+
+
+_ad.defjvp2(abs_p, _abs_jvp)
 _ad.defjvp2(exp_p, lambda g, ans, x: ops.mul(g, ans))
 _ad.defjvp2(exp2_p, lambda g, ans, x: ops.mul(g, ops.mul(ans, _c(x, np.log(2)))))
 _ad.defjvp(log_p, lambda g, x: ops.div(g, x))
@@ -498,14 +596,15 @@ _ad.defjvp(erf_p, lambda g, x: ops.mul(_c(x, 2 / np.sqrt(np.pi)),
 
 # --------------------------------------------------------------------------- binary
 
-add_p = binop("add", {"f": "({0} + {1})", "i": "({0} + {1})", "u": "({0} + {1})"}, np.add)
-sub_p = binop("sub", T(NUM, "({0} - {1})"), np.subtract)
-mul_p = binop("mul", T(NUM, "({0} * {1})"), np.multiply)
-div_p = binop("div", {"f": "({0} / {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})"},
-              lambda x, y: _div_ref(x, y))
+add_p = binop("add", T(NUM + ("c",), "({0} + {1})"), np.add)
+sub_p = binop("sub", T(NUM + ("c",), "({0} - {1})"), np.subtract)
+mul_p = binop("mul", {**T(NUM, "({0} * {1})"), "c": "wj_cmul({0}, {1})"}, np.multiply, cref=C.mul)
+div_p = binop("div", {"f": "({0} / {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})",
+                      "c": "wj_cdiv({0}, {1})"},
+              lambda x, y: _div_ref(x, y), cref=C.div)
 rem_p = binop("rem", {"f": "wj_rem_f({0}, {1})", "i": "wj_rem_i({0}, {1})",
                       "u": "wj_rem_u({0}, {1})"}, lambda x, y: _rem_ref(x, y))
-pow_p = binop("pow", T(F, "wj_pow_f({0}, {1})"), np.power)
+pow_p = binop("pow", FC("wj_pow_f({0}, {1})", "wj_cpow({0}, {1})"), np.power, cref=C.pow)
 max_p = binop("max", {"f": "wj_max_f({0}, {1})", "i": "max({0}, {1})", "u": "max({0}, {1})",
                       "b": "({0} || {1})"}, lambda x, y: _max_ref(x, y))
 min_p = binop("min", {"f": "wj_min_f({0}, {1})", "i": "min({0}, {1})", "u": "min({0}, {1})",
@@ -539,10 +638,12 @@ shift_right_logical_p = binop(
      "u": "select({0} >> {1}, {Z}, {1} >= 32u)"},
     lambda x, y: _shift_ref(x, y, "rl"))
 
-eq_p = binop("eq", T(NUM + ("b",), "({0} == {1})"), np.equal, _bool)
+eq_p = binop("eq", {**T(NUM + ("b",), "({0} == {1})"), "c": "wj_ceq({0}, {1})"}, np.equal,
+              _bool)
 # drivers may compile float != as an ordered compare (false for NaN): test NaN explicitly
 ne_p = binop("ne", {"f": "(({0} != {1}) || wj_isnan({0}) || wj_isnan({1}))", "i": "({0} != {1})",
-                    "u": "({0} != {1})", "b": "({0} != {1})"}, np.not_equal, _bool)
+                    "u": "({0} != {1})", "b": "({0} != {1})", "c": "wj_cne({0}, {1})"},
+             np.not_equal, _bool)
 lt_p = binop(
     "lt",
     {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"},
@@ -665,6 +766,7 @@ def _balanced_eq(x, z, y):
     return ops.select(ops.eq(x, z), ops.select(ops.eq(y, z), half, one), zero)
 
 
+_ad.deflinear(complex_p, _complex_transpose)
 _ad.defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
 add_p.transpose = _add_transpose
 _ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: ops.neg(g))
@@ -776,6 +878,12 @@ def convert_expr(e: str, src, dst) -> str:
     ks, kd = kind(src), kind(dst)
     if src == dst:
         return e
+    if kd == "c":        # (x, 0); bool as 0/1
+        if ks == "b":
+            return f"select(vec2<f32>(0.0, 0.0), vec2<f32>(1.0, 0.0), {e})"
+        return f"vec2<f32>(f32({e}), 0.0)"
+    if ks == "c":        # the real part (XLA's rule, bool too: jnp's astype compares to 0)
+        return convert_expr(f"({e}).x", np.float32, dst)
     if kd == "b":
         if ks == "f":   # NaN is truthy; drivers may compile != as an ordered compare
             return f"({e} != {W.zero(src)} || {_isnan_inline(e)})"
@@ -813,6 +921,8 @@ def _convert_fuse(kb, idx, read, in_avals, out_aval, new_dtype, weak_type=False,
 
 def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
     dt = np.dtype(new_dtype)
+    if x.dtype.kind == "c" and dt.kind != "c":   # the real part (XLA's rule)
+        return _convert_ref(x.real, dt)
     if x.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
         with np.errstate(invalid="ignore"):
@@ -857,7 +967,7 @@ integer_pow_p = Primitive("integer_pow")
 
 @integer_pow_p.def_abstract_eval
 def _ipow_abstract(x, y):
-    _check_kind("integer_pow", x.dtype, NUM)
+    _check_kind("integer_pow", x.dtype, NUM + ("c",))
     if y < 0 and kind(x.dtype) in "iu":
         raise TypeError(
             f"Integers cannot be raised to negative powers, got "
@@ -870,21 +980,30 @@ def _ipow_abstract(x, y):
 def _ipow_fuse(kb, idx, read, in_avals, out_aval, y):
     x = read[0](idx)
     if y == 0:
-        return W.literal(1, out_aval.dtype)
+        return kb.lit(1, out_aval.dtype)
+    cplx = W.is_complex(out_aval.dtype)
+    if cplx:
+        kb.use_helper("wj_cmul")
+        kb.use_helper("wj_cdiv")
+    mul = (lambda a, b: f"wj_cmul({a}, {b})") if cplx else (lambda a, b: f"{a} * {b}")
     n = abs(y)
     acc, base = None, x
     while n:
         if n & 1:
-            acc = base if acc is None else kb.let(f"{acc} * {base}")
+            acc = base if acc is None else kb.let(mul(acc, base))
         n >>= 1
         if n:
-            base = kb.let(f"{base} * {base}")
+            base = kb.let(mul(base, base))
     if y < 0:
-        return f"({W.literal(1, out_aval.dtype)} / {acc})"
+        if cplx:
+            return f"wj_cdiv({kb.lit(1, out_aval.dtype)}, {acc})"
+        return f"({kb.lit(1, out_aval.dtype)} / {acc})"
     return acc
 
 
-integer_pow_p.reference = lambda x, y: np.power(x, y) if y >= 0 else 1 / np.power(x, -y)
+integer_pow_p.reference = lambda x, y: (
+    C.integer_pow(x, y) if x.dtype.kind == "c"
+    else np.power(x, y) if y >= 0 else 1 / np.power(x, -y))
 
 
 def _ipow_jvp(g, x, y):

@@ -90,7 +90,7 @@ def _gather_fuse(kb, idx, read, in_avals, out_aval, dimension_numbers, slice_siz
     if m == "fill" and ok:
         fv = fill_value
         if fv is None:
-            fv = np.nan if kind(op.dtype) == "f" else (
+            fv = np.nan if kind(op.dtype) in "fc" else (
                 True if op.dtype == np.bool_ else np.iinfo(op.dtype).min if kind(op.dtype) == "i"
                 else np.iinfo(op.dtype).max)
         return f"select({W.literal(fv, op.dtype)}, {val}, {' && '.join(ok)})"
@@ -127,7 +127,7 @@ def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fil
                 if fill_value is not None
                 else (
                     np.nan
-                    if operand.dtype.kind == "f"
+                    if operand.dtype.kind in "fc"
                     else True
                     if operand.dtype == bool
                     else np.iinfo(operand.dtype).min
@@ -323,9 +323,61 @@ def _scatter_last_wins(ctx, position, operand, updates, out_key):
     ctx.dispatch(kb, src, grid)
 
 
+def _cas_fold(o, word, upd, tmpl, dtype):
+    """WGSL folding ``upd`` into 32-bit word ``word`` of atomic buffer ``o`` by a
+    compare-exchange loop (``tmpl`` over {a} the old value, {b} the update)."""
+    newv = W.wrap_narrow(tmpl.format(a=_unbits("old", dtype), b="u"), dtype)
+    return (f"  {{\n    let u = {upd};\n    loop {{\n      let old = atomicLoad(&{o}[{word}]);\n"
+            f"      let nv = {_bits(newv, dtype)};\n      if (atomicCompareExchangeWeak(&{o}["
+            f"{word}], old, nv).exchanged) {{ break; }}\n    }}\n  }}")
+
+
+def _scatter_complex(ctx, position, name, operand, updates, out_key):
+    """complex64 scatter_add: the two f32 words of an element fold independently.
+    scatter_mul: the product at each position in polar form -- magnitudes multiply and angles
+    add, each by a 32-bit compare-exchange into a scratch buffer -- applied by a last pass."""
+    f32 = np.float32
+    kb = ctx.new_kb()
+    flat, ok, upd = position(kb)
+    if name == "scatter_add":
+        o = kb.bind(out_key, operand.dtype, "atomic")
+        u = kb.let(upd, "vec2<f32>")
+        kb.emit(f"if ({ok}) {{\n{_cas_fold(o, f'2u * {flat}', f'{u}.x', '({a} + {b})', f32)}\n"
+                f"{_cas_fold(o, f'2u * {flat} + 1u', f'{u}.y', '({a} + {b})', f32)}\n}}")
+        src, grid = kb.elementwise_kernel(updates.size)
+        ctx.dispatch(kb, src, grid)
+        return
+    n = operand.size
+    mag = ctx.scratch(ShapedArray((n,), f32))
+    ang = ctx.scratch(ShapedArray((n,), f32))
+    init = ctx.new_kb()
+    mb, ab = init.bind(mag, f32, "read_write"), init.bind(ang, f32, "read_write")
+    init.emit(f"{mb}[i] = 1.0;\n  {ab}[i] = 0.0;")
+    ctx.dispatch(init, *init.elementwise_kernel(n))
+    kb.use_helper("wj_cabs")
+    kb.use_helper("wj_atan2")
+    m, a = kb.bind(mag, f32, "atomic"), kb.bind(ang, f32, "atomic")
+    u = kb.let(upd, "vec2<f32>")
+    kb.emit(f"if ({ok}) {{\n{_cas_fold(m, flat, f'wj_cabs({u})', '({a} * {b})', f32)}\n"
+            f"{_cas_fold(a, flat, f'wj_atan2({u}.y, {u}.x)', '({a} + {b})', f32)}\n}}")
+    ctx.dispatch(kb, *kb.elementwise_kernel(updates.size))
+    fin = ctx.new_kb()
+    fin.use_helper("wj_cmul")
+    fin.use_helper("wj_sin")
+    fin.use_helper("wj_cos")
+    mb, ab = fin.bind(mag, f32, "read"), fin.bind(ang, f32, "read")
+    o = fin.bind(out_key, operand.dtype, "read_write")
+    fin.emit(f"if ({ab}[i] != 0.0 || {mb}[i] != 1.0) {{ {o}[i] = wj_cmul({o}[i], {mb}[i] * "
+             f"vec2<f32>(wj_cos({ab}[i]), wj_sin({ab}[i]))); }}")
+    ctx.dispatch(fin, *fin.elementwise_kernel(n))
+
+
 def _scatter_combine(ctx, position, comb, operand, updates, out_key):
     """scatter_add/mul/min/max: each update folds into its position with a compare-exchange
     loop on the 32-bit word (``comb`` is the fold's WGSL template, per dtype kind or not)."""
+    if W.is_complex(operand.dtype):
+        name = "scatter_add" if comb == _COMBINE["scatter_add"] else "scatter_mul"
+        return _scatter_complex(ctx, position, name, operand, updates, out_key)
     kb = ctx.new_kb()
     flat, ok, upd = position(kb)
     o = kb.bind(out_key, operand.dtype, "atomic")
@@ -429,6 +481,13 @@ def _make_scatter(name):
     p = Primitive(name)
     p.fuse_inputs = (0, 1, 2)
     p.abstract_eval = _scatter_abstract
+    if name in ("scatter_min", "scatter_max"):
+        def abstract(operand, *args, **params):
+            if W.is_complex(operand.dtype):
+                raise TypeError(f"{name} does not accept dtype complex64: wjax orders no complex "
+                                "values")
+            return _scatter_abstract(operand, *args, **params)
+        p.abstract_eval = abstract
     p.kernel = _scatter_kernel_for(name)
     p.reference = _scatter_ref_for(name)
     p.batch = _scatter_batch_for(p)   # vmap

@@ -15,6 +15,7 @@ from .elementwise import convert_expr, kind
 from ..transforms import ad as _ad
 from ..core import ops
 from ..backend.lower import EpilogueMismatch
+from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 from ..core.ir import Var
 
 dot_general_p = Primitive("dot_general")
@@ -70,6 +71,8 @@ def _dot_abstract(lhs, rhs, dimension_numbers, precision=None, preferred_element
 
 def _acc_dtype(dt):
     k = kind(dt)
+    if k == "c":
+        return np.dtype(np.complex64)
     return (
         np.dtype(np.float32)
         if k == "f"
@@ -257,13 +260,15 @@ def _dot_element(kb, idx, read, in_avals, out, dimension_numbers, precision=None
     n = int(np.prod(csh))
     acc_dt = _acc_dtype(out.dtype)
     acc, r = kb.var(W.zero(acc_dt), W.value_type(acc_dt)), kb.fresh("r")
+    if W.is_complex(acc_dt):
+        kb.use_helper("wj_cmul")
     kb.emit(f"for (var {r} = 0u; {r} < {n}u; {r} = {r} + 1u) {{")
     if csh:
         for a, b, c in zip(lc, rc, Index(kb, csh, flat=r).dims()):
             ldims[a] = rdims[b] = c
     x = convert_expr(read[0](Index(kb, lhs.shape, dims=ldims)), lhs.dtype, acc_dt)
     y = convert_expr(read[1](Index(kb, rhs.shape, dims=rdims)), rhs.dtype, acc_dt)
-    kb.emit(f"{acc} = {acc} + ({x}) * ({y});")
+    kb.emit(f"{acc} = {acc} + {_mul_expr(acc_dt, f'({x})', f'({y})')};")
     kb.emit("}")
     return convert_expr(acc, acc_dt, out.dtype)
 
@@ -300,6 +305,11 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K)
 
 
+def _mul_expr(acc, a, b):
+    """The product of two accumulator values (complex64: the complex product)."""
+    return f"wj_cmul({a}, {b})" if W.is_complex(acc) else f"{a} * {b}"
+
+
 def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
     """Dispatches shaders/matmul.wgsl (any dtype and layout: ``read_a``/``read_b`` are the
     bodies of rdA(b, m, k)/rdB(b, k, n), ``write`` stores ``v`` at output ``o``); shared by
@@ -308,9 +318,11 @@ def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
     WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
     TM, TN = WY * RM, WX * RN
     grid = W.grid_for(B * (-(-M // TM)) * (-(-N // TN)), kb.max_groups)
+    if W.is_complex(acc):
+        kb.use_helper("wj_cmul")
     src = W.render("matmul.wgsl", HEADER=kb.header(), ACC=W.value_type(acc), READ_A=read_a,
                    READ_B=read_b, WX=WX, WY=WY, RM=RM, RN=RN, TM=TM, TN=TN, M=M, N=N, K=K, B=B,
-                   NX=grid[0], WRITE=write)
+                   NX=grid[0], WRITE=write, MUL=_mul_expr(acc, "a[i]", "bb[j]"))
     ctx.dispatch(kb, src, grid)
 
 
@@ -326,7 +338,7 @@ def _dot_ref(
     Ms = a.shape[len(lb):len(lb) + len(lfree)]
     Ks = a.shape[len(lb) + len(lfree):]
     Ns = b.shape[len(rb) + len(rc):]
-    acc = np.float64 if lhs.dtype.kind == "f" else np.int64
+    acc = {"f": np.float64, "c": np.complex128}.get(lhs.dtype.kind, np.int64)
     a2 = a.reshape(int(np.prod(Bs)), int(np.prod(Ms)), int(np.prod(Ks))).astype(acc)
     b2 = b.reshape(int(np.prod(Bs)), int(np.prod(Ks)), int(np.prod(Ns))).astype(acc)
     out_dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype

@@ -8,6 +8,8 @@ Elementwise producers of the operand are fused into the loop that reads it.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..backend import wgsl as W
@@ -17,6 +19,7 @@ from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import kind
 from ..backend import wgsl_math  # noqa: F401  (registers wj_opq)
+from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 from ..transforms import ad as _ad
 from ..core import ops
 
@@ -46,6 +49,9 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     if op == "sum":
         return _sum_monoid(dtype, k, vt)
     if op == "prod":
+        if k == "c":
+            return Monoid(vt, W.literal(1, dtype), "  return wj_cmul(a, b);", lambda v, r: v,
+                          lambda s: s, helpers=("wj_cmul",))
         return Monoid(vt, W.literal(1, dtype), "  return a * b;", lambda v, r: v, lambda s: s)
     if op in ("max", "min"):
         return _extremum_monoid(op, dtype, k, vt)
@@ -56,7 +62,21 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     raise ValueError(op)
 
 
+_TWO_SUM = ("  let s{i} = wj_opq(a.{h} + b.{h});\n  let bp{i} = wj_opq(s{i} - a.{h});\n"
+            "  let err{i} = (a.{h} - wj_opq(s{i} - bp{i})) + (b.{h} - bp{i});\n"
+            # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
+            "  let fin{i} = (bitcast<u32>(s{i}) & 0x7f800000u) != 0x7f800000u;\n"
+            "  let lo{i} = select(0.0, err{i} + a.{l} + b.{l}, fin{i});\n")
+
+
 def _sum_monoid(dtype, k, vt) -> Monoid:
+    if k == "c":
+        # each part compensated as a float sum is: (re hi, re lo, im hi, im lo)
+        return Monoid("vec4<f32>", "vec4<f32>(0.0, 0.0, 0.0, 0.0)",
+                      _TWO_SUM.format(i=0, h="x", l="y") + _TWO_SUM.format(i=1, h="z", l="w")
+                      + "  return vec4<f32>(s0, lo0, s1, lo1);",
+                      lambda v, r: f"vec4<f32>(({v}).x, 0.0, ({v}).y, 0.0)",
+                      lambda s: f"vec2<f32>({s}.x + {s}.y, {s}.z + {s}.w)", helpers=("wj_opq",))
     if k == "f":
         # compensated (TwoSum) accumulation: hi + lo carried through the whole tree, so
         # e.g. sum(ones(10**6) * 0.1) rounds to 100000.0 as XLA's does
@@ -144,13 +164,20 @@ def _is_cpu(ctx) -> bool:
     return ctx.target.is_cpu
 
 
+def _vec_len(state: str) -> int:
+    """N for a ``vecN<f32>`` state (compensated sums, complex values), else 0."""
+    mm = re.fullmatch(r"vec(\d)<f32>", state)
+    return int(mm.group(1)) if mm else 0
+
+
 def _words(m: Monoid) -> int:
-    return 2 if (m.kahan or hasattr(m, "struct")) else 1
+    return _vec_len(m.state) or (2 if hasattr(m, "struct") else 1)
 
 
 def _to_words(m: Monoid, e: str) -> list:
-    if m.kahan:
-        return [f"bitcast<u32>({e}.x)", f"bitcast<u32>({e}.y)"]
+    n = _vec_len(m.state)
+    if n:
+        return [f"bitcast<u32>({e}.{c})" for c in "xyzw"[:n]]
     if hasattr(m, "struct"):
         vt = m.struct.split("v: ")[1].split(",")[0]
         return [_bits(f"{e}.v", vt), f"{e}.i"]
@@ -158,8 +185,9 @@ def _to_words(m: Monoid, e: str) -> list:
 
 
 def _from_words(m: Monoid, ws: list) -> str:
-    if m.kahan:
-        return f"vec2<f32>(bitcast<f32>({ws[0]}), bitcast<f32>({ws[1]}))"
+    n = _vec_len(m.state)
+    if n:
+        return f"vec{n}<f32>(" + ", ".join(f"bitcast<f32>({w})" for w in ws) + ")"
     if hasattr(m, "struct"):
         vt = m.struct.split("v: ")[1].split(",")[0]
         return f"{m.state}({_from_bits(ws[0], vt)}, {ws[1]})"
@@ -474,8 +502,8 @@ def _reducer(name, op, np_ref, accepts):
     return p
 
 
-reduce_sum_p = _reducer("reduce_sum", "sum", np.sum, "fiu")
-reduce_prod_p = _reducer("reduce_prod", "prod", np.prod, "fiu")
+reduce_sum_p = _reducer("reduce_sum", "sum", np.sum, "fiuc")
+reduce_prod_p = _reducer("reduce_prod", "prod", np.prod, "fiuc")
 reduce_max_p = _reducer("reduce_max", "max", np.max, "fiub")
 reduce_min_p = _reducer("reduce_min", "min", np.min, "fiub")
 reduce_and_p = _reducer("reduce_and", "and", lambda x, axis: np.all(x, axis=axis) if x.dtype == bool
@@ -490,6 +518,9 @@ def _arg(name, op):
 
     def abstract(x, axes, index_dtype):
         axes = _check_axes(name, x, axes)
+        if kind(x.dtype) == "c":
+            raise TypeError(f"{name} does not accept dtype complex64: wjax orders no complex "
+                            "values")
         if len(axes) != 1:
             raise TypeError(f"{name} takes exactly one axis, got {axes}")
         if x.shape[axes[0]] == 0:

@@ -576,6 +576,8 @@ clamp_p = Primitive("clamp")
 @clamp_p.def_abstract_eval
 def _clamp_abstract(lo, x, hi):
     _same_dtypes("clamp", [lo, x, hi])
+    if np.dtype(x.dtype).kind == "c":
+        raise TypeError("clamp does not accept dtype complex64: wjax orders no complex values")
     for b, nm in ((lo, "min"), (hi, "max")):
         if b.ndim != 0 and b.shape != x.shape:
             raise TypeError(

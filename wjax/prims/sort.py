@@ -281,6 +281,9 @@ def _sort_abstract(*operands, dimension, is_stable=True, num_keys=1):
     if not 1 <= num_keys <= len(operands):
         raise ValueError(f"sort num_keys={num_keys} must be between 1 and the number of operands "
                          f"({len(operands)})")
+    if any(W.is_complex(o.dtype) for o in operands[:num_keys]):   # lax.sort splits them first
+        raise TypeError("the sort primitive takes no complex keys: lax.sort sorts a complex key "
+                        "by its real and imaginary parts")
     return [ShapedArray(o.shape, o.dtype, o.weak_type) for o in operands]
 
 
@@ -372,6 +375,8 @@ top_k_p.fuse_inputs = (0,)
 
 @top_k_p.def_abstract_eval
 def _top_k_abstract(x, k, axis=-1):
+    if W.is_complex(x.dtype):
+        raise ValueError("top_k is not compatible with complex inputs.")
     if x.ndim == 0:
         raise TypeError("top_k operand must have >= 1 dimension, got shape ()")
     ax = axis % x.ndim

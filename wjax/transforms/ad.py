@@ -77,7 +77,7 @@ def aval_of(x) -> ShapedArray:
 
 def is_differentiable(aval) -> bool:
     dt = aval.dtype
-    return not getattr(dt, "is_key", False) and dtypes.is_float(dt)
+    return not getattr(dt, "is_key", False) and dtypes.is_inexact(dt)
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:

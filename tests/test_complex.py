@@ -1,0 +1,531 @@
+"""complex64 end to end, against real JAX (CPU, x64 off) and NumPy complex128.
+
+Creation, printing and dtype rules; every complex-capable jnp/lax function in a few tables run
+under ``jit`` (and ``vmap``) next to JAX; autodiff as JAX defines it (the conjugate convention
+of ``grad``, ``holomorphic=True``); the accuracy of the elementwise math over a wide range of
+magnitudes; and a hand-written kernel rule reading and writing complex buffers.  The per-op
+special values (inf/NaN components, branch cuts) are checked op by op in tests/test_ops.py
+(WGSL against the references in wjax/prims/cmath_ref.py, the references against JAX).
+
+Accuracy (documented in README.md): finite results agree with NumPy's complex128 value within
+a normwise relative error of 3e-6 (|got - want| <= 3e-6 |want|), except ``exp2`` and ``pow``,
+whose float32 phase ``Im(z) ln 2`` (``Im(y log x)``) is rounded as in JAX: 2e-5 for |z| <= 30.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+
+jax = pytest.importorskip("jax")
+jjnp = pytest.importorskip("jax.numpy")
+jax.config.update("jax_enable_x64", False)
+
+RNG = np.random.RandomState(0)
+
+
+def crand(*shape, scale=1.0, seed=None):
+    r = RNG if seed is None else np.random.RandomState(seed)
+    return ((r.randn(*shape) + 1j * r.randn(*shape)) * scale).astype(np.complex64)
+
+
+def close(got, want, rtol=2e-5, atol=1e-5, what=""):
+    """Same dtype and shape; NaN where NaN, inf where inf (per component); finite values within
+    a normwise tolerance."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    if got.dtype.kind not in "fc":
+        assert (got == want).all(), f"{what}: {got} != {want}"
+        return
+    g, w = got.astype(np.complex128), want.astype(np.complex128)
+    for pg, pw in ((g.real, w.real), (g.imag, w.imag)):
+        assert (np.isnan(pg) == np.isnan(pw)).all(), f"{what}: NaN mismatch {got} vs {want}"
+        inf = np.isinf(pw)
+        assert (pg[inf] == pw[inf]).all(), f"{what}: inf mismatch {got} vs {want}"
+    fin = np.isfinite(g) & np.isfinite(w)
+    err = np.abs(g[fin] - w[fin])
+    bad = err > atol + rtol * np.abs(w[fin])
+    assert not bad.any(), f"{what}: got {got[fin][bad][:5]}, want {want[fin][bad][:5]}"
+
+
+# --------------------------------------------------------------------------- creation, printing
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.numpy.asarray(1j),
+    lambda m: m.numpy.array([1 + 2j, 3 - 0j]),
+    lambda m: m.numpy.array([[1.5 - 2.25j, 0j], [np.nan + 1j, -np.inf * 1j]]),
+    lambda m: m.numpy.asarray(np.array([1 + 2j, 5j])),            # complex128 -> complex64
+    lambda m: m.numpy.zeros((2, 2), m.numpy.complex64),
+    lambda m: m.numpy.arange(3) + 1j,                              # weak complex
+    lambda m: m.numpy.float16(2) * 1j,
+    lambda m: m.numpy.array([1, 2], m.numpy.int8) * (1 + 1j),
+    lambda m: m.numpy.complex64(2 - 1j),
+    lambda m: m.numpy.ones(3).astype(complex),
+    lambda m: m.numpy.full((2,), 1j),
+    lambda m: m.lax.complex(m.numpy.float32(1), m.numpy.float32(-2)),
+    lambda m: m.numpy.array([1 + 2j]).real,
+    lambda m: m.numpy.array([1 + 2j]).imag,
+    lambda m: m.numpy.asarray(3.0).imag,
+    lambda m: m.numpy.conj(m.numpy.float32(1)),
+    lambda m: m.lax.conj(1.0),
+    lambda m: m.numpy.zeros(0, m.numpy.complex64),
+])
+def test_creation_and_repr_like_jax(make):
+    ours, theirs = make(wjax), make(jax)
+    assert repr(ours) == repr(theirs)
+    assert str(ours) == str(theirs)
+    assert ours.dtype == theirs.dtype and ours.weak_type == theirs.weak_type
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_conversions_like_jax():
+    for m in (wjax, jax):
+        x = m.numpy.array([1 + 2j, -3.5j])
+        s = m.numpy.asarray(2 - 1j)
+        assert x.tolist() == [(1 + 2j), -3.5j] and s.item() == 2 - 1j
+        assert complex(s) == 2 - 1j and np.asarray(x).dtype == np.complex64
+    with pytest.raises(TypeError, match="scalar"):
+        complex(jnp.array([1j, 2j]))
+
+
+def test_complex128_requests_narrow_with_jax_warning():
+    with pytest.warns(UserWarning, match="complex128"):
+        assert jnp.zeros(2, jnp.complex128).dtype == np.complex64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # values narrow silently, as in JAX
+        assert jnp.asarray(np.ones(2, np.complex128)).dtype == np.complex64
+        assert jnp.asarray([1.0], dtype=complex).dtype == np.complex64
+
+
+def test_astype_complex_to_real_warns_like_jax():
+    for m in (wjax, jax):
+        with pytest.warns(DeprecationWarning, match="Casting from complex to real"):
+            r = m.numpy.array([1 + 2j, -3 + 1j]).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(r), [1.0, -3.0])
+
+
+def test_dtype_rules_like_jax():
+    specs = [1j, 1.0, 2, np.complex64, np.float16, np.float32, np.int8, np.uint32, np.bool_,
+             jnp.zeros(1, jnp.complex64)]
+    jspecs = specs[:-1] + [jjnp.zeros(1, jjnp.complex64)]
+    for a, ja in zip(specs, jspecs):
+        for b, jb in zip(specs, jspecs):
+            ours = wjax.dtypes.result_type(a, b, return_weak_type_flag=True)
+            theirs = jax.dtypes.result_type(ja, jb, return_weak_type_flag=True)
+            assert (np.dtype(ours[0]), ours[1]) == (np.dtype(theirs[0]), theirs[1]), (a, b)
+            assert jnp.result_type(a, b) == jjnp.result_type(ja, jb), (a, b)
+    assert str(jnp.finfo(jnp.complex64)) == str(jjnp.finfo(jjnp.complex64))
+    assert jnp.finfo(jnp.complex64).dtype == np.float32
+    assert jnp.issubdtype(jnp.complex64, jnp.complexfloating)
+    assert jnp.dtype(jnp.complex64) == jjnp.dtype(jjnp.complex64) == np.complex64
+
+
+def test_complex_predicates_like_jax():
+    x = np.array([1 + 0j, 1j, np.nan, 2 - 1e-30j], np.complex64)
+    for name in ("iscomplex", "isreal"):
+        np.testing.assert_array_equal(getattr(jnp, name)(x), getattr(jjnp, name)(x))
+        np.testing.assert_array_equal(getattr(jnp, name)(x.real), getattr(jjnp, name)(x.real))
+    for v in (x, x.real, 1j, 1.0, jnp.asarray(x)):
+        jv = jjnp.asarray(v) if isinstance(v, wjax.Array) else v
+        assert jnp.iscomplexobj(v) == jjnp.iscomplexobj(jv)
+        assert jnp.isrealobj(v) == jjnp.isrealobj(jv)
+
+
+def test_float16_and_complex_promote_as_jax():
+    if not wjax.backend.runtime.get().has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    h = np.array([1.5, -2.0], np.float16)
+    for got, want in ((jnp.asarray(h) * 1j, jjnp.asarray(h) * 1j),
+                      (jnp.asarray(h) + jnp.ones(2, jnp.complex64),
+                       jjnp.asarray(h) + jjnp.ones(2, jjnp.complex64))):
+        assert got.dtype == want.dtype and got.weak_type == want.weak_type
+        close(got, want)
+
+
+# --------------------------------------------------------------------------- functions vs JAX
+
+X = crand(3, 4, seed=1)
+Y = crand(3, 4, seed=2)
+V = crand(4, seed=3)
+M = crand(4, 5, seed=4)
+SP = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 2.5], np.float32)
+SPECIAL = np.array([complex(a, b) for a in SP for b in SP], np.complex64)
+
+ELEMENTWISE = {
+    "add": lambda m: X + Y, "sub": lambda m: X - Y, "mul": lambda m: X * Y,
+    "div": lambda m: X / Y, "neg": lambda m: -m.numpy.asarray(X),
+    "add_weak": lambda m: m.numpy.asarray(X) + 2j, "mul_real": lambda m: m.numpy.asarray(X) * 2.5,
+    "exp": lambda m: m.numpy.exp(X), "log": lambda m: m.numpy.log(X),
+    "log1p": lambda m: m.numpy.log1p(X * 0.01), "expm1": lambda m: m.numpy.expm1(X * 0.01),
+    "sqrt": lambda m: m.numpy.sqrt(X), "rsqrt": lambda m: m.lax.rsqrt(X),
+    "sin": lambda m: m.numpy.sin(X), "cos": lambda m: m.numpy.cos(X),
+    "tan": lambda m: m.numpy.tan(X), "sinh": lambda m: m.numpy.sinh(X),
+    "cosh": lambda m: m.numpy.cosh(X), "tanh": lambda m: m.numpy.tanh(X),
+    "asin": lambda m: m.numpy.arcsin(X), "acos": lambda m: m.numpy.arccos(X),
+    "atan": lambda m: m.numpy.arctan(X), "asinh": lambda m: m.numpy.arcsinh(X),
+    "acosh": lambda m: m.numpy.arccosh(X), "atanh": lambda m: m.numpy.arctanh(X),
+    "power": lambda m: m.numpy.power(X, Y), "power_int": lambda m: m.numpy.asarray(X) ** 3,
+    "power_real": lambda m: m.numpy.asarray(X) ** 0.5,
+    "int_pow_neg": lambda m: m.lax.integer_pow(X, -2),
+    "square": lambda m: m.numpy.square(X), "reciprocal": lambda m: m.numpy.reciprocal(X),
+    "sign": lambda m: m.numpy.sign(X), "exp2": lambda m: m.numpy.exp2(X),
+    "log10": lambda m: m.numpy.log10(X), "log2": lambda m: m.numpy.log2(X),
+    "abs": lambda m: m.numpy.abs(X), "angle": lambda m: m.numpy.angle(X),
+    "angle_deg": lambda m: m.numpy.angle(X, deg=True), "real": lambda m: m.numpy.real(X),
+    "imag": lambda m: m.numpy.imag(X), "conj": lambda m: m.numpy.conj(X),
+    "conjugate_real": lambda m: m.numpy.conjugate(X.real),
+    "lax_complex": lambda m: m.lax.complex(X.real, Y.imag),
+    "lax_conj_real": lambda m: m.lax.conj(Y.imag),
+    "logistic": lambda m: m.lax.logistic(X), "sinc": lambda m: m.numpy.sinc(X * 0.3),
+    "deg2rad": lambda m: m.numpy.deg2rad(X), "rint": lambda m: m.numpy.rint(X * 3),
+    "round": lambda m: m.numpy.round(X * 3, 1), "nan_to_num": lambda m: m.numpy.nan_to_num(SPECIAL),
+    "eq": lambda m: m.numpy.asarray(SPECIAL) == SPECIAL[::-1],
+    "ne": lambda m: m.numpy.asarray(SPECIAL) != SPECIAL[::-1],
+    "lt": lambda m: m.numpy.asarray(X) < Y, "ge": lambda m: m.numpy.greater_equal(X, Y),
+    "lt_ties": lambda m: m.numpy.less(m.numpy.asarray(X), X.real + 1j),
+    "isnan": lambda m: m.numpy.isnan(SPECIAL), "isinf": lambda m: m.numpy.isinf(SPECIAL),
+    "isfinite": lambda m: m.numpy.isfinite(SPECIAL),
+    "isclose": lambda m: m.numpy.isclose(X, X + 1e-7),
+    "where": lambda m: m.numpy.where(X.real > 0, X, Y),
+    "select": lambda m: m.lax.select(X.imag > 0, X, Y),
+    "astype_int": lambda m: m.numpy.asarray(SPECIAL[SPECIAL.real < 1e30]).real.astype(np.int32),
+    "to_bool": lambda m: m.numpy.asarray(SPECIAL).astype(bool),
+    "from_int": lambda m: m.numpy.arange(4).astype(np.complex64),
+    "from_bool": lambda m: m.numpy.asarray([True, False]).astype(np.complex64),
+    "logical_not": lambda m: m.numpy.logical_not(SPECIAL),
+}
+
+REDUCE_ETC = {
+    "sum": lambda m: m.numpy.sum(X), "sum_axis": lambda m: m.numpy.sum(X, axis=0),
+    "prod": lambda m: m.numpy.prod(X, axis=1), "mean": lambda m: m.numpy.mean(X, axis=1),
+    "var": lambda m: m.numpy.var(X), "std": lambda m: m.numpy.std(X, axis=0, ddof=1),
+    "var_where": lambda m: m.numpy.var(X, where=X.real > -0.5),
+    "nansum": lambda m: m.numpy.nansum(SPECIAL[SPECIAL.real == 0]),
+    "cumsum": lambda m: m.numpy.cumsum(X, axis=1), "cumprod": lambda m: m.numpy.cumprod(X, axis=0),
+    "dot": lambda m: m.numpy.dot(X, M), "matmul": lambda m: m.numpy.asarray(X) @ M,
+    "matvec": lambda m: m.numpy.matmul(X, V), "vdot": lambda m: m.numpy.vdot(X, Y),
+    "inner": lambda m: m.numpy.inner(X, Y), "outer": lambda m: m.numpy.outer(V, V),
+    "tensordot": lambda m: m.numpy.tensordot(X, M, axes=1),
+    "einsum": lambda m: m.numpy.einsum("ij,jk,k->i", X, M, V[:1].repeat(5)),
+    "dot_general": lambda m: m.lax.dot_general(X, Y, (((1,), (1,)), ((0,), (0,)))),
+    "trace": lambda m: m.numpy.trace(X), "linalg_norm": lambda m: m.numpy.linalg.norm(X),
+    "index": lambda m: m.numpy.asarray(X)[1:, ::2],
+    "take": lambda m: m.numpy.take(X, m.numpy.array([5, 0, 7])),
+    "take_fill": lambda m: m.numpy.take(X, m.numpy.array([0, 99]), mode="fill"),
+    "gather_int": lambda m: m.numpy.asarray(X)[m.numpy.array([2, 0]), m.numpy.array([1, 3])],
+    "bool_mask": lambda m: m.numpy.where(m.numpy.asarray(X).real > 0, X, 0),
+    "at_set": lambda m: m.numpy.asarray(X).at[1, 2].set(5j),
+    "at_add": lambda m: m.numpy.asarray(X).at[m.numpy.array([0, 0, 2])].add(1 - 1j),
+    "at_mul": lambda m: m.numpy.asarray(X).at[m.numpy.array([0, 2, 0]), 1].multiply(2j - 0.5),
+    "concatenate": lambda m: m.numpy.concatenate([X, Y], axis=1),
+    "stack": lambda m: m.numpy.stack([X, Y]),
+    "reshape": lambda m: m.numpy.reshape(X, (2, 6)), "transpose": lambda m: m.numpy.transpose(X),
+    "pad": lambda m: m.numpy.pad(X, ((1, 0), (0, 2)), constant_values=1 - 2j),
+    "flip": lambda m: m.numpy.flip(X, 1), "roll": lambda m: m.numpy.roll(X, 2, axis=1),
+    "tile": lambda m: m.numpy.tile(V, 2), "broadcast": lambda m: m.numpy.broadcast_to(V, (2, 4)),
+    "tril": lambda m: m.numpy.tril(X), "diag": lambda m: m.numpy.diag(V),
+    "sort": lambda m: m.numpy.sort(SPECIAL), "argsort": lambda m: m.numpy.argsort(X.ravel()),
+    "sort_axis0": lambda m: m.numpy.sort(X, axis=0), "ptp_real": lambda m: m.numpy.ptp(X.real),
+    "dynamic_slice": lambda m: m.lax.dynamic_slice(X, (1, 1), (2, 2)),
+    "dynamic_update": lambda m: m.lax.dynamic_update_slice(X, Y[:1, :2], (2, 1)),
+    "array_equal": lambda m: m.numpy.array_equal(X, X),
+    "convolve": lambda m: m.numpy.convolve(V, X[0, :3]),
+    "correlate": lambda m: m.numpy.correlate(X[0, :2], V, mode="full"),
+    "conv": lambda m: m.lax.conv(X[None, None], M[None, None, :2, :2], (1, 1), "SAME"),
+    "unique": lambda m: m.numpy.unique(m.numpy.concatenate([X[0], X[0, ::-1]]), size=4),
+    "kron": lambda m: m.numpy.kron(V[:2], V[2:]), "diff": lambda m: m.numpy.diff(X, axis=1),
+    "average": lambda m: m.numpy.average(X, axis=0, weights=X.real[:, 0] ** 2),
+    "count_nonzero": lambda m: m.numpy.count_nonzero(SPECIAL),
+}
+
+
+def _run_table(table, fn_wrap=lambda f: f):
+    names = sorted(table)
+    ours = wjax.jit(lambda: {n: table[n](wjax) for n in names})()
+    theirs = jax.jit(lambda: {n: table[n](jax) for n in names})()
+    bad = []
+    for n in names:
+        try:
+            close(ours[n], theirs[n], what=n)
+        except AssertionError as e:
+            bad.append(str(e))
+    assert not bad, "\n".join(bad)
+
+
+def test_elementwise_functions_like_jax():
+    _run_table(ELEMENTWISE)
+
+
+def test_reductions_products_indexing_and_views_like_jax():
+    _run_table(REDUCE_ETC)
+
+
+def test_eager_matches_jit_on_complex():
+    for n in ("exp", "div", "asin", "abs", "lt"):
+        close(ELEMENTWISE[n](wjax), wjax.jit(lambda: ELEMENTWISE[n](wjax))(), rtol=0, atol=0,
+              what=n)
+    for n in ("sum", "matmul", "cumprod", "at_mul", "sort"):
+        close(REDUCE_ETC[n](wjax), wjax.jit(lambda: REDUCE_ETC[n](wjax))(), rtol=1e-6, atol=1e-6,
+              what=n)
+
+
+def test_vmap_of_complex_functions_like_jax():
+    def f(m, x, y):
+        return (m.numpy.sum(m.numpy.exp(x) * m.numpy.conj(y)), m.numpy.abs(x) + m.numpy.angle(y),
+                m.numpy.sort(x), m.numpy.vdot(x, y), m.numpy.cumsum(x * 1j))
+    ours = wjax.vmap(lambda x, y: f(wjax, x, y))(X, Y)
+    theirs = jax.vmap(lambda x, y: f(jax, x, y))(X, Y)
+    for a, b in zip(ours, theirs):
+        close(a, b)
+    ours = wjax.vmap(lambda x: f(wjax, x, V), in_axes=1)(M)
+    theirs = jax.vmap(lambda x: f(jax, x, V), in_axes=1)(M)
+    for a, b in zip(ours, theirs):
+        close(a, b)
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda m: m.lax.lt(m.numpy.array([1j]), m.numpy.array([2j])), TypeError, "lt does not accept"),
+    (lambda m: m.numpy.floor(m.numpy.array([1j])), TypeError, "floor does not accept"),
+    (lambda m: m.numpy.clip(m.numpy.array([1j]), 0, 1), ValueError, "Complex values have no"),
+    (lambda m: m.numpy.hypot(m.numpy.array([1j]), 1.0), ValueError, "hypot"),
+    (lambda m: m.numpy.signbit(m.numpy.array([1j])), ValueError, "signbit"),
+    (lambda m: m.numpy.floor_divide(m.numpy.array([1j]), 2), TypeError, "floor_divide"),
+    (lambda m: m.numpy.copysign(m.numpy.array([1j]), 1.0), TypeError, "copysign"),
+    (lambda m: m.numpy.isposinf(m.numpy.array([1j])), ValueError, "isposinf"),
+    (lambda m: m.lax.complex(m.numpy.array([1.0], m.numpy.float16),
+                             m.numpy.array([1.0], m.numpy.float16)), TypeError, "complex"),
+    (lambda m: m.lax.add(m.numpy.float32(1), 1j), TypeError, "complex"),
+    (lambda m: m.numpy.argmax(m.numpy.array([1j])), TypeError, "complex64"),
+    (lambda m: m.lax.top_k(m.numpy.array([1j]), 1), ValueError, "top_k is not compatible"),
+    (lambda m: m.numpy.interp(m.numpy.array([1j]), m.numpy.arange(2.0), m.numpy.arange(2.0)),
+     ValueError, "complex x"),
+    (lambda m: m.lax.bitcast_convert_type(m.numpy.array([1j]), m.numpy.float32), TypeError,
+     "complex"),
+])
+def test_complex_errors_like_jax(call, exc, match):
+    for m in (jax, wjax):
+        with pytest.raises(exc, match=match):
+            call(m)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: jnp.maximum(jnp.array([1j]), 0j), lambda: jnp.max(jnp.array([1j])),
+    lambda: wjax.lax.clamp(0j, jnp.array([1j]), 1j), lambda: jnp.arctan2(jnp.array([1j]), 1j),
+    lambda: jnp.linalg.inv(jnp.eye(2) * 1j), lambda: jnp.linalg.eigh(jnp.eye(2) * 1j),
+])
+def test_complex_functions_wjax_lacks_raise_type_error(call):
+    # JAX computes these (complex order, complex decompositions); wjax refuses them cleanly
+    with pytest.raises(TypeError, match="complex64"):
+        call()
+
+
+# --------------------------------------------------------------------------- autodiff
+
+def _f_abs2(m, z):
+    x, y = m.numpy.real(z), m.numpy.imag(z)
+    return x ** 2 + y ** 2
+
+
+GRADS = {   # real-valued functions of complex inputs: JAX's grad is the conjugate convention
+    "abs2_parts": (_f_abs2, 3.0 + 4j),
+    "abs2": (lambda m, z: m.numpy.abs(z) ** 2, 3.0 + 4j),
+    "abs": (lambda m, z: m.numpy.abs(z), -1.5 + 0.5j),
+    "real_exp": (lambda m, z: m.numpy.real(m.numpy.exp(z)), 0.3 - 1.2j),
+    "imag": (lambda m, z: m.numpy.imag(z * z), 0.3 - 1.2j),
+    "conj_prod": (lambda m, z: m.numpy.real(m.numpy.conj(z) * m.numpy.sin(z)), 0.7 + 0.2j),
+    "angle": (lambda m, z: m.numpy.angle(z * (1 + 1j)), 0.7 + 0.2j),
+    "inverse_fns": (lambda m, z: m.numpy.real(m.numpy.sqrt(z) + m.numpy.arctan(z)
+                                             + m.numpy.arcsinh(z) + m.numpy.log1p(z)), 0.3 + 0.7j),
+    "sum_abs_tanh": (lambda m, z: m.numpy.sum(m.numpy.abs(m.numpy.tanh(z)) ** 2),
+                     np.array([1 + 1j, 0.5 - 2j], np.complex64)),
+    "matrix": (lambda m, a: m.numpy.real(m.numpy.trace(a @ m.numpy.conj(a.T))),
+               crand(3, 3, seed=5)),
+    "vdot": (lambda m, a: m.numpy.abs(m.numpy.vdot(a, a[::-1] * 1j)), crand(3, seed=6)),
+    "prod_cumsum": (lambda m, a: m.numpy.real(m.numpy.prod(a * 1j) + m.numpy.sum(
+        m.numpy.cumsum(a) ** 2)), crand(3, seed=7)),
+    "var_mean": (lambda m, a: m.numpy.var(a) + m.numpy.abs(m.numpy.mean(a)), crand(4, seed=8)),
+    "scatter": (lambda m, a: m.numpy.sum(m.numpy.abs(a.at[1].multiply(2j).at[0].add(a[2]))),
+                crand(3, seed=9)),
+    "select_sort": (lambda m, a: m.numpy.sum(m.numpy.real(m.numpy.where(
+        a.real > 0, a * a, m.numpy.exp(a)) * m.numpy.sort(a))), crand(4, seed=10)),
+    "pow": (lambda m, a: m.numpy.real(m.numpy.sum(a ** (0.5 + 1j))), crand(3, seed=11) + 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_grad_of_real_valued_functions_like_jax(name):
+    f, x = GRADS[name]
+    close(wjax.grad(lambda z: f(wjax, z))(x), jax.grad(lambda z: f(jax, z))(x), rtol=1e-4,
+          atol=1e-5, what=name)
+
+
+def test_grad_conjugate_convention():
+    # the cookbook: grad(f)(z) for f = |z|^2 is 2 conj(z), and for f = imag(z) it is -1j
+    close(wjax.grad(lambda z: _f_abs2(wjax, z))(3.0 + 4j), np.complex64(6 - 8j), rtol=0, atol=0)
+    close(wjax.grad(jnp.imag)(3.0 + 4j), np.complex64(-1j), rtol=0, atol=0)
+    close(wjax.grad(jnp.real)(3.0 + 4j), np.complex64(1), rtol=0, atol=0)
+
+
+HOLO = {   # holomorphic functions: JAX's holomorphic=True derivatives
+    "sin": (lambda m, z: m.numpy.sin(z), 1 + 2j),
+    "poly": (lambda m, z: z ** 3 + 2 * z + 1j, 1 + 2j),
+    "exp_log": (lambda m, z: m.numpy.exp(z) * m.numpy.log(z), 0.5 - 0.7j),
+    "div": (lambda m, z: (z + 1j) / (z * z + 2), 0.5 - 0.7j),
+    "inverse": (lambda m, z: m.numpy.arcsin(z) + m.numpy.arctanh(z) + m.numpy.arccosh(z * 3)
+                + m.numpy.sqrt(z), 0.4 + 0.3j),
+    "trig": (lambda m, z: m.numpy.tan(z) + m.numpy.tanh(z) + m.numpy.cosh(z) + m.lax.rsqrt(z)
+             + m.numpy.expm1(z) + m.numpy.exp2(z) + m.lax.logistic(z), 0.4 + 0.3j),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOLO))
+def test_holomorphic_derivatives_like_jax(name):
+    f, z = HOLO[name]
+    fw, fj = (lambda z: f(wjax, z)), (lambda z: f(jax, z))
+    t, ct = np.complex64(0.3 - 0.8j), np.complex64(-0.2 + 1.1j)
+
+    def derivatives(m, g):   # grad (holomorphic), jvp, vjp: one jit, one compile
+        return m.jit(lambda z, t, ct: (m.grad(g, holomorphic=True)(z), *m.jvp(g, (z,), (t,)),
+                                       m.vjp(g, z)[1](ct)[0]))
+    ours, theirs = derivatives(wjax, fw)(z, t, ct), derivatives(jax, fj)(z, t, ct)
+    for what, a, b in zip(("grad", "jvp primal", "jvp tangent", "vjp"), ours, theirs):
+        close(a, b, rtol=1e-4, what=f"{name} {what}")
+    if name in ("sin", "poly"):      # Jacobians and the Hessian (compiles are costly: two ops)
+        zs = np.array([z, z * 0.5 + 0.1j], np.complex64)
+        vf = lambda m, g: (lambda v: m.vmap(g)(v))   # noqa: E731
+        for jac in ("jacfwd", "jacrev"):
+            close(getattr(wjax, jac)(vf(wjax, fw), holomorphic=True)(zs),
+                  getattr(jax, jac)(vf(jax, fj), holomorphic=True)(zs), rtol=1e-4, what=jac)
+        close(wjax.hessian(fw, holomorphic=True)(z), jax.hessian(fj, holomorphic=True)(z),
+              rtol=2e-4, atol=1e-4, what="hessian")
+
+
+def test_vjp_jvp_of_non_holomorphic_and_mixed_functions_like_jax():
+    def f(m, x, z):                       # real and complex inputs, complex and real outputs
+        return (m.numpy.conj(z) * x + m.numpy.abs(z) * 1j, m.numpy.real(z * z) * x)
+    x, z = np.float32(1.5), crand(3, seed=12)
+    ys_w, pb_w = wjax.vjp(lambda x, z: f(wjax, x, z), x, z)
+    ys_j, pb_j = jax.vjp(lambda x, z: f(jax, x, z), x, z)
+    cts = (crand(3, seed=13), np.ones(3, np.float32))
+    for a, b in zip(pb_w(cts), pb_j(cts)):
+        close(a, b, rtol=1e-4)
+    tw = wjax.jvp(lambda x, z: f(wjax, x, z), (x, z), (np.float32(0.5), crand(3, seed=14)))[1]
+    tj = jax.jvp(lambda x, z: f(jax, x, z), (x, z), (np.float32(0.5), crand(3, seed=14)))[1]
+    for a, b in zip(tw, tj):
+        close(a, b, rtol=1e-4)
+    # lax.complex: its transpose splits the cotangent (real part, minus imaginary part)
+    g = lambda m: m.grad(lambda a, b: m.numpy.abs(m.lax.complex(a, b) ** 2),  # noqa: E731
+                         argnums=(0, 1))(1.5, -0.5)
+    for a, b in zip(g(wjax), g(jax)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
+
+
+def test_jit_and_vmap_of_complex_gradients_like_jax():
+    f = lambda m: (lambda z: m.numpy.abs(m.numpy.log(z)) + m.numpy.real(z ** 2.5))  # noqa: E731
+    zs = crand(4, seed=15) + 1
+    close(wjax.jit(wjax.vmap(wjax.grad(f(wjax))))(zs), jax.jit(jax.vmap(jax.grad(f(jax))))(zs),
+          rtol=1e-4)
+
+
+@pytest.mark.parametrize("call", [
+    "grad(lambda z: z * 2.0, holomorphic=True)(3.0)",
+    "grad(lambda z: z * z)(1j)",
+    "grad(lambda z: jnp.real(z), holomorphic=True)(1j)",
+    "jacfwd(lambda z: z)(jnp.array([1j]))",
+    "jacfwd(lambda z: jnp.abs(z), holomorphic=True)(jnp.array([1j]))",
+    "jacrev(lambda z: z * z)(jnp.array([1j]))",
+    "jacrev(lambda z: z * z, holomorphic=True)(jnp.array([1.0]))",
+])
+def test_autodiff_dtype_errors_like_jax(call):
+    msgs = []
+    for m, np_ in ((jax, jjnp), (wjax, jnp)):
+        with pytest.raises(TypeError) as e:
+            eval("m." + call, {"m": m, "jnp": np_})
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+# --------------------------------------------------------------------------- accuracy
+
+UNARY = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
+         "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "abs", "sign", "logistic"]
+
+
+def test_elementwise_accuracy_against_numpy_complex128():
+    """Every unary op on 4000 values with magnitudes from 1e-4 to 1e4 (components of either
+    sign, near the unit circle and the branch points too): the normwise relative error
+    against the complex128 value (NumPy's, through the references) is at most 3e-6."""
+    r = np.random.RandomState(42)
+    n = 3000
+    mag = np.exp(r.uniform(-9, 9, n))
+    z = (mag * np.exp(1j * r.uniform(-np.pi, np.pi, n))).astype(np.complex64)
+    near = np.array([complex(a, b) for a in (1, -1, 0.999, 1.001, 1e-4) for b in
+                     (0, 1e-7, -1e-3, 0.5, -1)], np.complex64)
+    unit = np.exp(1j * r.uniform(-np.pi, np.pi, 300)).astype(np.complex64)
+    z = np.concatenate([z, near, unit, 1j * unit * 1.0001])
+    from wjax.core.primitive import REGISTRY
+    got = wjax.jit(lambda a: {p: REGISTRY[p].bind(a) for p in UNARY})(z)
+    bad = []
+    for p in UNARY:
+        want = REGISTRY[p].reference(z)
+        w128 = want.astype(np.complex128)
+        g = np.asarray(got[p]).astype(np.complex128)
+        fin = np.isfinite(w128)
+        err = np.abs(g[fin] - w128[fin]) / np.maximum(np.abs(w128[fin]), 1e-30)
+        if (err > 3e-6).any():
+            bad.append(f"{p}: max err {err.max():.2e} at {z[fin][err.argmax()]}")
+    # exp2/pow: the float32 phase rounds as JAX's does
+    zs = z[np.abs(z) <= 30]
+    e2 = np.asarray(wjax.jit(jnp.exp2)(zs)).astype(np.complex128)
+    w2 = np.exp2(zs.astype(np.complex128))
+    err = np.abs(e2 - w2) / np.abs(w2)
+    if (err > 2e-5).any():
+        bad.append(f"exp2: max err {err.max():.2e}")
+    assert not bad, "\n".join(bad)
+    # the references are NumPy's complex128 values for finite inputs
+    zz = z[(np.abs(z) < 50) & (np.abs(z + 1) > 1e-3)]
+    for p in ("exp", "sin", "asin", "atanh", "log1p"):
+        with np.errstate(all="ignore"):
+            want = getattr(np, {"asin": "arcsin", "atanh": "arctanh"}.get(p, p))(
+                zz.astype(np.complex128))
+        close(REGISTRY[p].reference(zz), want.astype(np.complex64), rtol=1e-6, atol=0, what=p)
+
+
+# --------------------------------------------------------------------------- kernel rules
+
+def test_a_kernel_rule_reads_and_writes_complex_buffers():
+    """A primitive with a hand-written ``kernel`` rule (as jnp.fft will have) over complex64
+    buffers: bound as ``array<vec2<f32>>``, one element a (re, im) vec2; its operand's fused
+    producer is inlined into the read, and its output feeds later fused kernels."""
+    from wjax.backend import wgsl as W
+    from wjax.backend.wgsl import Index
+    from wjax.core.ir import ShapedArray
+    from wjax.core.primitive import Primitive
+
+    p = Primitive("twiddle_reverse", register=False)   # y[k] = x[n-1-k] * exp(-2 pi i k / n)
+    p.abstract_eval = lambda x: ShapedArray(x.shape, np.complex64)
+    p.fuse_inputs = (0,)
+
+    def kernel(ctx, x):
+        n = x.shape[0]
+        kb = ctx.new_kb()
+        kb.use_helper("wj_cmul")
+        kb.use_helper("wj_cexp")
+        v = ctx.reader(kb, 0)(Index(kb, x.shape, flat=kb.let(f"{n - 1}u - i", "u32")))
+        out = kb.bind(ctx.out_key(0), np.complex64, "read_write")
+        w = f"wj_cexp(vec2<f32>(0.0, -6.2831855 * f32(i) / {float(n)}))"
+        kb.emit(f"{out}[i] = wj_cmul({v}, {w});")
+        ctx.dispatch(kb, *kb.elementwise_kernel(n))
+
+    p.kernel = kernel
+    x = crand(37, seed=16)
+    y = wjax.jit(lambda a: p.bind(a * (1 + 1j)) * 2j + 1)(x)
+    k = np.arange(37)
+    want = (x[::-1].astype(np.complex128) * (1 + 1j)) * np.exp(-2j * np.pi * k / 37) * 2j + 1
+    close(y, want.astype(np.complex64), rtol=2e-6)
+    assert W.storage_type(np.complex64) == "vec2<f32>" and W.storage_itemsize(np.complex64) == 8
