@@ -206,9 +206,15 @@ def test_x64_warning(x, requested, truncated):
 
 
 def test_x64_warning_points_at_user_code():
-    with pytest.warns(UserWarning) as rec:
-        D.check_supported("float64", "zeros")
-    assert rec[0].filename == __file__
+    import wjax
+    import wjax.numpy as jnp
+    calls = [lambda: D.check_supported("float64", "zeros"),     # through layers of wjax too
+             lambda: jnp.zeros(3, "float64"), lambda: jnp.arange(3, dtype="int64"),
+             lambda: wjax.random.uniform(wjax.random.key(0), (2,), dtype="float64")]
+    for call in calls:
+        with pytest.warns(UserWarning) as rec:
+            call()
+        assert rec[0].filename == __file__, rec[0].filename
 
 
 def test_no_warning_for_python_types_arrays_or_32bit():

@@ -134,7 +134,8 @@ def _kind(dt: np.dtype) -> str:
     return "f" if _BF16 is not None and dt == _BF16 else dt.kind
 
 
-_WJAX_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the wjax package
+# the wjax package (this file is wjax/core/dtypes.py)
+_WJAX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _user_stacklevel() -> int:
@@ -157,7 +158,7 @@ def narrow_with_warning(dt, what: str = "array") -> np.dtype:
         warnings.warn(
             f"Explicitly requested dtype {requested} requested in {what} is not available, "
             f"and will be truncated to dtype {out}. wjax runs on WebGPU, which has no 64-bit "
-            "types; it behaves like JAX with jax_enable_x64 disabled.",
+            "types: it behaves as JAX with jax_enable_x64 off.",
             UserWarning, stacklevel=_user_stacklevel())
     return out
 
