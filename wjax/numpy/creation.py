@@ -26,9 +26,22 @@ def _arraylike(name, x, pos=0):
     return asarray(x)
 
 
-def _check_no_none(host: np.ndarray) -> None:
-    if host.dtype.kind == "O" and builtins.any(v is None for v in host.flat):
+def _has_none(obj) -> bool:
+    if obj is None:
+        return True
+    return isinstance(obj, (list, tuple)) and builtins.any(_has_none(o) for o in obj)
+
+
+def _host_array(object, dtype=None) -> np.ndarray:
+    """``object`` as a NumPy array, with JAX's errors: a None anywhere in nested sequences is
+    a ValueError, and a non-numeric dtype (strings, objects) a TypeError."""
+    if _has_none(object):
         raise ValueError("None is not a valid value for jnp.array")
+    host = np.asarray(object)
+    if host.dtype.kind in "OSUVMm":
+        raise TypeError(f"Value {object!r} with dtype {host.dtype} is not a valid JAX array "
+                        f"type. Only arrays of numeric types are supported by JAX.")
+    return host
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
@@ -52,19 +65,13 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
                     raise OverflowError(f"Python int {object} too large to convert to int32")
             if dtype is not None:
                 dt = dtypes.check_supported(dtype, warn=True)
-                host = np.asarray(object)
-                _check_no_none(host)
-                if host.dtype.kind in "OSUV":
-                    raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
+                host = _host_array(object)
                 if not isinstance(object, np.ndarray):
                     # as JAX: np.asarray(object, dtype) (Python ints out of range: OverflowError)
                     host = np.asarray(object, dtype=dt)
                 out = asarray_device(host.astype(dt), dtype=dt)
             else:
-                host = np.asarray(object)
-                _check_no_none(host)
-                if host.dtype.kind in "OSUVMm":
-                    raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
+                host = _host_array(object)
                 dt = (
                     dtypes.canonicalize_dtype(host.dtype)
                     if isinstance(object, np.ndarray) or host.ndim
