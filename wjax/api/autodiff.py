@@ -390,8 +390,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
     n_main, n_out = tr.n_main, len(tr.fun_jaxpr.out_avals)
     main_avals = tr.fun_jaxpr.out_avals[:n_main]
     out_diff = tuple(_is_float_aval(a) for a in main_avals) + (False,) * (n_out - n_main)
-    known, tj, nres = _ad_cached(("vjp", tr.key, diff, out_diff), tr.keep,
-                                 lambda: _vjp_pieces(tr.fun_jaxpr, tr.nc, diff, out_diff))
+    known, lin, nres = _ad_cached(("linearize", tr.key, diff, out_diff), tr.keep,
+                                  lambda: _linearize_pieces(tr.fun_jaxpr, tr.nc, diff, out_diff))
     kr = _run_closed(known, tr.consts + list(pl))
     outs, res = kr[:n_out], kr[n_out:]
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
@@ -416,6 +416,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
                                                    and np.dtype(ca.dtype) != np.dtype(a.dtype)):
                     c = np.asarray(c, a.dtype)
                 cts.append(c)
+        # transposed when the pullback is first called, as JAX's: a custom_vjp's bwd rule runs
+        # then, not at vjp time
+        tj = _ad_cached(("vjp-transpose", tr.key, diff, out_diff), tr.keep,
+                        lambda: transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)))
         gs = _run_closed(tj, list(res) + cts)
         it = iter(gs)
         full = [

@@ -30,7 +30,8 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes, tree_util
 from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
-from ..core.tracing import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
+from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
+                            trace_flat)
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
 from ..transforms import ad as _ad
 
@@ -134,7 +135,7 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
         box.append(ot)
         return ol
 
-    closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun))
+    closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun), values=_known_values(leaves))
     return nd, dyn, leaves, in_tree, avals, full, closed, box[0]
 
 
@@ -263,9 +264,11 @@ class custom_jvp:
         nd, _, leaves, in_tree, avals, _ = _split_args(self.nondiff_argnums, args)
         box: list = []
         jvp_flat = self._jvp_flat(nd, in_tree, None, None, len(avals), box)
+        values = _known_values(leaves)
         self._tracing_rule += 1
         try:
-            traced = trace_flat(jvp_flat, avals + avals, DebugInfo("custom_jvp rule", self.jvp))
+            traced = trace_flat(jvp_flat, avals + avals, DebugInfo("custom_jvp rule", self.jvp),
+                                values=None if values is None else values + [None] * len(avals))
         except Exception:   # noqa: BLE001 - the general path traces again and reports
             return None
         finally:
@@ -310,6 +313,16 @@ class custom_jvp:
                 fixed.append(t)
             return ol + fixed
         return jvp_flat
+
+
+def _known_values(leaves) -> list | None:
+    """The arguments' values where the enclosing trace knows them (autodiff outside ``jit``
+    runs on known values, as JAX's): a rule traced with them may branch on them in Python."""
+    b = current_builder()
+    if b is None or not b.with_values:
+        return None
+    values = [to_concrete_value(x) for x in leaves]
+    return None if any(v is None for v in values) else [np.asarray(v) for v in values]
 
 
 def _lazy_tracer_error(name):
@@ -386,12 +399,12 @@ class custom_vjp:
         )
         return tree_util.tree_unflatten(out_tree, list(outs))
 
-    def _trace_rule(self, *args):
+    def _trace_rule(self, *args, values=None):
         """``trace_flat(*args)`` for one of the rules: a call to this function while it runs
         is from inside its own rule."""
         self._tracing_rule += 1
         try:
-            return trace_flat(*args)
+            return trace_flat(*args, values=values)
         finally:
             self._tracing_rule -= 1
 
@@ -402,7 +415,8 @@ class custom_vjp:
         res_box, out_box = [], []
         fwd_flat = self._fwd_flat(full, in_tree, None, res_box, out_box)
         try:
-            fj, ftc, fkc, bwd = self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box)
+            fj, ftc, fkc, bwd = self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box,
+                                            values=_known_values(leaves))
         except Exception:   # noqa: BLE001 - the general path traces again and reports
             return None
         out_tree = out_box[-1]
@@ -413,11 +427,13 @@ class custom_vjp:
                                       num_consts=len(ftc), name=name)
         return tree_util.tree_unflatten(out_tree, list(outs))
 
-    def _rules(self, name, avals, fwd_flat, nd, dyn, res_box, out_box):
-        """fwd traced now; bwd traced on first use (a transpose), as JAX does: a program
-        that is never differentiated never runs the bwd rule.  Returns the fwd jaxpr, its
-        traced and known consts, and the bwd rule as a LazyJaxpr."""
-        fc = self._trace_rule(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd))
+    def _rules(self, name, avals, fwd_flat, nd, dyn, res_box, out_box, values=None):
+        """fwd traced now (knowing the inputs' ``values`` where autodiff runs on known
+        values); bwd traced on first use (a transpose), as JAX does: a program that is never
+        differentiated never runs the bwd rule.  Returns the fwd jaxpr, its traced and known
+        consts, and the bwd rule as a LazyJaxpr."""
+        fc = self._trace_rule(fwd_flat, avals, DebugInfo("custom_vjp fwd", self.fwd),
+                              values=values)
         fj, ftc, fkc = _split_consts(fc)
         out_tree = out_box[-1]
         out_avals = fc.out_avals[:out_tree.num_leaves]
