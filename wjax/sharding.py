@@ -1,8 +1,9 @@
-"""``jax.sharding`` for one device: meshes, partition specs and shardings.
+"""``jax.sharding``: meshes, partition specs and shardings over wjax's devices.
 
-wjax runs on one WebGPU device, so every mesh has one device and every sharding is fully
-replicated; the classes carry JAX's names, fields and printing so programs and libraries that
-build them (``Mesh(jax.devices(), ("x",))``, ``NamedSharding(mesh, P("x"))``) run unchanged."""
+A ``Mesh`` arranges devices (``jax.devices()``: logical devices made by ``jax_num_cpu_devices``,
+or every GPU adapter) in named axes; a ``NamedSharding(mesh, P(...))`` says which block of an
+array each device holds (``devices_indices_map``).  ``jax.device_put(x, sharding)`` makes an
+``Array`` of per-device shards (``wjax/array.py``); ``wjax/spmd.py`` runs programs over them."""
 from __future__ import annotations
 
 import collections
@@ -12,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .array import Device, Sharding, SingleDeviceSharding, default_device
+from .array import Device, Sharding, SingleDeviceSharding, all_devices, default_device
 
 
 class AxisType(enum.Enum):
@@ -27,15 +28,51 @@ class AxisType(enum.Enum):
 class PartitionSpec(tuple):
     """How each array dimension is split over mesh axes (``P("x", None)``)."""
 
-    def __new__(cls, *parts: Any):
-        return super().__new__(cls, parts)
+    def __new__(cls, *parts: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()):
+        parts = tuple(tuple(p) if isinstance(p, list) else p for p in parts)
+        self = super().__new__(cls, parts)
+        self.unreduced = frozenset(unreduced)
+        self.reduced = frozenset(reduced)
+        return self
 
     def __repr__(self):
         inner = ", ".join(repr(p) for p in self)
+        if self.unreduced:
+            extra = "unreduced={" + ", ".join(repr(a) for a in sorted(self.unreduced)) + "}"
+            inner = f"{inner}, {extra}" if inner else extra
+            return f"P({inner})"
         return f"P({inner},)" if len(self) == 1 else f"P({inner})"
+
+    def __eq__(self, other):
+        if isinstance(other, PartitionSpec):
+            return (_trim(self) == _trim(other)
+                    and self.unreduced == other.unreduced)
+        return tuple.__eq__(self, other)
+
+    def __hash__(self):
+        return hash((_trim(self), self.unreduced))
 
     def __reduce__(self):
         return (PartitionSpec, tuple(self))
+
+    def _normalized_spec_for_aval(self, ndim: int) -> "PartitionSpec":
+        return PartitionSpec(*(list(self) + [None] * (ndim - len(self))),
+                             unreduced=self.unreduced)
+
+
+def _trim(spec) -> tuple:
+    """A spec without trailing Nones (``P('x', None) == P('x')``); 1-tuples of names as names."""
+    parts = [p[0] if isinstance(p, tuple) and len(p) == 1 else p for p in spec]
+    while parts and parts[-1] is None:
+        parts.pop()
+    return tuple(parts)
+
+
+def spec_axes(part) -> tuple:
+    """The mesh axis names one entry of a spec splits its dimension over."""
+    if part is None:
+        return ()
+    return tuple(part) if isinstance(part, tuple) else (part,)
 
 
 P = PartitionSpec
@@ -84,7 +121,8 @@ class AbstractMesh:
 
 
 class Mesh(contextlib.ContextDecorator):
-    """Devices arranged in named axes.  wjax has one device, so every axis has size 1."""
+    """Devices arranged in named axes (``with mesh:`` or ``jax.set_mesh(mesh)`` makes it the
+    current mesh)."""
 
     def __init__(self, devices: Any, axis_names: str | Sequence[str],
                  axis_types: Sequence[AxisType] | None = None):
@@ -121,6 +159,18 @@ class Mesh(contextlib.ContextDecorator):
     def abstract_mesh(self) -> AbstractMesh:
         return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
 
+    @property
+    def local_devices(self) -> list:
+        return [d for d in self.devices.flat if d.is_addressable]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return any(not d.is_addressable for d in self.devices.flat)
+
+    def coords(self) -> dict:
+        """Device id -> its coordinate (one index per axis)."""
+        return {d.id: c for c, d in np.ndenumerate(self.devices)}
+
     def __enter__(self):
         _mesh_stack.append(self)
         return self
@@ -154,7 +204,8 @@ class NamedSharding(Sharding):
     def __init__(self, mesh: Mesh | AbstractMesh, spec: PartitionSpec | None = None, *,
                  memory_kind: str | None = None):
         self.mesh = mesh
-        self.spec = PartitionSpec() if spec is None else PartitionSpec(*spec)
+        self.spec = (PartitionSpec() if spec is None else spec if isinstance(spec, PartitionSpec)
+                     else PartitionSpec(*spec))
         names = set(mesh.axis_names)
         for part in self.spec:
             for axis in (part if isinstance(part, tuple) else (part,)):
@@ -163,10 +214,90 @@ class NamedSharding(Sharding):
                                      f"{tuple(mesh.axis_names)}.")
 
     @property
-    def device_set(self) -> set[Device]:
+    def _device_list(self) -> list:
         if isinstance(self.mesh, Mesh):
-            return set(self.mesh.devices.flat)
-        return {default_device()}
+            return list(self.mesh.devices.flat)
+        return [default_device()]
+
+    @property
+    def device_set(self) -> set[Device]:
+        return set(self._device_list)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        if self.spec.unreduced:
+            return False
+        sizes = dict(zip(self.mesh.axis_names, self.mesh.axis_sizes))
+        return all(sizes[a] == 1 for p in self.spec for a in spec_axes(p))
+
+    def _parts(self, ndim: int) -> list:
+        return list(self.spec) + [None] * (ndim - len(self.spec))
+
+    def shard_shape(self, global_shape) -> tuple:
+        sizes = dict(zip(self.mesh.axis_names, self.mesh.axis_sizes))
+        out = []
+        for n, p in zip(global_shape, self._parts(len(global_shape))):
+            k = int(np.prod([sizes[a] for a in spec_axes(p)], dtype=np.int64))
+            out.append(n // k)
+        return tuple(out)
+
+    def check_shape(self, global_shape, what: str = "device_put") -> None:
+        """JAX's ValueError when a sharded dimension is not divisible by its device count."""
+        if len(self.spec) > len(global_shape):
+            raise ValueError(f"Sharding {self} is only valid for values of rank at least "
+                             f"{len(self.spec)}, but was applied to a value of rank "
+                             f"{len(global_shape)}")
+        sizes = dict(zip(self.mesh.axis_names, self.mesh.axis_sizes))
+        for d, (n, p) in enumerate(zip(global_shape, self._parts(len(global_shape)))):
+            k = int(np.prod([sizes[a] for a in spec_axes(p)], dtype=np.int64))
+            if n % k:
+                raise ValueError(
+                    f"One of {what} args was given the sharding of {self}, which implies that "
+                    f"the global size of its dimension {d} should be divisible by {k}, but it "
+                    f"is equal to {n} (full shape: {tuple(global_shape)})")
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """Device -> the block of a ``global_shape`` array it holds (a tuple of slices)."""
+        names, sizes = self.mesh.axis_names, dict(zip(self.mesh.axis_names,
+                                                        self.mesh.axis_sizes))
+        pos = {a: i for i, a in enumerate(names)}
+        out = {}
+        for c, d in np.ndenumerate(self.mesh.devices):
+            idx = []
+            for n, p in zip(global_shape, self._parts(len(global_shape))):
+                axes = spec_axes(p)
+                if not axes:
+                    idx.append(slice(None))
+                    continue
+                k, j = 1, 0
+                for a in axes:
+                    j = j * sizes[a] + c[pos[a]]
+                    k *= sizes[a]
+                b = n // k
+                idx.append(slice(j * b, (j + 1) * b))
+            out[d] = tuple(idx)
+        return out
+
+    def replica_ids(self) -> dict:
+        """Device -> its index among the devices holding the same block."""
+        used = {a for p in self.spec for a in spec_axes(p)}
+        free = [i for i, a in enumerate(self.mesh.axis_names) if a not in used]
+        out = {}
+        for c, d in np.ndenumerate(self.mesh.devices):
+            j = 0
+            for i in free:
+                j = j * self.mesh.axis_sizes[i] + c[i]
+            out[d] = j
+        return out
+
+    def unreduced_zero(self) -> set:
+        """The devices that hold zeros of an ``unreduced`` array (all but the first along the
+        unreduced axes): the value is the sum of the shards over those axes."""
+        ax = [i for i, a in enumerate(self.mesh.axis_names) if a in self.spec.unreduced]
+        return {d for c, d in np.ndenumerate(self.mesh.devices) if any(c[i] for i in ax)}
+
+    def with_spec(self, spec) -> "NamedSharding":
+        return NamedSharding(self.mesh, spec)
 
     def __eq__(self, other):
         return (isinstance(other, NamedSharding) and self.mesh == other.mesh
@@ -180,21 +311,69 @@ class NamedSharding(Sharding):
 
 
 def get_abstract_mesh() -> AbstractMesh:
-    """The abstract mesh of the ``with mesh:`` block around the caller (empty outside one)."""
-    return _mesh_stack[-1].abstract_mesh if _mesh_stack else AbstractMesh((), ())
+    """The abstract mesh of the current mesh (``with mesh:``, ``jax.set_mesh``), else empty."""
+    m = get_mesh()
+    return m.abstract_mesh if m is not None else AbstractMesh((), ())
 
 
 def get_mesh() -> Mesh | None:
-    return _mesh_stack[-1] if _mesh_stack else None
+    if _mesh_stack:
+        return _mesh_stack[-1]
+    return _global_mesh[0]
 
 
-@contextlib.contextmanager
-def set_mesh(mesh: Mesh):
-    with mesh:
-        yield mesh
+_global_mesh: list = [None]
+
+
+class set_mesh:
+    """``jax.set_mesh(mesh)`` makes ``mesh`` the current mesh at once; used as a context
+    manager it restores the previous one on exit."""
+
+    def __init__(self, mesh: Mesh):
+        if not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        self.mesh, self.prev = mesh, _global_mesh[0]
+        _global_mesh[0] = mesh
+
+    def __enter__(self):
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _global_mesh[0] = self.prev
+        return False
 
 
 use_mesh = set_mesh
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: Sequence[AxisType] | None = None, *, devices: Any = None) -> Mesh:
+    """A mesh of the first ``prod(axis_shapes)`` devices, row-major (``jax.make_mesh``; axes
+    are ``Explicit`` unless ``axis_types`` says otherwise)."""
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(f"Mismatched lengths of axis_shapes={axis_shapes} and "
+                         f"axis_names={axis_names}")
+    devs = list(all_devices() if devices is None else devices)
+    n = int(np.prod(axis_shapes, dtype=np.int64))
+    if n > len(devs):
+        raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
+                         f"{axis_shapes}")
+    arr = np.empty(n, dtype=object)
+    arr[:] = devs[:n]
+    types = tuple(axis_types) if axis_types is not None else (AxisType.Explicit,) * len(
+        axis_names)
+    return Mesh(arr.reshape(axis_shapes), axis_names, axis_types=types)
+
+
+def current_sharding(spec) -> "NamedSharding":
+    """``jax.P`` given where a sharding is expected: a NamedSharding over the current mesh."""
+    m = get_mesh()
+    if m is None:
+        raise ValueError(f"Using a PartitionSpec {spec} needs a mesh: use jax.set_mesh(mesh) "
+                         f"or pass a NamedSharding")
+    return NamedSharding(m, spec)
 
 
 def make_single_device_sharding(device: Device) -> SingleDeviceSharding:
@@ -203,4 +382,4 @@ def make_single_device_sharding(device: Device) -> SingleDeviceSharding:
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
            "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",
-           "make_single_device_sharding", "set_mesh", "use_mesh"]
+           "make_mesh", "make_single_device_sharding", "set_mesh", "use_mesh"]
