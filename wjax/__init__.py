@@ -14,6 +14,7 @@ import numpy as _np
 
 from . import prims as _prims
 from . import dispatch as _dispatch
+from . import spmd as _spmd
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
@@ -23,7 +24,7 @@ from . import extend, interpreters
 from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
-                  pmap, remat, value_and_grad, vjp, vmap)
+                  remat, value_and_grad, vjp, vmap)
 from . import array as _array
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
@@ -36,6 +37,8 @@ from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
+from .experimental.shard_map import jax_shard_map as shard_map, pmap
+from . import distributed
 from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules

@@ -501,6 +501,14 @@ def shard_host_value(host: np.ndarray, aval: ShapedArray, sharding) -> Array:
     return Array.sharded(aval, sharding, shards)
 
 
+def from_host(host: np.ndarray, aval: ShapedArray | None, device: Device) -> Array:
+    """A host value (already of its dtype) uploaded to ``device``."""
+    host = np.asarray(host)
+    if aval is None:
+        aval = ShapedArray(host.shape, host.dtype)
+    return Array(execute.upload(device._rt, host), aval)
+
+
 def put(x, where) -> Array:
     """``x`` (an Array or a host value) on a device or laid out by a sharding."""
     if not isinstance(x, Array):

@@ -60,7 +60,10 @@ class Compiled:
 
     def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
         self.name, self.closed = name, closed
-        self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
+        # a program holding shard_map equations runs them on their meshes (wjax/spmd.py)
+        self.program = _program_hook(closed, name) if _program_hook is not None else None
+        if self.program is None:
+            self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
 
     exe = property(lambda self: self.bound.exe)
     plan = property(lambda self: self.bound.exe.plan)
@@ -70,6 +73,8 @@ class Compiled:
 
     def __call__(self, args: list) -> list[Array]:
         arrays = [device_array(a) for a in args]
+        if self.program is not None:
+            return self.program(arrays)
         if _sharded_hook is not None and any(a._shards is not None for a in arrays):
             res = _sharded_hook(self.closed, arrays, self.name)
             if res is not None:
@@ -94,6 +99,9 @@ def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
 # jit over sharded arrays (``wjax/spmd.py`` installs it): (closed, arrays, name) -> outputs,
 # or None to run the program on one device over the arrays' gathered values
 _sharded_hook = None
+# programs with shard_map equations (``wjax/spmd.py`` installs it): (closed, name) -> a
+# callable over arrays, or None for an ordinary program
+_program_hook = None
 
 
 def placed(arrays: list):
