@@ -95,7 +95,10 @@ host_count = process_count
 def typeof(x) -> ShapedArray:
     """The abstract value (shape, dtype, weak type; a sharded array's sharding) of an array,
     tracer or scalar (a ref's: an ``AbstractRef``)."""
-    return x.aval if isinstance(x, Ref) else _abstractify(x)
+    if isinstance(x, Ref):
+        return x.aval
+    t = _spmd.vma_typeof(x) if hasattr(x, "builder") else None
+    return t if t is not None else _abstractify(x)
 
 
 @_contextlib.contextmanager

@@ -24,13 +24,14 @@ import collections
 import numpy as np
 
 from . import dispatch
-from .array import Array, from_host, on_device
+from .array import Array, from_host, on_device, put
+from .numpy import _util as _np_util
 from .backend import lower
-from .core.ir import ClosedJaxpr, Jaxpr, Lit, Var
-from .core.tracing import extend_axis_env, trace_flat
+from .core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var
+from .core.tracing import Tracer, current_builder, extend_axis_env, trace_flat
 from .prims import collective as C
 from .prims.shard_map import global_aval, pvary_p, shard_map_p
-from .sharding import NamedSharding, spec_axes
+from .sharding import NamedSharding, PartitionSpec, current_sharding, spec_axes
 from .transforms.vmap import vmap_closed_jaxpr
 
 STATS: collections.Counter = collections.Counter()
@@ -428,14 +429,83 @@ dispatch._program_hook = _program
 
 # --------------------------------------------------------------------------- tracing helpers
 
-def trace_body(fun_flat, block_avals, mesh, debug=None) -> ClosedJaxpr:
-    """Traces a shard_map body over blocks with the mesh's axes bound as named axes."""
+def trace_body(fun_flat, block_avals, mesh, debug=None, in_vma=None) -> ClosedJaxpr:
+    """Traces a shard_map body over blocks with the mesh's axes bound as named axes
+    (``in_vma``: the axes each input varies over, for ``jax.typeof`` in the body)."""
     frames = list(zip(mesh.axis_names, mesh.axis_sizes))
+
+    def traced(*tracers):
+        b = current_builder()
+        b.vma_axes, b.vma_inputs = tuple(mesh.axis_names), list(in_vma or [()] * len(tracers))
+        return fun_flat(*tracers)
 
     def go(i):
         if i == len(frames):
-            return trace_flat(fun_flat, block_avals, debug)
+            return trace_flat(traced, block_avals, debug)
         with extend_axis_env(*frames[i]):
             return go(i + 1)
     return go(0)
 
+
+
+# --------------------------------------------------------------------------- out_sharding
+
+def resolve_sharding(s):
+    """A sharding from what JAX accepts where one is expected (a ``P`` over the current mesh)."""
+    return current_sharding(s) if isinstance(s, PartitionSpec) else s
+
+
+def _out_sharding(x, s):
+    if isinstance(x, Tracer):
+        return x
+    return put(dispatch.device_array(x), resolve_sharding(s))
+
+
+_np_util.out_sharding_hook = _out_sharding
+
+
+# --------------------------------------------------------------------------- typeof in bodies
+
+class ManualAxisType:
+    def __init__(self, varying):
+        self.varying = frozenset(varying)
+
+    def __repr__(self):
+        return f"ManualAxisType(varying={set(self.varying)})"
+
+
+class VmaAval(ShapedArray):
+    """The type of a value inside a ``shard_map`` body: its aval and the mesh axes it may vary
+    over (``float32[3]{V:i}``; ``jax.typeof(x).manual_axis_type.varying``)."""
+
+    __slots__ = ("vma", "axis_order")
+
+    def __init__(self, aval, vma, axis_order):
+        super().__init__(aval.shape, aval.dtype, aval.weak_type)
+        self.vma, self.axis_order = frozenset(vma), tuple(axis_order)
+
+    @property
+    def manual_axis_type(self):
+        return ManualAxisType(self.vma)
+
+    def __str__(self):
+        base = ShapedArray.__str__(self)
+        if not self.vma:
+            return base
+        names = [a for a in self.axis_order if a in self.vma]
+        return base + ("{V:" + names[0] + "}" if len(names) == 1 else
+                       "{V:(" + ",".join(names) + ")}")
+
+    def __repr__(self):
+        return f"ShapedArray({self})"
+
+
+def vma_typeof(x):
+    """``jax.typeof`` of a tracer of a shard_map body (None for any other value)."""
+    b = getattr(x, "builder", None)
+    order = getattr(b, "vma_axes", None)
+    if order is None:
+        return None
+    from .experimental.shard_map import _vma
+    jaxpr = Jaxpr(b.constvars, b.invars, [x.var], list(b.eqns))
+    return VmaAval(x.aval, _vma(jaxpr, b.vma_inputs)[0], order)

@@ -558,15 +558,16 @@ def set_device_count(n: int | None) -> None:
 
 def device_adapters() -> list:
     """The adapter of each logical device, decided once: ``N`` logical devices on the chosen
-    adapter when ``jax_num_cpu_devices`` / ``WJAX_NUM_DEVICES`` asks for ``N`` (N wgpu devices
-    on one adapter, as XLA's host-platform device count); else every GPU adapter of the chosen
-    one's backend (a CPU adapter, or an adapter named by ``WJAX_ADAPTER``, stands alone)."""
+    adapter when ``jax_num_cpu_devices``, ``WJAX_NUM_DEVICES`` or XLA's
+    ``--xla_force_host_platform_device_count=N`` (in ``XLA_FLAGS``) asks for ``N`` (N wgpu
+    devices on one adapter); else every GPU adapter of the chosen one's backend (a CPU
+    adapter, or an adapter named by ``WJAX_ADAPTER``, stands alone)."""
     global _plan
     if _plan is None:
         all_adapters = list_adapters()
         first = choose_adapter(all_adapters)
-        n = _requested if _requested is not None else int(
-            os.environ.get("WJAX_NUM_DEVICES", "0") or 0)
+        n = _requested if _requested is not None else (
+            int(os.environ.get("WJAX_NUM_DEVICES") or 0) or _xla_flag_count())
         if n >= 1:
             plan = [first] + [_same_adapter(first) for _ in range(n - 1)]
         elif (os.environ.get("WJAX_ADAPTER") or first.info["adapter_type"] == "CPU"):
@@ -578,6 +579,13 @@ def device_adapters() -> list:
                               and a.info["adapter_type"] in ("DiscreteGPU", "IntegratedGPU")]
         _plan = plan
     return _plan
+
+
+def _xla_flag_count() -> int:
+    """``XLA_FLAGS=--xla_force_host_platform_device_count=N``, as JAX programs set it."""
+    import re
+    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(m.group(1)) if m else 0
 
 
 def _same_adapter(a):

@@ -93,7 +93,7 @@ def _vma(jaxpr, in_vma: list) -> list:
     """The mesh axes each output of a body may vary over (JAX's ``check_vma`` inference)."""
     env = {v.id: set(s) for v, s in zip(jaxpr.invars, in_vma)}
     for v in jaxpr.constvars:
-        env[v.id] = set()
+        env.setdefault(v.id, set())
 
     def rd(a):
         return env.get(getattr(a, "id", None), set())
@@ -174,7 +174,8 @@ class _ShardMapped:
             return [ops._as_operand(o) for o in out_leaves]
 
         debug = DebugInfo("shard_map", self.fun)
-        closed = trace_body(flat, blocks, mesh, debug)
+        closed = trace_body(flat, blocks, mesh, debug,
+                            in_vma=[mentioned(s) for s in in_specs])
         out_tree = out_tree_box[0]
         out_specs = self.out_specs
         if isinstance(out_specs, list):

@@ -135,3 +135,14 @@ def _select(c, x, y):
 __all__ = [
     "result_type", "broadcast_shapes", "promote_args",
 ]
+
+
+# ``out_sharding=`` of jnp functions: lays the result out by a sharding (``wjax/spmd.py``
+# installs it: concrete arrays are resharded, traced values constrained)
+out_sharding_hook = None
+
+
+def apply_out_sharding(x, out_sharding):
+    if out_sharding is None or out_sharding_hook is None:
+        return x
+    return out_sharding_hook(x, out_sharding)

@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ._util import _check_arg, _f32, _to_operand, broadcast_shapes, result_type
+from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
+                    result_type)
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import multiply, not_equal, subtract
 from .shapes import (
@@ -19,7 +20,13 @@ from .shapes import (
 from . import reductions
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``matmul`` as ``jnp.matmul``; ``out_sharding`` lays the result out by a sharding."""
+    return apply_out_sharding(_matmul(a, b, preferred_element_type=preferred_element_type),
+                              out_sharding)
+
+
+def _matmul(a, b, *, precision=None, preferred_element_type=None):
     for x in (a, b):
         _check_arg("matmul", x)
     a, b = _arraylike("matmul", a), _arraylike("matmul", b)
@@ -58,7 +65,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return out
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``dot`` as ``jnp.dot``; ``out_sharding`` lays the result out by a sharding."""
+    return apply_out_sharding(_dot(a, b, preferred_element_type=preferred_element_type),
+                              out_sharding)
+
+
+def _dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = _arraylike("dot", a), _arraylike("dot", b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
@@ -185,7 +198,15 @@ def vecmat(x1, x2, /):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
+    """``jnp.einsum``; ``out_sharding`` lays the result out by a sharding."""
+    return apply_out_sharding(_einsum(subscripts, *operands, out=out, optimize=optimize,
+                                      preferred_element_type=preferred_element_type,
+                                      _dot_general=_dot_general), out_sharding)
+
+
+def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+            preferred_element_type=None, _dot_general=None):
     """Contracts the operands pairwise, left to right: each pair is one ``dot_general`` (labels
     shared and still needed later batch, the other shared labels contract); labels no later
     term needs are summed out of a term first."""
