@@ -28,7 +28,8 @@ from .array import Array, from_host, on_device, put
 from .numpy import _util as _np_util
 from .backend import lower
 from .core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var
-from .core.tracing import Tracer, current_builder, extend_axis_env, trace_flat
+from .core.tracing import (Tracer, current_builder, extend_axis_env, set_manual_hook,
+                           trace_flat)
 from .prims import collective as C
 from .prims.shard_map import global_aval, pvary_p, shard_map_p
 from .sharding import NamedSharding, PartitionSpec, current_sharding, spec_axes
@@ -509,3 +510,141 @@ def vma_typeof(x):
     from .experimental.shard_map import _vma
     jaxpr = Jaxpr(b.constvars, b.invars, [x.var], list(b.eqns))
     return VmaAval(x.aval, _vma(jaxpr, b.vma_inputs)[0], order)
+
+
+# --------------------------------------------------------------------------- eager bodies
+
+class Manual(Tracer):
+    """A value of a shard_map body run eagerly: one block per device of the mesh (JAX's
+    eager shard_map); printing it shows each device's block."""
+
+    __slots__ = ("blocks", "mesh", "vma")
+
+    def __init__(self, aval, blocks: dict, mesh, vma=frozenset()):
+        super().__init__(aval, None, None)
+        self.blocks, self.mesh, self.vma = blocks, mesh, frozenset(vma)
+
+    def __str__(self):
+        names = "(" + ", ".join(self.mesh.axis_names) + ",)"
+        parts = []
+        for c, d in np.ndenumerate(self.mesh.devices):
+            if d.is_addressable:
+                coords = str(tuple(int(i) for i in c))
+                parts.append(f"On {d} at mesh coordinates {names} = {coords}:\n"
+                             f"{np.asarray(self.blocks[d.id])}\n")
+        return "\n".join(parts)
+
+    __repr__ = __str__
+
+    def to_concrete_value(self):
+        return None
+
+    def _concrete_error(self, cls, what, hint):
+        return cls(f"Attempted {what} of a value of a shard_map body, which differs from "
+                   f"device to device ({self.aval.str_short()}).\n{hint}")
+
+
+class _ManualHook:
+    """Runs primitives over Manual values while an eager shard_map body runs."""
+
+    def __init__(self):
+        import threading
+        self._local = threading.local()
+
+    @property
+    def active(self) -> bool:
+        return bool(getattr(self._local, "meshes", None))
+
+    def push(self, mesh):
+        self._local.__dict__.setdefault("meshes", []).append(mesh)
+
+    def pop(self):
+        self._local.meshes.pop()
+
+    def __call__(self, prim, args, params):
+        mesh = self._local.meshes[-1]
+        devices = [d for d in mesh.devices.flat if d.is_addressable]
+        vma = frozenset().union(*[a.vma for a in args if isinstance(a, Manual)])
+
+        def block(a, d):
+            return a.blocks[d.id] if isinstance(a, Manual) else a
+
+        if prim in _COLLECTIVES:
+            x = args[0] if args else None
+            vals = {d.id: _on_dev(dispatch.device_array(block(x, d)), d)
+                    for d in devices} if x is not None else {}
+            out_aval = prim.abstract_eval(*[_aval_of(a) for a in args], **params)
+
+            class _E:     # the equation _collective_step reads
+                pass
+            e = _E()
+            e.prim, e.params = prim, params
+            e.outvars = [Var(out_aval)]
+            res = _collective_step(e, vals, mesh)
+            axes = set(params.get("axes", ()))
+            out_vma = vma - axes if prim in (C.psum_p, C.pmax_p, C.pmin_p) else vma | axes
+            return Manual(out_aval, res, mesh, out_vma)
+        if prim.call and isinstance(params.get("jaxpr"), ClosedJaxpr) and \
+                _uses_collective(params["jaxpr"].jaxpr):
+            from .core.tracing import eval_jaxpr
+            inner = params["jaxpr"]
+            outs = eval_jaxpr(inner.jaxpr, inner.consts, *args)
+            return outs if prim.multiple_results else outs[0]
+        saved, self._local.meshes = self._local.meshes, []   # per-device binds run eagerly
+        try:
+            per = {d.id: prim.bind(*[_on_dev(block(a, d), d) for a in args], **params)
+                   for d in devices}
+        finally:
+            self._local.meshes = saved
+        first = per[devices[0].id]
+        if prim.multiple_results:
+            return [Manual(o.aval, {d: per[d][i] for d in per}, mesh, vma)
+                    for i, o in enumerate(first)]
+        return Manual(first.aval, per, mesh, vma)
+
+
+def _aval_of(a):
+    from .core.ir import raise_to_shaped
+    return a.aval if isinstance(a, Tracer) else raise_to_shaped(a)
+
+
+def _on_dev(x, d):
+    return on_device(x, d) if isinstance(x, Array) else x
+
+
+manual_hook = _ManualHook()
+set_manual_hook(manual_hook)
+
+
+def run_eager(fun, args_flat, in_tree, in_specs, mesh):
+    """Runs a shard_map body eagerly over Manual values; returns (output leaves as per-device
+    blocks, their vma, the output tree)."""
+    from .core import tree_util
+    blocks = [scatter(x, s, mesh) for x, s in zip(args_flat, in_specs)]
+    from .experimental.shard_map import mentioned as _m
+    manual = []
+    for x, s, b in zip(args_flat, in_specs, blocks):
+        first = next(iter(b.values()))
+        manual.append(Manual(first.aval, b, mesh, _m(s)))
+    frames = list(zip(mesh.axis_names, mesh.axis_sizes))
+    import contextlib
+    with contextlib.ExitStack() as st:
+        for f in frames:
+            st.enter_context(extend_axis_env(*f))
+        manual_hook.push(mesh)
+        try:
+            out = fun(*tree_util.tree_unflatten(in_tree, manual))
+        finally:
+            manual_hook.pop()
+    leaves, tree = tree_util.tree_flatten(out)
+    devices = [d for d in mesh.devices.flat if d.is_addressable]
+    res, vmas = [], []
+    for o in leaves:
+        if isinstance(o, Manual):
+            res.append(o.blocks)
+            vmas.append(o.vma)
+        else:
+            a = dispatch.device_array(o)
+            res.append({d.id: on_device(a, d) for d in devices})
+            vmas.append(frozenset())
+    return res, vmas, tree

@@ -368,6 +368,16 @@ def ensure_compile_time_eval():
         _compile_time_eval.depth -= 1
 
 
+# eager shard_map (``wjax/spmd.py`` installs it): while a body runs eagerly over per-device
+# values, ``_manual_hook(prim, args, params)`` runs each primitive on every device
+_manual_hook = None
+
+
+def set_manual_hook(hook) -> None:
+    global _manual_hook
+    _manual_hook = hook
+
+
 def bind(prim, args, params):
     """Binds a primitive: traced when a builder is active, else run eagerly."""
     b = current_builder()
@@ -376,6 +386,8 @@ def bind(prim, args, params):
         with _eager():
             return bind(prim, args, params)
     if b is None:
+        if _manual_hook is not None and _manual_hook.active:
+            return _manual_hook(prim, args, params)
         for a in args:
             if isinstance(a, Tracer):
                 raise _leak_error(a)

@@ -18,11 +18,11 @@ import numpy as np
 from ..array import Array, ShardedAval
 from ..core import ops, tree_util
 from ..core.ir import abstractify
-from ..core.tracing import DebugInfo, Tracer
+from ..core.tracing import DebugInfo, Tracer, current_builder
 from ..prims import collective as C
-from ..prims.shard_map import block_aval, mentioned, pvary_p, shard_map_p
+from ..prims.shard_map import block_aval, global_aval, mentioned, pvary_p, shard_map_p
 from ..sharding import AxisType, Mesh, PartitionSpec, get_mesh, spec_axes
-from ..spmd import trace_body
+from ..spmd import gather, run_eager, trace_body
 
 P = PartitionSpec
 
@@ -157,6 +157,13 @@ class _ShardMapped:
                                  f"{len(args)} arguments")
             in_specs = _flat(_broadcast_specs(specs, in_tree, "in_specs"))
         in_specs = [P() if s is None else s for s in in_specs]
+        if current_builder() is None and not any(isinstance(x, Tracer) for x in leaves):
+            for x, s in zip(leaves, in_specs):
+                aval = abstractify(x)
+                _check_spec(s, mesh, aval, "in_specs")
+                if self.in_specs is not None:
+                    _check_arg(x, s, mesh, aval)
+            return self._eager(mesh, leaves, in_tree, in_specs)
         blocks = []
         for i, (x, s) in enumerate(zip(leaves, in_specs)):
             aval = abstractify(x)
@@ -193,6 +200,30 @@ class _ShardMapped:
         outs = shard_map_p.bind(*leaves, jaxpr=closed, mesh=mesh, in_specs=tuple(in_specs),
                                 out_specs=tuple(out_specs), check_vma=bool(self.check_vma))
         return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _eager(self, mesh, leaves, in_tree, in_specs):
+    """The body run eagerly, one primitive at a time on every device (prints show each
+    device's block, as JAX's eager shard_map)."""
+    blocks, vmas, out_tree = run_eager(self.fun, leaves, in_tree, in_specs, mesh)
+    out_specs = self.out_specs
+    if isinstance(out_specs, list):
+        out_specs = tuple(out_specs)
+    out_specs = _flat(_broadcast_specs(out_specs, out_tree, "out_specs"))
+    out_specs = [P() if s is None else s for s in out_specs]
+    outs = []
+    for b, s, v in zip(blocks, out_specs, vmas):
+        aval = next(iter(b.values())).aval
+        _check_out_spec(s, mesh, aval)
+        if self.check_vma:
+            missing = [a for a in mesh.axis_names if a in v and a not in mentioned(s)]
+            if missing:
+                raise _vma_error(self.fun, mesh, s, missing)
+        outs.append(gather(b, global_aval(aval, s, mesh), s, mesh))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+_ShardMapped._eager = _eager
 
 
 def _check_spec(spec, mesh, aval, what):
