@@ -15,6 +15,7 @@ import numpy as _np
 from . import prims as _prims
 from . import dispatch as _dispatch
 from . import spmd as _spmd
+from . import partition as _partition
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
@@ -42,6 +43,16 @@ from . import distributed
 from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
+
+# with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
+lax.with_sharding_constraint = _partition.with_sharding_constraint
+
+
+def reshard(x, out_shardings):
+    """``x`` laid out by ``out_shardings`` (``device_put`` outside ``jit``, a sharding
+    constraint inside)."""
+    return _partition.with_sharding_constraint(x, out_shardings)
+
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize

@@ -503,6 +503,8 @@ class VmaAval(ShapedArray):
 
 def vma_typeof(x):
     """``jax.typeof`` of a tracer of a shard_map body (None for any other value)."""
+    if isinstance(x, Manual):
+        return VmaAval(x.aval, x.vma, x.mesh.axis_names)
     b = getattr(x, "builder", None)
     order = getattr(b, "vma_axes", None)
     if order is None:
