@@ -176,11 +176,17 @@ class ShardedAval(ShapedArray):
     """The type of a sharded array: its aval with the sharding (``jax.typeof(x)`` prints the
     mesh axes of ``Explicit`` type that split each dimension: ``float32[8@X,4@Y]``)."""
 
-    __slots__ = ("sharding",)
+    __slots__ = ("concrete_sharding",)
 
     def __init__(self, shape, dtype, weak_type=False, sharding=None):
         super().__init__(shape, dtype, weak_type)
-        self.sharding = sharding
+        self.concrete_sharding = sharding
+
+    @property
+    def sharding(self):
+        """The sharding over the mesh's abstract mesh (as JAX's types carry it)."""
+        s = self.concrete_sharding
+        return type(s)(s.mesh.abstract_mesh, s.spec)
 
     def __str__(self):
         name = getattr(self.dtype, "name", str(self.dtype))
@@ -488,13 +494,16 @@ def on_device(x: Array, device: Device) -> Array:
 def shard_host_value(host: np.ndarray, aval: ShapedArray, sharding) -> Array:
     """A host value laid out by ``sharding``: each addressable device gets its piece."""
     idx = sharding.devices_indices_map(aval.shape)
-    zero = sharding.unreduced_zero() if hasattr(sharding, "unreduced_zero") else set()
+    keep = sharding.unreduced_keep(aval.shape) if getattr(
+        getattr(sharding, "spec", None), "unreduced", None) else {}
     shards = {}
     for d in sharding._device_list:
         if d.is_addressable:
             piece = np.ascontiguousarray(host[idx[d]])
-            if d in zero:             # unreduced: the value is the sum over these devices
-                piece = np.zeros_like(piece)
+            if d in keep:             # unreduced: the value is the sum of the devices' pieces
+                mask = np.zeros_like(piece)
+                mask[keep[d]] = piece[keep[d]]
+                piece = mask
             shards[d.id] = Array(execute.upload(d._rt, piece), aval.update(shape=piece.shape))
     if len(sharding._device_list) == 1:
         return next(iter(shards.values()))

@@ -29,6 +29,7 @@ from . import dispatch
 from .api.jit import placement_hook as _placement_hook
 from .array import put
 from .core import caches, ops
+from .numpy import _util as _np_util
 from .core.ir import ClosedJaxpr, Jaxpr, Lit, Var, jaxpr_key
 from .core.partition_spec import PartitionSpec, spec_axes
 from .core.primitive import Primitive
@@ -217,6 +218,14 @@ class _Interp:
                 ny[d] = None
                 y = self.reshard(y, sy, ny)
                 sy = ny
+        explicit = {a for a, t in zip(self.mesh.axis_names, self.mesh.axis_types)
+                    if getattr(t, "name", "") == "Explicit"}
+        if set(psum_axes) & explicit and not _np_util.out_sharding_given.depth:
+            raise ValueError(
+                "Contracting dimensions are sharded and it is ambiguous how the output should "
+                "be sharded. Please specify the output sharding via the `out_sharding` "
+                f"parameter. Got lhs_contracting_spec={tuple(psum_axes)} and "
+                f"rhs_contracting_spec={tuple(psum_axes)}")
         out = e.prim.bind(x, y, **e.params)
         if psum_axes:
             out = C.psum_p.bind(out, axes=tuple(psum_axes))
@@ -274,7 +283,7 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str):
                   closed.jaxpr.eqns)
     specs = tuple(_spec_of(a, mesh, a.ndim) for a in ins)
     keep: list = []
-    key = (jaxpr_key(jaxpr, keep), specs, mesh)
+    key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(_np_util.out_sharding_given.depth))
     hit = _plans.get(key)
     if hit is None:
         hit = _plans.put(key, _plan(jaxpr, specs, mesh) + (keep,))

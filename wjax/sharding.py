@@ -42,6 +42,7 @@ class AbstractMesh:
             raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
                              f"{len(self.axis_names)} axis names")
         self.axis_types = tuple(axis_types or (AxisType.Auto,) * len(self.axis_names))
+        self.device_kind = self.platform = None       # a concrete mesh's abstract_mesh has them
 
     @property
     def shape(self) -> collections.OrderedDict:
@@ -65,7 +66,12 @@ class AbstractMesh:
     def __repr__(self):
         if self.empty:
             return "AbstractMesh((), axis_types=())"
-        return f"AbstractMesh({_axis_desc(self.axis_names, self.axis_sizes, self.axis_types)})"
+        extra = ""
+        if self.device_kind is not None:
+            extra = (f", device_kind={self.device_kind}, num_cores=None, "
+                     f"platform={self.platform}")
+        return (f"AbstractMesh({_axis_desc(self.axis_names, self.axis_sizes, self.axis_types)}"
+                f"{extra})")
 
 
 class Mesh(contextlib.ContextDecorator):
@@ -105,7 +111,9 @@ class Mesh(contextlib.ContextDecorator):
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+        m = AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+        m.device_kind, m.platform = "webgpu", "webgpu"
+        return m
 
     @property
     def local_devices(self) -> list:
@@ -238,11 +246,30 @@ class NamedSharding(Sharding):
             out[d] = j
         return out
 
-    def unreduced_zero(self) -> set:
-        """The devices that hold zeros of an ``unreduced`` array (all but the first along the
-        unreduced axes): the value is the sum of the shards over those axes."""
-        ax = [i for i, a in enumerate(self.mesh.axis_names) if a in self.spec.unreduced]
-        return {d for c, d in np.ndenumerate(self.mesh.devices) if any(c[i] for i in ax)}
+    def unreduced_keep(self, global_shape) -> dict:
+        """For an ``unreduced`` array, device -> the part of its block it holds (zeros
+        elsewhere, so the value is the sum over the unreduced axes): as JAX lays it out, each
+        unreduced axis splits the first dimension no other axis splits."""
+        block = self.shard_shape(global_shape)
+        parts = self._parts(len(global_shape))
+        names = list(self.mesh.axis_names)
+        free = [d for d, p in enumerate(parts) if not spec_axes(p)]
+        assign = {}
+        for a in sorted(self.spec.unreduced, key=names.index):
+            k = self.mesh.axis_sizes[names.index(a)]
+            for d in free:
+                if d not in assign.values() and block[d] % k == 0:
+                    assign[a] = d
+                    break
+        out = {}
+        for c, dev in np.ndenumerate(self.mesh.devices):
+            idx = [slice(None)] * len(global_shape)
+            for a, d in assign.items():
+                i = names.index(a)
+                n = block[d] // self.mesh.axis_sizes[i]
+                idx[d] = slice(c[i] * n, (c[i] + 1) * n)
+            out[dev] = tuple(idx)
+        return out
 
     def with_spec(self, spec) -> "NamedSharding":
         return NamedSharding(self.mesh, spec)
@@ -255,6 +282,8 @@ class NamedSharding(Sharding):
         return hash((self.mesh, self.spec))
 
     def __repr__(self):
+        if isinstance(self.mesh, AbstractMesh):
+            return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
-                    result_type)
+                    out_sharding_scope, result_type)
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import multiply, not_equal, subtract
 from .shapes import (
@@ -22,8 +22,9 @@ from . import reductions
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``matmul`` as ``jnp.matmul``; ``out_sharding`` lays the result out by a sharding."""
-    return apply_out_sharding(_matmul(a, b, preferred_element_type=preferred_element_type),
-                              out_sharding)
+    with out_sharding_scope(out_sharding):
+        out = _matmul(a, b, preferred_element_type=preferred_element_type)
+    return apply_out_sharding(out, out_sharding)
 
 
 def _matmul(a, b, *, precision=None, preferred_element_type=None):
@@ -67,8 +68,9 @@ def _matmul(a, b, *, precision=None, preferred_element_type=None):
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``dot`` as ``jnp.dot``; ``out_sharding`` lays the result out by a sharding."""
-    return apply_out_sharding(_dot(a, b, preferred_element_type=preferred_element_type),
-                              out_sharding)
+    with out_sharding_scope(out_sharding):
+        out = _dot(a, b, preferred_element_type=preferred_element_type)
+    return apply_out_sharding(out, out_sharding)
 
 
 def _dot(a, b, *, precision=None, preferred_element_type=None):
