@@ -46,6 +46,7 @@ from .api import linalg as _linalg_rules
 
 # with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
 lax.with_sharding_constraint = _partition.with_sharding_constraint
+sharding.auto_axes, sharding.explicit_axes = _partition.auto_axes, _partition.explicit_axes
 
 
 def reshard(x, out_shardings):

@@ -172,6 +172,9 @@ class SingleDeviceSharding(Sharding):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
 
 
+_current_mesh: list = [None]      # () -> the current mesh (``wjax/sharding.py`` installs it)
+
+
 class ShardedAval(ShapedArray):
     """The type of a sharded array: its aval with the sharding (``jax.typeof(x)`` prints the
     mesh axes of ``Explicit`` type that split each dimension: ``float32[8@X,4@Y]``)."""
@@ -184,9 +187,22 @@ class ShardedAval(ShapedArray):
 
     @property
     def sharding(self):
-        """The sharding over the mesh's abstract mesh (as JAX's types carry it)."""
+        """The sharding over the mesh's abstract mesh, as JAX's types carry it: only the axes
+        of ``Explicit`` type in the current mesh (``auto_axes`` makes them ``Auto``)."""
         s = self.concrete_sharding
-        return type(s)(s.mesh.abstract_mesh, s.spec)
+        mesh = s.mesh
+        cur = _current_mesh[0]() if _current_mesh[0] is not None else None
+        if cur is not None and tuple(cur.axis_names) == tuple(mesh.axis_names):
+            mesh = cur
+        explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types)
+                    if getattr(t, "name", "") == "Explicit"}
+        parts = list(s.spec) + [None] * (len(self.shape) - len(s.spec))
+        keep = []
+        for p in parts:
+            axes = tuple(a for a in (p if isinstance(p, tuple) else (p,))
+                         if a is not None and a in explicit)
+            keep.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+        return type(s)(mesh.abstract_mesh, type(s.spec)(*keep))
 
     def __str__(self):
         name = getattr(self.dtype, "name", str(self.dtype))

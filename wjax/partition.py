@@ -27,16 +27,16 @@ import numpy as np
 
 from . import dispatch
 from .api.jit import placement_hook as _placement_hook
-from .array import put
-from .core import caches, ops
+from .array import ShardedAval, put
+from .core import caches, ops, tree_util
 from .numpy import _util as _np_util
-from .core.ir import ClosedJaxpr, Jaxpr, Lit, Var, jaxpr_key
+from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, jaxpr_key, short_dtype
 from .core.partition_spec import PartitionSpec, spec_axes
 from .core.primitive import Primitive
-from .core.tracing import extend_axis_env, trace_flat
+from .core.tracing import extend_axis_env, set_type_rule, trace_flat
 from .prims import collective as C
 from .prims.shard_map import block_aval
-from .sharding import NamedSharding, current_sharding
+from .sharding import AxisType, Mesh, NamedSharding, current_sharding, get_mesh, set_mesh
 from .spmd import run_shard_map
 from .transforms import ad as _ad
 
@@ -69,8 +69,6 @@ def resolve(s):
 def with_sharding_constraint(x, shardings):
     """``x`` (a pytree) laid out by ``shardings`` (a sharding, a ``P`` over the current mesh,
     or a pytree of them): inside ``jit`` a constraint the partitioner honours."""
-    from .core import tree_util
-
     def one(v, s):
         s = resolve(s)
         if isinstance(s, NamedSharding):
@@ -155,6 +153,9 @@ class _Interp:
                 if want is None:
                     return [vals[0]], [specs[0]]
                 return [self.reshard(vals[0], specs[0], want)], [want]
+            full = [(s, a) for s, a in zip(specs, avals) if a.ndim]
+            if full:
+                _check_legal(e.prim, [a for _, a in full], [s for s, _ in full], self.mesh)
             target = _merge([s for s, a in zip(specs, avals) if a.ndim], out_aval.ndim)
             args = [v if a.ndim == 0 else self.reshard(v, s, target)
                     for v, s, a in zip(vals, specs, avals)]
@@ -218,8 +219,7 @@ class _Interp:
                 ny[d] = None
                 y = self.reshard(y, sy, ny)
                 sy = ny
-        explicit = {a for a, t in zip(self.mesh.axis_names, self.mesh.axis_types)
-                    if getattr(t, "name", "") == "Explicit"}
+        explicit = _explicit_axes(self.mesh)
         if set(psum_axes) & explicit and not _np_util.out_sharding_given.depth:
             raise ValueError(
                 "Contracting dimensions are sharded and it is ambiguous how the output should "
@@ -283,7 +283,8 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str):
                   closed.jaxpr.eqns)
     specs = tuple(_spec_of(a, mesh, a.ndim) for a in ins)
     keep: list = []
-    key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(_np_util.out_sharding_given.depth))
+    key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(_np_util.out_sharding_given.depth),
+           tuple(sorted(_explicit_axes(mesh))))
     hit = _plans.get(key)
     if hit is None:
         hit = _plans.put(key, _plan(jaxpr, specs, mesh) + (keep,))
@@ -359,11 +360,66 @@ def _flat_eqns(jaxpr: Jaxpr):
 
 def _alias(v, a):
     """``v = a`` (an output of an opened call)."""
-    from .core.ir import Eqn
     return Eqn(_alias_p, [a], [v], {})
 
 
 _alias_p = Primitive("wjax_alias", register=False)     # never bound: _plan reads it
+
+
+def _short(aval) -> str:
+    return str(aval).replace(np.dtype(aval.dtype).name, short_dtype(aval.dtype), 1)
+
+
+def _explicit_axes(mesh) -> set:
+    """The mesh's Explicit axes, as the current mesh (``jax.set_mesh``, ``auto_axes``) types
+    them when it has the same axes."""
+    cur = get_mesh()
+    if cur is not None and tuple(cur.axis_names) == tuple(mesh.axis_names):
+        mesh = cur
+    return {a for a, t in zip(mesh.axis_names, mesh.axis_types)
+            if getattr(t, "name", "") == "Explicit"}
+
+
+def _type_rule(prim, avals, params, out):
+    """Shardings in types while tracing: elementwise ops merge their operands' shardings
+    (an explicit mesh axis splitting two dimensions is JAX's error); a sharding constraint
+    gives its sharding."""
+    if prim is sharding_constraint_p:
+        s = resolve(params["sharding"])
+        if isinstance(s, NamedSharding):
+            return ShardedAval(out.shape, out.dtype, out.weak_type, s)
+        return out
+    if not (prim.table is not None or prim.name in _ELEMENTWISE_EXTRA):
+        return out
+    sharded = [a for a in avals if isinstance(a, ShardedAval)]
+    if not sharded or any(a.shape != out.shape for a in sharded):
+        return out
+    mesh = sharded[0].concrete_sharding.mesh
+    specs = [tuple(spec_axes(p) or None for p in
+                   list(a.concrete_sharding.spec) + [None] * (a.ndim - len(
+                       a.concrete_sharding.spec))) for a in sharded]
+    _check_legal(prim, sharded, specs, mesh)
+    return ShardedAval(out.shape, out.dtype, out.weak_type,
+                       NamedSharding(mesh, _to_pspec(_merge(specs, out.ndim))))
+
+
+def _check_legal(prim, avals, specs, mesh):
+    ex = _explicit_axes(mesh)
+    seen: dict = {}
+    for d in range(len(specs[0])):
+        for s in specs:
+            for a in (s[d] or ()):
+                if a in ex and seen.setdefault(a, d) != d:
+                    dims = []
+                    for k in range(len(specs[0])):
+                        p = next((s2[k] for s2 in specs if s2[k]), None)
+                        dims.append(f"{avals[0].shape[k]}@{p[0]}" if p else
+                                    str(avals[0].shape[k]))
+                    res = f"{short_dtype(avals[0].dtype)}[{','.join(dims)}]"
+                    raise ValueError(
+                        f"{prim.name} operation with inputs: "
+                        f"{', '.join(_short(a) for a in avals)} produces an illegally sharded "
+                        f"result: {res}")
 
 
 def _hook(closed, arrays, name):
@@ -371,6 +427,7 @@ def _hook(closed, arrays, name):
 
 
 dispatch._sharded_hook = _hook
+set_type_rule(_type_rule)
 
 
 def _placement(x, s):
@@ -378,3 +435,51 @@ def _placement(x, s):
 
 
 _placement_hook[0] = _placement
+
+
+def _with_types(mesh: Mesh, axes, kind: AxisType) -> Mesh:
+    names = mesh.axis_names if axes is None else (
+        (axes,) if isinstance(axes, str) else tuple(axes))
+    types = tuple(kind if a in names else t for a, t in zip(mesh.axis_names, mesh.axis_types))
+    return Mesh(mesh.devices, mesh.axis_names, axis_types=types)
+
+
+def auto_axes(fun=None, *, axes=None, out_sharding=None):
+    """``fun`` with the current mesh's axes (``axes``, all by default) of ``Auto`` type, so
+    shardings are the partitioner's choice inside; the wrapped function takes
+    ``out_sharding=`` (or uses the decorator's) for its result."""
+    if fun is None:
+        return lambda f: auto_axes(f, axes=axes, out_sharding=out_sharding)
+
+    def wrapped(*args, out_sharding=out_sharding, **kwargs):
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError("auto_axes needs a mesh: use jax.set_mesh(mesh)")
+        with set_mesh(_with_types(mesh, axes, AxisType.Auto)):
+            out = fun(*args, **kwargs)
+        if out_sharding is None:
+            return out
+        spec = out_sharding.spec if isinstance(out_sharding, NamedSharding) else out_sharding
+        return with_sharding_constraint(out, NamedSharding(mesh, spec))
+    return wrapped
+
+
+def explicit_axes(fun=None, *, axes=None, in_sharding=None):
+    """``fun`` with the current mesh's axes (``axes``, all by default) of ``Explicit`` type;
+    the wrapped function takes ``in_sharding=`` (or uses the decorator's) for its
+    arguments."""
+    if fun is None:
+        return lambda f: explicit_axes(f, axes=axes, in_sharding=in_sharding)
+
+    def wrapped(*args, in_sharding=in_sharding, **kwargs):
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError("explicit_axes needs a mesh: use jax.set_mesh(mesh)")
+        emesh = _with_types(mesh, axes, AxisType.Explicit)
+        with set_mesh(emesh):
+            if in_sharding is not None:
+                spec = in_sharding.spec if isinstance(in_sharding, NamedSharding) \
+                    else in_sharding
+                args = with_sharding_constraint(args, NamedSharding(emesh, spec))
+            return fun(*args, **kwargs)
+    return wrapped

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import array as _array_mod
 from .array import Device, Sharding, SingleDeviceSharding, all_devices, default_device
 from .core.partition_spec import P, PartitionSpec, _trim, spec_axes  # noqa: F401
 
@@ -300,6 +301,7 @@ def get_mesh() -> Mesh | None:
 
 
 _global_mesh: list = [None]
+_array_mod._current_mesh[0] = lambda: get_mesh()
 
 
 class set_mesh:
@@ -360,3 +362,4 @@ def make_single_device_sharding(device: Device) -> SingleDeviceSharding:
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
            "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",
            "make_mesh", "make_single_device_sharding", "set_mesh", "use_mesh"]
+

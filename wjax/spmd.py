@@ -20,6 +20,8 @@ memory (and between processes): ``bench/bench_devices.py`` reports them.
 from __future__ import annotations
 
 import collections
+import contextlib
+import threading
 
 import numpy as np
 
@@ -27,11 +29,12 @@ from . import dispatch
 from .array import Array, from_host, on_device, put
 from .numpy import _util as _np_util
 from .backend import lower
-from .core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var
-from .core.tracing import (Tracer, current_builder, extend_axis_env, set_manual_hook,
-                           trace_flat)
+from .core import tree_util
+from .core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
+from .core.tracing import (Tracer, current_builder, eval_jaxpr, extend_axis_env,
+                           set_manual_hook, trace_flat)
 from .prims import collective as C
-from .prims.shard_map import global_aval, pvary_p, shard_map_p
+from .prims.shard_map import global_aval, mentioned, pvary_p, shard_map_p
 from .sharding import NamedSharding, PartitionSpec, current_sharding, spec_axes
 from .transforms.vmap import vmap_closed_jaxpr
 
@@ -501,6 +504,29 @@ class VmaAval(ShapedArray):
         return f"ShapedArray({self})"
 
 
+def vma_of(jaxpr, in_vma: list) -> list:
+    """The mesh axes each output of a body may vary over (JAX's ``check_vma`` inference)."""
+    env = {v.id: set(s) for v, s in zip(jaxpr.invars, in_vma)}
+    for v in jaxpr.constvars:
+        env.setdefault(v.id, set())
+
+    def rd(a):
+        return env.get(getattr(a, "id", None), set())
+
+    for e in jaxpr.eqns:
+        ins = set().union(*[rd(a) for a in e.invars]) if e.invars else set()
+        axes = set(e.params.get("axes", ()) or ())
+        if e.prim in (C.psum_p, C.pmax_p, C.pmin_p):
+            out = ins - axes
+        elif e.prim in (C.all_gather_p, C.all_to_all_p, C.ppermute_p, C.axis_index_p, pvary_p):
+            out = ins | axes
+        else:
+            out = ins
+        for v in e.outvars:
+            env[v.id] = set(out)
+    return [rd(a) for a in jaxpr.outvars]
+
+
 def vma_typeof(x):
     """``jax.typeof`` of a tracer of a shard_map body (None for any other value)."""
     if isinstance(x, Manual):
@@ -509,9 +535,8 @@ def vma_typeof(x):
     order = getattr(b, "vma_axes", None)
     if order is None:
         return None
-    from .experimental.shard_map import _vma
     jaxpr = Jaxpr(b.constvars, b.invars, [x.var], list(b.eqns))
-    return VmaAval(x.aval, _vma(jaxpr, b.vma_inputs)[0], order)
+    return VmaAval(x.aval, vma_of(jaxpr, b.vma_inputs)[0], order)
 
 
 # --------------------------------------------------------------------------- eager bodies
@@ -550,7 +575,6 @@ class _ManualHook:
     """Runs primitives over Manual values while an eager shard_map body runs."""
 
     def __init__(self):
-        import threading
         self._local = threading.local()
 
     @property
@@ -588,7 +612,6 @@ class _ManualHook:
             return Manual(out_aval, res, mesh, out_vma)
         if prim.call and isinstance(params.get("jaxpr"), ClosedJaxpr) and \
                 _uses_collective(params["jaxpr"].jaxpr):
-            from .core.tracing import eval_jaxpr
             inner = params["jaxpr"]
             outs = eval_jaxpr(inner.jaxpr, inner.consts, *args)
             return outs if prim.multiple_results else outs[0]
@@ -606,7 +629,6 @@ class _ManualHook:
 
 
 def _aval_of(a):
-    from .core.ir import raise_to_shaped
     return a.aval if isinstance(a, Tracer) else raise_to_shaped(a)
 
 
@@ -621,15 +643,12 @@ set_manual_hook(manual_hook)
 def run_eager(fun, args_flat, in_tree, in_specs, mesh):
     """Runs a shard_map body eagerly over Manual values; returns (output leaves as per-device
     blocks, their vma, the output tree)."""
-    from .core import tree_util
     blocks = [scatter(x, s, mesh) for x, s in zip(args_flat, in_specs)]
-    from .experimental.shard_map import mentioned as _m
     manual = []
     for x, s, b in zip(args_flat, in_specs, blocks):
         first = next(iter(b.values()))
-        manual.append(Manual(first.aval, b, mesh, _m(s)))
+        manual.append(Manual(first.aval, b, mesh, mentioned(s)))
     frames = list(zip(mesh.axis_names, mesh.axis_sizes))
-    import contextlib
     with contextlib.ExitStack() as st:
         for f in frames:
             st.enter_context(extend_axis_env(*f))

@@ -15,14 +15,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..array import Array, ShardedAval
+from ..api.jit import jit
+from ..api.vmap import _check_axes_types
+from ..array import Array, ShardedAval, all_devices
 from ..core import ops, tree_util
 from ..core.ir import abstractify
 from ..core.tracing import DebugInfo, Tracer, current_builder
-from ..prims import collective as C
-from ..prims.shard_map import block_aval, global_aval, mentioned, pvary_p, shard_map_p
+from ..prims.shard_map import block_aval, global_aval, mentioned, shard_map_p
 from ..sharding import AxisType, Mesh, PartitionSpec, get_mesh, spec_axes
-from ..spmd import gather, run_eager, trace_body
+from ..spmd import gather, run_eager, trace_body, vma_of
 
 P = PartitionSpec
 
@@ -87,31 +88,6 @@ def _check_arg(x, spec, mesh, aval):
 def _as_spec(spec, ndim):
     parts = list(spec) + [None] * (ndim - len(spec))
     return P(*parts)
-
-
-def _vma(jaxpr, in_vma: list) -> list:
-    """The mesh axes each output of a body may vary over (JAX's ``check_vma`` inference)."""
-    env = {v.id: set(s) for v, s in zip(jaxpr.invars, in_vma)}
-    for v in jaxpr.constvars:
-        env.setdefault(v.id, set())
-
-    def rd(a):
-        return env.get(getattr(a, "id", None), set())
-
-    for e in jaxpr.eqns:
-        ins = set().union(*[rd(a) for a in e.invars]) if e.invars else set()
-        axes = set(e.params.get("axes", ()) or ())
-        if e.prim in (C.psum_p, C.pmax_p, C.pmin_p):
-            out = ins - axes
-        elif e.prim in (C.all_gather_p, C.all_to_all_p, C.ppermute_p, C.axis_index_p, pvary_p):
-            out = ins | axes
-        elif e.prim is shard_map_p:
-            out = ins
-        else:
-            out = ins
-        for v in e.outvars:
-            env[v.id] = set(out)
-    return [rd(a) for a in jaxpr.outvars]
 
 
 def _vma_error(fun, mesh, spec, axes):
@@ -192,7 +168,7 @@ class _ShardMapped:
         for s, a in zip(out_specs, closed.out_avals):
             _check_out_spec(s, mesh, a)
         if self.check_vma:
-            vma = _vma(closed.jaxpr, [mentioned(s) for s in in_specs])
+            vma = vma_of(closed.jaxpr, [mentioned(s) for s in in_specs])
             for s, v in zip(out_specs, vma):
                 missing = [a for a in mesh.axis_names if a in v and a not in mentioned(s)]
                 if missing:
@@ -298,8 +274,6 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
          axis_size: int | None = None, donate_argnums: Any = ()) -> Callable:
     """Maps ``fun`` over the leading (``in_axes``) axis of its arguments, one example per
     device: a ``shard_map`` over a mesh of the first ``n`` devices (``devices`` when given)."""
-    from ..api.jit import jit
-    from ..api.vmap import _check_axes_types
     if not callable(fun):
         raise TypeError(f"pmap requires a callable, got {fun!r}")
     if isinstance(in_axes, list):
@@ -311,7 +285,6 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
 
     @functools.wraps(fun)
     def run(*args, **kwargs):
-        from .. import devices as all_devs
         if kwargs:
             raise NotImplementedError("pmap with keyword arguments")
         dyn_idx = [i for i in range(len(args)) if i not in static]
@@ -341,7 +314,7 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
                              f"{sorted(sizes)}")
         n = sizes.pop()
-        devs = list(devices) if devices is not None else all_devs()
+        devs = list(devices) if devices is not None else all_devices()
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
                              f"only {len(devs)} XLA devices are available (num_replicas={n})")
