@@ -65,6 +65,12 @@ class Compiled:
         if self.program is None:
             self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
 
+    def as_text(self) -> str:
+        """The compiled program: over sharded inputs the per-device program and its
+        collectives (``wjax/partition.py``), else the WGSL of every kernel."""
+        text = _text_hook(self.closed) if _text_hook is not None else None
+        return text if text is not None else self.plan.wgsl_text()
+
     exe = property(lambda self: self.bound.exe)
     plan = property(lambda self: self.bound.exe.plan)
     in_avals = property(lambda self: self.bound.exe.in_avals[len(self.bound.consts):])
@@ -102,6 +108,8 @@ _sharded_hook = None
 # programs with shard_map equations (``wjax/spmd.py`` installs it): (closed, name) -> a
 # callable over arrays, or None for an ordinary program
 _program_hook = None
+# the text of a program over sharded inputs (``wjax/partition.py`` installs it)
+_text_hook = None
 
 
 def placed(arrays: list):

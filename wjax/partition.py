@@ -289,9 +289,16 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str):
     if hit is None:
         hit = _plans.put(key, _plan(jaxpr, specs, mesh) + (keep,))
     body, out_specs = hit[0], hit[1]
-    return run_shard_map(*ins, jaxpr=body, mesh=mesh,
+    outs = run_shard_map(*ins, jaxpr=body, mesh=mesh,
                          in_specs=tuple(_to_pspec(s) for s in specs),
                          out_specs=tuple(_to_pspec(s) for s in out_specs), check_vma=False)
+    # a result whose type carries another mesh's sharding (a constraint under
+    # use_abstract_mesh) is laid out that way
+    for i, v in enumerate(closed.jaxpr.outvars):
+        want = getattr(getattr(v, "aval", None), "concrete_sharding", None)
+        if isinstance(want, NamedSharding) and want.mesh != mesh:
+            outs[i] = put(outs[i], want)
+    return outs
 
 
 def _plan(jaxpr: Jaxpr, specs, mesh):
@@ -427,6 +434,43 @@ def _hook(closed, arrays, name):
 
 
 dispatch._sharded_hook = _hook
+
+_XLA_NAMES = {"psum": "all-reduce", "pmax": "all-reduce", "pmin": "all-reduce",
+              "all_gather": "all-gather", "all_to_all": "all-to-all",
+              "ppermute": "collective-permute", "axis_index": "partition-id"}
+
+
+def program_text(closed: ClosedJaxpr):
+    """The per-device program of ``closed`` for the shardings its input types carry, and its
+    collectives under XLA's names (``all-reduce(...)``); None without sharded inputs."""
+    invars = closed.jaxpr.constvars + closed.jaxpr.invars
+    sharded = [getattr(v.aval, "concrete_sharding", None) for v in closed.jaxpr.invars]
+    meshes = {s.mesh for s in sharded if isinstance(s, NamedSharding)}
+    if len(meshes) != 1:
+        return None
+    mesh = meshes.pop()
+    specs = tuple([(None,) * v.aval.ndim for v in closed.jaxpr.constvars] + [
+        _spec_of(_Typed(v.aval), mesh, v.aval.ndim) for v in closed.jaxpr.invars])
+    jaxpr = Jaxpr([], invars, closed.jaxpr.outvars, closed.jaxpr.eqns)
+    body, out_specs = _plan(jaxpr, specs, mesh)
+    lines = [f"// per-device program on mesh {mesh}, inputs "
+             f"{[str(_to_pspec(s)) for s in specs]}, outputs "
+             f"{[str(_to_pspec(s)) for s in out_specs]}", str(body.jaxpr)]
+    for e in body.jaxpr.eqns:
+        if e.prim.name in _XLA_NAMES:
+            lines.append(f"{_XLA_NAMES[e.prim.name]}({', '.join(str(a) for a in e.invars)}), "
+                         f"axes={e.params.get('axes')}")
+    return "\n".join(lines)
+
+
+class _Typed:
+    """A stand-in with a type's sharding, for ``_spec_of``."""
+
+    def __init__(self, aval):
+        self._sharding = getattr(aval, "concrete_sharding", None)
+
+
+dispatch._text_hook = program_text
 set_type_rule(_type_rule)
 
 

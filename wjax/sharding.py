@@ -325,6 +325,25 @@ class set_mesh:
 use_mesh = set_mesh
 
 
+@contextlib.contextmanager
+def use_abstract_mesh(abstract_mesh: AbstractMesh):
+    """Within the block the current mesh has ``abstract_mesh``'s axes (same device count):
+    the current mesh's devices in that shape."""
+    cur = get_mesh()
+    if cur is None:
+        raise ValueError("use_abstract_mesh needs a current mesh (jax.set_mesh)")
+    if cur.size != abstract_mesh.size:
+        raise ValueError(f"use_abstract_mesh: the abstract mesh {abstract_mesh} has "
+                         f"{abstract_mesh.size} devices, the current mesh {cur.size}")
+    m = Mesh(cur.devices.reshape(abstract_mesh.axis_sizes), abstract_mesh.axis_names,
+             axis_types=abstract_mesh.axis_types)
+    _mesh_stack.append(m)
+    try:
+        yield
+    finally:
+        _mesh_stack.pop()
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
               axis_types: Sequence[AxisType] | None = None, *, devices: Any = None) -> Mesh:
     """A mesh of the first ``prod(axis_shapes)`` devices, row-major (``jax.make_mesh``; axes
@@ -361,5 +380,6 @@ def make_single_device_sharding(device: Device) -> SingleDeviceSharding:
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
            "Sharding", "SingleDeviceSharding", "get_abstract_mesh", "get_mesh",
-           "make_mesh", "make_single_device_sharding", "set_mesh", "use_mesh"]
+           "make_mesh", "make_single_device_sharding", "set_mesh", "use_abstract_mesh",
+           "use_mesh"]
 
