@@ -475,7 +475,7 @@ def _assemble(a: Array) -> np.ndarray:
     out = np.empty(a.shape, a.dtype)
     idx = a._sharding.devices_indices_map(a.shape)
     covered = 0
-    for d in a._sharding._device_list:
+    for d in reversed(a._sharding._device_list):   # the first replica of a block wins
         s = a._shards.get(d.id)
         if s is not None:
             out[idx[d]] = s._value()

@@ -271,10 +271,23 @@ def _mesh_of(arrays):
     return mesh
 
 
-def run_sharded(closed: ClosedJaxpr, arrays: list, name: str):
+def _constraint_mesh(jaxpr: Jaxpr):
+    for e in jaxpr.eqns:
+        if e.prim is sharding_constraint_p:
+            s = resolve(e.params["sharding"])
+            if isinstance(s, NamedSharding):
+                return s.mesh
+        if e.prim.call and isinstance(e.params.get("jaxpr"), ClosedJaxpr):
+            m = _constraint_mesh(e.params["jaxpr"].jaxpr)
+            if m is not None:
+                return m
+    return None
+
+
+def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None):
     """Runs ``closed`` over ``arrays`` (some sharded) as per-device programs; None when the
     arrays' shardings share no mesh (the caller then gathers them)."""
-    mesh = _mesh_of(arrays)
+    mesh = mesh or _mesh_of(arrays)
     if mesh is None:
         return None
     consts = [dispatch.device_array(c) for c in closed.consts]
@@ -471,6 +484,31 @@ class _Typed:
 
 
 dispatch._text_hook = program_text
+
+
+class _Constrained:
+    """A program over unsharded arrays whose sharding constraints lay values out."""
+
+    def __init__(self, closed, name, mesh):
+        self.closed, self.name, self.mesh = closed, name, mesh
+
+    def __call__(self, arrays):
+        return run_sharded(self.closed, arrays, self.name, self.mesh)
+
+
+_shard_map_programs = dispatch._program_hook
+
+
+def _program(closed, name):
+    prog = _shard_map_programs(closed, name) if _shard_map_programs is not None else None
+    if prog is None:
+        mesh = _constraint_mesh(closed.jaxpr)
+        if mesh is not None:
+            return _Constrained(closed, name, mesh)
+    return prog
+
+
+dispatch._program_hook = _program
 set_type_rule(_type_rule)
 
 

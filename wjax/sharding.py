@@ -18,6 +18,10 @@ from .array import Device, Sharding, SingleDeviceSharding, all_devices, default_
 from .core.partition_spec import P, PartitionSpec, _trim, spec_axes  # noqa: F401
 
 
+class IndivisibleError(ValueError):
+    """A sharded dimension whose size its device count does not divide."""
+
+
 class AxisType(enum.Enum):
     Auto = enum.auto()
     Explicit = enum.auto()
@@ -208,10 +212,12 @@ class NamedSharding(Sharding):
         for d, (n, p) in enumerate(zip(global_shape, self._parts(len(global_shape)))):
             k = int(np.prod([sizes[a] for a in spec_axes(p)], dtype=np.int64))
             if n % k:
-                raise ValueError(
-                    f"One of {what} args was given the sharding of {self}, which implies that "
-                    f"the global size of its dimension {d} should be divisible by {k}, but it "
-                    f"is equal to {n} (full shape: {tuple(global_shape)})")
+                factors = [int(np.prod([sizes[a] for a in spec_axes(q)], dtype=np.int64))
+                           for q in self._parts(len(global_shape))]
+                raise IndivisibleError(
+                    f"Sharding {self} implies that array axis {d} is partitioned {k} times, "
+                    f"but the dimension size is {n} (full shape: {tuple(global_shape)}, "
+                    f"per-dimension tiling factors: {factors} should evenly divide the shape)")
 
     def devices_indices_map(self, global_shape) -> dict:
         """Device -> the block of a ``global_shape`` array it holds (a tuple of slices)."""

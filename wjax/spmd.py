@@ -30,7 +30,7 @@ from .array import Array, from_host, on_device, put
 from .numpy import _util as _np_util
 from .backend import lower
 from .core import tree_util
-from .core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
+from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from .core.tracing import (Tracer, current_builder, eval_jaxpr, extend_axis_env,
                            set_manual_hook, trace_flat)
 from .prims import collective as C
@@ -263,6 +263,7 @@ class Body:
         closed = ClosedJaxpr(self.jaxpr, self.consts)
         for name, size in reversed(list(zip(mesh.axis_names, shape))):
             closed, _ = vmap_closed_jaxpr(closed, [0] * len(closed.in_avals), size,
+                                          out_dims=[0] * len(closed.out_avals),
                                           axis_name=name)
         first = mesh.devices.flat[0]
         stacked = []
@@ -615,6 +616,8 @@ class _ManualHook:
             inner = params["jaxpr"]
             outs = eval_jaxpr(inner.jaxpr, inner.consts, *args)
             return outs if prim.multiple_results else outs[0]
+        if _has_nested_collective(Jaxpr([], [], [], [_probe(prim, params)])):
+            return self._one_body(prim, args, params, mesh, vma)
         saved, self._local.meshes = self._local.meshes, []   # per-device binds run eagerly
         try:
             per = {d.id: prim.bind(*[_on_dev(block(a, d), d) for a in args], **params)
@@ -626,6 +629,30 @@ class _ManualHook:
             return [Manual(o.aval, {d: per[d][i] for d in per}, mesh, vma)
                     for i, o in enumerate(first)]
         return Manual(first.aval, per, mesh, vma)
+
+
+def _probe(prim, params):
+    """An equation with ``params`` (only its parameters are looked at)."""
+    return Eqn(prim, [], [], params)
+
+
+def _one_body(self, prim, args, params, mesh, vma):
+    """One equation whose loop or cond body holds collectives, as a body of its own."""
+    avals = [_aval_of(a) for a in args]
+    invars = [Var(a) for a in avals]
+    out = prim.abstract_eval(*avals, **params)
+    outs = list(out) if prim.multiple_results else [out]
+    outvars = [Var(a) for a in outs]
+    closed = ClosedJaxpr(Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)]), [])
+    devices = [d for d in mesh.devices.flat if d.is_addressable]
+    blocks = [a.blocks if isinstance(a, Manual) else
+              {d.id: _on_dev(dispatch.device_array(a), d) for d in devices} for a in args]
+    res = Body(closed, mesh).run(blocks)
+    ms = [Manual(v.aval, b, mesh, vma | set(mesh.axis_names)) for v, b in zip(outvars, res)]
+    return ms if prim.multiple_results else ms[0]
+
+
+_ManualHook._one_body = _one_body
 
 
 def _aval_of(a):

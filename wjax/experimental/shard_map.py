@@ -22,7 +22,7 @@ from ..core import ops, tree_util
 from ..core.ir import abstractify
 from ..core.tracing import DebugInfo, Tracer, current_builder
 from ..prims.shard_map import block_aval, global_aval, mentioned, shard_map_p
-from ..sharding import AxisType, Mesh, PartitionSpec, get_mesh, spec_axes
+from ..sharding import AxisType, IndivisibleError, Mesh, PartitionSpec, get_mesh, spec_axes
 from ..spmd import gather, run_eager, trace_body, vma_of
 
 P = PartitionSpec
@@ -266,7 +266,7 @@ def shard_map(f, mesh=None, in_specs=None, out_specs=None, check_rep=True,
 
 # --------------------------------------------------------------------------- pmap
 
-_PMAP_AXIS = "_pmap_axis"
+_PMAP_AXIS = "_internal_pmap_axis_name"
 
 
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
@@ -316,8 +316,13 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         n = sizes.pop()
         devs = list(devices) if devices is not None else all_devices()
         if n > len(devs):
-            raise ValueError(f"compiling computation that requires {n} logical devices, but "
-                             f"only {len(devs)} XLA devices are available (num_replicas={n})")
+            k = len(devs)
+            shape = abstractify(leaves[[a is not None for a in leaves_axes].index(True)]).shape
+            raise IndivisibleError(
+                f"Sharding NamedSharding(mesh=Mesh('{name}': {k}, axis_types=(Auto,)), "
+                f"spec=P('{name}',), memory_kind=device) implies that array axis 0 is "
+                f"partitioned {k} times, but the dimension size is {n} (full shape: {shape}, "
+                f"per-dimension tiling factors: [{k}] should evenly divide the shape)")
         mesh = Mesh(np.array(devs[:n], dtype=object), (name,))
         in_specs = tuple(P() if a is None else P(*([None] * (a % max(abstractify(x).ndim, 1))),
                                                    name)
@@ -337,12 +342,16 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             return [ops.expand_dims(ops._as_operand(o), (0 if oax is None else oax,))
                     for o in o_leaves]
 
+        oax = out_axes if isinstance(out_axes, int) else 0
         flat_fun = jit(lambda *ls: jax_shard_map(body, mesh=mesh, in_specs=in_specs,
-                                             out_specs=P(name), check_vma=False)(*ls))
+                                             out_specs=P(*([None] * oax), name),
+                                             check_vma=False)(*ls))
         outs = flat_fun(*leaves)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         if out_axes is None:
             outs = [o[0] for o in outs]
+        elif isinstance(out_axes, int) and out_axes < 0:
+            raise NotImplementedError("pmap with a negative out_axes")
         return tree_util.tree_unflatten(body.out_tree, list(outs))
     return run
 
