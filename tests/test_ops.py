@@ -47,7 +47,8 @@ EXCLUDED.update({n: "collective over a named vmap axis; tests/test_collectives.p
 EXCLUDED.update({
     "shard_map": "per-device program (wjax/spmd.py); tests/programs/*_tutorial.py, "
                  "tests/programs/sharding_checks.py",
-    "pvary": "marks a value varying over mesh axes (identity); tests/programs/shard_map_tutorial.py",
+    "pvary": "marks a value varying over mesh axes (identity); "
+             "tests/programs/shard_map_tutorial.py",
     "sharding_constraint": "lays a value out by a sharding (identity on one device); "
                            "tests/programs/sharding_checks.py, parallel_tutorial.py",
 })

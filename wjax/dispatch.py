@@ -196,7 +196,7 @@ def _sharded_eager(prim, arrays, params):
     invars = [Var(a) for a in avals]
     outvars = [Var(a) for a in out_avals]
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)]), [])
-    res = _sharded_hook(closed, arrays, prim.name)
+    res = _sharded_hook(closed, arrays, prim.name, eager=True)
     if res is None:
         return None
     return res if prim.multiple_results else res[0]

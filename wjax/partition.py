@@ -33,7 +33,7 @@ from .numpy import _util as _np_util
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, jaxpr_key, short_dtype
 from .core.partition_spec import PartitionSpec, spec_axes
 from .core.primitive import Primitive
-from .core.tracing import extend_axis_env, set_type_rule, trace_flat
+from .core.tracing import Tracer, extend_axis_env, set_type_rule, trace_flat
 from .prims import collective as C
 from .prims.shard_map import block_aval
 from .sharding import AxisType, Mesh, NamedSharding, current_sharding, get_mesh, set_mesh
@@ -104,8 +104,9 @@ def _to_pspec(spec) -> PartitionSpec:
 class _Interp:
     """Interprets the global jaxpr over blocks (inside a trace of the body)."""
 
-    def __init__(self, mesh):
-        self.mesh = mesh
+    def __init__(self, mesh, constrained=frozenset(), strict=False):
+        self.mesh, self.strict = mesh, strict
+        self.constrained = constrained      # variables a sharding constraint lays out
         self.sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
 
     def block_shape(self, shape, spec):
@@ -220,7 +221,8 @@ class _Interp:
                 y = self.reshard(y, sy, ny)
                 sy = ny
         explicit = _explicit_axes(self.mesh)
-        if set(psum_axes) & explicit and not _np_util.out_sharding_given.depth:
+        if self.strict and set(psum_axes) & explicit and \
+                not _np_util.out_sharding_given.depth and e.outvars[0].id not in self.constrained:
             raise ValueError(
                 "Contracting dimensions are sharded and it is ambiguous how the output should "
                 "be sharded. Please specify the output sharding via the `out_sharding` "
@@ -284,9 +286,11 @@ def _constraint_mesh(jaxpr: Jaxpr):
     return None
 
 
-def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None):
+def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None, strict=False):
     """Runs ``closed`` over ``arrays`` (some sharded) as per-device programs; None when the
-    arrays' shardings share no mesh (the caller then gathers them)."""
+    arrays' shardings share no mesh (the caller then gathers them).  ``strict`` (an eager
+    operation): an explicit-mode contraction over split dimensions without ``out_sharding``
+    is JAX's error (under ``jit`` the result is replicated)."""
     mesh = mesh or _mesh_of(arrays)
     if mesh is None:
         return None
@@ -297,10 +301,10 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None):
     specs = tuple(_spec_of(a, mesh, a.ndim) for a in ins)
     keep: list = []
     key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(_np_util.out_sharding_given.depth),
-           tuple(sorted(_explicit_axes(mesh))))
+           tuple(sorted(_explicit_axes(mesh))), strict)
     hit = _plans.get(key)
     if hit is None:
-        hit = _plans.put(key, _plan(jaxpr, specs, mesh) + (keep,))
+        hit = _plans.put(key, _plan(jaxpr, specs, mesh, strict) + (keep,))
     body, out_specs = hit[0], hit[1]
     outs = run_shard_map(*ins, jaxpr=body, mesh=mesh,
                          in_specs=tuple(_to_pspec(s) for s in specs),
@@ -314,10 +318,13 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None):
     return outs
 
 
-def _plan(jaxpr: Jaxpr, specs, mesh):
+def _plan(jaxpr: Jaxpr, specs, mesh, strict=False):
     """The per-device body of ``jaxpr`` for inputs laid out by ``specs``, and its outputs'
     specs."""
-    interp = _Interp(mesh)
+    eqns = list(_flat_eqns(jaxpr))
+    constrained = {a.id for e in eqns if e.prim is sharding_constraint_p
+                   for a in e.invars if isinstance(a, Var)}
+    interp = _Interp(mesh, constrained, strict)
     blocks = [block_aval(v.aval, _to_pspec(s), mesh) for v, s in zip(jaxpr.invars, specs)]
     out_specs: list = []
 
@@ -330,7 +337,7 @@ def _plan(jaxpr: Jaxpr, specs, mesh):
             if isinstance(a, Lit):
                 return a.val, (None,) * a.aval.ndim
             return env[a.id]
-        for e in _flat_eqns(jaxpr):
+        for e in eqns:
             if e.prim is _alias_p:
                 env[e.outvars[0].id] = rd(e.invars[0])
                 continue
@@ -442,8 +449,8 @@ def _check_legal(prim, avals, specs, mesh):
                         f"result: {res}")
 
 
-def _hook(closed, arrays, name):
-    return run_sharded(closed, arrays, name)
+def _hook(closed, arrays, name, eager=False):
+    return run_sharded(closed, arrays, name, strict=eager)
 
 
 dispatch._sharded_hook = _hook
@@ -484,6 +491,17 @@ class _Typed:
 
 
 dispatch._text_hook = program_text
+
+
+def _out_sharding(x, s):
+    """``out_sharding=`` of jnp functions: a concrete result is laid out at once; a traced
+    one is constrained (the partitioner then honours it)."""
+    if isinstance(x, Tracer):
+        return with_sharding_constraint(x, s)
+    return put(dispatch.device_array(x), resolve(s))
+
+
+_np_util.out_sharding_hook = _out_sharding
 
 
 class _Constrained:

@@ -26,8 +26,7 @@ import threading
 import numpy as np
 
 from . import dispatch
-from .array import Array, from_host, on_device, put
-from .numpy import _util as _np_util
+from .array import Array, from_host, on_device
 from .backend import lower
 from .core import tree_util
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
@@ -460,13 +459,6 @@ def resolve_sharding(s):
     return current_sharding(s) if isinstance(s, PartitionSpec) else s
 
 
-def _out_sharding(x, s):
-    if isinstance(x, Tracer):
-        return x
-    return put(dispatch.device_array(x), resolve_sharding(s))
-
-
-_np_util.out_sharding_hook = _out_sharding
 
 
 # --------------------------------------------------------------------------- typeof in bodies
