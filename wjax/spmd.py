@@ -28,7 +28,7 @@ import numpy as np
 from . import dispatch
 from .array import Array, from_host, on_device
 from .backend import lower
-from .core import tree_util
+from .core import caches, tree_util
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from .core.tracing import (Tracer, current_builder, eval_jaxpr, extend_axis_env,
                            set_manual_hook, trace_flat)
@@ -288,17 +288,11 @@ def _const_on(value, aval, device) -> Array:
 
 # --------------------------------------------------------------------------- shard_map
 
-_bodies: dict = {}
+_bodies = caches.Memo(256)      # prepared bodies, per body jaxpr (identity) and mesh
 
 
 def _body(closed: ClosedJaxpr, mesh) -> Body:
-    key = (id(closed), mesh)
-    hit = _bodies.get(key)
-    if hit is None or hit[0] is not closed:
-        if len(_bodies) > 256:
-            _bodies.clear()
-        hit = _bodies[key] = (closed, Body(closed, mesh))
-    return hit[1]
+    return _bodies.get_or_make((closed,), mesh, lambda: Body(closed, mesh))
 
 
 def scatter(x, spec, mesh) -> dict:

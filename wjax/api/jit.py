@@ -232,8 +232,7 @@ def clear_caches() -> None:
     compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
     reuse back to the driver, as ``jax.clear_caches()``."""
     caches.clear_all()
-    rt = runtime.peek()
-    if rt is not None:
+    for rt in runtime.started():
         rt.clear()
 
 

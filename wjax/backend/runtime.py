@@ -601,11 +601,15 @@ def device_count() -> int:
     return len(device_adapters())
 
 
+def started() -> list:
+    """The runtimes of the devices started so far (never starts one)."""
+    return [rt for rt in [_runtime, *_runtimes.values()] if rt is not None]
+
+
 def synchronize_all() -> None:
     """Waits for the work of every started device."""
-    for rt in [_runtime, *_runtimes.values()]:
-        if rt is not None:
-            rt.synchronize()
+    for rt in started():
+        rt.synchronize()
 
 
 def runtime_of(buffer) -> Runtime:
