@@ -55,3 +55,23 @@ def test_two_mpi_processes_match_one_process():
     two = _losses([_mpiexec(), "-n", "2", sys.executable, "-m", "wjax", "run", PROGRAM,
                    "--distributed"], WJAX_NUM_DEVICES="2")
     np.testing.assert_allclose(two, one, rtol=1e-6)
+
+
+def test_visualize_array_sharding_draws_each_devices_block():
+    # JAX draws the same grid with `rich` (not a test dependency): the blocks' devices are
+    # those of devices_indices_map, which tests/programs/sharding_checks.py checks against JAX
+    code = ("import wjax as jax, wjax.numpy as jnp\n"
+            "m = jax.make_mesh((2, 2), ('a', 'b'))\n"
+            "x = jnp.arange(16.).reshape(4, 4)\n"
+            "jax.debug.visualize_array_sharding(jax.device_put(x, jax.NamedSharding(m, "
+            "jax.P('a', 'b'))))\n"
+            "jax.debug.visualize_array_sharding(jax.device_put(x, jax.NamedSharding(m, "
+            "jax.P(None, 'a'))))\n")
+    env = dict(os.environ, WJAX_NUM_DEVICES="4")
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    rows = [r for r in p.stdout.splitlines() if r.startswith("│")]
+    assert rows == ["│ webgpu 0 │ webgpu 1 │", "│ webgpu 2 │ webgpu 3 │",
+                    "│ webgpu 0,1 │ webgpu 2,3 │"], p.stdout
