@@ -114,8 +114,10 @@ def _collective_step(eqn, vals: dict, mesh) -> dict:
     Array); returns device id -> result Array on that device."""
     prim = eqn.prim
     local = [d for d in mesh.devices.flat if d.is_addressable]
-    if prim is pvary_p:
-        return vals
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if prim is pvary_p or (prim in (C.psum_p, C.pmax_p, C.pmin_p) and all(
+            sizes[a] == 1 for a in eqn.params["axes"])):
+        return vals        # a reduction over one device is the value itself
     moved = 0
     host = {}
     for d in local:
