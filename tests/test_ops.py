@@ -47,6 +47,16 @@ EXCLUDED.update({n: "collective over a named vmap axis; tests/test_collectives.p
                  ("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
                   "axis_index")})
 
+# many devices: tests/test_devices.py and the tutorial programs run them against real JAX
+EXCLUDED.update({
+    "shard_map": "per-device program (wjax/spmd.py); tests/programs/*_tutorial.py, "
+                 "tests/programs/sharding_checks.py",
+    "pvary": "marks a value varying over mesh axes (identity); "
+             "tests/programs/shard_map_tutorial.py",
+    "sharding_constraint": "lays a value out by a sharding (identity on one device); "
+                           "tests/programs/sharding_checks.py, parallel_tutorial.py",
+})
+
 F16_OK = runtime.get().has_f16
 FLOATS = ["float32", "float16"] if F16_OK else ["float32"]
 SINTS = ["int8", "int16", "int32"]

@@ -14,6 +14,8 @@ import numpy as _np
 
 from . import prims as _prims
 from . import dispatch as _dispatch
+from . import spmd as _spmd
+from . import partition as _partition
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
@@ -23,7 +25,8 @@ from . import api_util, extend, interpreters
 from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
-                  pmap, remat, value_and_grad, vjp, vmap)
+                  remat, value_and_grad, vjp, vmap)
+from . import array as _array
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
@@ -35,9 +38,22 @@ from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
+from .experimental.shard_map import jax_shard_map as shard_map, pmap
+from . import distributed
 from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
+
+# with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
+lax.with_sharding_constraint = _partition.with_sharding_constraint
+sharding.auto_axes, sharding.explicit_axes = _partition.auto_axes, _partition.explicit_axes
+
+
+def reshard(x, out_shardings):
+    """``x`` laid out by ``out_shardings`` (``device_put`` outside ``jit``, a sharding
+    constraint inside)."""
+    return _partition.with_sharding_constraint(x, out_shardings)
+
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize
@@ -55,26 +71,46 @@ set_mesh = sharding.set_mesh
 
 
 def devices(backend=None):
-    """The devices wjax can run on (one WebGPU device)."""
-    return [default_device()]
+    """Every device of every process (``jax_num_cpu_devices`` / ``WJAX_NUM_DEVICES`` logical
+    devices on one adapter, or every GPU adapter), by id."""
+    return list(_array.all_devices())
 
 
-def local_devices(process_index=None, backend=None):
-    return devices()
+def local_devices(process_index=None, backend=None, host_id=None):
+    if process_index is None:
+        process_index = host_id
+    if process_index is None:
+        return _array.local_devices()
+    return [d for d in _array.all_devices() if d.process_index == process_index]
 
 
 def device_count(backend=None):
-    return 1
+    return len(_array.all_devices())
 
 
 def local_device_count(backend=None):
-    return 1
+    return len(_array.local_devices())
+
+
+def process_index(backend=None):
+    return _array._process[0]
+
+
+def process_count(backend=None):
+    return _array._process[1]
+
+
+host_id = process_index
+host_count = process_count
 
 
 def typeof(x) -> ShapedArray:
-    """The abstract value (shape, dtype, weak type) of an array, tracer or scalar (a ref's:
-    an ``AbstractRef``)."""
-    return x.aval if isinstance(x, Ref) else _abstractify(x)
+    """The abstract value (shape, dtype, weak type; a sharded array's sharding) of an array,
+    tracer or scalar (a ref's: an ``AbstractRef``)."""
+    if isinstance(x, Ref):
+        return x.aval
+    t = _spmd.vma_typeof(x) if hasattr(x, "builder") else None
+    return t if t is not None else _abstractify(x)
 
 
 @_contextlib.contextmanager
@@ -96,17 +132,50 @@ def default_backend() -> str:
 
 def effects_barrier() -> None:
     """Waits until every dispatched program, host callbacks included, has run."""
-    runtime.get().synchronize()
+    runtime.synchronize_all()
 
 
 def block_until_ready(x):
-    runtime.get().synchronize()
+    runtime.synchronize_all()
     return x
 
 
-def device_put(x, device=None):
-    return tree_util.tree_map(lambda a: a if isinstance(a, _Array) else numpy.asarray(a), x)
+def _placement(where):
+    if isinstance(where, sharding.PartitionSpec):
+        return sharding.current_sharding(where)
+    return where
+
+
+def _is_placement(where) -> bool:
+    return where is None or isinstance(where, (sharding.PartitionSpec, sharding.Sharding,
+                                               Device))
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """``x`` (a pytree) on ``device``: a Device, a Sharding (``NamedSharding``: an Array of
+    per-device shards), a ``jax.P`` over the current mesh, or a pytree of those matching
+    ``x``.  Copies between devices go through host memory."""
+    def one(a, where):
+        where = _placement(where)
+        if not isinstance(a, _Array):
+            a = numpy.asarray(a)
+        if isinstance(where, sharding.NamedSharding):
+            where.check_shape(a.shape)
+        return _array.put(a, where)
+    if _is_placement(device):
+        return tree_util.tree_map(lambda a: one(a, device), x)
+    return tree_util.tree_map(one, x, device)
 
 
 def device_get(x):
+    """The host (NumPy) value of every array in the pytree ``x``."""
     return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
+    return sharding.make_mesh(axis_shapes, axis_names, axis_types, devices=devices)
+
+
+make_mesh.__doc__ = sharding.make_mesh.__doc__
+get_mesh = sharding.get_mesh
+NamedSharding = sharding.NamedSharding

@@ -21,26 +21,49 @@ from .core.tracing import Tracer
 # --------------------------------------------------------------------------- devices
 
 class Device:
-    """The WebGPU device wjax runs on (one per process)."""
+    """One WebGPU device (a wgpu device on an adapter; with ``jax_num_cpu_devices`` several
+    logical devices share one adapter).  ``id`` is global: under ``jax.distributed`` process
+    ``p`` holds devices ``p * local_count ... (p + 1) * local_count - 1``."""
 
     platform = "webgpu"
 
-    def __init__(self, rt, id=0):
+    def __init__(self, id=0, process_index=0, local_index=None, kind=None):
         self.id = id
-        self._rt = rt
-        info = rt.adapter.info
-        self.device_kind = info["device"]
-        self.backend = info["backend_type"]
-        self.adapter_type = info["adapter_type"]
+        self.process_index = process_index
+        self.local_index = id if local_index is None else local_index
+        self._rt_cache = None
+        if kind is None:
+            info = runtime.device_adapters()[self.local_index].info
+            kind = (info["device"], info["backend_type"], info["adapter_type"])
+        self.device_kind, self.backend, self.adapter_type = kind
+
+    @property
+    def _rt(self):
+        if self.process_index != _process[0]:
+            raise ValueError(f"{self!r} belongs to process {self.process_index}: it is not "
+                             f"addressable from process {_process[0]}")
+        if self._rt_cache is None:
+            self._rt_cache = runtime.get(self.local_index)
+        return self._rt_cache
+
+    @property
+    def is_addressable(self) -> bool:
+        return self.process_index == _process[0]
 
     def __repr__(self):
         return f"WebGPUDevice(id={self.id}, kind={self.device_kind!r}, backend={self.backend})"
+
+    def __str__(self):
+        return f"webgpu:{self.id}"
 
     def __hash__(self):
         return hash(("webgpu", self.id))
 
     def __eq__(self, other):
         return isinstance(other, Device) and other.id == self.id
+
+    def __lt__(self, other):
+        return self.id < other.id
 
     def memory_stats(self) -> dict:
         """Device memory held by wjax, in JAX's keys: ``bytes_in_use`` (live arrays and
@@ -53,19 +76,48 @@ class Device:
         return live_arrays()
 
 
-_device = None
+# (this process' index, process count): set by jax.distributed.initialize
+_process = [0, 1]
+_devices: list | None = None
+
+
+def all_devices() -> list:
+    """Every device of every process, by id (``jax.devices()``)."""
+    global _devices
+    if _devices is None:
+        n = runtime.device_count()
+        local = [Device(i, 0, i) for i in range(n)]
+        _devices = local
+    return _devices
+
+
+def set_process_layout(process_index: int, process_count: int, kinds: list) -> None:
+    """The global device list under ``jax.distributed``: ``kinds[p]`` lists process ``p``'s
+    devices (their kind tuples), numbered process by process."""
+    global _devices
+    _process[:] = [process_index, process_count]
+    devs, i = [], 0
+    for p, ks in enumerate(kinds):
+        for j, k in enumerate(ks):
+            devs.append(Device(i, p, j, tuple(k)))
+            i += 1
+    _devices = devs
+
+
+def local_devices() -> list:
+    return [d for d in all_devices() if d.process_index == _process[0]]
 
 
 def default_device() -> Device:
-    global _device
-    if _device is None:
-        _device = Device(runtime.get())
-    return _device
+    return local_devices()[0]
+
+
+def device_of_runtime(rt) -> Device:
+    return local_devices()[rt.index]
 
 
 class Sharding:
-    """Base class of shardings (``jax.sharding.Sharding``); wjax has one device, so every
-    sharding is fully replicated on it."""
+    """Base class of shardings (``jax.sharding.Sharding``)."""
 
     @property
     def device_set(self) -> set[Device]:
@@ -80,12 +132,26 @@ class Sharding:
         return True
 
     @property
+    def is_fully_addressable(self) -> bool:
+        return all(d.is_addressable for d in self.device_set)
+
+    @property
     def memory_kind(self) -> str:
         return "device"
 
     @property
     def addressable_devices(self) -> set[Device]:
-        return self.device_set
+        return {d for d in self.device_set if d.is_addressable}
+
+    def devices_indices_map(self, global_shape) -> dict:
+        return {d: tuple(slice(None) for _ in global_shape) for d in self.device_set}
+
+    def addressable_devices_indices_map(self, global_shape) -> dict:
+        return {d: i for d, i in self.devices_indices_map(global_shape).items()
+                if d.is_addressable}
+
+    def shard_shape(self, global_shape) -> tuple:
+        return tuple(global_shape)
 
 
 class SingleDeviceSharding(Sharding):
@@ -106,6 +172,66 @@ class SingleDeviceSharding(Sharding):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
 
 
+_current_mesh: list = [None]      # () -> the current mesh (``wjax/sharding.py`` installs it)
+
+
+class ShardedAval(ShapedArray):
+    """The type of a sharded array: its aval with the sharding (``jax.typeof(x)`` prints the
+    mesh axes of ``Explicit`` type that split each dimension: ``float32[8@X,4@Y]``)."""
+
+    __slots__ = ("concrete_sharding",)
+
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+        super().__init__(shape, dtype, weak_type)
+        self.concrete_sharding = sharding
+
+    @property
+    def sharding(self):
+        """The sharding over the mesh's abstract mesh, as JAX's types carry it: only the axes
+        of ``Explicit`` type in the current mesh (``auto_axes`` makes them ``Auto``)."""
+        s = self.concrete_sharding
+        mesh = s.mesh
+        cur = _current_mesh[0]() if _current_mesh[0] is not None else None
+        if cur is not None and tuple(cur.axis_names) == tuple(mesh.axis_names):
+            mesh = cur
+        explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types)
+                    if getattr(t, "name", "") == "Explicit"}
+        parts = list(s.spec) + [None] * (len(self.shape) - len(s.spec))
+        keep = []
+        for p in parts:
+            axes = tuple(a for a in (p if isinstance(p, tuple) else (p,))
+                         if a is not None and a in explicit)
+            keep.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+        return type(s)(mesh.abstract_mesh, type(s.spec)(*keep))
+
+    def __str__(self):
+        name = getattr(self.dtype, "name", str(self.dtype))
+        mesh = self.sharding.mesh
+        explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types)
+                    if getattr(t, "name", "") == "Explicit"}
+        parts = list(self.sharding.spec) + [None] * (len(self.shape) - len(self.sharding.spec))
+        dims = []
+        for n, p in zip(self.shape, parts):
+            axes = [a for a in (p if isinstance(p, tuple) else (p,)) if a in explicit]
+            dims.append(f"{n}@{axes[0]}" if len(axes) == 1 else
+                        f"{n}@({','.join(axes)})" if axes else str(n))
+        return f"{'~' if self.weak_type else ''}{name}[{','.join(dims)}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self})"
+
+
+class Shard:
+    """One device's piece of an array (``jax.Shard``)."""
+
+    def __init__(self, device: Device, index: tuple, replica_id: int, data):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
 # --------------------------------------------------------------------------- Array
 
 _live: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # id -> Array
@@ -117,18 +243,32 @@ def live_arrays(platform=None) -> list:
 
 
 class Array:
-    """An immutable n-d array on the WebGPU device."""
+    """An immutable n-d array on a WebGPU device, or sharded over several (``_shards``: one
+    single-device Array per addressable device of ``_sharding``).  A sharded array's
+    ``buffer`` is its global value gathered onto the default device (through host memory, on
+    first use), so any program can read it; programs that understand shardings read the
+    shards (``wjax/spmd.py``)."""
 
     __array_priority__ = 100
     __hash__ = None
 
-    __slots__ = ("aval", "buffer", "_npy", "__weakref__")
+    __slots__ = ("aval", "_buffer", "_npy", "_shards", "_sharding", "__weakref__")
 
     def __init__(self, buffer: Any, aval: ShapedArray):
-        self.buffer: Any = buffer                 # a runtime Buffer (device memory)
+        self._buffer: Any = buffer                # a runtime Buffer (device memory)
         self.aval: ShapedArray = aval
         self._npy: np.ndarray | None = None       # the host copy, once read
+        self._shards: dict | None = None          # sharded: device id -> single-device Array
+        self._sharding = None
         _live[id(self)] = self
+
+    @classmethod
+    def sharded(cls, aval: ShapedArray, sharding, shards: dict) -> "Array":
+        """An array made of per-device shards (``shards``: device id -> Array holding the
+        piece ``sharding`` assigns that device)."""
+        a = cls(None, ShardedAval(aval.shape, aval.dtype, aval.weak_type, sharding))
+        a._sharding, a._shards = sharding, dict(shards)
+        return a
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -136,10 +276,25 @@ class Array:
     ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
 
+    @property
+    def buffer(self):
+        b = self._buffer
+        if b is None:     # sharded: the global value on the default device
+            b = self._buffer = execute.upload(runtime.get(), self._value())
+        return b
+
+    @buffer.setter
+    def buffer(self, b):
+        self._buffer = b
+
     # ------------------------------------------------------------ host side
     def _value(self) -> np.ndarray:
         if self._npy is None:
-            self._npy = execute.download(runtime.get(), self.buffer, self.aval)
+            if self._shards is not None:
+                self._npy = _assemble(self)
+            else:
+                b = self._buffer
+                self._npy = execute.download(runtime.runtime_of(b), b, self.aval)
         return self._npy
 
     def __array__(self, dtype=None, copy=None):
@@ -150,35 +305,74 @@ class Array:
             return v.copy()
         return v
 
+    def _runtimes(self):
+        if self._shards is not None:
+            return [runtime.runtime_of(s._buffer) for s in self._shards.values()]
+        return [runtime.runtime_of(self._buffer)]
+
     def block_until_ready(self) -> "Array":
-        runtime.get().synchronize()
+        for rt in self._runtimes():
+            rt.synchronize()
         return self
 
     def copy_to_host_async(self) -> None:
-        runtime.get().flush()
+        for rt in self._runtimes():
+            rt.flush()
 
     def is_ready(self) -> bool:
         return True
 
     def devices(self) -> set[Device]:
-        return {default_device()}
+        if self._sharding is not None:
+            return set(self._sharding.device_set)
+        return {self.device}
 
     @property
     def device(self) -> Device:
-        return default_device()
+        if self._sharding is not None:
+            if len(self._sharding.device_set) == 1:
+                return next(iter(self._sharding.device_set))
+            raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+        return device_of_runtime(runtime.runtime_of(self._buffer))
 
     @property
-    def sharding(self) -> SingleDeviceSharding:
-        return SingleDeviceSharding(default_device())
+    def sharding(self):
+        if self._sharding is not None:
+            return self._sharding
+        return SingleDeviceSharding(self.device)
+
+    @property
+    def committed(self) -> bool:
+        return True
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self.sharding.is_fully_addressable
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
+
+    @property
+    def addressable_shards(self) -> list:
+        if self._shards is None:
+            return [Shard(self.device, tuple(slice(None) for _ in self.shape), 0, self)]
+        idx = self._sharding.devices_indices_map(self.shape)
+        rep = getattr(self._sharding, "replica_ids", lambda: {})()
+        return [Shard(d, idx[d], rep.get(d, 0), self._shards[d.id])
+                for d in self._sharding._device_list if d.id in self._shards]
+
+    @property
+    def addressable_data(self):
+        return lambda i: self.addressable_shards[i].data
+
+    @property
+    def global_shards(self) -> list:
+        return self.addressable_shards
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> "Array":
-        """This array on ``device``: wjax has one device, so it is this array."""
-        target = getattr(device, "device_set", None)          # a sharding
-        targets = target if target is not None else {device}
-        if any(d is not None and d != default_device() for d in targets):
-            raise ValueError(f"to_device: wjax runs on one device ({default_device()}), "
-                             f"not {device!r}")
-        return self
+        """This array on ``device`` (a Device or a Sharding): copied through host memory."""
+        return put(self, device)
 
     # DLPack: WebGPU memory has no DLPack device type, so an export is a host copy
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -272,6 +466,97 @@ class Array:
 
     def __reduce__(self):
         return (asarray_device, (np.asarray(self), None, self.weak_type))
+
+
+# --------------------------------------------------------------------------- shards
+
+def _assemble(a: Array) -> np.ndarray:
+    """A sharded array's global value from its addressable shards."""
+    out = np.empty(a.shape, a.dtype)
+    idx = a._sharding.devices_indices_map(a.shape)
+    covered = 0
+    for d in reversed(a._sharding._device_list):   # the first replica of a block wins
+        s = a._shards.get(d.id)
+        if s is not None:
+            out[idx[d]] = s._value()
+            covered += 1
+    if covered < len(a._sharding._device_list) and not a._sharding.is_fully_replicated:
+        # pieces held by other processes: the local ones must cover the array
+        if not _covers(a):
+            raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable "
+                               "(non process local) devices is not possible.")
+    return out
+
+
+def _covers(a: Array) -> bool:
+    mask = np.zeros(a.shape, bool)
+    idx = a._sharding.devices_indices_map(a.shape)
+    for d in a._sharding._device_list:
+        if d.id in a._shards:
+            mask[idx[d]] = True
+    return bool(mask.all())
+
+
+def on_device(x: Array, device: Device) -> Array:
+    """A single-device array holding ``x``'s value on ``device`` (``x`` itself when it is
+    there; otherwise copied through host memory)."""
+    if x._shards is None and device_of_runtime(runtime.runtime_of(x._buffer)) == device:
+        return x
+    if x._shards is not None and device.id in x._shards and x._sharding.is_fully_replicated:
+        return x._shards[device.id]
+    return Array(execute.upload(device._rt, x._value()), x.aval)
+
+
+def shard_host_value(host: np.ndarray, aval: ShapedArray, sharding) -> Array:
+    """A host value laid out by ``sharding``: each addressable device gets its piece."""
+    idx = sharding.devices_indices_map(aval.shape)
+    keep = sharding.unreduced_keep(aval.shape) if getattr(
+        getattr(sharding, "spec", None), "unreduced", None) else {}
+    shards = {}
+    for d in sharding._device_list:
+        if d.is_addressable:
+            piece = np.ascontiguousarray(host[idx[d]])
+            if d in keep:             # unreduced: the value is the sum of the devices' pieces
+                mask = np.zeros_like(piece)
+                mask[keep[d]] = piece[keep[d]]
+                piece = mask
+            shards[d.id] = Array(execute.upload(d._rt, piece), aval.update(shape=piece.shape))
+    if len(sharding._device_list) == 1:
+        return next(iter(shards.values()))
+    return Array.sharded(aval, sharding, shards)
+
+
+def from_host(host: np.ndarray, aval: ShapedArray | None, device: Device) -> Array:
+    """A host value (already of its dtype) uploaded to ``device``."""
+    host = np.asarray(host)
+    if aval is None:
+        aval = ShapedArray(host.shape, host.dtype)
+    return Array(execute.upload(device._rt, host), aval)
+
+
+def put(x, where) -> Array:
+    """``x`` (an Array or a host value) on a device or laid out by a sharding."""
+    if not isinstance(x, Array):
+        x = asarray_device(x)
+    if where is None:
+        return x
+    if isinstance(where, Device):
+        return on_device(x, where)
+    if isinstance(where, SingleDeviceSharding):
+        return on_device(x, where._device)
+    if not isinstance(where, Sharding):
+        raise ValueError(f"{where!r} is not a device or a sharding of wjax (devices: "
+                         f"{all_devices()})")
+    if x._sharding is not None and x._sharding == where:
+        return x
+    if len(getattr(where, "_device_list", ())) == 1:
+        return on_device(x, where._device_list[0])
+    if x._shards is None:
+        # pieces of a single-device array: copies through host memory
+        return shard_host_value(x._value(), x.aval, where)
+    if x._sharding.is_fully_replicated or _covers(x):
+        return shard_host_value(x._value(), x.aval, where)
+    raise NotImplementedError("resharding an array whose shards live in other processes")
 
 
 # --------------------------------------------------------------------------- upload

@@ -18,7 +18,7 @@ import logging
 
 import numpy as np
 
-from .array import Array, asarray_device
+from .array import Array, asarray_device, device_of_runtime, on_device
 from .backend import compiler, runtime
 from .backend.execute import Bound, Executable
 from .core import caches, dtypes
@@ -32,11 +32,13 @@ logger = logging.getLogger("wjax")
 _executables = caches.LRU(2048)
 
 
-def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None) -> Executable:
-    """The executable of ``jaxpr`` (its constvars then invars are the inputs) for the current
-    device, from the cache when a program of the same structure was compiled before.  ``key``
-    (with ``keep``, the objects it names by identity) replaces the structural key."""
-    target = runtime.get().target()
+def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None, rt=None) -> Executable:
+    """The executable of ``jaxpr`` (its constvars then invars are the inputs) for the device
+    of ``rt`` (the default device when None), from the cache when a program of the same
+    structure was compiled before.  ``key`` (with ``keep``, the objects it names by identity)
+    replaces the structural key.  Devices on one adapter share their executables (equal
+    targets); each compiles its own pipelines on first use."""
+    target = (rt or runtime.get()).target()
     if key is None:
         keep = []
         key = jaxpr_key(jaxpr, keep)
@@ -58,7 +60,16 @@ class Compiled:
 
     def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
         self.name, self.closed = name, closed
-        self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
+        # a program holding shard_map equations runs them on their meshes (wjax/spmd.py)
+        self.program = _program_hook(closed, name) if _program_hook is not None else None
+        if self.program is None:
+            self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
+
+    def as_text(self) -> str:
+        """The compiled program: over sharded inputs the per-device program and its
+        collectives (``wjax/partition.py``), else the WGSL of every kernel."""
+        text = _text_hook(self.closed) if _text_hook is not None else None
+        return text if text is not None else self.plan.wgsl_text()
 
     exe = property(lambda self: self.bound.exe)
     plan = property(lambda self: self.bound.exe.plan)
@@ -67,8 +78,15 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     def __call__(self, args: list) -> list[Array]:
-        bufs = [device_array(a).buffer for a in args]
-        outs = self.bound.run(runtime.get(), bufs)
+        arrays = [device_array(a) for a in args]
+        if self.program is not None:
+            return self.program(arrays)
+        if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+            res = _sharded_hook(self.closed, arrays, self.name)
+            if res is not None:
+                return res
+        rt, bufs = placed(arrays)
+        outs = self.bound.run(rt, bufs)
         res = [Array(b, a) for b, a in zip(outs, self.out_avals)]
         if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
@@ -83,6 +101,40 @@ def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
 
 
 # --------------------------------------------------------------------------- operands
+
+# jit over sharded arrays (``wjax/spmd.py`` installs it): (closed, arrays, name) -> outputs,
+# or None to run the program on one device over the arrays' gathered values
+_sharded_hook = None
+# programs with shard_map equations (``wjax/spmd.py`` installs it): (closed, name) -> a
+# callable over arrays, or None for an ordinary program
+_program_hook = None
+# the text of a program over sharded inputs (``wjax/partition.py`` installs it)
+_text_hook = None
+
+
+def placed(arrays: list):
+    """The runtime a program over ``arrays`` runs on -- the one device they live on; arrays on
+    the default device (uncommitted in JAX's terms) follow the others -- and their buffers
+    there.  Arrays on two different non-default devices are JAX's ValueError."""
+    rt = None
+    for a in arrays:
+        b = a._buffer
+        if b is None:
+            continue
+        r = b.pool.owner
+        if r.index and r is not rt:
+            if rt is not None:
+                raise ValueError(
+                    "Received incompatible devices for jitted computation. Got argument on "
+                    f"device {device_of_runtime(rt)} and argument on device "
+                    f"{device_of_runtime(r)}")
+            rt = r
+    if rt is None:
+        return runtime.get(), [a.buffer for a in arrays]
+    dev = device_of_runtime(rt)
+    return rt, [a._buffer if a._buffer is not None and a._buffer.pool.owner is rt
+                else on_device(a, dev).buffer for a in arrays]
+
 
 _scalars = caches.LRU(4096)
 
@@ -108,9 +160,13 @@ def eager(prim: Primitive, args, params: dict):
     (jaxpr parameters -- a ``cond``'s branches -- are keyed by structure)."""
     arrays = [device_array(a) for a in args]
     avals = tuple(a.aval for a in arrays)
+    if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+        res = _sharded_eager(prim, arrays, params)
+        if res is not None:
+            return res
     keep: list = []
     key = ("eqn", prim.key, avals, params_key(params, keep))
-    rt = runtime.get()
+    rt, bufs = placed(arrays)
     hit = _executables.get((key, rt.target().key()))
     if hit is None:
         out = prim.abstract_eval(*avals, **params)
@@ -118,10 +174,10 @@ def eager(prim: Primitive, args, params: dict):
         invars = [Var(a) for a in avals]
         outvars = [Var(a) for a in out_avals]
         jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
-        exe = executable(jaxpr, prim.name, key=key, keep=keep)
+        exe = executable(jaxpr, prim.name, key=key, keep=keep, rt=rt)
     else:
         exe = hit[0]
-    outs = exe.run(rt, [a.buffer for a in arrays])
+    outs = exe.run(rt, bufs)
     res = [Array(b, a) for b, a in zip(outs, exe.out_avals)]
     if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
         inner = params.get("jaxpr")
@@ -129,6 +185,20 @@ def eager(prim: Primitive, args, params: dict):
             _check_program(prim.name, inner.jaxpr, inner.consts, arrays, res)
         else:
             _check_op(prim.name, res)
+    return res if prim.multiple_results else res[0]
+
+
+def _sharded_eager(prim, arrays, params):
+    """One primitive over sharded arrays: the one-equation program through the sharded path."""
+    avals = [a.aval for a in arrays]
+    out = prim.abstract_eval(*avals, **params)
+    out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
+    invars = [Var(a) for a in avals]
+    outvars = [Var(a) for a in out_avals]
+    closed = ClosedJaxpr(Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)]), [])
+    res = _sharded_hook(closed, arrays, prim.name, eager=True)
+    if res is None:
+        return None
     return res if prim.multiple_results else res[0]
 
 

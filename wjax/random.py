@@ -27,6 +27,7 @@ import numpy as np
 from .core import dtypes
 from . import lax
 from . import numpy as jnp
+from .numpy import _util as _np_util
 from .api.jit import jit
 from .array import Array, BaseArray
 from .core.config import config
@@ -416,7 +417,14 @@ def bits(key, shape=(), dtype=None):
     return _bits_data(data, np.dtype(dt).itemsize * 8, _canon_shape(shape))
 
 
-def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=None):
+    """Uniform samples (``jax.random.uniform``); ``out_sharding`` lays them out by a
+    sharding (the values do not depend on it)."""
+    return _np_util.apply_out_sharding(_uniform_key(key, shape, dtype, minval, maxval),
+                                       out_sharding)
+
+
+def _uniform_key(key, shape=(), dtype=None, minval=0., maxval=1.):
     """Uniform floats in ``[minval, maxval)``."""
     data, _ = _check_prng_key("uniform", key)
     dt = _float_dtype("uniform", dtype)
@@ -524,7 +532,13 @@ def _erf(x):
     return lax.erf(x)
 
 
-def normal(key, shape=(), dtype=None):
+def normal(key, shape=(), dtype=None, *, out_sharding=None):
+    """Normal samples (``jax.random.normal``); ``out_sharding`` lays them out by a
+    sharding (the values do not depend on it)."""
+    return _np_util.apply_out_sharding(_normal_key(key, shape, dtype), out_sharding)
+
+
+def _normal_key(key, shape=(), dtype=None):
     """Standard normal floats (``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1))."""
     data, _ = _check_prng_key("normal", key)
     dt = _float_dtype("normal", dtype)

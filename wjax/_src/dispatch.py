@@ -4,4 +4,4 @@ from ..backend import runtime
 
 def wait_for_tokens() -> None:
     """Waits until every submitted program (and its host callbacks) has run."""
-    runtime.get().synchronize()
+    runtime.synchronize_all()

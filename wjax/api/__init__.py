@@ -4,7 +4,6 @@
     jit.py                 jit, eval_shape, clear_caches
     autodiff.py            grad, value_and_grad, jvp, vjp, linearize, jacfwd, jacrev, hessian
     vmap.py                vmap
-    pmap.py                pmap (one device)
     custom_derivatives.py  custom_jvp, custom_vjp, closure_convert
     checkpoint.py          checkpoint (remat) and its policies
 """
@@ -14,4 +13,3 @@ from .checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat 
 from .custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401
 from .jit import clear_caches, eval_shape, jit  # noqa: F401
 from .vmap import vmap  # noqa: F401
-from .pmap import pmap  # noqa: F401

@@ -103,9 +103,11 @@ class Traced:
 
 
 class JitWrapped:
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         static_argnums = () if static_argnums is None else static_argnums
         static_argnames = () if static_argnames is None else static_argnames
         if isinstance(static_argnums, int):
@@ -176,7 +178,8 @@ class JitWrapped:
         except TypeError:
             raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
-        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env())
+        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env(),
+               tuple(getattr(a, "sharding", None) for a in avals))
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
@@ -212,6 +215,9 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if _cfg.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        eager = current_builder() is None
+        if self.in_shardings is not None and eager and placement_hook[0] is not None:
+            args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)
         closed, out_tree = hit[0], hit[1]
         name = getattr(self.fun, "__name__", "fun")
@@ -220,7 +226,10 @@ class JitWrapped:
             outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
         else:
             outs = self._compiled(hit)(leaves)
-        return tree_util.tree_unflatten(out_tree, list(outs))
+        out = tree_util.tree_unflatten(out_tree, list(outs))
+        if self.out_shardings is not None and eager and placement_hook[0] is not None:
+            out = _place(out, self.out_shardings, "out_shardings")
+        return out
 
     def _compiled(self, hit) -> dispatch.Compiled:
         if hit[2] is None:
@@ -255,17 +264,45 @@ def clear_caches() -> None:
     compiled plans and pipelines, uploaded constants) and gives the device buffers pooled for
     reuse back to the driver, as ``jax.clear_caches()``."""
     caches.clear_all()
-    rt = runtime.peek()
-    if rt is not None:
+    for rt in runtime.started():
         rt.clear()
+
+
+# (value, sharding) -> the value laid out by the sharding (``wjax/partition.py`` installs it)
+placement_hook: list = [None]
+
+
+def _is_placement(s) -> bool:
+    return s is None or hasattr(s, "device_set") or type(s).__name__ == "PartitionSpec" or \
+        hasattr(s, "platform")
+
+
+def _place(tree, shardings, what):
+    """``tree`` laid out by ``shardings`` (one for all, or a pytree prefix of them)."""
+    place = placement_hook[0]
+    if _is_placement(shardings):
+        return tree_util.tree_map(lambda v: v if shardings is None else place(v, shardings),
+                                  tree)
+    try:
+        return tree_util.tree_map(lambda s, sub: tree_util.tree_map(
+            lambda v: v if s is None else place(v, s), sub), shardings, tree,
+            is_leaf=_is_placement)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
+                         f"{'arguments' if what == 'in_shardings' else 'outputs'}: {e}") from None
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        in_shardings: Any = None, out_shardings: Any = None,
         **kwargs: Any) -> JitWrapped | Callable[[Callable], JitWrapped]:
+    """Compiles ``fun``; ``in_shardings``/``out_shardings`` lay its arguments and results out
+    by shardings (a sharding, a ``P`` over the current mesh, or pytree prefixes of them)."""
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
+                             donate_argnums=donate_argnums, in_shardings=in_shardings,
+                             out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, in_shardings,
+                      out_shardings)

@@ -49,7 +49,7 @@ def download(rt: Runtime, buffer: Buffer, aval: ShapedArray) -> np.ndarray:
 def const_buffer(rt: Runtime, value, aval: ShapedArray) -> Buffer:
     """The buffer of a jaxpr constant: a device value's own, or a host value uploaded."""
     buf = getattr(value, "buffer", None)
-    if isinstance(buf, Buffer):
+    if isinstance(buf, Buffer) and buf.pool.owner is rt:
         return buf
     return upload(rt, np.asarray(value, aval.dtype))
 
@@ -125,11 +125,24 @@ class Executable:
         self.plan: Plan = lower_jaxpr(flat, target)
         self.compile_s = time.perf_counter() - t0
         self._ready: tuple | None = None      # (inner const buffers, literal output buffers)
+        self._ready_on: dict = {}             # the same for devices other than the default
 
     def prepare(self, rt: Runtime) -> None:
-        """Compiles the pipelines and uploads constants (once)."""
+        """Compiles the pipelines and uploads constants (once per device)."""
+        if rt.index:
+            if rt.index not in self._ready_on:
+                saved, self._ready = self._ready, None
+                try:
+                    self._prepare(rt)
+                    self._ready_on[rt.index] = self._ready
+                finally:
+                    self._ready = saved
+            return
         if self._ready is not None:
             return
+        self._prepare(rt)
+
+    def _prepare(self, rt: Runtime) -> None:
         t0 = time.perf_counter()
         for d in self.plan.steps:
             if not isinstance(d, HostStep):
@@ -143,7 +156,7 @@ class Executable:
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
         self.prepare(rt)
-        inner, lits = self._ready
+        inner, lits = self._ready_on[rt.index] if rt.index else self._ready
         outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers)
         if lits:
             outs = [lits.get(i, o) for i, o in enumerate(outs)]
@@ -157,8 +170,15 @@ class Bound:
         self.exe = exe
         self.consts = [(c, a) for c, a in zip(consts, exe.in_avals)]
         self._bufs: list | None = None
+        self._bufs_on: dict = {}       # the same for devices other than the default
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
-        if self._bufs is None:
-            self._bufs = [const_buffer(rt, c, a) for c, a in self.consts]
-        return self.exe.run(rt, self._bufs + list(buffers), indirect, out_buffers)
+        if rt.index:
+            bufs = self._bufs_on.get(rt.index)
+            if bufs is None:
+                bufs = self._bufs_on[rt.index] = [const_buffer(rt, c, a) for c, a in self.consts]
+        else:
+            if self._bufs is None:
+                self._bufs = [const_buffer(rt, c, a) for c, a in self.consts]
+            bufs = self._bufs
+        return self.exe.run(rt, bufs + list(buffers), indirect, out_buffers)

@@ -63,15 +63,16 @@ class InKernelLoop:
         self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
         self.kind, self.length, self.carry_avals = kind, length, carry_avals
         self.consts = consts          # (value, aval) of the step's closed consts
-        self._fixed = None            # their buffers and the zero loop state, on the first run
+        self._fixed = {}              # their buffers and the zero loop state, per device
 
     def run(self, rt, consts, carry, xs, carry_out, ys_out):
         """Records the loop; writes the final carry into ``carry_out`` and the stacked
         ``ys`` into ``ys_out``.  Returns the number of dispatches."""
-        if self._fixed is None:
-            self._fixed = ([const_buffer(rt, v, a) for v, a in self.consts],
-                           upload(rt, np.zeros(2, np.uint32)))
-        closed, state0 = self._fixed
+        fixed = self._fixed.get(rt.index)
+        if fixed is None:
+            fixed = self._fixed[rt.index] = ([const_buffer(rt, v, a) for v, a in self.consts],
+                                             upload(rt, np.zeros(2, np.uint32)))
+        closed, state0 = fixed
         other = [rt.alloc(nbytes_of(a)) for a in self.carry_avals]
         states = [rt.alloc(8), rt.alloc(8)]
         fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out}

@@ -23,6 +23,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
+from ..core.config import config as _config  # noqa: E402
 from .target import Target  # noqa: E402
 
 _USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
@@ -170,7 +171,8 @@ def size_class(nbytes: int) -> int:
 
 
 class Runtime:
-    def __init__(self, adapter=None):
+    def __init__(self, adapter=None, index: int = 0):
+        self.index = index             # the logical device this runtime drives (0: default)
         self.adapter = adapter or choose_adapter()
         feats = set(self.adapter.features)
         want = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in feats]
@@ -199,6 +201,7 @@ class Runtime:
         budget = int(float(os.environ.get("WJAX_POOL_MB", "512")) * 2**20)
         self._free = Pool(budget, self._owned)
         self._free_indirect = Pool(budget // 8, self._owned)   # buffers usable as INDIRECT
+        self._free.owner = self._free_indirect.owner = self     # runtime_of(buffer)
         self.peak_in_use = 0
         self.largest_alloc = 0
         self._staged = 0                 # upload bytes written since the queue last drained
@@ -506,6 +509,10 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+_runtimes: dict[int, Runtime] = {}     # logical device index -> its runtime (0 is _runtime)
+_devices_lock = threading.Lock()
+_plan: list | None = None              # the adapter of each logical device, once decided
+_requested: int | None = None          # jax_num_cpu_devices / WJAX_NUM_DEVICES
 
 
 def peek() -> Runtime | None:
@@ -513,12 +520,35 @@ def peek() -> Runtime | None:
     return _runtime
 
 
-def get() -> Runtime:
+def get(index: int | None = None) -> Runtime:
+    """The runtime of logical device ``index`` (the default device, 0, when None)."""
     global _runtime
-    if _runtime is None:
-        _runtime = Runtime()
-        atexit.register(_drain_at_exit)
-    return _runtime
+    if not index:
+        if _runtime is None:
+            _runtime = _make(0)
+        return _runtime
+    rt = _runtimes.get(index)
+    if rt is None:
+        rt = _make(index)
+    return rt
+
+
+def _make(index: int) -> Runtime:
+    with _devices_lock:
+        rt = _runtimes.get(index)
+        if rt is None:
+            adapters = device_adapters()
+            if not 0 <= index < len(adapters):
+                raise ValueError(f"wjax: no device {index}: there are {len(adapters)}")
+            rt = Runtime(adapters[index], index)
+            if index:
+                _runtimes[index] = rt
+            if not _exit_hook:
+                _exit_hook.append(atexit.register(_drain_at_exit))
+        return rt
+
+
+_exit_hook: list = []
 
 
 def _drain_at_exit() -> None:
@@ -526,14 +556,87 @@ def _drain_at_exit() -> None:
     compiles and runs it on its own threads, and a process that exits while one of them is
     inside LLVM crashes (SIGSEGV in LLVM's code generator, from its static destructors).
     Work recorded but never submitted is dropped -- nothing can read its results any more."""
-    rt = _runtime
-    if rt is None:
-        return
-    try:
-        with rt._lock:
-            rt._pass = None
-            rt._encoder = None
-            rt._pending = 0
-            rt.synchronize()
-    except Exception:       # a lost device at exit: nothing left to wait for
-        pass
+    for rt in started():
+        try:
+            with rt._lock:
+                rt._pass = None
+                rt._encoder = None
+                rt._pending = 0
+                rt.synchronize()
+        except Exception:       # a lost device at exit: nothing left to wait for
+            pass
+
+
+def set_device_count(n: int | None) -> None:
+    """Asks for ``n`` logical devices (``jax_num_cpu_devices``); refused once devices exist."""
+    global _requested
+    if n is not None and int(n) < 1:
+        n = None                     # JAX's -1: the platform's default
+    if _plan is not None and n is not None and int(n) != len(_plan):
+        raise RuntimeError("jax_num_cpu_devices config should be updated before backends are "
+                           "initialized")
+    _requested = None if n is None else int(n)
+
+
+def device_adapters() -> list:
+    """The adapter of each logical device, decided once: ``N`` logical devices on the chosen
+    adapter when ``jax_num_cpu_devices``, ``WJAX_NUM_DEVICES`` or XLA's
+    ``--xla_force_host_platform_device_count=N`` (in ``XLA_FLAGS``) asks for ``N`` (N wgpu
+    devices on one adapter); else every GPU adapter of the chosen one's backend (a CPU
+    adapter, or an adapter named by ``WJAX_ADAPTER``, stands alone)."""
+    global _plan
+    if _plan is None:
+        all_adapters = list_adapters()
+        first = choose_adapter(all_adapters)
+        n = _requested if _requested is not None else (
+            int(os.environ.get("WJAX_NUM_DEVICES") or 0) or _xla_flag_count())
+        if n >= 1:
+            plan = [first] + [_same_adapter(first) for _ in range(n - 1)]
+        elif (os.environ.get("WJAX_ADAPTER") or first.info["adapter_type"] == "CPU"):
+            plan = [first]
+        else:
+            b = first.info["backend_type"]
+            plan = [first] + [a for a in all_adapters if a is not first
+                              and a.info["backend_type"] == b
+                              and a.info["adapter_type"] in ("DiscreteGPU", "IntegratedGPU")]
+        _plan = plan
+    return _plan
+
+
+def _xla_flag_count() -> int:
+    """``XLA_FLAGS=--xla_force_host_platform_device_count=N``, as JAX programs set it."""
+    import re
+    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(m.group(1)) if m else 0
+
+
+def _same_adapter(a):
+    """A fresh handle on the adapter ``a`` (one device is requested per handle)."""
+    for b in list_adapters():
+        if b.info["device"] == a.info["device"] and b.info["backend_type"] == \
+                a.info["backend_type"]:
+            return b
+    return a
+
+
+def device_count() -> int:
+    return len(device_adapters())
+
+
+def started() -> list:
+    """The runtimes of the devices started so far (never starts one)."""
+    return [rt for rt in [_runtime, *_runtimes.values()] if rt is not None]
+
+
+def synchronize_all() -> None:
+    """Waits for the work of every started device."""
+    for rt in started():
+        rt.synchronize()
+
+
+def runtime_of(buffer) -> Runtime:
+    """The runtime that owns a device buffer."""
+    return buffer.pool.owner
+
+
+_config._hooks["jax_num_cpu_devices"] = set_device_count

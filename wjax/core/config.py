@@ -17,7 +17,9 @@ class Config:
         "jax_debug_nans": False,      # FloatingPointError at the op that makes a NaN
         "jax_debug_infs": False,      # ... or an inf
         "jax_numpy_dtype_promotion": "standard",   # or "strict": no implicit promotion
+        "jax_num_cpu_devices": -1,    # N logical devices (set before first use); -1: default
     }
+    _hooks: dict = {}   # name -> fn(value), called before a value is set (layers above install)
     _choices = {"jax_numpy_dtype_promotion": ("standard", "strict")}
 
     def __init__(self):
@@ -31,6 +33,9 @@ class Config:
                              f"{', '.join(self._choices[name])})")
         if name == "jax_enable_x64" and value:
             raise NotImplementedError("wjax runs with x64 disabled: WGSL has no 64-bit types")
+        hook = self._hooks.get(name)
+        if hook is not None:
+            hook(value)
         self._values[name] = value
 
     def __getattr__(self, name):

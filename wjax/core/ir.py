@@ -72,6 +72,10 @@ class ShapedArray(AbstractValue):
         name = getattr(self.dtype, "name", str(self.dtype))
         return f"ShapedArray({name}[{','.join(map(str, self.shape))}]{weak})"
 
+    def __str__(self):         # JAX's: float32[3], ~ marking a weak type
+        name = getattr(self.dtype, "name", str(self.dtype))
+        return f"{'~' if self.weak_type else ''}{name}[{','.join(map(str, self.shape))}]"
+
     def _key(self):
         return (self.shape, self.dtype, self.weak_type)
 

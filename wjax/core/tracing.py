@@ -368,6 +368,26 @@ def ensure_compile_time_eval():
         _compile_time_eval.depth -= 1
 
 
+# shardings in types (``wjax/partition.py`` installs it): (prim, in avals, params, out aval)
+# -> the out aval carrying the sharding its operands' imply
+_type_rule = None
+
+
+def set_type_rule(rule) -> None:
+    global _type_rule
+    _type_rule = rule
+
+
+# eager shard_map (``wjax/spmd.py`` installs it): while a body runs eagerly over per-device
+# values, ``_manual_hook(prim, args, params)`` runs each primitive on every device
+_manual_hook = None
+
+
+def set_manual_hook(hook) -> None:
+    global _manual_hook
+    _manual_hook = hook
+
+
 def bind(prim, args, params):
     """Binds a primitive: traced when a builder is active, else run eagerly."""
     b = current_builder()
@@ -376,6 +396,8 @@ def bind(prim, args, params):
         with _eager():
             return bind(prim, args, params)
     if b is None:
+        if _manual_hook is not None and _manual_hook.active:
+            return _manual_hook(prim, args, params)
         for a in args:
             if isinstance(a, Tracer):
                 raise _leak_error(a)
@@ -384,6 +406,9 @@ def bind(prim, args, params):
         return _run_eagerly(prim, args, params)
     avals = [raise_to_shaped(a) if not isinstance(a, Tracer) else a.aval for a in args]
     out = prim.abstract_eval(*avals, **params)
+    if _type_rule is not None and not prim.multiple_results and any(
+            type(a) is not ShapedArray for a in avals):
+        out = _type_rule(prim, avals, params, out)
     if prim.multiple_results:
         return b.add_eqn(prim, args, params, list(out))
     return b.add_eqn(prim, args, params, [out])[0]

@@ -20,8 +20,8 @@ from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_gene
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
 from .windowed import reduce_window, reduce_window_shape_tuple
-from .parallel import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin,
-                       ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from .parallel import (all_gather, all_to_all, axis_index, axis_size, pcast, pmax, pmean,
+                       pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes, pvary)
 
 
 class Precision(enum.Enum):

@@ -12,9 +12,10 @@ from ..core.ir import raise_to_shaped
 from ..core.tracing import bound_axis_size
 from ..prims.collective import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
                                 ppermute_p, psum_p)
+from ..prims.shard_map import pvary_p
 
-__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin",
-           "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes"]
+__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean",
+           "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes", "pvary"]
 
 
 def _names(axis_name) -> tuple:
@@ -170,3 +171,16 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
         piece = ops.dynamic_slice_in_dim(total, ops.mul(i, np.int32(k)), k, d)
         return piece if tiled else ops.squeeze(piece, (d,))
     return tree_util.tree_map(one, x)
+
+
+def pcast(x, axis_name, *, to: str):
+    """``to='varying'``: marks ``x`` (a pytree) as varying over the named axes (a no-op on
+    values; inside ``shard_map`` JAX's type checks use it)."""
+    if to != "varying":
+        raise NotImplementedError(f"pcast to={to!r}: wjax has to='varying'")
+    names = _names(axis_name)
+    return tree_util.tree_map(lambda v: pvary_p.bind(ops._as_operand(v), axes=names), x)
+
+
+def pvary(x, axis_name):
+    return pcast(x, axis_name, to="varying")

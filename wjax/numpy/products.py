@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ._util import _check_arg, _f32, _to_operand, broadcast_shapes, result_type
+from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
+                    out_sharding_scope, result_type)
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import multiply, not_equal, subtract
 from .shapes import (
@@ -20,6 +21,13 @@ from . import reductions
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``matmul`` as ``jnp.matmul``; ``out_sharding`` lays the result out by a sharding."""
+    with out_sharding_scope(out_sharding):
+        out = _matmul(a, b, preferred_element_type=preferred_element_type)
+    return apply_out_sharding(out, out_sharding)
+
+
+def _matmul(a, b, *, precision=None, preferred_element_type=None):
     for x in (a, b):
         _check_arg("matmul", x)
     a, b = _arraylike("matmul", a), _arraylike("matmul", b)
@@ -59,6 +67,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``dot`` as ``jnp.dot``; ``out_sharding`` lays the result out by a sharding."""
+    with out_sharding_scope(out_sharding):
+        out = _dot(a, b, preferred_element_type=preferred_element_type)
+    return apply_out_sharding(out, out_sharding)
+
+
+def _dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = _arraylike("dot", a), _arraylike("dot", b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
@@ -191,6 +206,14 @@ def vecmat(x1, x2, /):
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, _dot_general=None, out_sharding=None):
+    """``jnp.einsum``; ``out_sharding`` lays the result out by a sharding."""
+    return apply_out_sharding(_einsum(subscripts, *operands, out=out, optimize=optimize,
+                                      preferred_element_type=preferred_element_type,
+                                      _dot_general=_dot_general), out_sharding)
+
+
+def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+            preferred_element_type=None, _dot_general=None):
     """Contracts the operands pairwise, left to right: each pair is one ``dot_general`` (labels
     shared and still needed later batch, the other shared labels contract); labels no later
     term needs are summed out of a term first."""

@@ -60,9 +60,9 @@ def _io(ctx):
             if isinstance(s, int):
                 ins.append(bufs[s])
             else:
-                if i not in lits:
-                    lits[i] = upload(rt, s)
-                ins.append(lits[i])
+                if (rt.index, i) not in lits:       # per device
+                    lits[(rt.index, i)] = upload(rt, s)
+                ins.append(lits[(rt.index, i)])
         return ins, list(bufs[len(keys):])
     return keys, out_keys, split
 

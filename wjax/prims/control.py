@@ -241,9 +241,9 @@ def _eqn_io(ctx):
             if isinstance(s, int):
                 ins.append(bufs[s])
             else:
-                if i not in lits:
-                    lits[i] = upload(rt, s)
-                ins.append(lits[i])
+                if (rt.index, i) not in lits:       # per device
+                    lits[(rt.index, i)] = upload(rt, s)
+                ins.append(lits[(rt.index, i)])
         return ins, list(bufs[n:])
 
     return keys, out_keys, split
@@ -401,13 +401,14 @@ def _device_cond(ctx, branches, index_aval):
     ]
     first = np.cumsum([0] + [len(p.steps) for p in plans]).tolist()
     gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1) if table else None
-    bufs: list = []     # the gate's table and the indirect arguments, made on the first run
+    made: dict = {}     # the gate's table and the indirect arguments, per device, on first run
 
     def run(rt, index, ops, results):
         if table:
-            if not bufs:
-                bufs.extend([upload(rt, np.array(table, np.uint32)),
-                             rt.alloc(12 * len(table), indirect=True)])
+            bufs = made.get(rt.index)
+            if bufs is None:
+                bufs = made[rt.index] = [upload(rt, np.array(table, np.uint32)),
+                                         rt.alloc(12 * len(table), indirect=True)]
             tab, args = bufs
             rt.dispatch(gate, [index, tab, args], (-(-len(table) // 64), 1, 1))
         outs = [o for s, f in zip(subs, first)
@@ -1062,9 +1063,10 @@ class _RecordedScan:
         return subs
 
     def _const(self, rt, name, value):
-        if name not in self.host_consts:
-            self.host_consts[name] = upload(rt, value)
-        return self.host_consts[name]
+        key = (rt.index, name)            # per device
+        if key not in self.host_consts:
+            self.host_consts[key] = upload(rt, value)
+        return self.host_consts[key]
 
     def run(self, rt, bufs):
         ins, outs = self.split(rt, bufs)
