@@ -31,3 +31,22 @@ print_saved_residuals(jax.checkpoint(f, policy=jax.checkpoint_policies.dots_save
 print("--")
 f3 = jax.checkpoint(g)
 print_saved_residuals(lambda W1, W2, x: f3(W2, f3(W1, x)), W1, W2, x)
+print("--")
+# a named value (checkpoint_name) prints by its name; functions by their qualified names
+
+
+def chain(fs):
+    def composed(x):
+        for f in fs:
+            x = f(x)
+        return x
+    return composed
+
+
+def f4(W1, W2, W3, x):
+    x = g(W1, x)
+    x = jax.ad_checkpoint.checkpoint_name(x, name="a")
+    return chain([jnp.cos, jnp.sin])(g(W3, g(W2, x)))
+
+
+print_saved_residuals(f4, W1, W2, W3, x)

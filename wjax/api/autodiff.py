@@ -605,8 +605,9 @@ def saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> list[tuple[Any,
         else:
             e = _origin(producer[r.id], r)
             where = f" from {e.source}" if e.source is not None else ""
-            ranked.append((len(j.invars) + 1 + order[r.id],
-                           (r.aval, f"output of {e.prim.name}{where}")))
+            what = (f"named {e.params['name']!r}" if e.prim.name == "name"
+                    else f"output of {e.prim.name}")
+            ranked.append((len(j.invars) + 1 + order[r.id], (r.aval, f"{what}{where}")))
     return [p for _, p in sorted(ranked, key=lambda t: t[0])]
 
 

@@ -231,7 +231,8 @@ class SourceInfo:
             except (IndexError, TypeError):
                 col = None
         where = f"{self.code.co_filename}:{self.lineno}" + ("" if col is None else f":{col}")
-        return f"{where} ({self.code.co_name})"
+        # the function's qualified name, as JAX prints it (Python 3.11+; the name before)
+        return f"{where} ({getattr(self.code, 'co_qualname', self.code.co_name)})"
 
 
 class _SourceState(threading.local):
