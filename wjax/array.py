@@ -579,7 +579,7 @@ def asarray_device(x, dtype=None, weak_type=None) -> Array:
         raise TypeError(f"float16 needs the adapter feature 'shader-f16', which "
                         f"{rt.describe()} does not have")
     host = np.asarray(x)
-    if host.dtype.kind in "OSUVMm":
+    if host.dtype.kind in "OSUVMm" and host.dtype != dtypes.bfloat16:
         raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
     val = host.astype(dt, copy=False)
     return Array(execute.upload(rt, val), ShapedArray(val.shape, dt, weak))

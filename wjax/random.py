@@ -435,13 +435,16 @@ def _uniform(data, minval, maxval, shape, dtype):
     _check_shape("uniform", shape)
     minval = lax.convert_element_type(minval, dtype)
     maxval = lax.convert_element_type(maxval, dtype)
-    fi = np.finfo(dtype)
+    fi = dtypes.finfo(dtype)
     nbits, nmant = fi.bits, fi.nmant
-    rbits = _bits_data(data, nbits, shape)
-    if np.dtype(dtype) == np.float16:
-        # (bits >> 6) * 2**-10 is exactly what the 1.x bit trick gives minus 1
+    # as JAX: fewer than 8 mantissa bits (bfloat16) draw 8 random bits, not 16
+    rng_bits = nbits if nmant >= 8 else 8
+    rbits = _bits_data(data, rng_bits, shape)
+    if nbits == 16:   # float16, bfloat16
+        # (bits >> 6) * 2**-10 (bf16: (bits >> 1) * 2**-7) is exactly what the 1.x bit
+        # trick gives minus 1
         m = lax.shift_right_logical(
-            lax.convert_element_type(rbits, np.uint32), np.uint32(nbits - nmant)
+            lax.convert_element_type(rbits, np.uint32), np.uint32(rng_bits - nmant)
         )
         floats = lax.convert_element_type(
             lax.mul(lax.convert_element_type(m, np.float32), np.float32(2.0 ** -nmant)), dtype)
@@ -452,6 +455,8 @@ def _uniform(data, minval, maxval, shape, dtype):
     floats = jnp.reshape(floats, shape)
     span = jnp.broadcast_to(maxval - minval, shape)
     lo = jnp.broadcast_to(minval, shape)
+    if np.dtype(dtype) == dtypes.bfloat16:   # XLA rounds the bf16 product, then the sum
+        return jnp.maximum(minval, lax.add(lax.mul(floats, span), lo))
     return jnp.maximum(minval, fma_p.bind(floats, span, lo))
 
 
@@ -642,7 +647,7 @@ def _bernoulli(data, p, shape, mode):
     if mode == "high":
         u = _uniform(data, 0., 1., (2,) + tuple(shape), dt)
         u1, u2 = u[0], u[1]
-        u2 = u2 * _const(2.0 ** -np.finfo(dt).nmant, dt)
+        u2 = u2 * _const(2.0 ** -dtypes.finfo(dt).nmant, dt)
         return u2 < p - u1
     return _uniform(data, 0., 1., shape, dt) < p
 
@@ -694,22 +699,22 @@ def _exponential(data, shape, dtype):
 
 
 def _laplace(data, shape, dtype):
-    u = _uniform(data, -1. + float(np.finfo(dtype).epsneg), 1., shape, dtype)
+    u = _uniform(data, -1. + float(dtypes.finfo(dtype).epsneg), 1., shape, dtype)
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
 def _logistic(data, shape, dtype):
-    x = _uniform(data, float(np.finfo(dtype).tiny), 1., shape, dtype)
+    x = _uniform(data, float(dtypes.finfo(dtype).tiny), 1., shape, dtype)
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
 def _cauchy(data, shape, dtype):
-    u = _uniform(data, float(np.finfo(dtype).eps), 1., shape, dtype)
+    u = _uniform(data, float(dtypes.finfo(dtype).eps), 1., shape, dtype)
     return lax.tan(lax.mul(_const(np.pi, dtype), lax.sub(u, _const(0.5, dtype))))
 
 
 def _gumbel(data, shape, dtype, mode="low"):
-    info = np.finfo(dtype)
+    info = dtypes.finfo(dtype)
     if mode in ("high", "highest"):
         u = _uniform(data, 0., 1., (2,) + tuple(shape), dtype)
         high, low = u[0], u[1]
@@ -1525,7 +1530,7 @@ def _binomial(data, count, prob, shape, dtype):
     count_inv = lax.select(use_inversion, count, jnp.zeros_like(count))
     count_btrs = lax.select(use_inversion, jnp.full_like(count, 1e4), count)
     q_btrs = lax.select(use_inversion, jnp.full_like(q, 0.5), q)
-    cap = _loop_cap(np.finfo(dtype).max)
+    cap = _loop_cap(dtypes.finfo(dtype).max)
     samples = lax.select(use_inversion,
                          _binomial_inversion(data, count_inv, q, shape, dtype, cap),
                          _btrs(data, count_btrs, q_btrs, shape, dtype, cap))

@@ -23,11 +23,14 @@ _STORAGE = {
     "uint8": "u32", "uint16": "u32", "uint32": "u32", "float16": "f16", "float32": "f32",
     # complex64: (re, im) in one vec2 -- the bytes of NumPy's complex64, 8 per element
     "complex64": "vec2<f32>",
+    # bfloat16: one value per f32 lane, always a bf16-exact f32 (see wrap_narrow)
+    "bfloat16": "f32",
 }
 _HOST_STORAGE = {
     "bool": np.uint32, "int8": np.int32, "int16": np.int32, "int32": np.int32,
     "uint8": np.uint32, "uint16": np.uint32, "uint32": np.uint32,
     "float16": np.float16, "float32": np.float32, "complex64": np.complex64,
+    "bfloat16": np.float32,
 }
 
 
@@ -58,8 +61,12 @@ def storage_itemsize(dtype) -> int:
 
 
 def wrap_narrow(expr: str, dtype) -> str:
-    """Keeps the wrap-around of 8/16-bit integers held in 32-bit lanes."""
+    """Keeps the wrap-around of 8/16-bit integers held in 32-bit lanes, and rounds a bfloat16
+    result (an f32 in kernels) to bfloat16, to nearest even as XLA does (``wj_bf16r``; every
+    kernel calling it gets the function from :func:`finalize`)."""
     n = _name(dtype)
+    if n == "bfloat16":
+        return f"wj_bf16r({expr})"
     if n == "int8":
         return f"(({expr}) << 24u) >> 24u"
     if n == "int16":
@@ -92,6 +99,8 @@ def literal(val, dtype) -> str:
         return f"vec2<f32>({literal(c.real, np.float32)}, {literal(c.imag, np.float32)})"
     if n == "bool":
         return "true" if bool(val) else "false"
+    if n == "bfloat16":   # a bf16 value is an f32 in kernels
+        return literal(np.asarray(val).astype(dtype).astype(np.float32), np.float32)
     if n in ("float32", "float16"):
         f = float(np.asarray(val, np.float32))
         t = "f32" if n == "float32" else "f16"
@@ -148,10 +157,23 @@ def render(name: str, **subs) -> str:
 _MAIN = re.compile(r"fn main\(([^)]*)\)\s*(->[^{]*)?\{")
 
 
+# f32 -> bfloat16, round to nearest even on the bits (no float op a driver could reassociate);
+# a NaN stays a (quiet) NaN of its sign; overflow carries into the exponent: inf
+_BF16R = """
+fn wj_bf16r(x: f32) -> f32 {
+  let u = bitcast<u32>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { return bitcast<f32>((u | 0x00400000u) & 0xffff0000u); }
+  return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);
+}"""
+
+
 def finalize(src: str) -> str:
     """The last touch every kernel gets before compiling (``Runtime.pipeline`` calls it): a
-    kernel using the opaque zero of ``wj_opq`` (see ``wgsl_math``) sets it at the start of
-    ``main``, from ``num_workgroups`` -- never 0 in a running dispatch, unknown to the compiler."""
+    kernel rounding to bfloat16 (``wrap_narrow``) gets ``wj_bf16r``; a kernel using the opaque
+    zero of ``wj_opq`` (see ``wgsl_math``) sets it at the start of ``main``, from
+    ``num_workgroups`` -- never 0 in a running dispatch, unknown to the compiler."""
+    if "wj_bf16r(" in src and "fn wj_bf16r(" not in src:
+        src = src + _BF16R + "\n"
     if "var<private> wj_zero" not in src:
         return src
     m = _MAIN.search(src)
@@ -281,7 +303,7 @@ class KernelBuilder:
         if ty == "f16":
             self.enable_f16 = True
             self.vec_ok = False
-        if _name(dtype) in ("int8", "int16", "uint8", "uint16", "complex64"):
+        if _name(dtype) in ("int8", "int16", "uint8", "uint16", "complex64", "bfloat16"):
             self.vec_ok = False
         if self.vec > 1 and "vec" not in ty:   # a complex vec2 never widens (vec_ok is off)
             ty = f"vec{self.vec}<{ty}>"

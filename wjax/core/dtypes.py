@@ -57,10 +57,7 @@ import numpy as np
 
 from .config import config
 
-try:  # bfloat16 is optional: only present when ml_dtypes happens to be installed.
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
+import ml_dtypes as _ml_dtypes   # bfloat16's host dtype (a dependency, as for JAX)
 
 __all__ = [
     "extended", "ExtendedDType", "prng_key",
@@ -81,9 +78,9 @@ int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float16, float32, float64 = np.float16, np.float32, np.float64
 complex64, complex128 = np.complex64, np.complex128
-bfloat16 = _ml_dtypes.bfloat16 if _ml_dtypes is not None else None
+bfloat16 = _ml_dtypes.bfloat16
 
-_BF16 = np.dtype(bfloat16) if bfloat16 is not None else None
+_BF16 = np.dtype(bfloat16)
 
 
 class TypePromotionError(ValueError):
@@ -131,7 +128,7 @@ def _np_dtype(x) -> np.dtype:
 
 def _kind(dt: np.dtype) -> str:
     """dtype.kind, except bfloat16 (kind 'V' in NumPy) counts as a float."""
-    return "f" if _BF16 is not None and dt == _BF16 else dt.kind
+    return "f" if dt == _BF16 else dt.kind
 
 
 # the wjax package (this file is wjax/core/dtypes.py)
@@ -186,15 +183,15 @@ def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
 
 supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in (
     "bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16", "float32",
-    "complex64"))
+    "complex64")) + (_BF16,)
 
 
 def check_supported(dt: Any, what: str = "array", warn: bool = True) -> np.dtype:
     """Validate a user-requested dtype for a wjax array; return its canonical form.
 
-    Supported: bool, int8/16/32, uint8/16/32, float16, float32, complex64 (64-bit ints,
-    floats and complex128 are narrowed to 32 bits, with a warning unless ``warn=False`` or
-    ``dt`` is a Python type).  Anything else -- bfloat16, strings, objects, datetimes,
+    Supported: bool, int8/16/32, uint8/16/32, float16, bfloat16, float32, complex64 (64-bit
+    ints, floats and complex128 are narrowed to 32 bits, with a warning unless ``warn=False`` or
+    ``dt`` is a Python type).  Anything else -- strings, objects, datetimes,
     void/structured -- raises ``TypeError`` naming the dtype.
     """
     try:
@@ -308,7 +305,7 @@ def _check_strict(nodes: list[tuple[str, bool]]) -> None:
 # Dtype and weakness of values.
 
 def _valid(dt: np.dtype, x: Any) -> np.dtype:
-    if dt.name not in _UB and not (_BF16 is not None and dt == _BF16):
+    if dt.name not in _UB and not (dt == _BF16):
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid wjax array type. "
                         "Only arrays of numeric types are supported.")
     return dt
@@ -437,7 +434,7 @@ def issubdtype(a: Any, b: Any) -> bool:
     if a_key:                  # a key dtype is under prng_key and itself only
         return bool(getattr(b, "is_key", False))
     ta, tb = _scalar_type(a), _scalar_type(b)
-    if bfloat16 is not None and ta is bfloat16:
+    if ta is bfloat16:
         return tb in (bfloat16, np.floating, np.inexact, np.number, np.generic)
     return bool(np.issubdtype(ta, tb))
 
@@ -472,7 +469,7 @@ def is_inexact(dt: Any) -> bool:
 def finfo(dt: Any):
     """Float info of the *canonical* dtype: ``finfo(float64)`` describes float32."""
     dt = canonicalize_dtype(dt)
-    if _BF16 is not None and dt == _BF16:
+    if dt == _BF16:
         return _ml_dtypes.finfo(dt)
     return np.finfo(dt)
 

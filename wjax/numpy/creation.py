@@ -38,7 +38,7 @@ def _host_array(object, dtype=None) -> np.ndarray:
     if _has_none(object):
         raise ValueError("None is not a valid value for jnp.array")
     host = np.asarray(object)
-    if host.dtype.kind in "OSUVMm":
+    if host.dtype.kind in "OSUVMm" and host.dtype != dtypes.bfloat16:
         raise TypeError(f"Value {object!r} with dtype {host.dtype} is not a valid JAX array "
                         f"type. Only arrays of numeric types are supported by JAX.")
     return host

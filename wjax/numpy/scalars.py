@@ -59,7 +59,7 @@ float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, n
 complex64, complex128 = (_scalar_type(t) for t in (np.complex64, np.complex128))
 
 
-bfloat16 = dtypes.bfloat16
+bfloat16 = _scalar_type(dtypes.bfloat16)   # ml_dtypes' bfloat16, as in JAX
 
 # the narrow formats (ml_dtypes' scalar types, as JAX names them): usable as dtype names, but
 # WGSL has no such types, so an array of one is refused (dtypes.check_supported)

@@ -445,7 +445,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         xl, xr = take(xp, subtract(i, 1), mode="clip"), take(xp, i, mode="clip")
         fl, fr = take(fp, subtract(i, 1), mode="clip"), take(fp, i, mode="clip")
         dx = subtract(xr, xl)
-        eps = float(np.spacing(np.finfo(x.dtype).eps))
+        eps = float(np.spacing(dtypes.finfo(x.dtype).eps))
         dx0 = less_equal(ufuncs.abs(dx), eps)
         r = where(dx0, fl, add(fl, multiply(true_divide(subtract(x, xl), where(dx0, 1, dx)),
                                                   subtract(fr, fl))))

@@ -553,7 +553,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return lax.complex(*parts)
     if not _is_float(x):
         return x
-    info = np.finfo(x.dtype)
+    info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = _select(isnan(x), full_like(x, nan), x)

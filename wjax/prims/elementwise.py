@@ -27,7 +27,7 @@ def kind(dtype) -> str:
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return "b"
-    if dt.kind == "f":
+    if dt.kind == "f" or dt == dtypes.bfloat16:   # bfloat16 (kind 'V'): an f32 in kernels
         return "f"
     if dt.kind == "u":
         return "u"

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
+from ..core import dtypes
 from ..core.ir import ShapedArray
 from ..core.primitive import REGISTRY, Primitive
 from ..transforms import batching as _batching
@@ -430,6 +431,10 @@ fn wj_fma(a: f32, b: f32, c: f32) -> f32 {
 @fma_p.def_fuse
 def _fma_fuse(kb, idx, read, in_avals, out_aval):
     args = [r(idx) for r in read]
+    if out_aval.dtype == dtypes.bfloat16:
+        # the product rounded to bf16 (exact in f32), the sum in f32 rounded to bf16 (as XLA
+        # evaluates bf16 multiply and add; uniform() binds those two for bf16, not fma)
+        return f"wj_bf16r(wj_bf16r({args[0]} * {args[1]}) + {args[2]})"
     if W.value_type(out_aval.dtype) == "f32":
         kb.use_helper("wj_fma")
         return f"wj_fma({', '.join(args)})"
