@@ -28,7 +28,13 @@ from .shapes import (
 )
 
 
-def _reduction(name, lax_fn, bool_op=None, promote_int=False, identity=None):
+def _is_half(dt) -> bool:
+    """float16 and bfloat16: JAX's sums, products, means and variances of them accumulate in
+    float32 and round the result once (``upcast_f16_for_computation``)."""
+    return np.dtype(dt) in (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+
+
+def _reduction(name, lax_fn, bool_op=None, promote_int=False, identity=None, upcast=False):
     def red(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         if out is not None:
             raise NotImplementedError("The 'out' argument to jnp.%s is not supported." % name)
@@ -59,6 +65,9 @@ def _reduction(name, lax_fn, bool_op=None, promote_int=False, identity=None):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         if dt == np.bool_ and bool_op is not None:
             r = bool_op(x, axes)
+        elif upcast and _is_half(dt):
+            r = lax.convert_element_type(
+                lax_fn(lax.convert_element_type(x, np.float32), axes), dt)
         else:
             r = lax_fn(x, axes)
         if initial is not None:
@@ -86,12 +95,13 @@ def _ident(v):
     return lambda dt: np.asarray(v).astype(dt)
 
 
-sum = _reduction("sum", lax.reduce_sum, bool_op=lax.reduce_or, promote_int=True, identity=_ident(0))
+sum = _reduction("sum", lax.reduce_sum, bool_op=lax.reduce_or, promote_int=True, identity=_ident(0),
+                 upcast=True)
 
 
 prod = _reduction(
-    "prod", lax.reduce_prod, bool_op=lax.reduce_and, promote_int=True, identity=_ident(1)
-)
+    "prod", lax.reduce_prod, bool_op=lax.reduce_and, promote_int=True, identity=_ident(1),
+    upcast=True)
 
 
 max = _reduction("max", lax.reduce_max, identity=None)
@@ -139,6 +149,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
         )
     dt = dtypes.check_supported(dtype) if dtype is not None else (
         a.dtype if dtypes.is_inexact(a.dtype) else np.dtype(np.float32))
+    if _is_half(dt):   # as JAX: in float32, rounded once
+        return lax.convert_element_type(
+            mean(a, axis=axis, dtype=np.float32, keepdims=keepdims, where=where), dt)
     s = sum(astype(a, dt) if a.dtype != dt else a, axis=axis, keepdims=keepdims, where=where)
     return _wrap_result(true_divide(s, count)).astype(dt) if not isinstance(count, int) else \
         lax.div(s, WeakScalar(np.asarray(count, dt)))
@@ -152,6 +165,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         a.dtype if dtypes.is_inexact(a.dtype) else np.dtype(np.float32))
     if dtypes.is_complex(a.dtype) or dtypes.is_complex(dt):
         return _complex_var(a, axis, dt, ddof, keepdims, where)
+    if _is_half(dt):   # as JAX: in float32, rounded once
+        return lax.convert_element_type(var(a, axis=axis, dtype=np.float32, ddof=ddof,
+                                            keepdims=keepdims, where=where), dt)
     a = astype(a, dt) if a.dtype != dt else a
     axes = _axes(axis, a.ndim)
     n = int(np.prod([a.shape[i] for i in axes])) if where is None else None
@@ -328,6 +344,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
     if dtype is not None:
         a = astype(a, dtype)
+    if _is_half(a.dtype):   # as JAX: in float32, rounded once
+        return lax.convert_element_type(nanvar(astype(a, np.float32), axis=axis, ddof=ddof,
+                                               keepdims=keepdims, where=where), a.dtype)
     m = nanmean(a, axis=axis, keepdims=True, where=where)
     nan = lax.ne(a, a)
     d = subtract(a, m)

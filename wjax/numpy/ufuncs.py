@@ -340,6 +340,8 @@ def _log_base(base):
             r = lax.log(x)
             c = np.float32(1 / np.log(base))
             return lax.complex(lax.mul(lax.real(r), c), lax.mul(lax.imag(r), c))
+        if base == 10:   # as JAX: times 1/log(10) rounded to x's dtype
+            return lax.mul(lax.log(x), WeakScalar(np.asarray(1 / np.log(10), _aval(x).dtype)))
         return lax.div(lax.log(x), WeakScalar(np.asarray(np.log(base), _aval(x).dtype)))
     return f
 
@@ -584,8 +586,8 @@ def logaddexp2(x1, x2, /):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     return _select(lax.ne(delta, delta), lax.add(x1, x2),
-                   lax.add(amax, lax.div(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))),
-                                         _const(x1, np.log(2)))))
+                   lax.add(amax, lax.mul(_const(x1, 1 / np.log(2)),
+                                         lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))))))
 
 
 def sinc(x, /):

@@ -128,10 +128,10 @@ def unop(name, table: dict, reference, result_dtype=None, cref=None):
         return ShapedArray(x.shape, dt, x.weak_type)   # JAX: is_finite(weak) is a weak bool
 
     def fuse(kb, idx, read, in_avals, out_aval):
-        for h in _helpers_in(table[kind(in_avals[0].dtype)]):
+        t = _template(table, in_avals[0].dtype)
+        for h in _helpers_in(t):
             kb.use_helper(h)
-        return _fill_f16_via_f32(kb, table[kind(in_avals[0].dtype)], [read[0](idx)],
-                                 in_avals[0].dtype, out_aval.dtype)
+        return _fill_f16_via_f32(kb, t, [read[0](idx)], in_avals[0].dtype, out_aval.dtype)
 
     p.abstract_eval, p.fuse = abstract, fuse
     p.reference = _with_complex(reference, cref)
@@ -154,7 +154,7 @@ def binop(name, table: dict, reference, result_dtype=None, cref=None):
         return ShapedArray(shape, dt, x.weak_type and y.weak_type)
 
     def fuse(kb, idx, read, in_avals, out_aval):
-        t = table[kind(in_avals[0].dtype)]
+        t = _template(table, in_avals[0].dtype)
         for h in _helpers_in(t):
             kb.use_helper(h)
         return _fill_f16_via_f32(kb, t, [read[0](idx), read[1](idx)], in_avals[0].dtype,
@@ -165,6 +165,14 @@ def binop(name, table: dict, reference, result_dtype=None, cref=None):
     p.table = table
     _batching.defbroadcasting(p)   # vmap: align batch axes, broadcast the rest
     return p
+
+
+def _template(table: dict, dtype) -> str:
+    """The table's template for ``dtype``: its ``"bf"`` entry for bfloat16 where it has one (an
+    op XLA expands into several bf16 operations, each rounded), else the kind's."""
+    if "bf" in table and np.dtype(dtype) == dtypes.bfloat16:
+        return table["bf"]
+    return table[kind(dtype)]
 
 
 def _helpers_in(template: str):
@@ -401,13 +409,20 @@ ceil_p = unop("ceil", T(F, "ceil({0})"), np.ceil)
 abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}", "c": "wj_cabs({0})"}, np.abs,
               result_dtype=_real_of, cref=C.abs)
 exp_p = unop("exp", FC("wj_exp({0})", "wj_cexp({0})"), np.exp, cref=C.exp)
-exp2_p = unop("exp2", FC("exp2({0})", "wj_cexp2({0})"), np.exp2, cref=C.exp2)
+# bfloat16: XLA's exp2 is exp(x * log(2)) with the product rounded to bf16
+_LN2_BF16 = float(np.asarray(np.log(2), dtypes.bfloat16))
+exp2_p = unop("exp2", {**FC("exp2({0})", "wj_cexp2({0})"),
+                       "bf": f"wj_exp(wj_bf16r({{0}} * {_LN2_BF16!r}))"},
+              lambda x: (np.exp(x * np.asarray(_LN2_BF16, x.dtype)) if x.dtype == dtypes.bfloat16
+                         else np.exp2(x)), cref=C.exp2)
 log_p = unop("log", FC("wj_log({0})", "wj_clog({0})"), np.log, cref=C.log)
 log1p_p = unop("log1p", FC("wj_log1p({0})", "wj_clog1p({0})"), np.log1p, cref=C.log1p)
 expm1_p = unop("expm1", FC("wj_expm1({0})", "wj_cexpm1({0})"), np.expm1, cref=C.expm1)
 tanh_p = unop("tanh", FC("wj_tanh({0})", "wj_ctanh({0})"), np.tanh, cref=C.tanh)
 logistic_p = unop(
-    "logistic", FC("(1.0 / (1.0 + wj_exp(-({0}))))", "wj_clogistic({0})"),
+    "logistic", {**FC("(1.0 / (1.0 + wj_exp(-({0}))))", "wj_clogistic({0})"),
+                 # XLA expands a bf16 logistic into bf16 exp, add and divide, each rounded
+                 "bf": "(1.0 / wj_bf16r(1.0 + wj_bf16r(wj_exp(-({0})))))"},
     lambda x: 1 / (1 + np.exp(-x)), cref=C.logistic
 )
 sin_p = unop("sin", FC("wj_sin({0})", "wj_csin({0})"), np.sin, cref=C.sin)
