@@ -286,9 +286,8 @@ def test_issubdtype_and_predicates():
 
 
 def test_bfloat16():
-    if D.bfloat16 is None:
-        assert D.bfloat16 is None  # ml_dtypes absent: bfloat16 simply unavailable
-        return
+    import ml_dtypes
+    assert D.bfloat16 is ml_dtypes.bfloat16   # a dependency: JAX's host dtype for bf16
     bf = np.dtype(D.bfloat16)
     assert D.is_float(bf) and D.issubdtype(bf, np.inexact) and not D.issubdtype(bf, np.integer)
     assert D.promote_types(bf, np.float16) == np.dtype("float32")
@@ -299,8 +298,9 @@ def test_bfloat16():
         True,
     )
     assert D.finfo(bf).bits == 16
-    with pytest.raises(TypeError, match="bfloat16"):
-        D.check_supported(bf)
+    assert D.check_supported(bf) == bf and D.check_supported("bfloat16") == bf
+    with pytest.raises(TypeError, match="float8_e4m3fn"):   # other narrow formats: no storage
+        D.check_supported(ml_dtypes.float8_e4m3fn)
 
 
 def test_finfo_iinfo_canonical():

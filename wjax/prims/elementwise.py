@@ -43,7 +43,7 @@ def _check_kind(name, dtype, table):
         accepted = {"f": "floating", "i": "signed integer", "u": "unsigned integer", "b": "bool",
                     "c": "complex floating"}
         raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
-                        f"subtypes of {', '.join(accepted[k] for k in table)}.")
+                        f"subtypes of {', '.join(accepted[k] for k in table if k in accepted)}.")
 
 
 def _fill(kb, template: str, args, dtype) -> str:
