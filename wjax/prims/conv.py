@@ -600,7 +600,7 @@ def _conv_ref(
         batch_group_count=batch_group_count,
         preferred_element_type=preferred_element_type,
     )
-    accdt = np.float64 if lhs.dtype.kind == "f" else np.int64
+    accdt = np.float64 if dtypes.is_float(lhs.dtype) else np.int64
     x = np.transpose(lhs, dn.lhs_spec).astype(accdt)     # N C spatial
     w = np.transpose(rhs, dn.rhs_spec).astype(accdt)     # O I spatial
     nsp = x.ndim - 2

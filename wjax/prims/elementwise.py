@@ -687,7 +687,7 @@ ge_p = binop(
 
 def _max_ref(x, y):
     r = np.maximum(x, y)
-    if x.dtype.kind == "f":   # XLA: max(-0.0, +0.0) is +0.0 in either order
+    if kind(x.dtype) == "f":   # XLA: max(-0.0, +0.0) is +0.0 in either order
         z = (x == 0) & (y == 0)
         r = np.where(z, np.where(np.signbit(x) & np.signbit(y), x, np.abs(x)), r)
     return r
@@ -695,14 +695,14 @@ def _max_ref(x, y):
 
 def _min_ref(x, y):
     r = np.minimum(x, y)
-    if x.dtype.kind == "f":   # XLA: min(-0.0, +0.0) is -0.0 in either order
+    if kind(x.dtype) == "f":   # XLA: min(-0.0, +0.0) is -0.0 in either order
         z = (x == 0) & (y == 0)
         r = np.where(z, np.where(np.signbit(x) | np.signbit(y), -np.abs(x), np.abs(x)), r)
     return r
 
 
 def _div_ref(x, y):
-    if x.dtype.kind == "f":
+    if kind(x.dtype) == "f":
         with np.errstate(all="ignore"):
             return np.divide(x, y)
     with np.errstate(all="ignore"):
@@ -711,7 +711,7 @@ def _div_ref(x, y):
 
 
 def _rem_ref(x, y):
-    if x.dtype.kind == "f":
+    if kind(x.dtype) == "f":
         with np.errstate(all="ignore"):
             return np.fmod(x, y)
     with np.errstate(all="ignore"):
@@ -938,7 +938,7 @@ def _convert_ref(x, new_dtype, weak_type=False, sharding=None):
     dt = np.dtype(new_dtype)
     if x.dtype.kind == "c" and dt.kind != "c":   # the real part (XLA's rule)
         return _convert_ref(x.real, dt)
-    if x.dtype.kind == "f" and dt.kind in "iu":
+    if kind(x.dtype) == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
         with np.errstate(invalid="ignore"):
             y = np.where(

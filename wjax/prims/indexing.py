@@ -127,7 +127,7 @@ def _gather_ref(operand, indices, dimension_numbers, slice_sizes, mode=None, fil
                 if fill_value is not None
                 else (
                     np.nan
-                    if operand.dtype.kind in "fc"
+                    if dtypes.is_inexact(operand.dtype)
                     else True
                     if operand.dtype == bool
                     else np.iinfo(operand.dtype).min

@@ -338,7 +338,8 @@ def _dot_ref(
     Ms = a.shape[len(lb):len(lb) + len(lfree)]
     Ks = a.shape[len(lb) + len(lfree):]
     Ns = b.shape[len(rb) + len(rc):]
-    acc = {"f": np.float64, "c": np.complex128}.get(lhs.dtype.kind, np.int64)
+    acc = (np.complex128 if dtypes.is_complex(lhs.dtype) else
+           np.float64 if dtypes.is_float(lhs.dtype) else np.int64)
     a2 = a.reshape(int(np.prod(Bs)), int(np.prod(Ms)), int(np.prod(Ks))).astype(acc)
     b2 = b.reshape(int(np.prod(Bs)), int(np.prod(Ks)), int(np.prod(Ns))).astype(acc)
     out_dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype

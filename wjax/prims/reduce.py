@@ -21,7 +21,7 @@ from .elementwise import kind
 from ..backend import wgsl_math  # noqa: F401  (registers wj_opq)
 from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 from ..transforms import ad as _ad
-from ..core import ops
+from ..core import dtypes, ops
 
 def _check_axes(name, x, axes):
     axes = tuple(axes)
@@ -489,6 +489,8 @@ def _reducer(name, op, np_ref, accepts):
         emit_reduction(ctx, op, x, axes, ctx.out_key(0), ctx.eqn.outvars[0].aval.dtype)
 
     def reference(x, axes, out_sharding=None):
+        if x.dtype in (np.float16, dtypes.bfloat16):   # folded in f32, rounded once (as XLA)
+            return np.asarray(np_ref(x.astype(np.float32), axis=tuple(axes))).astype(x.dtype)
         return np.asarray(np_ref(x, axis=tuple(axes)), dtype=x.dtype)
 
     def element(kb, idx, read, in_avals, out_aval, axes, out_sharding=None):
@@ -532,7 +534,7 @@ def _arg(name, op):
 
     def reference(x, axes, index_dtype):
         a = axes[0]
-        if x.dtype.kind == "f":
+        if dtypes.is_float(x.dtype):
             nan = np.isnan(x)
             r = (np.nanargmax if op == "argmax" else np.nanargmin)(np.where(nan, 0, x), axis=a)
             anynan = nan.any(axis=a)

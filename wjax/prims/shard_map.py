@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ops
+from ..core import dtypes, ops
 from ..core.ir import ClosedJaxpr, Eqn, ShapedArray, Var
 from ..core.partition_spec import PartitionSpec, spec_axes
 from ..core.primitive import Primitive
@@ -141,7 +141,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
         cts_in = []
         for ct, s in zip(xs[n_nl:], out_specs):
             k = int(np.prod([sizes[a] for a in mesh.axis_names if a not in mentioned(s)]))
-            if k != 1 and np.dtype(ops._aval(ct).dtype).kind == "f":
+            if k != 1 and dtypes.is_float(ops._aval(ct).dtype):
                 ct = ops.div(ct, np.asarray(k, ops._aval(ct).dtype))
             cts_in.append(ct)
         outs = eval_jaxpr(tj.jaxpr, tj.consts, *xs[:n_nl], *cts_in)

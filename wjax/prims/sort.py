@@ -25,7 +25,7 @@ from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import kind
 from ..transforms import ad as _ad
-from ..core import ops
+from ..core import dtypes, ops
 
 W.helper("wj_sortkey_f", """
 fn wj_sortkey_f(x: f32) -> u32 {
@@ -61,7 +61,7 @@ def key_expr(kb, v: str, dtype, total_order: bool = False) -> str:
 
 def _np_keys(x, total_order=False):
     """NumPy version of key_expr (for the reference rules)."""
-    if x.dtype.kind == "f":
+    if dtypes.is_float(x.dtype):
         f = x.astype(np.float32)
         b = f.view(np.uint32).copy()
         if not total_order:
