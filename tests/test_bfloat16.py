@@ -128,7 +128,10 @@ def test_casts_round_to_nearest_even_exactly_as_xla():
         return {"f32": b, "i32": iv.astype(m.bfloat16), "f16": hv.astype(m.bfloat16),
                 "to_f16": b.astype(m.float16), "to_i32": m.where(m.isfinite(b), b, 0)
                 .astype(m.int32), "to_u8": m.abs(iv.astype(m.bfloat16)).astype(m.uint8),
-                "back": b.astype(m.float32)}
+                "back": b.astype(m.float32),
+                "bits": lax(m).bitcast_convert_type(b, m.uint16),
+                "from_bits": lax(m).bitcast_convert_type(
+                    lax(m).bitcast_convert_type(b, m.int16) + 1, m.bfloat16)}
 
     want = jax.jit(lambda *a: prog(rjnp, *a))(f, ints, halves)
     args = (jnp.asarray(f), jnp.asarray(ints), jnp.asarray(halves))
@@ -184,6 +187,10 @@ def test_elementwise_ops_as_jax():
             assert_exact(g[~ok], w[~ok])
             assert_close(g[ok], w[ok], atol=1e-30)
     assert_exact(jnp.sin(jnp.asarray(x)) * 3, np.asarray(want["sin"]) * BF(3))   # eager
+
+
+def lax(m):
+    return jax.lax if m is rjnp else wjax.lax
 
 
 def jax_nn(m):

@@ -158,11 +158,11 @@ _MAIN = re.compile(r"fn main\(([^)]*)\)\s*(->[^{]*)?\{")
 
 
 # f32 -> bfloat16, round to nearest even on the bits (no float op a driver could reassociate);
-# a NaN stays a (quiet) NaN of its sign; overflow carries into the exponent: inf
+# a NaN becomes the quiet NaN of its sign (XLA's bits); overflow carries into the exponent: inf
 _BF16R = """
 fn wj_bf16r(x: f32) -> f32 {
   let u = bitcast<u32>(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) { return bitcast<f32>((u | 0x00400000u) & 0xffff0000u); }
+  if ((u & 0x7fffffffu) > 0x7f800000u) { return bitcast<f32>((u & 0x80000000u) | 0x7fc00000u); }
   return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);
 }"""
 

@@ -1,7 +1,8 @@
 """bitcast_convert_type: reinterpret the bits of an array as another dtype of the same width.
 
 Fusable: a WGSL ``bitcast<T>(x)`` for 32-bit types.  Narrow integers (held
-widened in 32-bit lanes) reinterpret by re-wrapping to the new width.  Casts
+widened in 32-bit lanes) reinterpret by re-wrapping to the new width; bfloat16 (the top half of
+an f32 lane) moves its 16 bits to or from the low half of an integer lane.  Casts
 between widths (which change the shape in JAX) and float16 are not supported.
 """
 from __future__ import annotations
@@ -47,6 +48,11 @@ def _bitcast_fuse(kb, idx, read, in_avals, out_aval, new_dtype):
     e = read[0](idx)
     if src == dst:
         return e
+    if src == dtypes.bfloat16:    # a bf16 value is an f32 whose low 16 bits are zero
+        return (f"(bitcast<u32>({e}) >> 16u)" if dst == np.uint16
+                else f"(bitcast<i32>({e}) >> 16u)")
+    if dst == dtypes.bfloat16:
+        return f"bitcast<f32>(u32({e}) << 16u)"
     if src.itemsize == 4 or W.storage_type(src) != W.storage_type(dst):
         return W.wrap_narrow(f"bitcast<{W.value_type(dst)}>({e})", dst)
     return W.wrap_narrow(e, dst)
