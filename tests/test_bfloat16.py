@@ -273,6 +273,39 @@ def test_grad_vmap_jit_through_bf16():
             assert_close(g, want[k], atol=2e-2)
 
 
+def test_every_kernel_family_stores_bf16_exact_values():
+    """The device invariant: a bf16 buffer holds float32 words whose low 16 bits are zero (each
+    kernel rounds what it stores), so a consumer never sees more precision than bf16."""
+    from wjax.backend import runtime
+    rng = np.random.default_rng(3)
+    a = jnp.asarray(rng.normal(size=(6, 40)), BF)
+    b = jnp.asarray(rng.normal(size=(40, 5)), BF)
+    v = jnp.asarray(rng.normal(size=200) * 5, BF)
+    m = jnp.asarray(np.eye(4) * 2.3 + 0.1, BF)
+    lax_ = wjax.lax
+    outs = {
+        "reduce_sum": lax_.reduce_sum(a, (1,)), "reduce_prod": lax_.reduce_prod(a[:, :4], (1,)),
+        "matmul": a @ b, "cumsum": jnp.cumsum(v), "cumlogsumexp": lax_.cumlogsumexp(v),
+        "sort": jnp.sort(v), "scatter_add": v.at[jnp.array([1, 1, 2])].add(BF(0.1)),
+        "scatter_mul": v.at[jnp.array([1, 1, 2])].multiply(BF(1.1)),
+        "conv": lax_.conv(a.reshape(1, 1, 6, 40), jnp.ones((2, 1, 3, 3), BF) * 0.3, (1, 1),
+                          "SAME"),
+        "window": lax_.reduce_window(a, BF(0), lax_.add, (2, 2), (1, 1), "VALID"),
+        "scan": lax_.scan(lambda c, x: (c * 0.9 + x, (c * x).sum()), jnp.zeros(4, BF),
+                          a[:, :4])[1],
+        "fori": lax_.fori_loop(0, 5, lambda i, c: c * 0.7 + c.sum() * 0.01, a[0]),
+        "solve": jnp.linalg.solve(m, jnp.ones(4, BF) * 1.3),
+        "cholesky": jnp.linalg.cholesky(m),
+    }
+    rt = runtime.get()
+    for k, x in outs.items():
+        assert x.dtype == BF, k
+        words = np.frombuffer(rt.read(x.buffer, x.size * 4), np.uint32, count=x.size)
+        assert not (words & 0xFFFF).any(), k
+    want = np.linalg.solve(np.asarray(m, np.float64), np.full(4, 1.3))
+    np.testing.assert_allclose(np.asarray(outs["solve"], np.float32), want, rtol=RTOL)
+
+
 def test_optax_adam_on_bf16_params_matches_jax():
     """tests/programs/optax_bf16.py under real JAX and under wjax (``python -m wjax run``):
     the same losses, gradients, parameters and state dtypes, within bf16's precision."""

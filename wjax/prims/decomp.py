@@ -17,7 +17,7 @@ from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from ..transforms import ad as _ad
-from ..core import ops
+from ..core import dtypes, ops
 
 _WG = 64
 
@@ -39,7 +39,14 @@ def _reader_fn(ctx, kb, i, aval, fname):
 
 
 def _store(v, dtype):
+    if np.dtype(dtype) == dtypes.bfloat16:   # every stored value a bf16 (as on the host)
+        return W.wrap_narrow(v, dtype)
     return v if W.value_type(dtype) == "f32" else f"{W.value_type(dtype)}({v})"
+
+
+def _bf16r(v, dtype):
+    """A value stored in place, in the buffer's own type: rounded to bf16 for bfloat16."""
+    return W.wrap_narrow(v, dtype) if np.dtype(dtype) == dtypes.bfloat16 else v
 
 
 def _load(v, dtype):
@@ -116,8 +123,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }}
     storageBarrier();
     let d = {X("k", "k")};
-    if (d != {_store("0.0", dt)}) {{
-      for (var i = k + 1u + lid; i < {M}u; i = i + {_WG}u) {{ {X("i", "k")} = {X("i", "k")} / d; }}
+    if (d != {W.zero(dt) if np.dtype(dt) != dtypes.bfloat16 else "0.0"}) {{
+      for (var i = k + 1u + lid; i < {M}u; i = i + {_WG}u) {{
+        {X("i", "k")} = {_bf16r(f'{X("i", "k")} / d', dt)};
+      }}
     }}
     storageBarrier();
     let w = {N}u - k - 1u;
@@ -125,7 +134,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var t = lid; t < w * h; t = t + {_WG}u) {{
       let i = k + 1u + t / w;
       let j = k + 1u + t % w;
-      {X("i", "j")} = {X("i", "j")} - {X("i", "k")} * {X("k", "j")};
+      {X("i", "j")} = {_bf16r(f'{X("i", "j")} - {X("i", "k")} * {X("k", "j")}', dt)};
     }}
     storageBarrier();
   }}
@@ -314,13 +323,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }}
     storageBarrier();
     let d = {X("k", "k")};
-    for (var i = k + 1u + lid; i < {n}u; i = i + {_WG}u) {{ {X("i", "k")} = {X("i", "k")} / d; }}
+    for (var i = k + 1u + lid; i < {n}u; i = i + {_WG}u) {{
+      {X("i", "k")} = {_bf16r(f'{X("i", "k")} / d', dt)};
+    }}
     storageBarrier();
     let w = {n}u - k - 1u;
     for (var t = lid; t < w * w; t = t + {_WG}u) {{
       let i = k + 1u + t / w;
       let j = k + 1u + t % w;
-      if (j <= i) {{ {X("i", "j")} = {X("i", "j")} - {X("i", "k")} * {X("j", "k")}; }}
+      if (j <= i) {{
+        {X("i", "j")} = {_bf16r(f'{X("i", "j")} - {X("i", "k")} * {X("j", "k")}', dt)};
+      }}
     }}
     storageBarrier();
   }}
