@@ -3,7 +3,6 @@
 """
 from __future__ import annotations
 
-import builtins
 import operator
 
 import numpy as np
@@ -14,30 +13,51 @@ from ._util import _f32, broadcast_shapes
 from .creation import _arraylike, _dt, asarray, astype, broadcast_to, ones_like, zeros
 from . import ufuncs
 from .ufuncs import add, clip, log10, mod, multiply, power
-from .shapes import flip, moveaxis, reshape, stack
+from .shapes import flip, reshape, stack
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """JAX's linspace: ``start * (1 - t) + stop * t`` in the computation dtype (the inexact
+    form of ``dtype``, by default of the endpoints' dtypes), so bf16 and float16 grids have
+    JAX's roundings; integer outputs are floored; ``retstep`` gives the step in the
+    computation dtype."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
-    dt = _dt(dtype, np.float32)
-    start_a = asarray(start, np.float32)
-    stop_a = asarray(stop, np.float32)
+    start, stop = asarray(start), asarray(stop)
+    dt = _inexact_dt(dtypes.result_type(start, stop)) if dtype is None else _dt(dtype)
+    cdt = _inexact_dt(dt)
+    start, stop = astype(start, cdt), astype(stop, cdt)
+    shape = list(broadcast_shapes(start.shape, stop.shape))
+    bstart, bstop = broadcast_to(start, shape), broadcast_to(stop, shape)
+    axis = len(shape) + axis + 1 if axis < 0 else axis
+    bounds = list(shape)
+    bounds.insert(axis, 1)
     div = (num - 1) if endpoint else num
-    i = lax.convert_element_type(lax.iota(np.int32, num), np.float32)
-    shape = broadcast_shapes(start_a.shape, stop_a.shape)
-    st = broadcast_to(start_a, shape)
-    sp = broadcast_to(stop_a, shape)
-    step = (sp - st) / builtins.max(div, 1)
-    i = reshape(i, (num,) + (1,) * len(shape))
-    out = st[None] + i * step[None]
-    if endpoint and num > 1:
-        out = out.at[-1].set(sp)
-    if axis != 0:
-        out = moveaxis(out, 0, axis)
-    out = astype(out, dt) if dt != np.float32 else out
-    return (out, astype(step, dt)) if retstep else out
+    if num > 1:
+        delta = lax.div(lax.sub(stop, start), asarray(div, cdt))
+        rdt = np.dtype(np.float32) if dtypes.is_complex(cdt) else cdt
+        iota_shape = [1] * len(bounds)
+        iota_shape[axis] = div
+        t = astype(lax.div(reshape(lax.iota(rdt, div), iota_shape), asarray(div, rdt)), cdt)
+        out = add(multiply(reshape(bstart, bounds), 1 - t), multiply(reshape(bstop, bounds), t))
+        if endpoint:
+            out = lax.concatenate([out, reshape(bstop, bounds)], axis)
+    elif num == 1:
+        delta = asarray(np.nan if endpoint else stop - start, cdt)
+        out = reshape(bstart, bounds)
+    else:
+        delta = asarray(np.nan, cdt)
+        out = zeros(shape[:axis] + [0] + shape[axis:], dt)
+    if dtypes.is_int(dt) and not dtypes.is_int(out.dtype):
+        out = lax.floor(out)
+    out = astype(out, dt)
+    return (out, delta) if retstep else out
+
+
+def _inexact_dt(dt):
+    """A dtype's inexact form: itself if float or complex, else the default float."""
+    return np.dtype(dt) if dtypes.is_inexact(dt) else np.dtype(np.float32)
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):

@@ -629,6 +629,15 @@ def fmod(x1, x2, /):
     return _wrap_result(lax.rem(x1, _nonzero_divisor(x2)))   # integer fmod(x, 0) is 0
 
 
+def _pow2(e):
+    """2**e exactly, for integer-valued e: bfloat16's exp2 is XLA's exp(x * log 2) in bf16
+    steps (not exact), so a bf16 power of two is taken in float32."""
+    if _aval(e).dtype == dtypes.bfloat16:
+        return lax.convert_element_type(lax.exp2(lax.convert_element_type(e, np.float32)),
+                                        dtypes.bfloat16)
+    return lax.exp2(e)
+
+
 def ldexp(x1, x2, /):
     x2 = _arraylike("ldexp", x2)
     if _is_complex(_arraylike("ldexp", x1)) or not dtypes.is_int(x2.dtype):
@@ -636,7 +645,7 @@ def ldexp(x1, x2, /):
     x1, = _inexact("ldexp", x1)
     e = astype(x2, _aval(x1).dtype)
     h = lax.floor(lax.div(e, _const(e, 2)))
-    return multiply(multiply(x1, lax.exp2(h)), lax.exp2(lax.sub(e, h)))
+    return multiply(multiply(x1, _pow2(h)), _pow2(lax.sub(e, h)))
 
 
 def frexp(x, /):
@@ -647,12 +656,12 @@ def frexp(x, /):
     safe = _select(special, ones_like(ax), ax)
     e = lax.add(lax.floor(lax.log2(safe) if hasattr(lax, "log2") else
                           lax.div(lax.log(safe), _const(safe, np.log(2)))), _const(safe, 1))
-    m = lax.div(x, lax.exp2(e))
+    m = lax.div(x, _pow2(e))
     am = lax.abs(m)
     up = lax.ge(am, _const(am, 1))
     down = lax.lt(am, _const(am, 0.5))
     e = _select(up, lax.add(e, _const(e, 1)), _select(down, lax.sub(e, _const(e, 1)), e))
-    m = lax.div(x, lax.exp2(e))
+    m = lax.div(x, _pow2(e))
     m = _select(special, x, m)
     e = _select(special, zeros_like(e), e)
     return m, lax.convert_element_type(e, np.int32)
