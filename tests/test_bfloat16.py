@@ -91,6 +91,8 @@ def test_creation_conversion_and_printing_as_jax():
         lambda m: m.zeros((2, 2), m.bfloat16), lambda m: m.full((3,), 0.1, m.bfloat16),
         lambda m: m.arange(0, 3, 0.3, dtype=m.bfloat16),
         lambda m: m.linspace(0, 1, 7, dtype=m.bfloat16),
+        lambda m: m.linspace(0, 100, 7, dtype=m.bfloat16),
+        lambda m: m.linspace(m.bfloat16(0.1), m.bfloat16(2.7), 5),   # dtype from the endpoints
         lambda m: m.asarray([[1.0, 2e10], [-3.5e-5, 7.0]], m.bfloat16),
     ]
     for make in cases:
@@ -165,6 +167,8 @@ def test_elementwise_ops_as_jax():
         "where": lambda m, a, b: m.where(a > b, a, b), "clip": lambda m, a, b: m.clip(a, -1, 2),
         "less": lambda m, a, b: a < b, "isnan": lambda m, a, b: m.isnan(a / b),
         "logaddexp2": lambda m, a, b: m.logaddexp2(a, b),
+        "frexp": lambda m, a, b: m.frexp(a)[0], "frexp_e": lambda m, a, b: m.frexp(a)[1],
+        "ldexp": lambda m, a, b: m.ldexp(a, m.arange(a.size) % 7 - 3),
     }
     # within an ulp: XLA expands these into several bf16 operations of its own
     close = {
@@ -331,9 +335,17 @@ def test_optax_adam_on_bf16_params_matches_jax():
     assert num > 30 and "bfloat16" in theirs
 
 
-def test_unsupported_use_raises():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        x = jnp.asarray([1.0, 2.0], jnp.bfloat16)
-    with pytest.raises(TypeError, match="bfloat16"):
-        wjax.lax.bitwise_and(x, x)
+def test_bad_uses_raise_jax_errors():
+    cases = {
+        "bitwise": (lambda m, jn: lax(jn).bitwise_and(jn.ones(2, BF), jn.ones(2, BF)),
+                    "bfloat16"),
+        "float index": (lambda m, jn: jn.arange(3)[np.array([1.0], BF)], "integer or boolean"),
+        "cond pred": (lambda m, jn: lax(jn).cond(jn.asarray(0.5, BF), lambda: 1, lambda: 2),
+                      "Pred type"),
+        "shift": (lambda m, jn: jn.left_shift(jn.ones(2, BF), 1), "bfloat16"),
+    }
+    for name, (f, words) in cases.items():
+        with pytest.raises(TypeError):
+            f(jax, rjnp)
+        with pytest.raises(TypeError, match=words):
+            f(wjax, jnp)

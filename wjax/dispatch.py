@@ -207,7 +207,7 @@ def _sharded_eager(prim, arrays, params):
 def _invalid(arrays) -> str | None:
     """'nan' or 'inf' when an output holds one that the debug flags ask about."""
     for a in arrays:
-        if np.dtype(a.dtype).kind != "f":
+        if not dtypes.is_float(a.dtype):
             continue
         host = np.asarray(a)
         if _cfg.jax_debug_nans and np.isnan(host).any():

@@ -44,7 +44,7 @@ def _normalize(x, idx):
     out = []
     for i in idx:
         if isinstance(i, (str, float, complex)) or (
-            isinstance(i, np.ndarray) and i.dtype.kind == "f"
+            isinstance(i, np.ndarray) and dtypes.is_float(i.dtype)
         ):
             raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                             f"{type(i).__name__ if not isinstance(i, np.ndarray) else i.dtype}")

@@ -686,7 +686,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
 
 def _default_fill(dt):
     dt = np.dtype(dt)
-    if dt.kind == "f":
+    if dtypes.is_float(dt):
         return np.nan
     if dt == np.bool_:
         return True

@@ -799,10 +799,11 @@ def isdtype(dtype, kind):
     kinds = kind if isinstance(kind, tuple) else (kind,)
     for k in kinds:
         if isinstance(k, str):
-            ok = {"bool": dt == np.bool_, "signed integer": dt.kind == "i",
-                  "unsigned integer": dt.kind == "u", "integral": dt.kind in "iu",
-                  "real floating": dt.kind == "f", "complex floating": dt.kind == "c",
-                  "numeric": dt.kind in "iufc"}.get(k)
+            kd = "f" if dtypes.is_float(dt) else dt.kind    # bfloat16 (kind 'V') a float
+            ok = {"bool": dt == np.bool_, "signed integer": kd == "i",
+                  "unsigned integer": kd == "u", "integral": kd in "iu",
+                  "real floating": kd == "f", "complex floating": kd == "c",
+                  "numeric": kd in "iufc"}.get(k)
             if ok is None:
                 raise ValueError(f"Unrecognized kind: {k!r}")
             if ok:
