@@ -8,7 +8,6 @@ in places).  Few compiles: most checks run many operations in one ``jit``."""
 import pathlib
 import subprocess
 import sys
-import warnings
 
 import ml_dtypes
 import numpy as np
