@@ -606,6 +606,39 @@ def erf_inv(x):
     return _p("erf_inv").bind(*_operands(x))
 
 
+def _nary(name, n):
+    def f(*xs):
+        if len(xs) != n:
+            raise TypeError(f"{name}() takes {n} arguments, got {len(xs)}")
+        return _p(name).bind(*_operands(*xs))
+    f.__name__ = name
+    return f
+
+
+# special functions (wjax/prims/special.py; lgamma and digamma in wjax/prims/random.py)
+erfc = _un("erfc"); lgamma = _un("lgamma"); digamma = _un("digamma")
+bessel_i0e = _un("bessel_i0e"); bessel_i1e = _un("bessel_i1e")
+igamma = _nary("igamma", 2); igammac = _nary("igammac", 2)
+igamma_grad_a = _nary("igamma_grad_a", 2); zeta = _nary("zeta", 2)
+polygamma = _nary("polygamma", 2); nextafter = _nary("nextafter", 2)
+mulhi = _bin("mulhi")
+
+
+def random_gamma_grad(a, x):
+    """The derivative of a ``Gamma(a, 1)`` sample ``x`` with respect to ``a``."""
+    a, x = _operands(a, x)
+    shape = np.broadcast_shapes(_aval(a).shape, _aval(x).shape)
+    a, x = (v if _aval(v).shape == shape else
+            broadcast_in_dim(v, shape, tuple(range(len(shape) - _aval(v).ndim, len(shape))))
+            for v in (a, x))
+    return _p("random_gamma_grad").bind(a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)``."""
+    return _nary("regularized_incomplete_beta", 3)(a, b, x)
+
+
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
     return _p("reduce_precision").bind(operand, exponent_bits=int(exponent_bits),
                                        mantissa_bits=int(mantissa_bits))
