@@ -36,6 +36,8 @@ EXCLUDED = {
                       "tests/programs/debug_callbacks.py against real JAX",
     "pure_callback": "host callback; tests/test_callbacks.py, tests/programs/debug_callbacks.py",
     "io_callback": "host callback; tests/programs/debug_callbacks.py",
+    "custom_linear_solve": "carries the solver jaxprs (lax.custom_linear_solve); "
+                           "tests/test_surface_lax.py against real JAX",
 }
 # collectives never run on their own: vmap's rewrite of their named axis replaces them with array
 # operations (tests/test_collectives.py compares every one with real JAX)
@@ -1041,6 +1043,9 @@ def fma_cases():
 
 
 record("fma", fma_cases, signed_zero=True)
+record("optimization_barrier", lambda: [
+    Case([vals("float32"), vals("int32")], label="f32-i32"),
+    Case([np.zeros((0,), np.float32)], label="empty")], signed_zero=True)
 
 
 # ---- lax's special functions (wjax/prims/special.py), against SciPy's float64 references

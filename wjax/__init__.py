@@ -38,10 +38,14 @@ from .jax_alias import install_as_jax
 from .ref import Ref, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
+from .api.solves import custom_root as _custom_root
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize
 numpy.__all__.append("vectorize")
+# lax.custom_root is built on custom_jvp and linearize (the api layer), installed likewise
+lax.custom_root = _custom_root
+lax.__all__.append("custom_root")
 # so are eigh and svd with JAX's derivative rules (custom_jvp, the api layer)
 for _name in _linalg_rules.__all__:
     setattr(numpy.linalg, _name, getattr(_linalg_rules, _name))

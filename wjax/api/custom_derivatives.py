@@ -530,4 +530,56 @@ def closure_convert(fun, *example_args):
     return converted, list(tc)
 
 
-__all__ = ["custom_jvp", "custom_vjp", "closure_convert"]
+# --------------------------------------------------------------------------- custom_gradient
+
+class _GradRule:
+    """A traced custom_gradient rule as custom_vjp residuals: its closed-over values are the
+    leaves, its jaxpr and trees the static part."""
+
+    def __init__(self, consts, jaxpr, in_tree, out_tree):
+        self.consts, self.jaxpr, self.in_tree, self.out_tree = consts, jaxpr, in_tree, out_tree
+
+
+tree_util.register_pytree_node(
+    _GradRule, lambda r: (r.consts, (r.jaxpr, r.in_tree, r.out_tree)),
+    lambda aux, consts: _GradRule(list(consts), *aux))
+
+
+def custom_gradient(fun):
+    """``fun(*args) -> (value, vjp_rule)``, differentiated with ``vjp_rule(ct) -> tuple of
+    input cotangents`` (``jax.custom_gradient``; the rule may close over values ``fun``
+    computed)."""
+
+    @custom_vjp
+    def wrapped(*args, **kwargs):
+        ans, _ = fun(*args, **kwargs)
+        return ans
+
+    def fwd(*args, **kwargs):
+        ans, rule = fun(*args, **kwargs)
+        ans_flat, out_tree = tree_util.tree_flatten((ans,))
+        box = []
+
+        def rule_flat(*cts):
+            out = rule(*tree_util.tree_unflatten(out_tree, list(cts)))
+            leaves, tree = tree_util.tree_flatten(out)
+            box.append(tree)
+            return leaves
+
+        avals = [_ad.tangent_aval(abstractify(x)) for x in ans_flat]
+        closed = trace_flat(rule_flat, avals, DebugInfo("custom_gradient rule", rule))
+        return ans, _GradRule(list(closed.consts), closed.jaxpr, box[0], out_tree)
+
+    def bwd(res, cts):
+        cts_flat, tree = tree_util.tree_flatten((cts,))
+        if tree != res.out_tree:
+            raise TypeError(f"{res.out_tree}\n!=\n{tree}")
+        out = eval_jaxpr(res.jaxpr, res.consts, *cts_flat)
+        out = tree_util.tree_unflatten(res.in_tree, list(out))
+        return (out,) if tree_util.treedef_is_leaf(res.in_tree) else out
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "custom_gradient"]
