@@ -24,10 +24,24 @@ from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
                   pmap, remat, value_and_grad, vjp, vmap)
+from .api.autodiff import fwd_and_bwd, linear_transpose
+from .api.custom_derivatives import custom_gradient
+from . import api_util, custom_batching, ops
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
 from .core.config import config, disable_jit, numpy_dtype_promotion
+from .core.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
+                          check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                          debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
+                          enable_custom_prng, enable_x64, explain_cache_misses,
+                          jax2tf_associative_scan_reductions, legacy_prng_key, log_compiles,
+                          no_execution, no_tracing, numpy_rank_promotion,
+                          remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
+                          threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
+                          transfer_guard_device_to_host, transfer_guard_host_to_device)
+from .core.config import explicit_transfer as _explicit_transfer
+from .core.dtypes import float0
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
@@ -35,7 +49,7 @@ from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
-from .ref import Ref, freeze, new_ref
+from .ref import Ref, ds, freeze, new_ref
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
 from .api.solves import custom_root as _custom_root
@@ -108,9 +122,111 @@ def block_until_ready(x):
     return x
 
 
-def device_put(x, device=None):
-    return tree_util.tree_map(lambda a: a if isinstance(a, _Array) else numpy.asarray(a), x)
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """``x`` (a pytree) on the device: an explicit transfer for the transfer guards."""
+    with _explicit_transfer():
+        return tree_util.tree_map(lambda a: a if isinstance(a, _Array) else numpy.asarray(a), x)
 
 
 def device_get(x):
-    return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)
+    """``x`` (a pytree) as host values: an explicit transfer for the transfer guards."""
+    with _explicit_transfer():
+        return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)
+
+
+# --------------------------------------------------------------------------- one process
+
+def process_count(backend=None) -> int:
+    """The number of processes (wjax runs in one)."""
+    return 1
+
+
+def process_index(backend=None) -> int:
+    return 0
+
+
+def process_indices(backend=None) -> list[int]:
+    return [0]
+
+
+host_count, host_id, host_ids = process_count, process_index, process_indices
+
+
+def copy_to_host_async(x):
+    """Starts copying every array of the pytree ``x`` to the host; returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        fn = getattr(leaf, "copy_to_host_async", None)
+        if fn is not None:
+            fn()
+    return x
+
+
+def _check_one_device(sharding, what):
+    devs = getattr(sharding, "device_set", None)
+    if devs is not None and any(d != default_device() for d in devs):
+        raise ValueError(f"{what}: wjax runs on one device ({default_device()}); the sharding "
+                         f"{sharding!r} names others")
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """The array of ``shape`` whose (single, whole) shard is ``data_callback(index)``, the index
+    being a tuple of full slices."""
+    _check_one_device(sharding, "make_array_from_callback")
+    shape = tuple(int(d) for d in shape)
+    data = data_callback(tuple(slice(None) for _ in shape))
+    out = data if isinstance(data, _Array) and dtype is None else numpy.asarray(data, dtype)
+    if tuple(out.shape) != shape:
+        raise ValueError(f"make_array_from_callback: data_callback returned shape "
+                         f"{tuple(out.shape)} for the array of shape {shape}")
+    return out
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """The array of ``shape`` made of its per-device arrays (one, on wjax's one device)."""
+    _check_one_device(sharding, "make_array_from_single_device_arrays")
+    arrays = list(arrays)
+    if len(arrays) != 1:
+        raise ValueError(f"make_array_from_single_device_arrays: wjax has one device, so it "
+                         f"takes one array, got {len(arrays)}")
+    out = numpy.asarray(arrays[0], dtype)
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"make_array_from_single_device_arrays: the array has shape "
+                         f"{tuple(out.shape)}, not {tuple(shape)}")
+    return out
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """The global array of one process's data (the whole array, in one process)."""
+    _check_one_device(sharding, "make_array_from_process_local_data")
+    out = numpy.asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != tuple(out.shape):
+        raise ValueError(f"make_array_from_process_local_data: global_shape {global_shape} "
+                         f"differs from the local data's {tuple(out.shape)} (one process)")
+    return out
+
+
+def print_environment_info(return_string: bool = False):
+    """wjax's, NumPy's, Python's and the adapter's versions (as ``jax.print_environment_info``)."""
+    import platform
+    import sys
+    try:
+        import wgpu
+        wgpu_version = wgpu.__version__
+    except Exception:                     # noqa: BLE001 - reported, not raised
+        wgpu_version = "unavailable"
+    rt = runtime.peek()
+    adapter = rt.describe() if rt is not None else "not initialized (no array created yet)"
+    info = "\n".join([
+        f"jax:    {__version__} (API level; wjax {__wjax_version__})",
+        "jaxlib: none (wjax runs through WebGPU)",
+        f"numpy:  {_np.__version__}",
+        f"python: {sys.version}",
+        f"wgpu:   {wgpu_version}",
+        f"device info: {adapter}, {device_count()} local devices\"",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return info
+    print(info)
+    return None

@@ -29,6 +29,7 @@ from ..transforms.dce import dce_closed
 from ..transforms.jvp import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
+from .jit import jit
 from .vmap import vmap
 
 _ad_cache = caches.LRU(256)
@@ -637,3 +638,31 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
                                                   for c, a in zip(cts, in_avals)])
 
     return transposed
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """``(fwd, bwd)``: ``fwd(*args) -> (out, residuals[, aux])`` is ``vjp`` of ``fun`` in the
+    arguments ``argnums``; ``bwd(residuals, ct)`` their cotangents (one, for an int
+    ``argnums``).  Both jitted by default, so ``bwd`` compiles once."""
+    _check_fun(fun, "fwd_and_bwd")
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+
+    def fwd(*args):
+        dyn = [args[i] for i in nums]
+
+        def partial_fun(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full)
+        return vjp(partial_fun, *dyn, has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if single else g
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd

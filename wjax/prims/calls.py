@@ -18,14 +18,14 @@ first use.  The APIs that bind these live in ``wjax/api/``.
 """
 from __future__ import annotations
 
-from ..core import caches
+from ..core import caches, tree_util
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, Var, force_jaxpr
 from ..core.primitive import Primitive
 from ..core.tracing import eval_jaxpr
 from ..transforms import ad as _ad
 from ..transforms import batching
 from ..transforms.dce import dce_jaxpr
-from ..transforms.jvp import jvp_jaxpr
+from ..transforms.jvp import jvp_eval, jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
 from ..transforms.vmap import batched_aval, vmap_closed_jaxpr
@@ -290,3 +290,59 @@ custom_vjp_call_p.impl = _run_inner
 custom_vjp_call_p.call = True
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 _custom_call_batch(custom_vjp_call_p)
+
+
+# --------------------------------------------------------------------------- custom_vmap_call
+# A function with its own batching rule (jax.custom_batching.custom_vmap): the call carries
+# the function's jaxpr (closed-over values first, ``num_consts`` of them) and the user's
+# ``rule(axis_size, in_batched, *args) -> (out, out_batched)``, called on the batched
+# operands (batch axis 0) when vmap meets the call.  jvp differentiates the function itself.
+
+def _custom_vmap_jvp(primals, tangents, *, jaxpr, rule, num_consts, in_tree, out_tree, name):
+    return jvp_eval(jaxpr.jaxpr, jaxpr.consts, list(primals), list(tangents))
+
+
+def _custom_vmap_batch(args, dims, *, jaxpr, rule, num_consts, in_tree, out_tree, name):
+    n = batching.axis_size(args, dims)
+    if any(d is not None for d in dims[:num_consts]):
+        # a batched closed-over value: the function's own batching (as if no rule were given)
+        new_dims = [None if d is None else 0 for d in dims]
+        moved = [a if d is None else batching.move_batch_axis(a, d, 0, n)
+                 for a, d in zip(args, dims)]
+        bj, out_dims = vmap_closed_jaxpr(jaxpr, new_dims, n, out_dims=0)
+        return eval_jaxpr(bj.jaxpr, bj.consts, *moved), [0] * len(bj.jaxpr.outvars)
+    xs = [a if d is None else batching.move_batch_axis(a, d, 0, n)
+          for a, d in zip(args[num_consts:], dims[num_consts:])]
+    # one entry per positional argument, in a list (as JAX passes it)
+    in_batched = list(tree_util.tree_unflatten(in_tree, [d is not None
+                                                          for d in dims[num_consts:]]))
+    out, out_batched = rule(n, in_batched, *tree_util.tree_unflatten(in_tree, xs))
+    outs, tree = tree_util.tree_flatten(out)
+    if tree != out_tree:
+        raise ValueError(f"structure of output value and output batching specification returned "
+                         f"by custom vmap rule ({name}) do not match: rule returned {tree}, the "
+                         f"function {out_tree}")
+    if isinstance(out_batched, bool):
+        flags = [out_batched] * len(outs)
+    else:
+        flags, btree = tree_util.tree_flatten(out_batched)
+        if btree != out_tree:
+            raise ValueError(f"structure of output value and output batching specification "
+                             f"returned by custom vmap rule ({name}) do not match: {out_tree} "
+                             f"and {btree}")
+    for o, f, a in zip(outs, flags, jaxpr.out_avals):
+        want = batched_aval(a, 0, n) if f else a
+        got = batching.aval_of(o)
+        if (got.shape, got.dtype) != (want.shape, want.dtype):
+            raise ValueError(f"custom vmap rule ({name}) returned an output of shape "
+                             f"{got.shape} {got.dtype} where {want.shape} {want.dtype} was "
+                             f"expected")
+    return outs, [0 if f else None for f in flags]
+
+
+custom_vmap_call_p = Primitive("custom_vmap_call", multiple_results=True)
+custom_vmap_call_p.abstract_eval = _out_avals
+custom_vmap_call_p.impl = _run_inner
+custom_vmap_call_p.call = True
+custom_vmap_call_p.jvp = _custom_vmap_jvp
+custom_vmap_call_p.batch = _custom_vmap_batch
