@@ -50,13 +50,17 @@ from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
 from .ref import Ref, ds, freeze, new_ref
+from .api.vectorize import apply_along_axis as _apply_along_axis
+from .api.vectorize import frompyfunc as _frompyfunc
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
 from .api.solves import custom_root as _custom_root
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize
-numpy.__all__.append("vectorize")
+numpy.frompyfunc = _frompyfunc
+numpy.apply_along_axis = _apply_along_axis
+numpy.__all__ += ["vectorize", "frompyfunc", "apply_along_axis"]
 # lax.custom_root is built on custom_jvp and linearize (the api layer), installed likewise
 lax.custom_root = _custom_root
 lax.__all__.append("custom_root")
