@@ -15,7 +15,7 @@ from ..core import dtypes
 from ..core.tracing import Tracer
 from ._util import _aval, _concrete
 from .creation import (_arraylike, arange, array, asarray, astype, concrete_error_for, ones,
-                       tril_indices, triu_indices)
+                       tril_indices, triu_indices, unravel_index)
 from .grids import linspace
 from .shapes import concatenate, expand_dims, ravel, reshape, transpose
 from .sorting import nonzero
@@ -263,8 +263,8 @@ def place(arr, mask, vals, *, inplace=True):
 
 def put(a, ind, v, mode=None, *, inplace=True):
     """``a`` with its flat entries ``ind`` set to ``v`` (repeated to ``ind``'s length); requires
-    ``inplace=False``.  ``mode``: "fill" drops out-of-range indices, "clip" clips, "wrap" wraps
-    (the default for NumPy is "raise": JAX clips)."""
+    ``inplace=False``.  Out-of-range indices are clipped (``mode=None`` or "clip") or wrapped
+    ("wrap")."""
     if inplace:
         raise ValueError(_INPLACE.format("put"))
     a = _arraylike("put", a)
@@ -275,17 +275,20 @@ def put(a, ind, v, mode=None, *, inplace=True):
     if v.shape[0] != ind.shape[0]:
         v = v[np.arange(ind.shape[0]) % v.shape[0]]
     size = builtins.max(1, int(np.prod(a.shape)))
-    if mode is None or mode == "fill":
-        scatter_mode = "drop" if mode == "fill" else "clip"
+    if mode is None:
+        scatter_mode = "drop"
     elif mode == "clip":
+        ind = lax.clamp(0, astype(ind, np.int32), size - 1)
         scatter_mode = "clip"
     elif mode == "wrap":
         ind = ind % size
         scatter_mode = "clip"
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
     else:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got {mode=}")
-    flat = ravel(a).at[ind].set(astype(v, a.dtype), mode=scatter_mode)
-    return reshape(flat, a.shape)
+    # flat indices through unravel_index (which clips them into range), as JAX
+    return a.at[unravel_index(ind, a.shape)].set(astype(v, a.dtype), mode=scatter_mode)
 
 
 # --------------------------------------------------------------------------- host constructors

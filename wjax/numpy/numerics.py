@@ -12,17 +12,19 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ._util import _aval, promote_args
-from .creation import _arraylike, arange, asarray, astype, full, ones_like, zeros, zeros_like
+from .creation import (_arraylike, _promote_dtypes, arange, asarray, astype, full, ones_like,
+                       zeros, zeros_like)
 from .grids import linspace
 from .products import dot, outer
 from .reductions import average, cumsum, max as amax, mean, min as amin, sum
 from .shapes import concatenate, expand_dims, moveaxis, ravel, reshape, stack, swapaxes
 from .sorting import convolve, searchsorted, where
-from .ufuncs import (abs, add, clip, copysign, cos, equal, isinf, mod, sqrt)
+from .ufuncs import (abs, add, bitwise_and, clip, copysign, cos, equal, isinf, left_shift, mod,
+                     right_shift, sqrt)
 from .manipulation import pad
 from . import linalg
 
-__all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser", "bitwise_count", "cov",
+__all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser", "i0", "bitwise_count", "cov",
            "corrcoef", "gradient", "histogramdd", "histogram2d", "unwrap", "nextafter",
            "spacing", "packbits", "unpackbits", "poly", "polyadd", "polysub", "polymul",
            "polydiv", "polyder", "polyint", "polyval", "polyfit", "single", "double", "float_",
@@ -102,6 +104,15 @@ def kaiser(M, beta):
     return (lax.exp(abs(arg) - abs(beta)) * lax.bessel_i0e(arg) / lax.bessel_i0e(beta))
 
 
+def i0(x):
+    """The modified Bessel function of the first kind, order 0 (its derivative is 0 at 0, as
+    JAX defines it)."""
+    x, = promote_args("i0", x, to_inexact=True)
+    ax = abs(x)
+    val = lax.exp(ax) * lax.bessel_i0e(ax)
+    return where(equal(x, 0), lax.stop_gradient(val), val)
+
+
 # --------------------------------------------------------------------------- bits
 
 def bitwise_count(x, /):
@@ -140,7 +151,7 @@ def packbits(a, axis=None, bitorder="big"):
     shifts = np.arange(8, dtype=np.uint8)
     if bitorder == "big":
         shifts = shifts[::-1].copy()
-    packed = sum(lax.shift_left(a, asarray(shifts)), axis=-1, dtype=np.uint8)
+    packed = sum(left_shift(a, asarray(shifts)), axis=-1, dtype=np.uint8)
     return moveaxis(packed, -1, axis)
 
 
@@ -156,8 +167,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     shifts = np.arange(8, dtype=np.uint8)
     if bitorder == "big":
         shifts = shifts[::-1].copy()
-    bits = lax.bitwise_and(lax.shift_right_logical(expand_dims(a, -1), asarray(shifts)),
-                           np.uint8(1))
+    bits = bitwise_and(right_shift(expand_dims(a, -1), asarray(shifts)), np.uint8(1))
     bits = reshape(moveaxis(bits, axis, -2), tuple(d for i, d in enumerate(a.shape) if i != axis)
                    + (-1,))
     if count is not None:
@@ -336,8 +346,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         if w.shape != (N,):
             raise ValueError("should have one weight for each sample.")
     else:
-        w = ones_like(zeros((N,), sample.dtype if dtypes.is_float(sample.dtype)
-                            else np.float32))
+        w = ones_like(zeros((N,), np.int32))
     edges, idxs, nbins = [], [], []
     for d in builtins.range(D):
         col = sample[:, d]
@@ -436,22 +445,21 @@ def _pad_to(a, n):
 
 def polyadd(a1, a2):
     """The sum of two polynomials (highest degree first)."""
-    a1, a2 = promote_args("polyadd", _poly1d("polyadd", a1), _poly1d("polyadd", a2))
+    a1, a2 = _promote_dtypes(_poly1d("polyadd", a1), _poly1d("polyadd", a2))
     n = builtins.max(a1.shape[0], a2.shape[0])
     return add(_pad_to(a1, n), _pad_to(a2, n))
 
 
 def polysub(a1, a2):
     """The difference of two polynomials."""
-    a1, a2 = promote_args("polysub", _poly1d("polysub", a1), _poly1d("polysub", a2))
+    a1, a2 = _promote_dtypes(_poly1d("polysub", a1), _poly1d("polysub", a2))
     n = builtins.max(a1.shape[0], a2.shape[0])
     return _pad_to(a1, n) - _pad_to(a2, n)
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
     """The product of two polynomials (their coefficients' convolution)."""
-    a1, a2 = promote_args("polymul", _poly1d("polymul", a1), _poly1d("polymul", a2),
-                          to_inexact=True)
+    a1, a2 = _promote_dtypes(_poly1d("polymul", a1), _poly1d("polymul", a2), inexact=True)
     if a1.shape[0] == 0:
         a1 = asarray([0.0], a1.dtype)
     if a2.shape[0] == 0:
@@ -461,8 +469,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
 
 def polydiv(u, v, *, trim_leading_zeros=False):
     """The quotient and remainder of ``u / v`` (polynomial long division)."""
-    u, v = promote_args("polydiv", _poly1d("polydiv", u), _poly1d("polydiv", v),
-                        to_inexact=True)
+    u, v = _promote_dtypes(_poly1d("polydiv", u), _poly1d("polydiv", v), inexact=True)
     m, n = u.shape[0] - 1, v.shape[0] - 1
     scale = 1.0 / v[0]
     q = zeros((builtins.max(m - n + 1, 1),), u.dtype)
@@ -507,7 +514,7 @@ def polyint(p, m=1, k=None):
         k = full((m,), k)
     if k.shape != (m,):
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
-    p, k = promote_args("polyint", p, k, to_inexact=True)
+    p, k = _promote_dtypes(p, k, inexact=True)
     for i in builtins.range(m):
         n = p.shape[0]
         p = concatenate([p / asarray(np.arange(n, 0, -1), p.dtype), k[i:i + 1]])
@@ -516,8 +523,7 @@ def polyint(p, m=1, k=None):
 
 def polyval(p, x, *, unroll=16):
     """``p[0] x^(n-1) + ... + p[n-1]`` by Horner's rule."""
-    p = _poly1d("polyval", p)
-    p, x = promote_args("polyval", p, _arraylike("polyval", x, 1))
+    p, x = _promote_dtypes(_poly1d("polyval", p), _arraylike("polyval", x, 1))
     y = zeros_like(x)
     for i in builtins.range(p.shape[0]):
         y = y * x + p[i]
@@ -528,8 +534,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """The least-squares polynomial fit of degree ``deg`` (columns of ``y`` fitted
     separately); ``full`` adds the residuals, rank, singular values and rcond; ``cov`` the
     covariance of the coefficients."""
-    x, y = promote_args("polyfit", _arraylike("polyfit", x), _arraylike("polyfit", y, 1),
-                        to_inexact=True)
+    x, y = _promote_dtypes(_arraylike("polyfit", x), _arraylike("polyfit", y, 1), inexact=True)
     deg = operator.index(deg)
     if deg < 0:
         raise ValueError("expected deg >= 0")
@@ -558,6 +563,8 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = lhs / scale[None, :]
     c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     c = (c.T / scale).T
+    if y.ndim == 1:
+        resids = reshape(resids, (-1,))
     if full:
         return c, resids, rank, s, asarray(rcond, x.dtype)
     if cov:
@@ -570,7 +577,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
                 raise ValueError("the number of data points must exceed order to scale the "
                                  "covariance matrix")
             fac = resids / (len(x) - order)
-            fac = fac[0] if y.ndim == 1 else fac
+            fac = ravel(fac)[0] if y.ndim == 1 else fac
         if y.ndim == 1:
             return c, Vbase * fac
         return c, Vbase[:, :, None] * fac
