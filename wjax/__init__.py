@@ -26,7 +26,7 @@ from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert
                   pmap, remat, value_and_grad, vjp, vmap)
 from .api.autodiff import fwd_and_bwd, linear_transpose
 from .api.custom_derivatives import custom_gradient
-from . import api_util, custom_batching, ops
+from . import api_util, custom_batching, image, ops
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
