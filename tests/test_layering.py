@@ -36,7 +36,7 @@ LAYERS = [
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
      "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
-     "example_libraries", "api_util", "custom_batching", "ops"),
+     "example_libraries", "api_util", "custom_batching", "ops", "dlpack", "monitoring"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -26,7 +26,7 @@ from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert
                   pmap, remat, value_and_grad, vjp, vmap)
 from .api.autodiff import fwd_and_bwd, linear_transpose
 from .api.custom_derivatives import custom_gradient
-from . import api_util, custom_batching, image, ops
+from . import api_util, custom_batching, dlpack, image, monitoring, ops
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
@@ -41,6 +41,7 @@ from .core.config import (allow_f16_reductions, array_garbage_collection_guard, 
                           threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
                           transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .core.config import explicit_transfer as _explicit_transfer
+from .core.config import make_user_context
 from .core.dtypes import float0
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
@@ -49,7 +50,7 @@ from .core.ir import ShapedArray, ShapeDtypeStruct
 from .core.ir import abstractify as _abstractify
 from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
-from .ref import Ref, ds, freeze, new_ref
+from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
 from .api.vectorize import apply_along_axis as _apply_along_axis
 from .api.vectorize import frompyfunc as _frompyfunc
 from .api.vectorize import vectorize as _vectorize

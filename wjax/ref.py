@@ -13,9 +13,9 @@ import numpy as np
 from .core.ir import ShapedArray, abstractify
 from .core.tracing import Tracer, current_builder
 from . import lax
-from .numpy import asarray
+from .numpy import asarray, zeros
 
-__all__ = ["AbstractRef", "Ref", "Slice", "ds", "freeze", "new_ref"]
+__all__ = ["AbstractRef", "Ref", "Slice", "ds", "empty_ref", "free_ref", "freeze", "new_ref"]
 
 _TRACED = ("wjax's refs work outside traced code only (jit, grad, vmap, loops): pass and return "
            "arrays instead")
@@ -106,6 +106,8 @@ class Ref:
     ndim = property(lambda self: self._value.ndim)
 
     def __getitem__(self, idx):
+        if self._value is None:
+            raise ValueError("reading a ref released by free_ref")
         return self._value if idx is Ellipsis else _index_with_slices(self._value, idx)
 
     def __setitem__(self, idx, value):
@@ -135,6 +137,19 @@ class Ref:
 def new_ref(init_val: Any) -> Ref:
     """A new ref holding ``init_val``."""
     return Ref(init_val)
+
+
+def empty_ref(ty, memory_space=None) -> Ref:
+    """A new ref of the type ``ty`` (anything with ``shape`` and ``dtype``); its contents are
+    unspecified until written (wjax fills it with zeros)."""
+    return Ref(zeros(tuple(ty.shape), ty.dtype))
+
+
+def free_ref(ref: Ref) -> None:
+    """Releases ``ref``'s array; reading it afterwards is an error."""
+    if not isinstance(ref, Ref):
+        raise TypeError(f"free_ref expects a Ref, got {type(ref).__name__}")
+    ref._value = None
 
 
 def freeze(ref: Ref):

@@ -127,7 +127,8 @@ class Config:
 
     def trace_context(self) -> tuple:
         """The flags a trace depends on (part of every ``jit`` trace-cache key)."""
-        return tuple(self.read(n) for n in _TRACE_CONTEXT)
+        return tuple(self.read(n) for n in _TRACE_CONTEXT) + tuple(
+            self.read(n) for n in _TRACE_CONTEXT_USER)
 
 
 config = Config()
@@ -300,3 +301,19 @@ def numpy_dtype_promotion(mode: str):
 def checking_leaks():
     """``check_tracer_leaks(True)``."""
     return check_tracer_leaks(True)
+
+
+_user_contexts = [0]
+
+
+def make_user_context(default_value=None) -> State:
+    """A new flag for user code that ``jit``'s trace cache keys on: a jitted function is
+    traced again when the context's value differs (``with ctx(value): ...``)."""
+    _user_contexts[0] += 1
+    name = f"jax_user_context_{_user_contexts[0]}"
+    state = State(name, default_value, "A user context (part of jit's cache key).")
+    _TRACE_CONTEXT_USER.append(name)
+    return state
+
+
+_TRACE_CONTEXT_USER: list[str] = []

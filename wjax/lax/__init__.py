@@ -295,6 +295,8 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
 __all__ = [n for n in dir() if not n.startswith("_")]
 
 
+linear_solve_p = REGISTRY["custom_linear_solve"]     # JAX's name for it
+
 # every primitive as ``lax.<name>_p`` (``lax.add_p``, ``lax.dot_general_p``), as JAX exports them
 for _name, _prim in REGISTRY.items():
     globals().setdefault(f"{_name}_p", _prim)

@@ -10,7 +10,7 @@ import builtins
 import enum
 import functools
 import math
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from ..core.primitive import REGISTRY
 from ..prims.conv import ConvDimensionNumbers
 
 __all__ = [
-    "GatherScatterMode", "RandomAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers",
+    "GatherScatterMode", "RandomAlgorithm", "DotAlgorithm", "DotAlgorithmPreset",
+    "DotDimensionNumbers", "ragged_dot",
     "ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "broadcast_shapes",
     "broadcast_to_rank", "broadcast_like", "full", "full_like", "empty", "dtype", "collapse",
     "dynamic_update_index_in_dim", "batch_matmul", "index_take", "split", "tile", "stack",
@@ -58,6 +59,18 @@ class GatherScatterMode(enum.Enum):
         if s == "one_hot":
             return GatherScatterMode.ONE_HOT
         raise ValueError(f'Unknown gather mode "{s}"')
+
+
+class DotAlgorithm(NamedTuple):
+    """A dot-product algorithm, accepted as ``precision=`` (wjax multiplies float32 operands
+    with float32 accumulation whatever is asked)."""
+    lhs_precision_type: Any
+    rhs_precision_type: Any
+    accumulation_type: Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
 
 
 class RandomAlgorithm(enum.IntEnum):
@@ -515,6 +528,34 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
     vals, idx = approx_max_k(ops.neg(operand), k, reduction_dimension, recall_target,
                              reduction_input_size_override, aggregate_to_topk)
     return [ops.neg(vals), idx]
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None, out_sharding=None):
+    """A grouped matmul: ``lhs`` (m, k) rows come in consecutive groups of ``group_sizes``
+    (g,), and group ``i``'s rows are multiplied by ``rhs[i]`` (g, k, n); rows past the groups
+    give zeros."""
+    if group_offset is not None:
+        raise NotImplementedError("Unimplemented group_offset support.")
+    la, ra, ga = _aval(lhs), _aval(rhs), _aval(group_sizes)
+    if la.ndim != 2 or ra.ndim != 3 or ga.ndim != 1:
+        raise TypeError(f"ragged_dot expects lhs (m, k), rhs (g, k, n) and group_sizes (g,), "
+                        f"got {la.shape}, {ra.shape}, {ga.shape}")
+    m, k = la.shape
+    g, k2, n = ra.shape
+    if k != k2 or ga.shape[0] != g:
+        raise TypeError(f"ragged_dot: incompatible shapes {la.shape}, {ra.shape}, {ga.shape}")
+    ends = ops.cumsum(ops.convert_element_type(group_sizes, np.int32), axis=0)
+    starts = ops.sub(ends, ops.convert_element_type(group_sizes, np.int32))
+    row = ops.broadcasted_iota(np.int32, (g, m), 1)
+    member = ops.bitwise_and(ops.ge(row, ops.broadcast_in_dim(starts, (g, m), (0,))),
+                             ops.lt(row, ops.broadcast_in_dim(ends, (g, m), (0,))))
+    pet = preferred_element_type
+    prods = ops.dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision, pet)  # (m, g, n)
+    dt = _aval(prods).dtype
+    mask = ops.convert_element_type(ops.transpose(member, (1, 0)), dt)              # (m, g)
+    return ops.reduce_sum(ops.mul(prods, ops.broadcast_in_dim(mask, (m, g, n), (0, 1))),
+                          (1,))
 
 
 # --------------------------------------------------------------------------- barriers, tokens
