@@ -5,12 +5,10 @@ happens, so a library that wraps it -- chex's ``restrict_backends``, which impor
 from __future__ import annotations
 
 import time
-import time
 from typing import Any, Callable
 
 from ..core import monitoring
 
-from ..core import monitoring
 
 
 class Backend:
