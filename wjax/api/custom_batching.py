@@ -15,6 +15,7 @@ from ..core.ir import abstractify
 from ..core.tracing import DebugInfo, trace_flat
 from ..prims.calls import custom_vmap_call_p
 from ..prims.control import lift_consts
+from .autodiff import jvp
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 
@@ -60,8 +61,40 @@ class custom_vmap:
         out_tree = box[0]
         outs = custom_vmap_call_p.bind(*consts, *leaves, jaxpr=jaxpr, rule=self.vmap_rule,
                                        num_consts=len(consts), in_tree=in_tree,
-                                       out_tree=out_tree, name=name)
+                                       out_tree=out_tree, name=name, jvp_rule=_jvp_rule)
         return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _jvp_rule(rule, out_tree):
+    """The batching rule of a custom_vmap function's jvp: the jvp of ``rule`` (its operands
+    ``(primals, tangents)``; a leaf batched in one of the two is batched in both)."""
+    def jrule(axis_size, in_batched, primals, tangents):
+        pb, tb = in_batched
+        flags = [p or t for p, t in zip(tree_util.tree_leaves(pb), tree_util.tree_leaves(tb))]
+
+        def bcast(xs):
+            leaves, tree = tree_util.tree_flatten(xs)
+            out = [x if not f or b else lax.broadcast_in_dim(x, (axis_size,) + tuple(
+                x.shape), tuple(range(1, x.ndim + 1)))
+                   for x, f, b in zip(leaves, flags, tree_util.tree_leaves(
+                       pb if xs is primals else tb))]
+            return tree_util.tree_unflatten(tree, out)
+
+        ps, ts = bcast(primals), bcast(tangents)
+        flags_tree = list(tree_util.tree_unflatten(tree_util.tree_structure(pb), flags))
+        box = []
+
+        def f(*p):
+            out, ob = rule(axis_size, flags_tree, *p)
+            box.append(ob)
+            return out
+
+        out, tout = jvp(f, tuple(ps), tuple(ts))
+        ob = box[0]
+        if isinstance(ob, bool):
+            ob = tree_util.tree_unflatten(out_tree, [ob] * out_tree.num_leaves)
+        return (out, tout), (ob, ob)
+    return jrule
 
 
 def sequential_vmap(f: Callable) -> custom_vmap:

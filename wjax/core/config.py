@@ -188,8 +188,10 @@ platforms = State("jax_platforms", None, "Platforms to initialize.")
 platform_name = State("jax_platform_name", None, "Deprecated platform name.")
 debug_nans = _bool("jax_debug_nans", False, "FloatingPointError at the op that makes a NaN.")
 debug_infs = _bool("jax_debug_infs", False, "FloatingPointError at the op that makes an inf.")
-numpy_dtype_promotion_state = _enum("jax_numpy_dtype_promotion", "standard",
-                                    ("standard", "strict"), "Implicit dtype promotion.")
+numpy_dtype_promotion = _enum(
+    "jax_numpy_dtype_promotion", "standard", ("standard", "strict"),
+    "Within the context, 'strict' refuses implicit dtype promotion (a weak Python scalar may "
+    "still join an array of its kind or above); 'standard' is JAX's default lattice.")
 numpy_rank_promotion = _enum(
     "jax_numpy_rank_promotion", "allow", ("allow", "warn", "raise"),
     "Implicit rank promotion in NumPy-style broadcasting: allowed, warned about or refused.")
@@ -290,12 +292,6 @@ def disable_jit(disable: bool = True):
     """Within the context, jitted functions run op by op (Python control flow on values
     works)."""
     return disable_jit_state(disable)
-
-
-def numpy_dtype_promotion(mode: str):
-    """Within the context, ``"strict"`` refuses implicit dtype promotion (a weak Python scalar
-    may still join an array of its kind or above); ``"standard"`` is JAX's default lattice."""
-    return numpy_dtype_promotion_state(mode)
 
 
 def checking_leaks():

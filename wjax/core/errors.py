@@ -42,7 +42,7 @@ class JaxprTypeError(TypeError):
     """A jaxpr failed its type check."""
 
 
-class KeyReuseError(RuntimeError):
+class KeyReuseError(JAXTypeError):
     """A PRNG key was consumed twice (JAX's key-reuse checker; wjax does not check keys)."""
 
 

@@ -107,9 +107,31 @@ def _un(name):
     return f
 
 
+def _broadcast_ranks(name, xs):
+    """JAX's lax broadcasting: operands of one rank broadcast their size-1 dimensions
+    (rank-0 operands and Python scalars broadcast inside the primitive)."""
+    avs = [None if isinstance(x, WeakScalar) or _is_pyscalar(x) else _aval(x) for x in xs]
+    ranked = [a for a in avs if a is not None and a.ndim > 0]
+    if len({a.shape for a in ranked}) <= 1:
+        return xs
+    ranks = {a.ndim for a in ranked}
+    if len(ranks) > 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
+    shape = []
+    for dims in zip(*[a.shape for a in ranked]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            + ", ".join(str(a.shape) for a in ranked) + ".")
+        shape.append(sizes.pop() if sizes else 1)
+    shape = tuple(shape)
+    return [x if a is None or a.ndim == 0 or a.shape == shape else
+            broadcast_in_dim(x, shape, tuple(range(len(shape)))) for x, a in zip(xs, avs)]
+
+
 def _bin(name):
     def f(x, y):
-        return _p(name).bind(*_operands(x, y))
+        return _p(name).bind(*_broadcast_ranks(name, _operands(x, y)))
     f.__name__ = name
     return f
 
@@ -610,7 +632,7 @@ def _nary(name, n):
     def f(*xs):
         if len(xs) != n:
             raise TypeError(f"{name}() takes {n} arguments, got {len(xs)}")
-        return _p(name).bind(*_operands(*xs))
+        return _p(name).bind(*_broadcast_ranks(name, _operands(*xs)))
     f.__name__ = name
     return f
 

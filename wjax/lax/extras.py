@@ -18,6 +18,7 @@ from ..core import dtypes, ops, tree_util
 from ..core.ir import WeakScalar, abstractify, raise_to_shaped
 from ..core.primitive import REGISTRY
 from ..prims.conv import ConvDimensionNumbers
+from .control import while_loop
 
 __all__ = [
     "GatherScatterMode", "RandomAlgorithm", "DotAlgorithm", "DotAlgorithmPreset",
@@ -425,17 +426,23 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
 
 def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *,
                   update_shape=(), indices_are_sorted=False, unique_indices=False, mode=None):
-    """``operand`` with ``func`` applied to the entries the scatter indices select (each
-    selected entry once, as JAX's scatter of ``func`` over unique positions)."""
+    """``operand`` with ``func`` applied at every position the scatter indices select -- as
+    many times as the position is selected (``update_shape`` is the shape of the updates the
+    indices address)."""
     a = _aval(operand)
-    ids = ops.reshape(ops.iota(np.int32, math.prod(a.shape)), a.shape) if a.shape else \
-        np.zeros((), np.int32)
-    # mark the selected positions by scattering ones into a mask, then apply func there
-    mask = ops.scatter(ops.zeros_like(ids), scatter_indices,
-                       ops.broadcast_in_dim(np.ones((), np.int32), tuple(update_shape), ()),
-                       dimension_numbers, indices_are_sorted=indices_are_sorted,
-                       unique_indices=unique_indices, mode=mode)
-    return ops.select(ops.ne(mask, ops.zeros_like(mask)), func(operand), operand)
+    hits = ops.scatter_add(ops.broadcast_in_dim(np.zeros((), np.int32), a.shape, ()),
+                           scatter_indices,
+                           ops.broadcast_in_dim(np.ones((), np.int32), tuple(update_shape), ()),
+                           dimension_numbers, indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode)
+    most = ops.reduce_max(hits, tuple(range(a.ndim))) if a.ndim else hits
+
+    def body(state):
+        k, x = state
+        return ops.add(k, np.int32(1)), ops.select(ops.gt(hits, ops.broadcast_in_dim(
+            k, a.shape, ())), func(x), x)
+
+    return while_loop(lambda st: ops.lt(st[0], most), body, (np.int32(0), operand))[1]
 
 
 # --------------------------------------------------------------------------- associative_scan

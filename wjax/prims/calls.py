@@ -298,11 +298,33 @@ _custom_call_batch(custom_vjp_call_p)
 # ``rule(axis_size, in_batched, *args) -> (out, out_batched)``, called on the batched
 # operands (batch axis 0) when vmap meets the call.  jvp differentiates the function itself.
 
-def _custom_vmap_jvp(primals, tangents, *, jaxpr, rule, num_consts, in_tree, out_tree, name):
-    return jvp_eval(jaxpr.jaxpr, jaxpr.consts, list(primals), list(tangents))
+def _custom_vmap_jvp(primals, tangents, *, jaxpr, rule, num_consts, in_tree, out_tree, name,
+                     jvp_rule):
+    """The jvp is again a custom_vmap call: of the function's jvp, with the rule's jvp as its
+    batching rule (``jvp_rule(rule)``, built by the api layer), so vmap of jvp still uses
+    the user's rule."""
+    m = len(jaxpr.out_avals)
+    if all(isinstance(t, _ad.Zero) for t in tangents):
+        outs = custom_vmap_call_p.bind(*primals, jaxpr=jaxpr, rule=rule, num_consts=num_consts,
+                                       in_tree=in_tree, out_tree=out_tree, name=name,
+                                       jvp_rule=jvp_rule)
+        return list(outs), [_ad.Zero(_ad.tangent_aval(a)) for a in jaxpr.out_avals]
+    if any(not isinstance(t, _ad.Zero) for t in tangents[:num_consts]):
+        raise TypeError(f"custom_vmap function {name} closes over a value that is being "
+                        f"differentiated; pass it as an argument")
+    n = len(primals) - num_consts
+    jv, _ = jvp_jaxpr(jaxpr, [False] * num_consts + [True] * n, instantiate_outs=True)
+    tans = [_ad.instantiate(t) for t in tangents[num_consts:]]
+    both_in = tree_util.treedef_tuple([in_tree, in_tree])
+    both_out = tree_util.treedef_tuple([out_tree, out_tree])
+    outs = custom_vmap_call_p.bind(*primals, *tans, jaxpr=jv, rule=jvp_rule(rule, out_tree),
+                                   num_consts=num_consts, in_tree=both_in, out_tree=both_out,
+                                   name=name, jvp_rule=jvp_rule)
+    return list(outs[:m]), list(outs[m:])
 
 
-def _custom_vmap_batch(args, dims, *, jaxpr, rule, num_consts, in_tree, out_tree, name):
+def _custom_vmap_batch(args, dims, *, jaxpr, rule, num_consts, in_tree, out_tree, name,
+                       jvp_rule):
     n = batching.axis_size(args, dims)
     if any(d is not None for d in dims[:num_consts]):
         # a batched closed-over value: the function's own batching (as if no rule were given)
