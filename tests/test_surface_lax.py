@@ -112,8 +112,8 @@ def test_custom_linear_solve_values_and_every_derivative():
     both(lambda m: m.grad(lambda a, b: (_lin(m)(a, b) ** 2).sum(), argnums=(0, 1))(A3, B3),
          rtol=1e-4, atol=1e-5, what="grad")
     both(lambda m: m.jvp(_lin(m), (A3, B3), (np.ones_like(A3), B3)), rtol=1e-4, atol=1e-5)
-    both(lambda m: m.jit(m.vmap(lambda a: _lin(m)(a, B3)))(np.stack([A3, A3 + np.eye(3, dtype=f32)])),
-         rtol=1e-5, what="vmap")
+    two = np.stack([A3, A3 + np.eye(3, dtype=f32)])
+    both(lambda m: m.jit(m.vmap(lambda a: _lin(m)(a, B3)))(two), rtol=1e-5, what="vmap")
     both(lambda m: m.hessian(lambda b: (_lin(m)(A3, b) ** 3).sum())(B3), rtol=1e-4, atol=1e-5)
     # a while_loop solver (not differentiable itself) differentiated implicitly; symmetric
     both(lambda m: m.grad(lambda b: (m.lax.custom_linear_solve(

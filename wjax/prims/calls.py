@@ -25,7 +25,7 @@ from ..core.tracing import eval_jaxpr
 from ..transforms import ad as _ad
 from ..transforms import batching
 from ..transforms.dce import dce_jaxpr
-from ..transforms.jvp import jvp_eval, jvp_jaxpr
+from ..transforms.jvp import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
 from ..transforms.vmap import batched_aval, vmap_closed_jaxpr
