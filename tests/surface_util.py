@@ -29,12 +29,14 @@ def same(got, want, rtol=1e-5, atol=1e-6, dtype=True, what=""):
                                        atol=atol, equal_nan=True, err_msg=what)
 
 
-def both(fn, rtol=1e-5, atol=1e-6, dtype=True, what=""):
-    """``fn(wjax_module, jax_module)`` on both libraries; the results must agree."""
+def both(fn, rtol=1e-5, atol=1e-6, dtype=True, what="", jit_jax=False):
+    """``fn(module)`` on both libraries; the results must agree.  ``jit_jax``: real JAX runs
+    ``fn`` as one jitted program (XLA compiles it once instead of op by op: much faster for
+    long lists of small computations)."""
     import jax
     import wjax
     got = fn(wjax)
-    want = fn(jax)
+    want = jax.jit(lambda: fn(jax))() if jit_jax else fn(jax)
     same(got, want, rtol, atol, dtype, what)
     return got
 

@@ -67,7 +67,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
     counts = jnp.max(run, axis=0)
     best = jnp.argmax(run == counts[None, :], axis=0)
     vals = jnp.take_along_axis(s, best[None, :], axis=0)[0]
-    return ModeResult(vals.reshape(out_shape), counts.astype(x.dtype).reshape(out_shape))
+    return ModeResult(vals.reshape(out_shape), counts.astype(np.int32).reshape(out_shape))
 
 
 def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
