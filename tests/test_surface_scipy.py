@@ -11,8 +11,9 @@ import wjax
 import wjax.scipy.special as W
 from surface_util import both, raises_like_jax, same
 
-jax = pytest.importorskip("jax")
+pytest.importorskip("jax")
 sp = pytest.importorskip("scipy.special")
+import jax  # noqa: E402
 import jax.scipy.optimize  # noqa: E402,F401  (jax.scipy's submodules load lazily)
 import jax.scipy.signal  # noqa: E402,F401
 import jax.scipy.ndimage  # noqa: E402,F401
@@ -164,11 +165,13 @@ STATS = [
     ("gennorm", ("logpdf", "pdf", "cdf"), (X, f32(1.5))),
     ("gumbel_l", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"), (X, f32(0.5), f32(2.0))),
     ("gumbel_r", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"), (X, f32(0.5), f32(2.0))),
-    ("gumbel_l", ("ppf",), (Q, f32(0.5), f32(2.0))), ("gumbel_r", ("ppf",), (Q, f32(0.5), f32(2.0))),
+    ("gumbel_l", ("ppf",), (Q, f32(0.5), f32(2.0))),
+    ("gumbel_r", ("ppf",), (Q, f32(0.5), f32(2.0))),
     ("laplace", ("logpdf", "pdf", "cdf"), (X, f32(0.5), f32(2.0))),
     ("logistic", ("logpdf", "pdf", "cdf", "sf"), (X, f32(0.5), f32(2.0))),
     ("logistic", ("ppf", "isf"), (Q, f32(0.5), f32(2.0))),
-    ("pareto", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"), (X, f32(3.0), f32(0.5), f32(1.0))),
+    ("pareto", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"),
+     (X, f32(3.0), f32(0.5), f32(1.0))),
     ("pareto", ("ppf",), (Q, f32(3.0))),
     ("truncnorm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"),
      (X, f32(-1.0), f32(2.0), f32(0.5), f32(1.5))),
@@ -200,8 +203,8 @@ def test_distributions_match_jax():
 def test_multivariate_distributions_and_summaries():
     xd = np.array([[0.2, 0.3], [0.5, 0.1], [0.3, 0.6]], f32)
     al = np.array([1.0, 2.0, 3.0], f32)
-    both(lambda m: [m.scipy.stats.dirichlet.logpdf(xd, al), m.scipy.stats.dirichlet.pdf(xd[:2], al)],
-         rtol=1e-5)
+    both(lambda m: [m.scipy.stats.dirichlet.logpdf(xd, al),
+                    m.scipy.stats.dirichlet.pdf(xd[:2], al)], rtol=1e-5)
     raises_like_jax(lambda m: m.scipy.stats.dirichlet.logpdf(xd, al[None]), match="one-dim")
     xm = np.array([1, 2, 3])
     p = np.array([0.2, 0.3, 0.5], f32)
