@@ -29,10 +29,11 @@ def same(got, want, rtol=1e-5, atol=1e-6, dtype=True, what=""):
                                        atol=atol, equal_nan=True, err_msg=what)
 
 
-def both(fn, rtol=1e-5, atol=1e-6, dtype=True, what="", jit_jax=False):
-    """``fn(module)`` on both libraries; the results must agree.  ``jit_jax``: real JAX runs
-    ``fn`` as one jitted program (XLA compiles it once instead of op by op: much faster for
-    long lists of small computations)."""
+def both(fn, rtol=1e-5, atol=1e-6, dtype=True, what="", jit_jax=True):
+    """``fn(module)`` on both libraries; the results must agree.  wjax runs ``fn`` as
+    written (eagerly, unless ``fn`` jits); real JAX runs it as one jitted program by default
+    (``jit_jax``: XLA compiles it once instead of op by op, which is much faster for long
+    lists of small computations; off where ``fn`` needs concrete values)."""
     import jax
     import wjax
     got = fn(wjax)
