@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import wjax
 from surface_util import both, raises_like_jax
 
 jax = pytest.importorskip("jax")
