@@ -322,3 +322,46 @@ def test_map_coordinates_optimize_integrate():
                     m.scipy.integrate.trapezoid(np.arange(6.0, dtype=f32).reshape(2, 3),
                                                 np.array([0.0, 1.0, 3.0], f32))])
     same(wjax.scipy.integrate.trapezoid(np.arange(4.0, dtype=f32)), np.float32(4.5))
+
+
+def test_sparse_solvers_interpolate_and_vq():
+    import jax.scipy.sparse.linalg  # noqa: F401
+    import jax.scipy.interpolate  # noqa: F401
+    import jax.scipy.cluster.vq  # noqa: F401
+    A = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]], f32)
+    Nm = np.array([[4.0, 1.0, 0.5], [0.2, 3.0, 1.0], [0.0, -1.0, 2.0]], f32)
+    b = np.array([1.0, 2.0, 3.0], f32)
+    got = both(lambda m: [m.scipy.sparse.linalg.cg(A, b)[0],
+                          m.scipy.sparse.linalg.cg(lambda x: A @ x, b,
+                                                   M=np.diag(1 / np.diag(A)))[0],
+                          m.scipy.sparse.linalg.bicgstab(Nm, b)[0],
+                          m.scipy.sparse.linalg.gmres(Nm, b)[0],
+                          m.scipy.sparse.linalg.gmres(Nm, b, restart=2)[0],
+                          m.scipy.sparse.linalg.gmres(Nm, b)[1]],
+               rtol=1e-4, atol=1e-5, jit_jax=False)
+    np.testing.assert_allclose(got[0], np.linalg.solve(A, b), rtol=1e-4)
+    np.testing.assert_allclose(got[3], np.linalg.solve(Nm, b), rtol=1e-4)
+    # implicit derivatives (custom_linear_solve): in b, and in values A closes over
+    both(lambda m: m.grad(lambda bb: m.scipy.sparse.linalg.cg(A, bb)[0].sum())(b), rtol=1e-4,
+         jit_jax=False)
+    both(lambda m: m.grad(lambda aa: m.scipy.sparse.linalg.gmres(lambda x: aa @ x, b)[0].sum())(
+        Nm), rtol=1e-3, atol=1e-4, jit_jax=False)
+    both(lambda m: m.scipy.sparse.linalg.cg(lambda t: {"u": 2 * t["u"], "v": 3 * t["v"]},
+                                            {"u": b, "v": b[:2]})[0], rtol=1e-5, jit_jax=False)
+    raises_like_jax(lambda m: m.scipy.sparse.linalg.cg(A[:2], b), match="square")
+    raises_like_jax(lambda m: m.scipy.sparse.linalg.cg(A, b, x0=b[:2]), match="shapes")
+    grid = (np.linspace(0, 1, 4).astype(f32), np.linspace(-1, 1, 5).astype(f32))
+    vals = R.randn(4, 5).astype(f32)
+    xi = R.uniform(-1.2, 1.2, (7, 2)).astype(f32)
+    both(lambda m: [m.scipy.interpolate.RegularGridInterpolator(grid, vals)(xi),
+                    m.scipy.interpolate.RegularGridInterpolator(grid, vals, method="nearest")(xi),
+                    m.scipy.interpolate.RegularGridInterpolator(grid, vals, fill_value=None)(xi),
+                    m.scipy.interpolate.RegularGridInterpolator(
+                        grid, vals[..., None] * np.ones(3, f32))(xi)], rtol=1e-5, jit_jax=False)
+    interp = wjax.scipy.interpolate.RegularGridInterpolator(grid, vals)
+    assert wjax.jit(lambda f, x: f(x))(interp, xi).shape == (7,)
+    raises_like_jax(lambda m: m.scipy.interpolate.RegularGridInterpolator(grid, vals,
+                                                                          method="cubic"),
+                    match="not defined")
+    obs, cb = R.randn(6, 3).astype(f32), R.randn(4, 3).astype(f32)
+    both(lambda m: m.scipy.cluster.vq.vq(obs, cb), rtol=1e-5)
