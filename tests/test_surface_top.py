@@ -361,3 +361,16 @@ def test_new_modules_resolve_through_the_import_hook(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["wjax", "wjax.image", "wjax.numpy.ufunc_objects", "2.0"]
+
+
+def test_debug_log_goes_to_jax_logger(caplog):
+    for m in (wjax, jax):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="jax._src.debugging"):
+            m.debug.log("hello {x}", x=3)
+            m.jit(lambda v: m.debug.log("v={v}", v=v))(2.0)
+            m.effects_barrier()
+        assert [r.getMessage() for r in caplog.records
+                if r.name == "jax._src.debugging"] == ["hello 3", "v=2.0"], m.__name__
+    with pytest.raises(ValueError, match="format string"):
+        wjax.debug.log("{}", 1, 2)
