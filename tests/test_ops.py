@@ -38,6 +38,10 @@ EXCLUDED = {
     "io_callback": "host callback; tests/programs/debug_callbacks.py",
     "custom_linear_solve": "carries the solver jaxprs (lax.custom_linear_solve); "
                            "tests/test_surface_lax.py against real JAX",
+    "linear_call": "carries the callee and transpose jaxprs (custom_derivatives.linear_call); "
+                   "tests/test_surface_top.py against real JAX",
+    "custom_vmap_call": "carries a function's jaxpr and its vmap rule (custom_batching); "
+                        "tests/test_surface_top.py against real JAX",
 }
 # collectives never run on their own: vmap's rewrite of their named axis replaces them with array
 # operations (tests/test_collectives.py compares every one with real JAX)

@@ -374,3 +374,19 @@ def test_debug_log_goes_to_jax_logger(caplog):
                 if r.name == "jax._src.debugging"] == ["hello 3", "v=2.0"], m.__name__
     with pytest.raises(ValueError, match="format string"):
         wjax.debug.log("{}", 1, 2)
+
+
+def test_linear_call_uses_its_transpose():
+    def f(m):
+        def g(x, y):
+            return x + m.custom_derivatives.linear_call(
+                lambda r, v: v / r, lambda r, t: t / r * 10, y, x)
+        return g
+    both(lambda m: [f(m)(f32(1.0), f32(2.0)), m.grad(f(m))(f32(1.0), f32(2.0)),
+                    m.jvp(lambda x: f(m)(x, f32(2.0)), (f32(1.0),), (f32(1.0),)),
+                    m.jit(m.grad(f(m)))(f32(1.0), f32(2.0))])
+    # vmap (JAX has no batching rule for linear_call; wjax batches both functions)
+    same(wjax.vmap(wjax.grad(f(wjax)))(np.arange(3.0, dtype=f32), np.full(3, 2.0, f32)),
+         np.full(3, 6.0, f32))
+    with pytest.raises(TypeError, match="residual"):
+        wjax.grad(f(wjax), argnums=1)(f32(1.0), f32(2.0))

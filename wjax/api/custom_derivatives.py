@@ -32,6 +32,7 @@ from ..core import dtypes, tree_util
 from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
 from ..core.tracing import DebugInfo, Tracer, current_builder, eval_jaxpr, trace_flat
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
+from ..prims.solves import linear_call_p
 from ..transforms import ad as _ad
 
 # --------------------------------------------------------------------------- helpers
@@ -582,4 +583,53 @@ def custom_gradient(fun):
     return wrapped
 
 
-__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "custom_gradient"]
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "custom_gradient", "linear_call"]
+
+
+def linear_call(fun, fun_transpose, residual_args, linear_args):
+    """``fun(residual_args, linear_args)``, a function linear in ``linear_args``, whose
+    transpose (for reverse-mode autodiff) is ``fun_transpose(residual_args, cotangents)``
+    instead of the transpose of ``fun``'s own operations."""
+    res_leaves, res_tree = tree_util.tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_util.tree_flatten(linear_args)
+    res_avals = [abstractify(x) for x in res_leaves]
+    box = []
+
+    def callee_flat(*xs):
+        r = tree_util.tree_unflatten(res_tree, list(xs[:len(res_leaves)]))
+        lin = tree_util.tree_unflatten(lin_tree, list(xs[len(res_leaves):]))
+        out = fun(r, lin)
+        leaves, tree = tree_util.tree_flatten(out)
+        box.append((tree, [abstractify(v) for v in leaves]))
+        return leaves
+
+    callee = trace_flat(callee_flat, res_avals + [abstractify(x) for x in lin_leaves],
+                        DebugInfo("linear_call", fun))
+    out_tree, out_avals = box[0]
+
+    def transpose_flat(*xs):
+        r = tree_util.tree_unflatten(res_tree, list(xs[:len(res_leaves)]))
+        ct = tree_util.tree_unflatten(out_tree, list(xs[len(res_leaves):]))
+        out = fun_transpose(r, ct)
+        leaves, tree = tree_util.tree_flatten(out)
+        if tree != lin_tree:
+            raise TypeError(f"linear_call: the transpose function returned a tree {tree}, "
+                            f"not the linear arguments' {lin_tree}")
+        return leaves
+
+    transposed = trace_flat(transpose_flat, res_avals + out_avals,
+                            DebugInfo("linear_call transpose", fun_transpose))
+    cj, cc = _lift(callee)
+    tj, tc = _lift(transposed)
+    outs = linear_call_p.bind(*cc, *tc, *res_leaves, *lin_leaves, callee=cj, transpose=tj,
+                              num_callee_consts=len(cc), num_transpose_consts=len(tc),
+                              num_res=len(res_leaves))
+    return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _lift(closed):
+    """The closed jaxpr with its constants as leading inputs, and those constants."""
+    j = _ad.hoist_call_consts(closed)
+    jj = j.jaxpr
+    return ClosedJaxpr(Jaxpr([], jj.constvars + jj.invars, jj.outvars, jj.eqns), []), \
+        list(j.consts)

@@ -112,3 +112,78 @@ def _batch(args, dims, *, const_lengths, jaxprs):
 
 
 linear_solve_p.batch = _batch
+
+
+# --------------------------------------------------------------------------- linear_call
+# ``custom_derivatives.linear_call(callee, transpose, residual_args, linear_args)``: a call
+# of ``callee(res, lin)``, linear in ``lin``, whose transpose is ``transpose(res, ct)``.  The
+# equation carries both closed jaxprs (closed-over values lifted to leading operands,
+# ``num_callee_consts`` and ``num_transpose_consts`` of them), then the residuals
+# (``num_res``), then the linear operands.
+
+linear_call_p = Primitive("linear_call", multiple_results=True)
+
+
+def _lc_split(args, nc, nt, nr):
+    return args[:nc], args[nc:nc + nt], args[nc + nt:nc + nt + nr], args[nc + nt + nr:]
+
+
+@linear_call_p.def_abstract_eval
+def _lc_abstract(*avals, callee, transpose, num_callee_consts, num_transpose_consts, num_res):
+    return list(callee.out_avals)
+
+
+def _lc_run(*args, callee, transpose, num_callee_consts, num_transpose_consts, num_res):
+    cc, _, res, lin = _lc_split(args, num_callee_consts, num_transpose_consts, num_res)
+    return eval_jaxpr(callee.jaxpr, callee.consts, *cc, *res, *lin)
+
+
+linear_call_p.impl = _lc_run
+linear_call_p.expand = _lc_run
+
+
+def _lc_jvp(primals, tangents, **params):
+    nc, nt, nr = (params["num_callee_consts"], params["num_transpose_consts"],
+                  params["num_res"])
+    if any(not isinstance(t, _ad.Zero) for t in tangents[:nc + nt + nr]):
+        raise TypeError("linear_call: differentiation with respect to the residual arguments "
+                        "(or values the functions close over) is not supported")
+    outs = linear_call_p.bind(*primals, **params)
+    lin_t = tangents[nc + nt + nr:]
+    if all(isinstance(t, _ad.Zero) for t in lin_t):
+        return outs, [_ad.Zero(_ad.tangent_aval(_ad.aval_of(o))) for o in outs]
+    touts = linear_call_p.bind(*primals[:nc + nt + nr], *[_ad.instantiate(t) for t in lin_t],
+                               **params)
+    return outs, list(touts)
+
+
+def _lc_transpose(cts, *args, callee, transpose, num_callee_consts, num_transpose_consts,
+                  num_res):
+    cc, tc, res, lin = _lc_split(args, num_callee_consts, num_transpose_consts, num_res)
+    if any(_ad.is_undefined_primal(a) for a in (*cc, *tc, *res)):
+        raise TypeError("linear_call: transposition with respect to the residual arguments "
+                        "is not supported")
+    cts = [_ad.instantiate(c) for c in cts]
+    out = linear_call_p.bind(*tc, *cc, *res, *cts, callee=transpose, transpose=callee,
+                             num_callee_consts=num_transpose_consts,
+                             num_transpose_consts=num_callee_consts, num_res=num_res)
+    return [None] * (len(args) - len(lin)) + list(out)
+
+
+def _lc_batch(args, dims, *, callee, transpose, num_callee_consts, num_transpose_consts,
+              num_res):
+    n = batching.axis_size(args, dims)
+    moved = [batching.move_batch_axis(a, d, 0, n) for a, d in zip(args, dims)]
+    nc, nt = num_callee_consts, num_transpose_consts
+    nl_c = len(callee.jaxpr.invars)
+    nl_t = len(transpose.jaxpr.invars)
+    bc = vmap_closed_jaxpr(callee, [0] * nl_c, n, out_dims=0)[0]
+    bt = vmap_closed_jaxpr(transpose, [0] * nl_t, n, out_dims=0)[0]
+    outs = linear_call_p.bind(*moved, callee=bc, transpose=bt, num_callee_consts=nc,
+                              num_transpose_consts=nt, num_res=num_res)
+    return list(outs), [0] * len(outs)
+
+
+linear_call_p.jvp = _lc_jvp
+linear_call_p.transpose = _lc_transpose
+linear_call_p.batch = _lc_batch
