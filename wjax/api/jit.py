@@ -52,6 +52,33 @@ def _hoist_tracer_consts(closed: ClosedJaxpr):
     return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
 
 
+def _fun_info(f) -> str:
+    name = getattr(f, "__name__", None) or type(f).__name__
+    code = getattr(f, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code is not None else name
+
+
+_KEY_PARTS = ("input pytree structure", "input types (shapes, dtypes, weak types)",
+              "static positional arguments", "static keyword arguments",
+              "configuration flags the trace depends on", "named axes in scope")
+
+
+def _explain_miss(fun, cache, key) -> None:
+    """Logs why ``fun`` is traced again (``jax_explain_cache_misses``), as JAX's
+    'TRACING CACHE MISS' warnings."""
+    where = _fun_info(fun)
+    if not cache:
+        logger.warning("TRACING CACHE MISS at %s because:\n  never seen function:\n    %s",
+                       where, where)
+        return
+    reasons = []
+    for prev in list(cache)[-1:]:
+        for part, a, b in zip(_KEY_PARTS, prev, key):
+            if a != b:
+                reasons.append(f"  different {part}:\n    before: {a}\n    now:    {b}")
+    logger.warning("TRACING CACHE MISS at %s because:\n%s", where, "\n".join(reasons))
+
+
 class Lowered:
     def __init__(self, closed, compiled):
         self.jaxpr, self._compiled = closed, compiled
@@ -178,10 +205,15 @@ class JitWrapped:
         except TypeError:
             raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
-        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env(),
+        key = (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
                tuple(getattr(a, "sharding", None) for a in avals))
         hit = self._cache.get(key)
         if hit is None:
+            if _cfg.jax_no_tracing:
+                raise RuntimeError(f"re-tracing function {_fun_info(self.fun)} for `jit`, but "
+                                   f"'no_tracing' is set")
+            if _cfg.jax_explain_cache_misses:
+                _explain_miss(self.fun, self._cache, key)
             t0 = time.perf_counter()
             out_tree_box = []
             static_pos = dict(statics)
@@ -201,7 +233,8 @@ class JitWrapped:
             per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
             names = arg_names_of(self.fun, per_arg)
             names += [f"{k}" for k in dyn_kw]
-            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
+            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names),
+                                check_leaks=True)
             hit = [closed, out_tree_box[0], None]    # None: compiled on the first run
             if not any(isinstance(c, Tracer) for c in closed.consts):
                 self._cache[key] = (

@@ -71,8 +71,12 @@ __all__ = [
     "issubdtype", "is_float", "is_int", "is_unsigned", "is_bool", "is_complex", "is_inexact",
     "finfo", "iinfo", "default_float_dtype", "default_int_dtype", "default_uint_dtype",
     "default_complex_dtype", "python_scalar_dtypes", "scalar_type_of", "scalar_type_to_dtype",
-    "supported_dtypes",
+    "supported_dtypes", "float0", "itemsize_bits",
 ]
+
+# The dtype of the tangents of integer and boolean values (JAX's ``jax.dtypes.float0``): a
+# zero-size void, so grad(f, allow_int=True) returns arrays of it for integer inputs.
+float0 = np.dtype([("float0", np.void, 0)])
 
 # ---------------------------------------------------------------------------
 # Scalar types (what ``jnp.float32`` etc. are; the Array layer may wrap them).
@@ -504,3 +508,19 @@ def scalar_type_to_dtype(typ: type, value: Any = None) -> np.dtype:
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python int {value} too large to convert to {out}")
     return out
+
+
+_SUBBYTE_BITS = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2, "float4_e2m1fn": 4}
+
+
+def itemsize_bits(dtype) -> int:
+    """The size of one element of ``dtype`` in bits (sub-byte types included)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
+    if name in _SUBBYTE_BITS:
+        return _SUBBYTE_BITS[name]
+    dt = np.dtype(dtype)
+    if dt == float0 or dt.kind == "V":
+        raise ValueError(f"unexpected input: dtype={dt!r}")
+    return dt.itemsize * 8
