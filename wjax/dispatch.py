@@ -67,9 +67,9 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     def __call__(self, args: list) -> list[Array]:
-        bufs = [device_array(a).buffer for a in args]
+        bufs = [a.buffer if type(a) is Array else device_array(a).buffer for a in args]
         outs = self.bound.run(runtime.get(), bufs)
-        res = [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
         if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
         return res
@@ -96,7 +96,7 @@ def device_array(x) -> Array:
         x, weak = x.val, True
     if np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
         dt, w = dtypes.dtype_and_weak(x)
-        key = (np.asarray(x).tobytes(), str(dt), weak if weak is not None else w)
+        key = (np.asarray(x).tobytes(), dt, weak if weak is not None else w)
         return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak))
     return asarray_device(x, weak_type=weak)
 

@@ -17,6 +17,7 @@ import time
 import weakref
 
 from .. import dispatch
+from ..array import Array
 from ..backend import runtime
 from ..core import caches, tree_util
 from ..core.config import config as _cfg
@@ -139,6 +140,12 @@ class JitWrapped:
         dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return statics, static_kw, dyn_args, dyn_kw
 
+    def _slow_key(self, args, kwargs):
+        statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
+        avals = tuple(abstractify(x) for x in leaves)
+        return (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env())
+
     def _trace(self, args, kwargs):
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
@@ -180,6 +187,22 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if _cfg.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if not kwargs and not self.static_argnums and current_builder() is None:
+            # the common call: positional device arrays only.  Its trace is found by the
+            # arguments' avals alone (their tree is a flat list), without flattening.
+            try:
+                key = ("arrays", tuple([a.aval for a in args if type(a) is Array]),
+                       _cfg.jax_threefry_partitionable, axis_env())
+            except AttributeError:
+                key = None
+            if key is not None and len(key[1]) == len(args):
+                hit = self._cache.get(key)
+                if hit is None:
+                    hit, _ = self._trace(args, kwargs)
+                    if self._cache.get(self._slow_key(args, kwargs)) is hit:
+                        self._cache[key] = hit
+                outs = self._compiled(hit)(args)
+                return tree_util.tree_unflatten(hit[1], outs)
         hit, leaves = self._trace(args, kwargs)
         closed, out_tree = hit[0], hit[1]
         name = getattr(self.fun, "__name__", "fun")

@@ -61,49 +61,88 @@ def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffe
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
+    prog = plan.__dict__.get("_program")
+    if prog is None:
+        prog = plan._program = Program(plan)
     with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
-        return _run_plan(plan, in_buffers, rt, indirect, out_buffers)
+        return prog.run(rt, in_buffers, indirect, out_buffers)
 
 
 def _is_lit_key(k) -> bool:
     return isinstance(k, tuple) and bool(k) and k[0] == "lit"
 
 
-def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
-    env = dict(zip(plan.in_keys, in_buffers))
-    outs = set(k for k in plan.out_keys if not _is_lit_key(k))
-    for k, b in zip(plan.out_keys, out_buffers or ()):
-        if k in outs and k not in env:
-            env[k] = b
-    slot = None if indirect is None else indirect[1]
-    for i, d in enumerate(plan.steps):
-        bufs = []
-        for k in d.keys:
-            b = env.get(k)
-            if b is None:
-                b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
-            bufs.append(b)
-        if isinstance(d, HostStep):
-            assert indirect is None, "an indirect plan holds a host step"
-            d.fn(rt, bufs)
-        elif indirect is None:
-            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges)
-        else:
-            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges, (indirect[0], 12 * slot))
-            slot += 1
-        for k in dict.fromkeys(d.keys):     # a step may bind one buffer twice
-            if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
-                del env[k]
-    result = []
-    for k in plan.out_keys:
-        if _is_lit_key(k):
-            result.append(k[1])
-        else:
-            b = env.get(k)
+class Program:
+    """A plan prepared for running often: buffer keys become slots of a list, and each step
+    knows which slots it allocates before and frees after it (the work ``run`` does per call
+    is what recording the dispatches needs, nothing proportional to the plan's analysis)."""
+
+    def __init__(self, plan: Plan):
+        slot: dict = {}
+        for i, k in enumerate(plan.in_keys):
+            slot[k] = i
+        self.n_in = n_in = len(plan.in_keys)
+        in_set = set(plan.in_keys)
+        outs = set(k for k in plan.out_keys if not _is_lit_key(k))
+        self.out_slots = []          # per output: its slot, or None (a literal)
+        for k in plan.out_keys:
+            if _is_lit_key(k):
+                self.out_slots.append(None)
+                continue
+            if k not in slot:
+                slot[k] = len(slot)
+            self.out_slots.append(slot[k])
+        self.lits = [k[1] if _is_lit_key(k) else None for k in plan.out_keys]
+        self.steps = []
+        for i, d in enumerate(plan.steps):
+            slots, allocs = [], []
+            for k in d.keys:
+                if k not in slot:
+                    slot[k] = len(slot)
+                s = slot[k]
+                if s >= n_in:
+                    allocs.append((s, nbytes_of(plan.avals[k])))
+                slots.append(s)
+            frees = [slot[k] for k in dict.fromkeys(d.keys)   # a step may bind one buffer twice
+                     if plan.last_use.get(k) == i and k not in outs and k not in in_set]
+            self.steps.append((isinstance(d, HostStep), d, slots, allocs, frees))
+        self.out_sizes = {slot[k]: nbytes_of(plan.avals[k]) for k in outs if slot[k] >= n_in}
+        self.n_slots = len(slot)
+
+    def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None) -> list:
+        n_in = self.n_in
+        env = list(in_buffers) + [None] * (self.n_slots - n_in)
+        if out_buffers:
+            for s, b in zip(self.out_slots, out_buffers):
+                if s is not None and s >= n_in and env[s] is None:
+                    env[s] = b
+        slot = None if indirect is None else indirect[1]
+        dispatch, alloc = rt.dispatch, rt.alloc
+        for host, d, slots, allocs, frees in self.steps:
+            for s, n in allocs:
+                if env[s] is None:
+                    env[s] = alloc(n)
+            bufs = [env[s] for s in slots]
+            if host:
+                assert indirect is None, "an indirect plan holds a host step"
+                d.fn(rt, bufs)
+            elif indirect is None:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges)
+            else:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges, (indirect[0], 12 * slot))
+                slot += 1
+            for s in frees:
+                env[s] = None
+        result = []
+        for s, lit in zip(self.out_slots, self.lits):
+            if s is None:
+                result.append(lit)
+                continue
+            b = env[s]
             if b is None:   # e.g. a zero-size output that no kernel wrote
-                b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
+                b = env[s] = alloc(self.out_sizes[s])
             result.append(b)
-    return result
+        return result
 
 
 class Executable:

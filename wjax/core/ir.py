@@ -9,6 +9,7 @@ backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ class ShapedArray:
         self.weak_type: bool = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def update(self, shape: Sequence[int] | None = None, dtype: Any = None,
                weak_type: bool | None = None) -> "ShapedArray":
