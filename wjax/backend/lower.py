@@ -238,9 +238,25 @@ class Fuser:
             ):
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lowering.key_of(atom)
+            kb = self.kb
+            if kb.vec > 1 and kb.vec_ok and (aval.ndim == 0 or (idx.flat() != "i"
+                                                                and kb.uniform(idx.flat()))):
+                # in a vec4 kernel, a value that is the same for all lanes (an eager op's
+                # Python scalar, a reduction's broadcast operand): one scalar read, splatted
+                flat = "0u" if aval.ndim == 0 else idx.flat()
+                vec, kb.vec = kb.vec, 1
+                name = kb.bind(k, aval.dtype, "read")
+                expr = kb.load(f"{name}[{flat}]", aval.dtype)
+                kb.vec = vec
+                out = kb.let(f"vec{vec}<{W.value_type(aval.dtype)}>({expr})", kb.vt(aval.dtype))
+                self.memo[key] = out
+                kb.nonflat_keys.add(k)
+                return out
             name = self.kb.bind(k, aval.dtype, "read")
             flat = idx.flat()
-            if flat != "i":
+            if flat == "0u" and aval.ndim == 0:
+                self.kb.nonflat_keys.add(k)     # read once: a vec4 kernel splats it
+            elif flat != "i":
                 self.kb.vec_ok = False
                 self.kb.nonflat_keys.add(k)
             expr = self.kb.load(f"{name}[{flat}]", aval.dtype)
@@ -564,6 +580,8 @@ class Lowering:
             return self._emit_chunked(current, level, kb, n)
         if kb.n_bindings() > self.max_storage:
             raise BindingOverflow(current[0], kb.n_bindings(), bool(kb.windowed))
+        if single and self.target.is_cpu and not kb.windowed and self._looped(current, level, kb):
+            return
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
             src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
@@ -571,6 +589,104 @@ class Lowering:
                 self.add_dispatch(vkb, src, grid)
                 return
         self._emit_fused(kb, n)
+
+    _READ = __import__("re").compile(r"\bb\d+\[")
+
+    def _looped(self, roots, level, flat_kb: KernelBuilder) -> bool:
+        """On CPU adapters, an elementwise kernel that reads broadcast operands (a row's mean,
+        a column's scale) may run as a loop instead: each thread takes a chunk of a range of
+        dims ``[k1, k2)`` at fixed outer and inner positions, so reads depending only on
+        those are made once per thread, before the loop (each read is a gather per SIMD lane
+        on lavapipe: a normalization reading three values per element costs three times one
+        reading one).  The range with the fewest reads left in the loop wins, if it has fewer
+        than the flat kernel; a range ending at the last dim (``I == 1``) also tries ``vec4``
+        loads along it.  Emits the kernel and returns True, or returns False."""
+        shape = roots[0].aval.shape
+        n = roots[0].aval.size
+        if len(shape) < 2 or n < 256:
+            return False
+        if not any(k in self.plan.avals and self.plan.avals[k].size < n
+                   for k in flat_kb.nonflat_keys):
+            return False       # no broadcast operand: nothing to hoist
+        flat_reads = sum(len(self._READ.findall(ln)) for ln in flat_kb.lines) - len(roots)
+        best = None
+        for k1 in range(len(shape)):
+            for k2 in range(k1 + 1, len(shape) + 1):
+                if (k1, k2) == (0, len(shape)) or int(np.prod(shape[k1:k2])) < 2:
+                    continue
+                kb, pre, inside, meta = self._gen_looped(roots, level, shape, k1, k2, 1)
+                reads = sum(len(self._READ.findall(ln)) for ln in inside) - len(roots)
+                if best is None or reads < best[0]:
+                    best = (reads, k1, k2, kb, pre, inside, meta)
+        if best is None or best[0] >= flat_reads:
+            return False
+        reads, k1, k2, kb, pre, inside, meta = best
+        if k2 == len(shape) and meta["L"] % 4 == 0 and meta["chunk"] % 4 == 0:
+            vkb, vpre, vinside, vmeta = self._gen_looped(roots, level, shape, k1, k2, 4)
+            if vkb.vec_ok:
+                src, grid = self._looped_src(vkb, vpre, vinside, vmeta)
+                if self._compiles(vkb.finish(src)):
+                    self.add_dispatch(vkb, src, grid)
+                    return True
+        src, grid = self._looped_src(kb, pre, inside, meta)
+        self.add_dispatch(kb, src, grid)
+        return True
+
+    def _gen_looped(self, roots, level, shape, k1, k2, vec):
+        O = int(np.prod(shape[:k1], dtype=np.int64))
+        L = int(np.prod(shape[k1:k2], dtype=np.int64))
+        I = int(np.prod(shape[k2:], dtype=np.int64))
+        threads = 4096
+        C = max(1, min(-(-L // 16), -(-threads // max(O * I, 1))))
+        C = max(C, -(-L // 32768))
+        chunk = -(-L // C)
+        if vec > 1:
+            chunk = -(-chunk // 4) * 4
+            C = -(-L // chunk)
+        kb = self.new_kb()
+        od = Index(kb, shape[:k1], flat="wj_out").dims() if k1 else []
+        ind = Index(kb, shape[k2:], flat="wj_in").dims() if k2 < len(shape) else []
+        head, kb.lines = kb.lines, []
+        if vec > 1:
+            kb.vec, kb.vec_ok = vec, True
+            kb.varying |= {"l", "wj_vl"}
+            ld = ["wj_vl"] * (k2 - k1)
+            kb.emit("let i: u32 = wj_base / 4u + l;")
+        else:
+            ld = Index(kb, shape[k1:k2], flat="l").dims()
+            kb.emit(f"let i: u32 = wj_base + l * {I}u;" if I > 1 else "let i: u32 = wj_base + l;")
+        idx = Index(kb, shape, flat="i", dims=od + ld + ind, lanes=vec > 1)
+        f = Fuser(kb, self, level)
+        written = []
+        for v in roots:
+            val = self._read_root(f, v, idx)
+            name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
+            written.append(name)
+            kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
+        pre, inside = W.hoist_invariants(kb.lines, ["l", "i"], written)
+        meta = dict(O=O, L=L, I=I, C=C, chunk=chunk, head=head, vec=vec)
+        return kb, pre, inside, meta
+
+    def _looped_src(self, kb, pre, inside, meta):
+        O, L, I, C, chunk, vec = (meta[k] for k in ("O", "L", "I", "C", "chunk", "vec"))
+        wg = 64
+        threads = O * I * C
+        grid = W.grid_for(-(-threads // wg), kb.max_groups)
+        units = L // vec
+        lines = [f"let t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;",
+                 f"if (t >= {threads}u) {{ return; }}",
+                 f"let wj_in = t % {I}u;", f"let wj_c = (t / {I}u) % {C}u;",
+                 f"let wj_out = t / {I * C}u;",
+                 f"let wj_base = wj_out * {L * I}u + wj_in;",
+                 f"let lo = wj_c * {chunk // vec}u;",
+                 f"let hi = min(lo + {chunk // vec}u, {units}u);"] + meta["head"] + pre
+        body = "\n    ".join(inside)
+        src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+               f"@builtin(local_invocation_index) lid: u32) {{\n  "
+               + "\n  ".join(lines)
+               + f"\n  for (var l = lo; l < hi; l = l + 1u) {{\n    {body}\n  }}\n}}\n")
+        return src, grid
 
     def _flat_keys(self, kb: KernelBuilder, n: int) -> list:
         """The buffers an elementwise kernel over ``n`` elements reads and writes at ``i``."""

@@ -135,7 +135,7 @@ def render(name: str, **subs) -> str:
     return src
 
 
-_MAIN = re.compile(r"fn main\(([^)]*)\)\s*(->[^{]*)?\{")
+_MAIN = re.compile(r"fn main\(((?:[^()]|\([^()]*\))*)\)\s*(->[^{]*)?\{")  # @builtin(..) nests
 
 
 def finalize(src: str) -> str:
@@ -232,6 +232,10 @@ class KernelBuilder:
         self.vec = 1
         self.vec_ok = True
         self.nonflat_keys: set = set()   # buffers read at an index other than the flat i
+        # in vec mode, names whose value differs between the lanes of a vec (the flat index
+        # ``i`` and what is computed from it); a read at an index naming none of them is the
+        # same for every lane: one scalar read, splatted (``uniform``)
+        self.varying: set = {"i"}
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
@@ -329,7 +333,13 @@ class KernelBuilder:
     def let(self, expr: str, ty: str | None = None) -> str:
         name = self.fresh()
         self.lines.append(f"let {name}{': ' + ty if ty else ''} = {expr};")
+        if self.vec > 1 and not self.uniform(expr):
+            self.varying.add(name)
         return name
+
+    def uniform(self, expr: str) -> bool:
+        """Whether ``expr`` (an index) is the same for every lane of a vec (vec mode)."""
+        return not any(w in self.varying for w in _IDENT.findall(expr))
 
     def var(self, expr: str, ty: str) -> str:
         name = self.fresh("v")
@@ -384,6 +394,38 @@ class KernelBuilder:
             f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"
             f"    {body}\n  }}\n}}\n"
         ), grid
+
+
+_LET = re.compile(r"^let (\w+)\s*(?::[^=]+)?=(.*);$", re.S)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_STORE = re.compile(r"^b\d+\[[^;]*\]\s*=[^=][^;]*;$")
+
+
+def hoist_invariants(lines: list, loop_vars, written=()) -> tuple[list, list]:
+    """Splits a loop body into (lines that can run once before the loop, the rest): every
+    ``let`` whose expression names none of ``loop_vars`` nor a ``let`` that does.  Kernel
+    bodies are pure ``let`` chains (reads of read-only buffers, arithmetic, helper calls), so
+    computing the invariant ones before the loop changes nothing but the work; a body with
+    any other statement is left whole.  Reads of the bindings in ``written`` (those the loop
+    stores to) stay in the loop.  On CPU adapters each buffer read costs a gather per
+    SIMD lane, so a broadcast operand read once per thread instead of once per element is
+    the difference between one load per element and several."""
+    dep = set(loop_vars) | set(written)
+    out, inside = [], []
+    for line in lines:
+        m = _LET.match(line.strip())
+        if m is None:
+            if _STORE.match(line.strip()):      # a store stays in the loop, defines nothing
+                inside.append(line)
+                continue
+            return [], list(lines)
+        name, expr = m.group(1), m.group(2)
+        if any(w in dep for w in _IDENT.findall(expr)):
+            dep.add(name)
+            inside.append(line)
+        else:
+            out.append(line)
+    return out, inside
 
 
 # --------------------------------------------------------------------------- windowed buffers
@@ -512,9 +554,13 @@ def strides_of(shape) -> list[int]:
 class Index:
     """A position in an array of ``shape``: a flat offset or per-dim coordinates."""
 
-    def __init__(self, kb: KernelBuilder, shape, flat: str | None = None, dims=None):
+    def __init__(self, kb: KernelBuilder, shape, flat: str | None = None, dims=None,
+                 lanes: bool = False):
         self.kb, self.shape = kb, tuple(shape)
         self._flat, self._dims = flat, (list(dims) if dims is not None else None)
+        # ``lanes``: in vec mode, flat ``i`` and ``dims`` describe a vec of consecutive
+        # elements, the dims that differ between lanes named by ``kb.varying``
+        self.lanes = lanes
         if len(self.shape) == 0:
             self._flat, self._dims = "0u", []
 
@@ -530,7 +576,13 @@ class Index:
         return self._flat
 
     def dims(self) -> list[str]:
-        if len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
+        kb = self.kb
+        if self.lanes and self._dims is not None:
+            pass       # dims that are the same for all lanes, and lane-varying ones
+        elif kb.vec > 1 and (all(kb.uniform(d) for d in self._dims) if self._dims is not None
+                             else self._flat is not None and kb.uniform(self._flat)):
+            pass       # the same position for every lane
+        elif len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
             self.kb.vec_ok = False
         elif self._dims is None and len(self.shape) == 1:
             self.kb.vec_ok = False
