@@ -63,7 +63,8 @@ def _index(A, R, B, vec):
     ``i``, the stride ``st`` between units and the unit count ``n`` of this thread's part."""
     nb, P, per, units = _split(A, R, B, vec)
     if B == 1:
-        head = f"  let p = t % {P}u; let a = t / {P}u; let bv = 0u; let base = a * {units}u; let st = 1u;\n"
+        head = (f"  let p = t % {P}u; let a = t / {P}u; let bv = 0u;\n"
+                f"  let base = a * {units}u; let st = 1u;\n")
     else:
         head = (f"  let p = t % {P}u; let ab = t / {P}u; let bv = ab % {nb}u; let a = ab / {nb}u;\n"
                 f"  let base = a * {R * nb}u + bv; let st = {nb}u;\n")
@@ -89,7 +90,10 @@ var<workgroup> sh: array<f32, 64>;
 {_HEAD}  var s = 0.0;
   for (var i = lid; i < {T}u; i += 64u) {{ s += part[i]; }}
   sh[lid] = s; workgroupBarrier();
-  for (var k = 32u; k > 0u; k /= 2u) {{ if (lid < k) {{ sh[lid] += sh[lid + k]; }} workgroupBarrier(); }}
+  for (var k = 32u; k > 0u; k /= 2u) {{
+    if (lid < k) {{ sh[lid] += sh[lid + k]; }}
+    workgroupBarrier();
+  }}
   if (lid == 0u) {{ y[0] = sh[0]; }}
 }}"""
     return Kernel([(p1, ["x", "part"], (T // WG, 1, 1)), (p2, ["part", "y"], (1, 1, 1))],
