@@ -200,6 +200,41 @@ class Fuser:
         self.memo: dict = {}
         self.subst = subst or {}
 
+    def _vec_read(self, k, aval, idx: Index):
+        """In a vec4 kernel, a read at a position other than the flat ``i``: the same for
+        all lanes (an eager op's Python scalar, a reduction's broadcast operand) is one
+        scalar read, splatted; 4 consecutive positions of the innermost dim (``kb.lane_dim``:
+        a per-column operand when the lanes are 4 adjacent columns) are a vec4 load.  Returns
+        the value, or None (then the read is scalar, which ends the vec4 attempt).  A lane
+        placeholder (``wj_vb``, ``wj_vr``) is never defined in WGSL: if one ever reaches
+        code, the vec4 kernel fails to compile and the scalar one is used."""
+        kb = self.kb
+        if aval.ndim == 0:
+            flat = "0u"
+        else:
+            dims = idx._dims if idx._dims is not None else (
+                [idx._flat] if len(aval.shape) == 1 else None)
+            if dims is not None and any(kb.resolve(d) == kb.lane_dim for d in dims):
+                if (kb.resolve(dims[-1]) != kb.lane_dim or aval.shape[-1] % kb.vec
+                        or not all(kb.uniform(d) for d in dims[:-1])):
+                    return None
+                base = Index(kb, aval.shape, dims=list(dims[:-1]) + [kb.lane_base]).flat()
+                name = kb.bind(k, aval.dtype, "read")
+                kb.nonflat_keys.add(k)
+                return kb.let(kb.load(f"{name}[({base}) / {kb.vec}u]", aval.dtype),
+                              kb.vt(aval.dtype))
+            if dims is not None and not all(kb.uniform(d) for d in dims):
+                return None
+            flat = idx.flat()
+            if not kb.uniform(flat):
+                return None
+        vec, kb.vec = kb.vec, 1
+        name = kb.bind(k, aval.dtype, "read")
+        expr = kb.load(f"{name}[{flat}]", aval.dtype)
+        kb.vec = vec
+        kb.nonflat_keys.add(k)
+        return kb.let(f"vec{vec}<{W.value_type(aval.dtype)}>({expr})", kb.vt(aval.dtype))
+
     def read(self, atom, idx: Index) -> str:
         aval = atom.aval
         if isinstance(atom, Lit):
@@ -239,19 +274,11 @@ class Fuser:
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lowering.key_of(atom)
             kb = self.kb
-            if kb.vec > 1 and kb.vec_ok and (aval.ndim == 0 or (idx.flat() != "i"
-                                                                and kb.uniform(idx.flat()))):
-                # in a vec4 kernel, a value that is the same for all lanes (an eager op's
-                # Python scalar, a reduction's broadcast operand): one scalar read, splatted
-                flat = "0u" if aval.ndim == 0 else idx.flat()
-                vec, kb.vec = kb.vec, 1
-                name = kb.bind(k, aval.dtype, "read")
-                expr = kb.load(f"{name}[{flat}]", aval.dtype)
-                kb.vec = vec
-                out = kb.let(f"vec{vec}<{W.value_type(aval.dtype)}>({expr})", kb.vt(aval.dtype))
-                self.memo[key] = out
-                kb.nonflat_keys.add(k)
-                return out
+            if kb.vec > 1 and kb.vec_ok and idx._flat != "i":
+                got = self._vec_read(k, aval, idx)
+                if got is not None:
+                    self.memo[key] = got
+                    return got
             name = self.kb.bind(k, aval.dtype, "read")
             flat = idx.flat()
             if flat == "0u" and aval.ndim == 0:
@@ -621,7 +648,7 @@ class Lowering:
         if best is None or best[0] >= flat_reads:
             return False
         reads, k1, k2, kb, pre, inside, meta = best
-        if k2 == len(shape) and meta["L"] % 4 == 0 and meta["chunk"] % 4 == 0:
+        if (k2 == len(shape) and meta["L"] % 4 == 0) or (k2 < len(shape) and shape[-1] % 4 == 0):
             vkb, vpre, vinside, vmeta = self._gen_looped(roots, level, shape, k1, k2, 4)
             if vkb.vec_ok:
                 src, grid = self._looped_src(vkb, vpre, vinside, vmeta)
@@ -640,14 +667,23 @@ class Lowering:
         C = max(1, min(-(-L // 16), -(-threads // max(O * I, 1))))
         C = max(C, -(-L // 32768))
         chunk = -(-L // C)
-        if vec > 1:
+        if vec > 1 and k2 == len(shape):
             chunk = -(-chunk // 4) * 4
             C = -(-L // chunk)
+        inner_lanes = vec > 1 and k2 < len(shape)     # lanes: 4 positions of the last dim
         kb = self.new_kb()
         od = Index(kb, shape[:k1], flat="wj_out").dims() if k1 else []
         ind = Index(kb, shape[k2:], flat="wj_in").dims() if k2 < len(shape) else []
+        if inner_lanes:
+            ld = Index(kb, shape[k1:k2], flat="l").dims()
         head, kb.lines = kb.lines, []
-        if vec > 1:
+        if inner_lanes:
+            kb.vec, kb.vec_ok = vec, True
+            kb.varying |= {"wj_vb"}
+            kb.lane_dim, kb.lane_base = "wj_vb", ind[-1]
+            ind = ind[:-1] + ["wj_vb"]
+            kb.emit(f"let i: u32 = (wj_base + l * {I}u) / 4u;")
+        elif vec > 1:
             kb.vec, kb.vec_ok = vec, True
             kb.varying |= {"l", "wj_vl"}
             ld = ["wj_vl"] * (k2 - k1)
@@ -664,22 +700,24 @@ class Lowering:
             written.append(name)
             kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
         pre, inside = W.hoist_invariants(kb.lines, ["l", "i"], written)
-        meta = dict(O=O, L=L, I=I, C=C, chunk=chunk, head=head, vec=vec)
+        meta = dict(O=O, L=L, I=I, C=C, chunk=chunk, head=head, vec=vec, inner=inner_lanes)
         return kb, pre, inside, meta
 
     def _looped_src(self, kb, pre, inside, meta):
         O, L, I, C, chunk, vec = (meta[k] for k in ("O", "L", "I", "C", "chunk", "vec"))
         wg = 64
-        threads = O * I * C
+        Iq = I // vec if meta["inner"] else I         # threads along the inner dims
+        threads = O * Iq * C
         grid = W.grid_for(-(-threads // wg), kb.max_groups)
-        units = L // vec
+        units = L if meta["inner"] else L // vec
+        step = chunk if meta["inner"] else chunk // vec
         lines = [f"let t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;",
                  f"if (t >= {threads}u) {{ return; }}",
-                 f"let wj_in = t % {I}u;", f"let wj_c = (t / {I}u) % {C}u;",
-                 f"let wj_out = t / {I * C}u;",
+                 f"let wj_in = (t % {Iq}u) * {I // Iq}u;", f"let wj_c = (t / {Iq}u) % {C}u;",
+                 f"let wj_out = t / {Iq * C}u;",
                  f"let wj_base = wj_out * {L * I}u + wj_in;",
-                 f"let lo = wj_c * {chunk // vec}u;",
-                 f"let hi = min(lo + {chunk // vec}u, {units}u);"] + meta["head"] + pre
+                 f"let lo = wj_c * {step}u;",
+                 f"let hi = min(lo + {step}u, {units}u);"] + meta["head"] + pre
         body = "\n    ".join(inside)
         src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "

@@ -236,6 +236,12 @@ class KernelBuilder:
         # ``i`` and what is computed from it); a read at an index naming none of them is the
         # same for every lane: one scalar read, splatted (``uniform``)
         self.varying: set = {"i"}
+        # a vec whose lanes are 4 consecutive positions of the innermost dim: that dim's
+        # expression (``lane_dim``, varying) and its value at lane 0 (``lane_base``, a
+        # multiple of 4): an operand read at (uniform dims..., lane_dim) is a vec4 load too
+        self.lane_dim: str | None = None
+        self.lane_base: str | None = None
+        self.alias: dict = {}            # let name -> the name it copies (``let t2 = t1;``)
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
@@ -335,7 +341,14 @@ class KernelBuilder:
         self.lines.append(f"let {name}{': ' + ty if ty else ''} = {expr};")
         if self.vec > 1 and not self.uniform(expr):
             self.varying.add(name)
+        e = expr.strip()
+        if _IDENT_FULL.match(e):
+            self.alias[name] = self.alias.get(e, e)
         return name
+
+    def resolve(self, name: str) -> str:
+        """The name a chain of plain copies (``let t2 = t1;``) starts from."""
+        return self.alias.get(name, name)
 
     def uniform(self, expr: str) -> bool:
         """Whether ``expr`` (an index) is the same for every lane of a vec (vec mode)."""
@@ -398,6 +411,7 @@ class KernelBuilder:
 
 _LET = re.compile(r"^let (\w+)\s*(?::[^=]+)?=(.*);$", re.S)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT_FULL = re.compile(r"^[A-Za-z_]\w*$")
 _STORE = re.compile(r"^b\d+\[[^;]*\]\s*=[^=][^;]*;$")
 
 
@@ -579,9 +593,8 @@ class Index:
         kb = self.kb
         if self.lanes and self._dims is not None:
             pass       # dims that are the same for all lanes, and lane-varying ones
-        elif kb.vec > 1 and (all(kb.uniform(d) for d in self._dims) if self._dims is not None
-                             else self._flat is not None and kb.uniform(self._flat)):
-            pass       # the same position for every lane
+        elif kb.vec > 1 and self._lane_ok():
+            pass       # the same position for every lane, or consecutive innermost ones
         elif len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
             self.kb.vec_ok = False
         elif self._dims is None and len(self.shape) == 1:
@@ -599,6 +612,13 @@ class Index:
                 out.append(self.kb.let(e, "u32"))
             self._dims = out
         return self._dims
+
+    def _lane_ok(self) -> bool:
+        kb = self.kb
+        if self._dims is not None:
+            return all(kb.uniform(d) or kb.resolve(d) == kb.lane_dim for d in self._dims)
+        return self._flat is not None and (kb.uniform(self._flat) or (
+            len(self.shape) == 1 and kb.resolve(self._flat) == kb.lane_dim))
 
     def key(self):
         return ("f", self._flat) if self._flat is not None else ("d", tuple(self._dims))

@@ -401,14 +401,32 @@ class _Sequential:
             dims[d] = e
         return Index(kb, self.x_aval.shape, flat=flat, dims=dims)
 
-    def _body(self, vec: bool):
-        """(kernel builder, body lines, per lane the lifted states): with ``vec`` the lanes
-        are 4 consecutive elements of one output, else the ``U`` outputs of the thread."""
+    def _body(self, mode: str):
+        """(kernel builder, body lines, per lane the lifted states).  ``mode``: "rows" --
+        the lanes are 4 consecutive elements of one output (a vec4); "cols" -- the lanes are
+        4 adjacent outputs, read as a vec4 of each row; "scalar" -- the ``U`` outputs of the
+        thread, read one element at a time."""
         kb = self.ctx.new_kb()
         saved, kb.lines = kb.lines, []
         fuser = self.ctx.fuser(kb)
         self.__dict__.pop("_rd", None)
-        if vec:
+        if mode == "cols":
+            od = Index(kb, self.kept_shape, flat="o").dims()
+            rd = Index(kb, self.red_shape, flat="r").dims() if self.red_shape else []
+            dims = [None] * self.x_aval.ndim
+            for d, e in zip(self.kept, od):
+                dims[d] = e
+            for d, e in zip(self.axes, rd):
+                dims[d] = e
+            kb.vec, kb.vec_ok = 4, True
+            kb.varying |= {"wj_vb"}
+            kb.lane_dim, kb.lane_base = "wj_vb", dims[-1]
+            dims[-1] = "wj_vb"
+            kb.emit(f"let i: u32 = (wj_base + r * {self.B}u) / 4u;")
+            idx = Index(kb, self.x_aval.shape, flat="i", dims=dims, lanes=True)
+            vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
+            lanes = [[m.lift(f"{v}.{c}", "r") for m, v in zip(self.monos, vals)] for c in "xyzw"]
+        elif mode == "rows":
             # elements 4r .. 4r + 3 of one output's row: the vec4 at flat ``i``; the kept dims
             # are the same for all lanes, the reduced ones (``wj_vr``) are not
             od = Index(kb, self.kept_shape, flat="o").dims() if self.kept_shape else []
@@ -422,7 +440,7 @@ class _Sequential:
             vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
             lanes = [[m.lift(f"{v}.{c}", f"(r * 4u + {q}u)") for m, v in zip(self.monos, vals)]
                      for q, c in enumerate("xyzw")]
-        else:
+        else:     # scalar
             lanes = []
             B = self.B
             for q in range(self.U):
@@ -440,24 +458,29 @@ class _Sequential:
     def emit(self):
         B = self.B
         self.U = 4 if (self.canon and B % 4 == 0) else 2 if (self.canon and B % 2 == 0) else 1
+        mode = None
         if self.canon and B == 1 and self.N % 4 == 0 and self.N >= 16:
-            self.U = 1
-            kb, body, lanes = self._body(True)
+            mode, self.U = "rows", 1
+        elif self.canon and B % 4 == 0 and self.x_aval.shape[-1] % 4 == 0:
+            mode = "cols"
+        if mode is not None:
+            kb, body, lanes = self._body(mode)
             if kb.vec_ok:
-                src = self._pass1(kb, body, lanes, True)
+                src = self._pass1(kb, body, lanes, mode)
                 if self.target.compiles(src[0]):
                     self.ctx.dispatch(kb, *src)
                     return self._pass2()
-        kb, body, lanes = self._body(False)
-        self.ctx.dispatch(kb, *self._pass1(kb, body, lanes, False))
+        kb, body, lanes = self._body("scalar")
+        self.ctx.dispatch(kb, *self._pass1(kb, body, lanes, "scalar"))
         self._pass2()
 
     def _comb(self, a: str, b: str) -> str:
         return "RState(" + ", ".join(f"combine{k}({a}.m{k}, {b}.m{k})"
                                      for k in range(len(self.monos))) + ")"
 
-    def _pass1(self, kb, body, lanes, vec):
+    def _pass1(self, kb, body, lanes, mode):
         M, WG, B, U = self.M, self.WG, self.B, self.U
+        vec = mode == "rows"
         units = self.N // 4 if vec else self.N
         groups = M // U                    # threads per part
         P = self.P = self._parts(M, units)
