@@ -57,7 +57,8 @@ def workloads():
     for R, B in ((10000, 10), (1000000, 16)):
         w[f"norm {R}x{B}"] = ((R, B), lambda X: norm(jnp, X), lambda X: norm(np, X),
                               lambda J: (lambda X: norm(J.numpy, X)),
-                              {"hand": (H.norm(R, B), R * B)})
+                              {"hand": (H.norm(R, B), R * B),
+                               "hand exact": (H.norm_exact(R, B), R * B)})
     for shape, ax, lbl in (((4096, 1024), 1, "trailing"), ((1024, 4096), 0, "leading"),
                            ((64, 1024, 64), 1, "middle")):
         A, R, B = view(shape, ax)

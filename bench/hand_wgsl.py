@@ -165,6 +165,37 @@ def norm(R, B):
     return Kernel(steps, dict(st.scratch, stat=2 * B * 4))
 
 
+def norm_exact(R, B):
+    """``(X - mean) / std(X - mean)`` as the program states it: the mean first (sums and a
+    tiny pass), then the centered sum of squares reading the mean once per thread (and a
+    tiny pass), then the normalization -- each pass as ``moments``/``norm`` above."""
+    mean = moments(1, R, B, "  y[o] = s / n;")
+    vec = B % 4 == 0
+    nb, P, head = _index(1, R, B, vec)
+    ty = "vec4<f32>" if vec else "f32"
+    threads = nb * P
+    cen = f"""@group(0) @binding(0) var<storage, read> x: array<{ty}>;
+@group(0) @binding(1) var<storage, read> c: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> part: array<{ty}>;
+{_HEAD}  if (t >= {threads}u) {{ return; }}
+{head}  let m = c[bv]; var q = {ty}(0.0);
+  for (var k = 0u; k < n; k++) {{ let v = x[i] - m; q += v * v; i += st; }}
+  part[2u * t] = {ty}(0.0); part[2u * t + 1u] = q;
+}}"""
+    fin = moments(1, R, B, f"  y[o] = c[o]; y[{B}u + o] = 1.0 / sqrt(q / n);")
+    p2 = fin.steps[1][0].replace(
+        "@group(0) @binding(1) var<storage, read_write> y: array<f32>;",
+        "@group(0) @binding(1) var<storage, read> c: array<f32>;\n"
+        "@group(0) @binding(2) var<storage, read_write> y: array<f32>;")
+    nrm = norm(R, B).steps[2]
+    steps = [(mean.steps[0][0], ["x", "part"], mean.steps[0][2]),
+             (mean.steps[1][0], ["part", "mean"], mean.steps[1][2]),
+             (cen, ["x", "mean", "part"], _grid(threads)),
+             (p2, ["part", "mean", "stat"], fin.steps[1][2]),
+             nrm]
+    return Kernel(steps, dict(mean.scratch, mean=max(B * 4, 16), stat=2 * B * 4))
+
+
 def online(A, R, B, kind):
     """softmax / logsumexp over R of ``[A, R, B]`` (R not split: one thread per output, per
     4 adjacent outputs with vec4 loads when B % 4 == 0, per row with vec4 loads when B == 1).

@@ -35,7 +35,7 @@ LAYERS = [
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental",
      "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
-     "example_libraries"),
+     "example_libraries", "profiler"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -108,6 +108,7 @@ class Program:
             self.steps.append((isinstance(d, HostStep), d, slots, allocs, frees))
         self.out_sizes = {slot[k]: nbytes_of(plan.avals[k]) for k in outs if slot[k] >= n_in}
         self.n_slots = len(slot)
+        self.name = getattr(plan, "name", None)
 
     def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None) -> list:
         n_in = self.n_in
@@ -118,6 +119,10 @@ class Program:
                     env[s] = b
         slot = None if indirect is None else indirect[1]
         dispatch, alloc = rt.dispatch, rt.alloc
+        prof = rt.profile
+        profiling = prof is not None
+        if profiling:
+            outer, prof.program = prof.program, self.name
         for host, d, slots, allocs, frees in self.steps:
             for s, n in allocs:
                 if env[s] is None:
@@ -126,6 +131,10 @@ class Program:
             if host:
                 assert indirect is None, "an indirect plan holds a host step"
                 d.fn(rt, bufs)
+            elif profiling:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges,
+                         None if indirect is None else (indirect[0], 12 * slot), meta=d)
+                slot = None if indirect is None else slot + 1
             elif indirect is None:
                 dispatch(d.wgsl, bufs, d.grid, d.ranges)
             else:
@@ -133,6 +142,8 @@ class Program:
                 slot += 1
             for s in frees:
                 env[s] = None
+        if profiling:
+            prof.program = outer
         result = []
         for s, lit in zip(self.out_slots, self.lits):
             if s is None:
@@ -162,6 +173,7 @@ class Executable:
         flat, inner = flatten_closed(ClosedJaxpr(opened, []))
         self._inner = [(c, v.aval) for c, v in zip(inner, flat.constvars)]
         self.plan: Plan = lower_jaxpr(flat, target)
+        self.plan.name = name
         self.compile_s = time.perf_counter() - t0
         self._ready: tuple | None = None      # (inner const buffers, literal output buffers)
 

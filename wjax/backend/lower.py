@@ -33,11 +33,14 @@ class Dispatch:
     """One kernel launch; ``ranges`` (per binding: None, or a (byte offset, byte size) window,
     size None for the rest of the buffer) bind windows of buffers larger than one binding."""
 
-    __slots__ = ("wgsl", "keys", "grid", "writes", "ranges")
+    __slots__ = ("wgsl", "keys", "grid", "writes", "ranges", "label", "flops", "nbytes")
 
     def __init__(self, wgsl: str, keys: list, grid: tuple, writes: list,
-                 ranges: list | None = None):
+                 ranges: list | None = None, label: str = "kernel", flops: int = 0,
+                 nbytes: int = 0):
         self.wgsl, self.keys, self.grid, self.writes, self.ranges = wgsl, keys, grid, writes, ranges
+        # what the profiler shows: the equations it computes, and its work (an estimate)
+        self.label, self.flops, self.nbytes = label, flops, nbytes
 
 
 class HostStep:
@@ -260,6 +263,7 @@ class Fuser:
             and (atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
         )
         if inline:
+            self.kb.ops.append(eqn)
             readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
             expr = eqn.prim.fuse(
                 self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params
@@ -555,6 +559,7 @@ class Lowering:
     @staticmethod
     def _read_root(f: Fuser, v: Var, idx: Index) -> str:
         eqn = f.lowering.producer[v.id]
+        f.kb.ops.append(eqn)
         readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
         expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
         return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), f.kb.vt(v.aval.dtype))
@@ -763,8 +768,44 @@ class Lowering:
             raise BindingOverflow(eqn.outvars[0] if eqn is not None else None, n, bool(kb.windowed))
         keys, ranges = kb.dispatch_bindings()
         writes = [k for k, acc, _ in kb.bindings if acc != "read"]
+        ops = list(dict.fromkeys(id(e) for e in kb.ops))
+        fused = {id(e): e for e in kb.ops}
+        names = list(dict.fromkeys(fused[i].prim.name for i in ops
+                                   if not fused[i].prim.view)) or \
+            list(dict.fromkeys(fused[i].prim.name for i in ops))
+        label = (f"{eqn.prim.name}({','.join(names)})" if names else eqn.prim.name) \
+            if eqn is not None else f"fused({','.join(names)})"
+        flops = sum(eqn_flops(fused[i]) for i in ops) + (eqn_flops(eqn) if eqn is not None else 0)
+        avals = self.plan.avals
+        nbytes = sum(avals[k].size * W.storage_itemsize(avals[k].dtype)
+                     for k in dict.fromkeys(keys) if k in avals
+                     and not getattr(avals[k].dtype, "is_key", False))
         self.plan.steps.append(Dispatch(kb.finish(src), keys, tuple(grid), writes,
-                                        ranges if kb.windowed else None))
+                                        ranges if kb.windowed else None, label, flops, nbytes))
+
+
+def eqn_flops(e: Eqn) -> int:
+    """An estimate of an equation's floating-point work (the profiler's GFLOP/s): products
+    count 2 per multiply-add, reductions one per element read, views none, anything else
+    one per output element."""
+    outs = [v.aval for v in e.outvars]
+    ins = [a.aval for a in e.invars]
+    name = e.prim.name
+    if e.prim.view:
+        return 0
+    if name == "dot_general" and len(ins) == 2:
+        (lc, _), _ = e.params["dimension_numbers"]
+        k = int(np.prod([ins[0].shape[d] for d in lc], dtype=np.int64))
+        return 2 * outs[0].size * k
+    if name.startswith("conv") and len(ins) == 2:
+        spec = e.params.get("dimension_numbers")
+        rhs = ins[1]
+        o_dim = getattr(spec, "rhs_spec", (0,))[0] if spec is not None else 0
+        per_out = rhs.size // max(rhs.shape[o_dim], 1) if rhs.ndim else 1
+        return 2 * outs[0].size * per_out
+    if getattr(e.prim, "monoid", None) is not None or name.startswith(("reduce_", "arg")):
+        return ins[0].size if ins else 0
+    return sum(o.size for o in outs)
 
 
 def _virtual_operands(lowering: Lowering, v: Var) -> list:

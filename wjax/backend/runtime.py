@@ -221,6 +221,9 @@ class Runtime:
         self._lock = self.lock = threading.RLock()
         self.stats = {"dispatches": 0, "submits": 0, "compiles": 0, "allocs": 0, "reuses": 0,
                       "uploads": 0, "readbacks": 0}
+        # a backend.profiler.Session while wjax.profiler traces: each dispatch gets a pass of
+        # its own with timestamps (or is timed alone on the host), and is recorded
+        self.profile = None
 
     # ------------------------------------------------------------------ info
     @property
@@ -357,6 +360,7 @@ class Runtime:
     _STAGING_LIMIT = 64 << 20
 
     def upload(self, data: np.ndarray) -> Buffer:
+        t0 = time.perf_counter()
         data = np.ascontiguousarray(data)
         buf = self.alloc(data.nbytes)
         if data.nbytes:
@@ -376,6 +380,8 @@ class Runtime:
                     self.device._poll(True)
                     self._staged = 0
         self.stats["uploads"] += 1
+        if self.profile is not None:
+            self.profile.host_event("upload", t0, time.perf_counter(), bytes=int(data.nbytes))
         return buf
 
     _STAGING_KEEP = 1 << 22      # readback staging buffers up to this size are kept for reuse
@@ -387,6 +393,7 @@ class Runtime:
         n4 = (nbytes + 3) // 4 * 4
         if n4 == 0:
             return b""
+        t0 = time.perf_counter()
         with self._lock:
             self.stats["readbacks"] += 1
             cls = size_class(n4)
@@ -405,6 +412,9 @@ class Runtime:
                 self._staging.setdefault(cls, []).append(staging)
             else:
                 staging.destroy()
+            if self.profile is not None:
+                self.profile.host_event("readback (waits for the device)", t0,
+                                        time.perf_counter(), bytes=nbytes)
             return data[:nbytes]
 
     def read_submitted(self, buf: Buffer, nbytes: int) -> bytes:
@@ -441,6 +451,9 @@ class Runtime:
             self._layouts[wgsl] = p.get_bind_group_layout(0)
             self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
+            if self.profile is not None:
+                self.profile.host_event("compile pipeline", t0, time.perf_counter(),
+                                        wgsl_chars=len(wgsl))
         return p
 
     _BINDING = __import__("re").compile(
@@ -483,11 +496,12 @@ class Runtime:
         if self._pending >= _BATCH:
             self.flush()
 
-    def dispatch(self, wgsl: str, buffers, grid, ranges=None, indirect=None) -> None:
+    def dispatch(self, wgsl: str, buffers, grid, ranges=None, indirect=None, meta=None) -> None:
         """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order, whole or
         as the (byte offset, byte size) window given in ``ranges``.  ``indirect=(buffer,
         byte offset)`` reads the workgroup counts from that buffer (three u32s written by
-        earlier device work) instead of ``grid``."""
+        earlier device work) instead of ``grid``.  ``meta`` (a lowering ``Dispatch``: its
+        label, FLOPs and bytes) is what a profile records of it."""
         pipe = self._pipelines.get(wgsl)
         if pipe is None:
             pipe = self.pipeline(wgsl)
@@ -499,7 +513,14 @@ class Runtime:
             bg = self._bind_groups.get(key)
             if bg is None:
                 bg = self._new_bind_group(key, wgsl, buffers, ranges)
-            if self._pass is None:
+            prof = self.profile
+            if prof is not None:
+                self._end_pass()
+                tw = prof.begin(wgsl, None if indirect is not None else grid, meta)
+                enc = self._get_encoder()
+                self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
+                              else enc.begin_compute_pass())
+            elif self._pass is None:
                 self._pass = self._get_encoder().begin_compute_pass()
             self._pass.set_pipeline(pipe)
             self._pass.set_bind_group(0, bg)
@@ -511,6 +532,9 @@ class Runtime:
                 )
             self.stats["dispatches"] += 1
             self._pending += 1
+            if prof is not None:
+                self._end_pass()
+                prof.end()
             if self._pending >= _BATCH:
                 self.flush()
 
@@ -551,8 +575,10 @@ class Runtime:
             if self._encoder is None:
                 return
             self._end_pass()
-            self.device.queue.submit([self._encoder.finish()])
-            self._encoder = None
+            enc, self._encoder = self._encoder, None
+            if self.profile is not None:
+                self.profile.before_submit(enc)
+            self.device.queue.submit([enc.finish()])
             self._pending = 0
             self.stats["submits"] += 1
 

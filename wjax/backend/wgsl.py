@@ -242,6 +242,7 @@ class KernelBuilder:
         self.lane_dim: str | None = None
         self.lane_base: str | None = None
         self.alias: dict = {}            # let name -> the name it copies (``let t2 = t1;``)
+        self.ops: list = []              # the equations computed here (the profiler's label)
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
