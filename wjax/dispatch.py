@@ -20,7 +20,7 @@ import numpy as np
 
 from .array import Array, asarray_device
 from .backend import compiler, runtime
-from .backend.execute import Bound, Executable
+from .backend.execute import Bound, Executable, build
 from .core import caches, dtypes
 from .core.config import config as _cfg
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var, WeakScalar, jaxpr_key, params_key
@@ -36,15 +36,16 @@ def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None) -> Executab
     """The executable of ``jaxpr`` (its constvars then invars are the inputs) for the current
     device, from the cache when a program of the same structure was compiled before.  ``key``
     (with ``keep``, the objects it names by identity) replaces the structural key."""
-    target = runtime.get().target()
+    rt = runtime.get()
+    target = rt.target()
     if key is None:
         keep = []
         key = jaxpr_key(jaxpr, keep)
     full = (key, target.key())
     hit = _executables.get(full)
     if hit is None:
-        exe = compiler.backend_compile_and_load(compiler.BACKEND,
-                                                lambda: Executable(jaxpr, target, name))
+        exe = compiler.backend_compile_and_load(
+            compiler.BACKEND, lambda: build(jaxpr, target, name, rt.adapter.info))
         if _cfg.jax_log_compiles:
             logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
                            len(exe.plan.steps), [a.str_short() for a in exe.in_avals],

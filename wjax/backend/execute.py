@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray
+from . import disk_cache
 from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
 from .runtime import Buffer, Runtime
 from .target import Target
@@ -166,6 +167,8 @@ class Executable:
 
     def __init__(self, jaxpr: Jaxpr, target: Target, name: str = "jit"):
         t0 = time.perf_counter()
+        stats["lowered"] += 1
+        self._persist = None     # the disk cache key to store this under once compiled
         self.name = name
         self.in_avals: list[ShapedArray] = [v.aval for v in jaxpr.constvars + jaxpr.invars]
         self.out_avals: list[ShapedArray] = [a.aval for a in jaxpr.outvars]
@@ -177,8 +180,22 @@ class Executable:
         self.compile_s = time.perf_counter() - t0
         self._ready: tuple | None = None      # (inner const buffers, literal output buffers)
 
+    @classmethod
+    def from_parts(cls, name, in_avals, out_avals, inner, plan, compile_s) -> "Executable":
+        """An executable whose plan was lowered before (the persistent cache)."""
+        exe = cls.__new__(cls)
+        exe.name, exe.in_avals, exe.out_avals = name, in_avals, out_avals
+        exe._inner, exe.plan, exe.compile_s = inner, plan, compile_s
+        plan.name = name
+        exe._ready, exe._persist = None, None
+        exe.from_disk = True
+        return exe
+
+    from_disk = False
+
     def prepare(self, rt: Runtime) -> None:
-        """Compiles the pipelines and uploads constants (once)."""
+        """Compiles the pipelines and uploads constants (once); then stores the plan in the
+        persistent cache when it is on."""
         if self._ready is not None:
             return
         t0 = time.perf_counter()
@@ -191,6 +208,9 @@ class Executable:
                 if _is_lit_key(k)}
         self._ready = (inner, lits)
         self.compile_s += time.perf_counter() - t0
+        if self._persist is not None:
+            disk_cache.save(self._persist, self)
+            self._persist = None
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
         self.prepare(rt)
@@ -199,6 +219,22 @@ class Executable:
         if lits:
             outs = [lits.get(i, o) for i, o in enumerate(outs)]
         return outs
+
+
+stats = {"lowered": 0}      # plans lowered in this process (not read from the disk cache)
+
+
+def build(jaxpr: Jaxpr, target: Target, name: str, adapter_info: dict) -> Executable:
+    """The executable of ``jaxpr``: from the persistent cache when it is on and holds it,
+    else lowered (and stored there once its pipelines are compiled)."""
+    k = disk_cache.key(jaxpr, target, adapter_info) if disk_cache.cache_dir() else None
+    if k is not None:
+        parts = disk_cache.load(k)
+        if parts is not None:
+            return Executable.from_parts(*parts)
+    exe = Executable(jaxpr, target, name)
+    exe._persist = k
+    return exe
 
 
 class Bound:

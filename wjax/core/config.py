@@ -17,6 +17,12 @@ class Config:
         "jax_debug_nans": False,      # FloatingPointError at the op that makes a NaN
         "jax_debug_infs": False,      # ... or an inf
         "jax_numpy_dtype_promotion": "standard",   # or "strict": no implicit promotion
+        # the persistent compilation cache (backend/disk_cache.py), with JAX's names
+        "jax_compilation_cache_dir": os.environ.get("JAX_COMPILATION_CACHE_DIR") or None,
+        "jax_enable_compilation_cache": True,
+        "jax_persistent_cache_min_compile_time_secs": 1.0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+        "jax_compilation_cache_max_size": -1,
     }
     _choices = {"jax_numpy_dtype_promotion": ("standard", "strict")}
 
