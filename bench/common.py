@@ -53,7 +53,8 @@ def interleaved(fns: dict, reps: int = 7, warmup: int = 1) -> dict:
     the functions run in turn ``reps`` times so that a burst of load elsewhere on the machine
     hits them all alike.  The process CPU time includes the driver's worker threads (lavapipe
     runs shaders on CPU threads of this process), so on a CPU adapter it is a second,
-    load-insensitive measure of the same work."""
+    load-insensitive measure of the same work.  A function with an ``after`` attribute has it
+    called after each timed run, off the clock."""
     for f in fns.values():
         for _ in range(warmup):
             f()
@@ -65,6 +66,9 @@ def interleaved(fns: dict, reps: int = 7, warmup: int = 1) -> dict:
             f()
             wall[k].append(time.perf_counter() - w0)
             cpu[k].append(time.process_time() - c0)
+            after = getattr(f, "after", None)     # untimed follow-up work (a device wait)
+            if after is not None:
+                after()
     return {k: (min(wall[k]), min(cpu[k])) for k in fns}
 
 
