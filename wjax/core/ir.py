@@ -35,12 +35,13 @@ def short_dtype(dtype) -> str:
 class ShapedArray:
     """The abstract value of an array: shape, dtype and JAX's weak-type flag."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
         self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
         self.dtype: np.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
         self.weak_type: bool = bool(weak_type)
+        self._hash = None
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -69,7 +70,13 @@ class ShapedArray:
         return isinstance(other, ShapedArray) and self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        h = self._hash        # avals key every cache: hash once (an aval never changes)
+        if h is None:
+            h = self._hash = hash(self._key())
+        return h
+
+    def __reduce__(self):     # never carry a hash (of process-salted strings) elsewhere
+        return (ShapedArray, (self.shape, self.dtype, self.weak_type))
 
 
 def raise_to_shaped(x) -> ShapedArray:
