@@ -418,6 +418,10 @@ class Lowering:
         for i, d in enumerate(plan.steps):
             for k in d.keys:
                 plan.last_use[k] = i
+        for eqn, ds in self.__dict__.get("_op_dispatches", {}).values():
+            share = eqn_flops(eqn) // len(ds)       # (a split-K product: partials + a sum)
+            for d in ds:
+                d.flops += share
         return plan
 
     def _assign_levels(self):
@@ -775,13 +779,17 @@ class Lowering:
             list(dict.fromkeys(fused[i].prim.name for i in ops))
         label = (f"{eqn.prim.name}({','.join(names)})" if names else eqn.prim.name) \
             if eqn is not None else f"fused({','.join(names)})"
-        flops = sum(eqn_flops(fused[i]) for i in ops) + (eqn_flops(eqn) if eqn is not None else 0)
+        flops = sum(eqn_flops(fused[i]) for i in ops)
         avals = self.plan.avals
         nbytes = sum(avals[k].size * W.storage_itemsize(avals[k].dtype)
                      for k in dict.fromkeys(keys) if k in avals
                      and not getattr(avals[k].dtype, "is_key", False))
-        self.plan.steps.append(Dispatch(kb.finish(src), keys, tuple(grid), writes,
-                                        ranges if kb.windowed else None, label, flops, nbytes))
+        d = Dispatch(kb.finish(src), keys, tuple(grid), writes,
+                     ranges if kb.windowed else None, label, flops, nbytes)
+        self.plan.steps.append(d)
+        if eqn is not None:     # a kernel op's work is shared by its dispatches (see run)
+            self.__dict__.setdefault("_op_dispatches", {}).setdefault(id(eqn), (eqn, []))[1] \
+                .append(d)
 
 
 def eqn_flops(e: Eqn) -> int:

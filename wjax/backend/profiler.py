@@ -14,7 +14,9 @@ uploads, compiles) are recorded with ``time.perf_counter``.
 ``Session.result()`` returns the events; ``chrome_trace`` turns them into a Chrome / Perfetto
 trace (JSON: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU)
 and ``summary`` into a text table (top kernels, achieved GB/s and GFLOP/s against the
-adapter's peak, measured by ``measure_peak``).
+adapter's peak, measured by ``measure_peak``).  FLOPs are estimates (``lower.eqn_flops``); a
+kernel op emitted as several dispatches (a split-K product) shares its FLOPs among them
+evenly, and bytes count each bound buffer once.
 """
 from __future__ import annotations
 
@@ -242,14 +244,15 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   var a = vec4<f32>(f32(g.x) * 1e-7, 1.0, 2.0, 3.0);
   var b = vec4<f32>(0.999, 0.998, 0.997, 0.996);
   var c = a; var d = b;
-  for (var k = 0u; k < 1024u; k++) { a = fma(a, b, d); c = fma(c, d, b); }
+  for (var k = 0u; k < 4096u; k++) { a = fma(a, b, d); c = fma(c, d, b); }
   y[g.x] = a + c;
 }"""
 
 
 def measure_peak(rt) -> dict:
     """The adapter's copy bandwidth (GB/s, read + written bytes) and vec4 FMA rate
-    (GFLOP/s), each the best of three runs of a small kernel (cached on the runtime)."""
+    (GFLOP/s), each the best of five runs of a small kernel (cached on the runtime).  On a
+    loaded CPU adapter this is what the adapter gets now, so a kernel may show above 100%."""
     cached = getattr(rt, "_measured_peak", None)
     if cached is not None:
         return cached
@@ -260,7 +263,7 @@ def measure_peak(rt) -> dict:
 
     def best(run):
         ts = []
-        for _ in range(3):
+        for _ in range(5):
             rt.synchronize()
             t0 = time.perf_counter()
             run()
@@ -270,8 +273,8 @@ def measure_peak(rt) -> dict:
     rt.pipeline(_COPY)
     rt.pipeline(_FMA)
     t_copy = best(lambda: rt.dispatch(_COPY, [x, y], (256, 1, 1)))
-    t_fma = best(lambda: rt.dispatch(_FMA, [out], (256, 1, 1)))
+    t_fma = best(lambda: rt.dispatch(_FMA, [out], (64, 1, 1)))
     peak = {"gbps": 2 * n_vec * 16 / t_copy / 1e9,
-            "gflops": threads * 1024 * 2 * 2 * 4 / t_fma / 1e9}
+            "gflops": 64 * 64 * 4096 * 2 * 2 * 4 / t_fma / 1e9}
     rt._measured_peak = peak
     return peak
