@@ -236,10 +236,22 @@ def online(A, R, B, kind):
     return Kernel([(src, ["x", "y"], _grid(threads))], {})
 
 
+def _accurate_exp() -> str:
+    """wjax's own exp (``backend/wgsl_math.py``: within 2 ulp, where lavapipe's builtin is
+    not) as WGSL helpers, with ``exp4`` for vec4s."""
+    from wjax.backend import wgsl as W
+    from wjax.backend import wgsl_math  # noqa: F401  (registers the helpers)
+    kb = W.KernelBuilder()
+    kb.use_helper("wj_exp")
+    return (kb.header() + "\nfn exp4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>("
+            "wj_exp(v.x), wj_exp(v.y), wj_exp(v.z), wj_exp(v.w)); }\n")
+
+
 def exact(A, R, B, kind):
     """softmax / logsumexp as JAX defines them (the max first, then the sum of exp(x - max))
     by one thread per output in one dispatch: a loop for the max, one for the sum, and for
-    softmax one writing exp(x - max) / sum."""
+    softmax one writing exp(x - max) / sum -- with wjax's accurate exp (the builtin is
+    coarse on lavapipe), so that it computes what wjax computes."""
     vec = (B == 1 and R % 4 == 0) or (B > 1 and B % 4 == 0)
     w = 4 if vec else 1
     ty = "vec4<f32>" if vec else "f32"
@@ -260,17 +272,18 @@ def exact(A, R, B, kind):
         tail = "y[t] = mm + log(ss);" if row else "y[t] = mv + log(sv);"
     else:
         out_ty = ty
-        tail = ("i = base;\n  for (var k = 0u; k < n; k++) { y[i] = exp(x[i] - mv) / sv; "
+        tail = ("i = base;\n  for (var k = 0u; k < n; k++) { y[i] = EXP(x[i] - mv) / sv; "
                 "i += st; }")
+    ex = "exp4" if vec else "wj_exp"
     src = f"""@group(0) @binding(0) var<storage, read> x: array<{ty}>;
 @group(0) @binding(1) var<storage, read_write> y: array<{out_ty}>;
-{_HEAD}  if (t >= {threads}u) {{ return; }}
+{_accurate_exp()}{_HEAD}  if (t >= {threads}u) {{ return; }}
 {idx}  var m = {ty}(-3.0e38); var s = {ty}(0.0);
   var i = base;
   for (var k = 0u; k < n; k++) {{ m = max(m, x[i]); i += st; }}
 {fold_m}  i = base;
-  for (var k = 0u; k < n; k++) {{ s += exp(x[i] - mv); i += st; }}
-{fold_s}  {tail}
+  for (var k = 0u; k < n; k++) {{ s += {ex}(x[i] - mv); i += st; }}
+{fold_s}  {tail.replace("EXP", ex)}
 }}"""
     return Kernel([(src, ["x", "y"], _grid(threads))], {})
 
