@@ -7,10 +7,10 @@ columns are speed relative to each hand kernel (above 1: wjax faster).
 
 Softmax and logsumexp have two hand kernels: ``hand`` (online: one pass keeps a running max
 and rescales the running sum, the fastest by hand) and ``hand exact`` (the max first, then
-the sum of exp(x - max): the algorithm JAX defines, which wjax keeps, with wjax's accurate exp); norm
-has ``hand`` (one
-pass for the sum and sum of squares of X, as issue 17 describes) and ``hand exact`` (the mean
-first, then the centered sum of squares of X - mean: what the program computes).
+the sum of exp(x - max): the algorithm JAX defines, which wjax keeps, with wjax's accurate
+exp); norm has ``hand`` (one pass for the sum and sum of squares of X, as issue 17
+describes) and ``hand exact`` (the mean first, then the centered sum of squares of X - mean:
+what the program computes).
 
     .venv/bin/python bench/bench_reduce.py [--reps N] [--only NAME]
 """

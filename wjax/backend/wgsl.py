@@ -402,6 +402,11 @@ class KernelBuilder:
             return (
                 head + f"  if (wj_t >= {n}u) {{ return; }}\n  let i = wj_t{off};\n  {body}\n}}\n"
             ), grid
+        written = [f"b{j}" for j, (_, acc, _) in enumerate(self.bindings) if acc != "read"]
+        pre, inside = hoist_invariants(self.lines, ["q", "i"], written)
+        if pre:      # a Python scalar's splat, a constant: once per thread, not per element
+            head += "".join(f"  {ln}\n" for ln in pre)
+            body = "\n  ".join(inside)
         body = body.replace("\n  ", "\n    ")
         return (
             head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
