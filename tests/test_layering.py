@@ -37,7 +37,7 @@ LAYERS = [
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental", "api_util",
      "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
      "example_libraries", "spmd", "partition", "distributed", "custom_batching", "ops",
-     "dlpack", "monitoring"),
+     "dlpack", "monitoring", "profiler"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

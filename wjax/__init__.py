@@ -20,7 +20,7 @@ from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
 from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
-from . import debug, stages, typing, version
+from . import debug, profiler, stages, typing, version
 from . import api_util, extend, interpreters
 from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,

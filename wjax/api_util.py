@@ -8,8 +8,9 @@ from .core import tree_util
 from .core.ir import ShapedArray, abstractify
 from .extend.linear_util import Store, WrappedFun
 
-__all__ = ["DebugInfo", "argnums_partial", "debug_info", "donation_vector", "flatten_axes", "flatten_fun",
-           "flatten_fun_nokwargs", "rebase_donate_argnums", "safe_map", "shaped_abstractify"]
+__all__ = ["DebugInfo", "argnums_partial", "debug_info", "donation_vector", "flatten_axes",
+           "flatten_fun", "flatten_fun_nokwargs", "rebase_donate_argnums", "safe_map",
+           "shaped_abstractify"]
 
 
 def shaped_abstractify(x) -> ShapedArray:

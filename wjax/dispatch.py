@@ -20,7 +20,7 @@ import numpy as np
 
 from .array import Array, asarray_device, device_of_runtime, on_device
 from .backend import compiler, runtime
-from .backend.execute import Bound, Executable
+from .backend.execute import Bound, Executable, build
 from .core import caches, dtypes
 from .core.config import check_transfer
 from .core.config import config as _cfg
@@ -39,15 +39,16 @@ def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None, rt=None) ->
     structure was compiled before.  ``key`` (with ``keep``, the objects it names by identity)
     replaces the structural key.  Devices on one adapter share their executables (equal
     targets); each compiles its own pipelines on first use."""
-    target = (rt or runtime.get()).target()
+    rt = rt or runtime.get()
+    target = rt.target()
     if key is None:
         keep = []
         key = jaxpr_key(jaxpr, keep)
     full = (key, target.key())
     hit = _executables.get(full)
     if hit is None:
-        exe = compiler.backend_compile_and_load(compiler.BACKEND,
-                                                lambda: Executable(jaxpr, target, name))
+        exe = compiler.backend_compile_and_load(
+            compiler.BACKEND, lambda: build(jaxpr, target, name, rt.adapter.info))
         if _cfg.jax_log_compiles:
             logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
                            len(exe.plan.steps), [a.str_short() for a in exe.in_avals],
@@ -79,7 +80,7 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     def __call__(self, args: list) -> list[Array]:
-        arrays = [device_array(a) for a in args]
+        arrays = [a if type(a) is Array else device_array(a) for a in args]
         if self.program is not None:
             return self.program(arrays)
         if _sharded_hook is not None and any(a._shards is not None for a in arrays):
@@ -89,7 +90,7 @@ class Compiled:
         _check_execution(self.name)
         rt, bufs = placed(arrays)
         outs = self.bound.run(rt, bufs)
-        res = [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
         if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
         return res
@@ -158,7 +159,7 @@ def device_array(x) -> Array:
         dt, w = dtypes.dtype_and_weak(x)
         weak = weak if weak is not None else w
         check_transfer("host_to_device", ShapedArray((), dtypes.check_supported(dt), weak))
-        key = (np.asarray(x).tobytes(), str(dt), weak)
+        key = (np.asarray(x).tobytes(), dt, weak)
         return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak, guard=False))
     return asarray_device(x, weak_type=weak)
 

@@ -233,6 +233,20 @@ remove_size_one_mesh_axis_from_type = _bool("jax_remove_size_one_mesh_axis_from_
                                             "Size-one mesh axes dropped from sharding types.")
 auto_pcast = _bool("jax_auto_pcast", True, "Automatic pcast.")
 default_device = State("jax_default_device", None, "The default device.")
+# the persistent compilation cache (backend/disk_cache.py), with JAX's names
+compilation_cache_dir = State("jax_compilation_cache_dir",
+                              os.environ.get("JAX_COMPILATION_CACHE_DIR") or None,
+                              "Directory of the persistent compilation cache (None: off).")
+enable_compilation_cache = _bool("jax_enable_compilation_cache", True,
+                                 "Use the persistent compilation cache when a directory is set.")
+persistent_cache_min_compile_time_secs = State(
+    "jax_persistent_cache_min_compile_time_secs", 1.0,
+    "Only programs that took at least this long to compile are stored.", parser=float)
+persistent_cache_min_entry_size_bytes = State(
+    "jax_persistent_cache_min_entry_size_bytes", 0,
+    "Only entries of at least this many bytes are stored.", parser=int)
+compilation_cache_max_size = State("jax_compilation_cache_max_size", -1,
+                                   "The cache's size limit in bytes (-1: none).", parser=int)
 num_cpu_devices = State("jax_num_cpu_devices", -1,
                         "N logical devices on one adapter (set before first use); -1: default.",
                         parser=int)

@@ -167,6 +167,12 @@ def narrow_with_warning(dt, what: str = "array") -> np.dtype:
     return out
 
 
+_canonical: dict = {}                  # np.dtype -> its canonical dtype (a memo)
+_DTYPE_TYPES = frozenset(type(np.dtype(n)) for n in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"))
+
+
 def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
     """Return the dtype wjax uses for ``dt``: 64-bit types become 32-bit.
 
@@ -177,6 +183,11 @@ def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
     """
     if dt is None:
         return default_float_dtype()
+    if warn_context is None and type(dt) in _DTYPE_TYPES:
+        out = _canonical.get(dt)
+        if out is None:
+            out = _canonical[dt] = _TO_32BIT.get(dt.name, dt)
+        return out
     if _is_py_scalar_type(dt):
         dt = python_scalar_dtypes[dt]
     elif warn_context is not None:
@@ -311,7 +322,14 @@ def _check_strict(nodes: list[tuple[str, bool]]) -> None:
 # ---------------------------------------------------------------------------
 # Dtype and weakness of values.
 
+_valid_dtypes: set = set()
+
+
 def _valid(dt: np.dtype, x: Any) -> np.dtype:
+    if dt in _valid_dtypes:
+        return dt
+    if dt.name in _UB and type(dt) in _DTYPE_TYPES:
+        _valid_dtypes.add(dt)
     if dt.name not in _UB and not (_BF16 is not None and dt == _BF16):
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid wjax array type. "
                         "Only arrays of numeric types are supported.")
@@ -344,6 +362,13 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     """
     if x is None:
         raise ValueError("Invalid argument to dtype: None.")
+    fast = _py_scalar_dtype_and_weak.get(type(x))
+    if fast is not None:
+        return fast
+    aval = getattr(x, "aval", None)
+    if aval is not None and type(getattr(aval, "dtype", None)) in _DTYPE_TYPES:
+        # an array or tracer: its aval's dtype, canonicalized, and weak flag
+        return canonicalize_dtype(_valid(aval.dtype, x)), bool(aval.weak_type)
     if isinstance(x, type):
         if _is_py_scalar_type(x):
             return canonicalize_dtype(x), any(x is t for t in _WEAK_PY_TYPES)
@@ -360,6 +385,10 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
         except TypeError as e:
             raise TypeError(f"Cannot determine dtype of {x!r}") from e
     return canonicalize_dtype(_valid(dt, x)), is_weakly_typed(x)
+
+
+_py_scalar_dtype_and_weak = {int: (np.dtype("int32"), True), float: (np.dtype("float32"), True),
+                             bool: (np.dtype("bool"), False)}
 
 
 def dtype(x: Any) -> np.dtype:

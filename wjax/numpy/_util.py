@@ -57,6 +57,10 @@ def _to_operand(x, dt, weak):
 
 
 def broadcast_shapes(*shapes):
+    first = tuple(shapes[0]) if shapes else ()
+    if all(tuple(s) == first or not s for s in shapes[1:]):
+        if first or all(not s for s in shapes):
+            return first          # equal shapes, and scalars: no NumPy call
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
