@@ -258,10 +258,11 @@ class _LoopKernels:
         if stages is None or not self._wg_budget(stages):
             return None
         kb, carries = self.kb, self.carry_v
-        cur = [self._wg_array("wl_c", v) for v in carries]
-        nxt = [self._wg_array("wl_n", v) for v in carries]
+        # each carry has two slots in one array: slot wj_it % 2 is the current value, the
+        # other receives the next one (no copy between steps)
+        slots = [self._wg_array("wl_c", v, copies=2) for v in carries]
         kb.decls.append("var<workgroup> wl_u: u32;")
-        for k, (v, name) in enumerate(zip(carries, cur)):
+        for k, (v, name) in enumerate(zip(carries, slots)):
             src = kb.bind(("cin", k), v.aval.dtype, "read")
             self._strided(v.aval.size, lambda e, name=name, src=src: kb.emit(
                 f"{name}[{e}] = {src}[{e}];"))
@@ -269,16 +270,19 @@ class _LoopKernels:
         kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
         kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
         self._loop_head()
-        subst = {v.id: self._wg_reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
+        kb.emit("let wj_par = wj_it & 1u;")
+        subst = {v.id: self._wg_reader(name, v.aval.dtype, f"wj_par * {v.aval.size}u")
+                 for v, name in zip(carries, slots)}
         subst.update(self._xs_subst())
         self._wg_emit_stages(stages, subst)
-        self._wg_emit_step_end(cur, nxt, subst)
+        self._wg_emit_step_end(slots, subst)
         if self.loop_limit and self._has_inner_loops([]):
             return None      # a helper's loop would count against the adapter's limit
-        for k, (v, name) in enumerate(zip(carries, cur)):
+        kb.emit("let wj_last = wj_it & 1u;")
+        for k, (v, name) in enumerate(zip(carries, slots)):
             dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
-            self._strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(
-                f"{dst}[{e}] = {name}[{e}];"))
+            self._strided(v.aval.size, lambda e, name=name, dst=dst, n=v.aval.size: kb.emit(
+                f"{dst}[{e}] = {name}[wj_last * {n}u + {e}];"))
         kb.emit(self._state_out("lid == 0u"))
         body = "\n  ".join(kb.lines)
         src = (f"{kb.header()}\n@compute @workgroup_size({self._wg})\n"
@@ -319,6 +323,19 @@ class _LoopKernels:
             return int(np.prod([e.invars[0].aval.shape[d] for d in contract]))
         return e.invars[0].aval.size // max(v.aval.size, 1)
 
+    def _tile(self, v):
+        """The kernel op computing stage ``v`` when it computes blocks of outputs per thread
+        (``element_tile``), else None."""
+        e = self._produced.get(v.id)
+        if e is not None and id(e) in self._op_ids and e.prim.element_tile is not None:
+            return e
+        return None
+
+    def _tile_rc(self) -> dict:
+        """Rows and columns of the output block one thread computes: big blocks on CPU
+        adapters, where every memory load is a per-lane loop; small ones on GPUs."""
+        return {"rows": 4, "cols": 8} if self.target.is_cpu else {"rows": 2, "cols": 2}
+
     def _wg_budget(self, stages) -> bool:
         """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,
         the iterations per dispatch."""
@@ -336,22 +353,31 @@ class _LoopKernels:
 
         def trips(size, inn=0):
             return (-(-size // wg) + 1) * (inn + 1)
-        per_iter = 2 + sum(trips(v.aval.size, self._wg_inner(v)) for v in stages) + sum(
+
+        def stage_trips(v):
+            e = self._tile(v)
+            if e is None:
+                return trips(v.aval.size, self._wg_inner(v))
+            return 1 + e.prim.element_tile(None, wg, None, [a.aval for a in e.invars], v.aval,
+                                           None, **self._tile_rc(), **e.params)
+        per_iter = 2 + sum(stage_trips(v) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
         self.K = min(self.cap // per_iter, max(1, self.target.loop_work // work))
         return self.K >= 1
 
-    def _wg_array(self, prefix, v) -> str:
+    def _wg_array(self, prefix, v, copies=1) -> str:
         kb = self.kb
         name = kb.fresh(prefix)
         if v.aval.dtype == np.float16:
             kb.enable_f16 = True
-        kb.decls.append(
-            f"var<workgroup> {name}: array<{W.storage_type(v.aval.dtype)}, {v.aval.size}>;")
+        kb.decls.append(f"var<workgroup> {name}: "
+                        f"array<{W.storage_type(v.aval.dtype)}, {v.aval.size * copies}>;")
         return name
 
-    def _wg_reader(self, name, dt):
-        return lambda idx: self.kb.load(f"{name}[{idx.flat()}]", dt)
+    def _wg_reader(self, name, dt, base=None):
+        if base is None:
+            return lambda idx: self.kb.load(f"{name}[{idx.flat()}]", dt)
+        return lambda idx: self.kb.load(f"{name}[{base} + {idx.flat()}]", dt)
 
     def _strided(self, size, fn):
         """A loop of the workgroup's threads over ``size`` elements; ``fn(e)`` emits the body."""
@@ -374,6 +400,17 @@ class _LoopKernels:
         kb = self.kb
         for v in stages:
             name = self._wg_array("wl_m", v)
+            op = self._tile(v)
+            if op is not None:
+                readers = [(lambda ix, a=a: self.fuser(subst).read(a, ix)) for a in op.invars]
+                op.prim.element_tile(
+                    kb, self._wg, readers, [a.aval for a in op.invars], v.aval,
+                    lambda flat, val, name=name, dt=v.aval.dtype: kb.emit(
+                        f"{name}[{flat}] = {kb.store(val, dt)};"),
+                    **self._tile_rc(), **op.params)
+                kb.emit("workgroupBarrier();")
+                subst[v.id] = self._wg_reader(name, v.aval.dtype)
+                continue
 
             def stage(e, v=v, name=name):
                 val = self._wg_value(v, Index(kb, v.aval.shape, flat=e), subst)
@@ -387,21 +424,29 @@ class _LoopKernels:
             kb.emit("}")
             kb.emit("if (workgroupUniformLoad(&wl_u) == 0u) { wj_run = false; break; }")
 
-    def _wg_emit_step_end(self, cur, nxt, subst) -> None:
-        """The new carries (into ``nxt``) and this step's ``ys``; then ``nxt`` becomes ``cur``."""
+    def _wg_emit_step_end(self, slots, subst) -> None:
+        """The new carries (into their other slot) and this step's ``ys``: one strided loop
+        per size, reading every value through one fuser, so values shared by several roots
+        (a new carry that is also a ``ys``) are computed once."""
         kb = self.kb
+        roots = [(a, ("carry", name, v.aval.size)) for v, a, name in
+                 zip(self.carry_v, self.new_carry, slots)]
+        roots += [(y, ("ys", p)) for p, y in enumerate(self.ys)]
+        by_size: dict = {}
+        for a, dst in roots:
+            by_size.setdefault(a.aval.size, []).append((a, dst))
 
-        def read(a, e):
-            return self.fuser(subst).read(a, Index(kb, a.aval.shape, flat=e))
-        for v, a, name in zip(self.carry_v, self.new_carry, nxt):
-            self._strided(v.aval.size, lambda e, a=a, name=name: kb.emit(
-                f"{name}[{e}] = {kb.store(read(a, e), a.aval.dtype)};"))
-        for p, y in enumerate(self.ys):
-            self._strided(y.aval.size, lambda e, p=p, y=y: kb.emit(
-                self._ys_store(p, y, read(y, e), e)))
-        kb.emit("workgroupBarrier();")
-        for v, c, n in zip(self.carry_v, cur, nxt):
-            self._strided(v.aval.size, lambda e, c=c, n=n: kb.emit(f"{c}[{e}] = {n}[{e}];"))
+        def body(e, group):
+            f = self.fuser(subst)
+            for a, dst in group:
+                val = f.read(a, Index(kb, a.aval.shape, flat=e))
+                if dst[0] == "carry":
+                    _, name, n = dst
+                    kb.emit(f"{name}[(1u - wj_par) * {n}u + {e}] = {kb.store(val, a.aval.dtype)};")
+                else:
+                    kb.emit(self._ys_store(dst[1], a, val, e))
+        for size, group in by_size.items():
+            self._strided(size, lambda e, group=group: body(e, group))
         kb.emit("workgroupBarrier();")
         kb.emit("wj_it = wj_it + 1u;")
         kb.emit("}")

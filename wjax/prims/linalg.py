@@ -271,6 +271,88 @@ def _dot_element(kb, idx, read, in_avals, out, dimension_numbers, precision=None
 dot_general_p.element = _dot_element
 
 
+def _dot_tile_shape(in_avals, dimension_numbers, rows, cols, **_):
+    """(B, M, N, K, R, C): the product's batch, rows, columns, contraction and the R x C block
+    of outputs one thread accumulates."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    prod = lambda a, ds: int(np.prod([a.shape[d] for d in ds], dtype=np.int64))  # noqa: E731
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K = prod(lhs, lb), prod(lhs, lfree), prod(rhs, rfree), prod(lhs, lc)
+    return B, M, N, K, max(1, min(rows, M)), max(1, min(cols, N))
+
+
+def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbers,
+              precision=None, preferred_element_type=None, out_sharding=None):
+    """Every element of the product, computed by ``wg`` threads (``lid``) of one workgroup,
+    each accumulating R x C blocks of outputs in registers: per contraction step it reads R
+    lhs and C rhs values for R * C products (the element rule reads 2 per product).  On CPU
+    adapters every load from storage or workgroup memory costs a per-lane loop, so this is
+    what makes a matmul inside a single-workgroup loop fast.  ``store(flat, value)`` emits
+    the store of one output element; returns the sequential steps per thread."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K, R, C = _dot_tile_shape(in_avals, dimension_numbers, rows, cols)
+    tm, tn = -(-M // R), -(-N // C)
+    tiles = B * tm * tn
+    if kb is None:
+        return -(-tiles // wg) * (K + 1)
+    acc_dt = _acc_dtype(out.dtype)
+    vt = W.value_type(acc_dt)
+    tt = kb.fresh("tt")
+    kb.emit(f"for (var {tt} = lid; {tt} < {tiles}u; {tt} = {tt} + {wg}u) {{")
+    b = kb.let(f"{tt} / {tm * tn}u", "u32")
+    m0 = kb.let(f"({tt} / {tn}u) % {tm}u * {R}u", "u32")
+    n0 = kb.let(f"{tt} % {tn}u * {C}u", "u32")
+
+    def coords(shape, flat):
+        return Index(kb, shape, flat=flat).dims() if shape else []
+
+    bsh = [lhs.shape[d] for d in lb]
+    bc = coords(bsh, b)
+    mrow = [coords([lhs.shape[d] for d in lfree], f"min({m0} + {r}u, {M - 1}u)")
+            for r in range(R)]
+    ncol = [coords([rhs.shape[d] for d in rfree], f"min({n0} + {c}u, {N - 1}u)")
+            for c in range(C)]
+    acc = [[kb.var(W.zero(acc_dt), vt) for _ in range(C)] for _ in range(R)]
+    k = kb.fresh("k")
+    kb.emit(f"for (var {k} = 0u; {k} < {K}u; {k} = {k} + 1u) {{")
+    kc = coords([lhs.shape[d] for d in lc], k)
+    xs, ys = [], []
+    for r in range(R):
+        dims = [None] * lhs.ndim
+        for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
+            for d, c in zip(ds, cs):
+                dims[d] = c
+        x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
+        xs.append(kb.let(x, vt))
+    for c in range(C):
+        dims = [None] * rhs.ndim
+        for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
+            for d, cc in zip(ds, cs):
+                dims[d] = cc
+        y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
+        ys.append(kb.let(y, vt))
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {xs[r]} * {ys[c]};")
+    kb.emit("}")
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"if ({m0} + {r}u < {M}u && {n0} + {c}u < {N}u) {{")
+            flat = f"({b} * {M}u + {m0} + {r}u) * {N}u + {n0} + {c}u"
+            store(flat, convert_expr(acc[r][c], acc_dt, out.dtype))
+            kb.emit("}")
+    kb.emit("}")
+    return -(-tiles // wg) * (K + 1)
+
+
+dot_general_p.element_tile = _dot_tile
+
+
 @dot_general_p.def_kernel
 def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 out_sharding=None):
