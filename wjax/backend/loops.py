@@ -49,6 +49,7 @@ from .wgsl import Index, KernelBuilder
 
 DEFAULT_CAP = 1 << 16           # iterations per dispatch where the adapter has no loop limit
 WORKGROUP = 256                 # threads of the single-workgroup form
+WORKGROUP_CPU = 64              # ... on CPU adapters (fewer coroutines to switch at a barrier)
 MAX_WORKGROUP_WORK = 1 << 17    # element-steps per iteration the single-workgroup form takes on
 _U32 = np.dtype(np.uint32)
 
@@ -348,7 +349,8 @@ class _LoopKernels:
         if shared + 16 > int(self.target["max-compute-workgroup-storage-size"]):
             return False
         biggest = max(v.aval.size for v in stages + carries + roots)
-        wg = self._wg = min(WORKGROUP, int(self.target["max-compute-invocations-per-workgroup"]),
+        most = WORKGROUP_CPU if self.target.is_cpu else WORKGROUP
+        wg = self._wg = min(most, int(self.target["max-compute-invocations-per-workgroup"]),
                             max(32, 1 << (biggest - 1).bit_length()))
 
         def trips(size, inn=0):
