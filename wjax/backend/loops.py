@@ -259,6 +259,7 @@ class _LoopKernels:
         if stages is None or not self._wg_budget(stages):
             return None
         kb, carries = self.kb, self.carry_v
+        kb.uniform = self._uniform_consts()
         # each carry has two slots in one array: slot wj_it % 2 is the current value, the
         # other receives the next one (no copy between steps)
         slots = [self._wg_array("wl_c", v, copies=2) for v in carries]
@@ -290,6 +291,23 @@ class _LoopKernels:
                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) "
                f"lid: u32) {{\n  {body}\n}}\n")
         return src, (1, 1, 1)
+
+    def _uniform_consts(self) -> dict:
+        """Constants bound as uniform buffers (key -> elements), on CPU adapters: lavapipe
+        reads a storage or workgroup buffer through a per-lane loop with a branch per lane,
+        a uniform buffer with one gather (the matmul weights of an RNN cell read ~2x
+        faster).  32-bit elements, 16 bytes to the adapter's uniform binding limit."""
+        if not self.target.is_cpu:
+            return {}
+        most = int(self.target.get("max-uniform-buffer-binding-size", 0))
+        room = int(self.target.get("max-uniform-buffers-per-shader-stage", 0))
+        out = {}
+        for v in self.j.constvars + self.consts_v:
+            n = v.aval.size
+            if (len(out) < room and W.storage_itemsize(v.aval.dtype) == 4
+                    and W.storage_type(v.aval.dtype) != "f16" and 16 <= 4 * n <= most):
+                out[v.id] = n
+        return out
 
     def _wg_stages(self):
         """The values a workgroup loop keeps in workgroup memory, in order: the operands of

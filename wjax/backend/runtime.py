@@ -24,7 +24,9 @@ import wgpu  # noqa: E402
 from . import wgsl as W  # noqa: E402
 from .target import Target  # noqa: E402
 
-_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+# every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
+_USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC
+          | wgpu.BufferUsage.COPY_DST)
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 

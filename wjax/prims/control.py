@@ -1126,7 +1126,29 @@ def _restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, n
     # values stacked over the steps for the accumulators' sums
     stacked = list(dict.fromkeys(x for _, _, _, xs_ in acc.values() for x in xs_))
     keep_k = [k for k in range(ncar) if k not in acc]
-    new_outs = [outs[k] for k in keep_k] + outs[ncar:]
+    # ys the loop need not write: an xs slice (the stacked xs), a repeated ys, or the carry
+    # coming in when the carry going out is also a ys (the same stack shifted by one step)
+    ys_from: dict = {}          # ys position -> ("xs", i) | ("ys", j) | ("shift", k, j)
+    first: dict = {}
+    for q, y in enumerate(outs[ncar:]):
+        if not isinstance(y, Var):
+            continue
+        xi = next((i for i, v in enumerate(xs_v) if v.id == y.id), None)
+        if xi is not None:
+            ys_from[q] = ("xs", xi)
+        elif y.id in first:
+            ys_from[q] = ("ys", first[y.id])
+        else:
+            first[y.id] = q
+    for q, y in enumerate(outs[ncar:]):
+        k = next((k for k, v in enumerate(carry_v) if isinstance(y, Var) and v.id == y.id), None)
+        if q in ys_from or k is None or k in acc or length == 0:
+            continue
+        jn = first.get(outs[k].id) if isinstance(outs[k], Var) else None
+        if jn is not None and jn not in ys_from:
+            ys_from[q] = ("shift", k, jn)
+    ys_kept = [q for q in range(len(outs) - ncar) if q not in ys_from]
+    new_outs = [outs[k] for k in keep_k] + [outs[ncar + q] for q in ys_kept]
     # stacked values that are not per-step results of the loop come from before it
     pre_stk = [x for x in stacked if cls[x.id] != "v" and not any(x is v for v in xs_v)]
     ys_stk = [x for x in stacked if cls[x.id] == "v"]
@@ -1176,7 +1198,24 @@ def _restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, n
         res = scan_p.bind(*consts, *fc, *[init[k] for k in keep_k], *xs, *fx,
                           jaxpr=new_body, length=length, reverse=reverse,
                           num_consts=nc + len(fc), num_carry=len(keep_k), unroll=unroll)
-        kc, ys, ystk = _split(res, len(keep_k), ny)
+        kc, kys, ystk = _split(res, len(keep_k), len(ys_kept))
+        ys = [None] * ny
+        for j, v in zip(ys_kept, kys):
+            ys[j] = v
+        for j, src in ys_from.items():
+            if src[0] == "xs":
+                ys[j] = xs[src[1]]
+        for j, src in ys_from.items():
+            if src[0] == "shift":
+                _, k, jn = src
+                c0 = _ops.expand_dims(init[k], (0,))
+                if reverse:
+                    ys[j] = _ops.concatenate([_ops.slice_in_dim(ys[jn], 1, length), c0], 0)
+                else:
+                    ys[j] = _ops.concatenate([c0, _ops.slice_in_dim(ys[jn], 0, length - 1)], 0)
+        for j, src in ys_from.items():
+            if src[0] == "ys":
+                ys[j] = ys[src[1]]
         full = {x.id: v for x, v in zip(ys_stk, ystk)}
         full.update({x.id: v for x, v in zip(pre_stk, pstk)})
         full.update({x.id: v for x, v in zip(xs_v, xs)})
