@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.ir import ClosedJaxpr
+from ..core.ir import ClosedJaxpr, ShapedArray
 from . import wgsl as W
 from .execute import const_buffer, nbytes_of, upload
 from ..transforms.dce import dce_jaxpr
@@ -60,8 +60,10 @@ class InKernelLoop:
     ``step`` maps (consts, carry, x slices) to ``[pred, *carry]`` (kind ``while``) or to
     ``[*carry, *y slices]`` (kind ``scan``)."""
 
-    def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals):
+    def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals,
+                 scratch=()):
         self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
+        self.scratch = list(scratch)  # byte sizes of storage buffers holding loop arrays
         self.kind, self.length, self.carry_avals = kind, length, carry_avals
         self.consts = consts          # (value, aval) of the step's closed consts
         self._fixed = None            # their buffers and the zero loop state, on the first run
@@ -75,7 +77,8 @@ class InKernelLoop:
         closed, state0 = self._fixed
         other = [rt.alloc(nbytes_of(a)) for a in self.carry_avals]
         states = [rt.alloc(8), rt.alloc(8)]
-        fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out}
+        fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out,
+                 "scratch": [rt.alloc(n) for n in self.scratch]}
         cin, sin, c = list(carry), [state0], 0
         while True:
             cout = carry_out if c % 2 == 0 else other
@@ -114,7 +117,7 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
         if src_grid is not None and g.fits():
             consts = [(c, v.aval) for c, v in zip(closed_consts, j.constvars)]
             return InKernelLoop(*src_grid, g.roles(), consts, g.K, kind, length,
-                                [v.aval for v in g.carry_v])
+                                [v.aval for v in g.carry_v], g.scratch_bytes())
     return None
 
 
@@ -144,6 +147,11 @@ class _LoopKernels:
     def reset(self):
         self.kb = KernelBuilder(int(self.target["max-compute-workgroups-per-dimension"]))
         self.K = 1
+        self._in_storage: set = set()     # var ids whose loop arrays live in storage buffers
+        self._scratch: list = []          # (elements, dtype) of each such buffer
+
+    def scratch_bytes(self) -> list:
+        return [n * W.storage_itemsize(dt) for n, dt in self._scratch]
 
     @property
     def cap(self) -> int:
@@ -268,6 +276,8 @@ class _LoopKernels:
             src = kb.bind(("cin", k), v.aval.dtype, "read")
             self._strided(v.aval.size, lambda e, name=name, src=src: kb.emit(
                 f"{name}[{e}] = {src}[{e}];"))
+        if self._in_storage:
+            kb.emit("storageBarrier();")
         sin = kb.bind(("sin", 0), _U32, "read")
         kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
         kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
@@ -308,6 +318,12 @@ class _LoopKernels:
                     and W.storage_type(v.aval.dtype) != "f16" and 16 <= 4 * n <= most):
                 out[v.id] = n
         return out
+
+    def _barrier(self) -> str:
+        """A barrier over the loop's arrays (storage ones need ``storageBarrier``)."""
+        if self._in_storage:
+            return "storageBarrier(); workgroupBarrier();"
+        return "workgroupBarrier();"
 
     def _wg_stages(self):
         """The values a workgroup loop keeps in workgroup memory, in order: the operands of
@@ -363,9 +379,16 @@ class _LoopKernels:
                 + sum(a.aval.size for a in roots))
         if work > MAX_WORKGROUP_WORK:
             return False
-        shared = sum(4 * v.aval.size for v in stages) + sum(8 * v.aval.size for v in carries)
-        if shared + 16 > int(self.target["max-compute-workgroup-storage-size"]):
-            return False
+        # arrays that do not fit workgroup memory live in storage buffers (largest first)
+        arrays = sorted([(4 * v.aval.size, v) for v in stages]
+                        + [(8 * v.aval.size, v) for v in carries], key=lambda t: -t[0])
+        room = int(self.target["max-compute-workgroup-storage-size"]) - 16
+        shared = sum(n for n, _ in arrays)
+        for n, v in arrays:
+            if shared <= room:
+                break
+            self._in_storage.add(v.id)
+            shared -= n
         biggest = max(v.aval.size for v in stages + carries + roots)
         most = WORKGROUP_CPU if self.target.is_cpu else WORKGROUP
         wg = self._wg = min(most, int(self.target["max-compute-invocations-per-workgroup"]),
@@ -386,7 +409,12 @@ class _LoopKernels:
         return self.K >= 1
 
     def _wg_array(self, prefix, v, copies=1) -> str:
+        """An array of ``copies`` x the elements of ``v``, in workgroup memory or (when the
+        budget moved ``v`` out) in a storage buffer of its own."""
         kb = self.kb
+        if v.id in self._in_storage:
+            self._scratch.append((v.aval.size * copies, v.aval.dtype))
+            return kb.bind(("scratch", len(self._scratch) - 1), v.aval.dtype, "read_write")
         name = kb.fresh(prefix)
         if v.aval.dtype == np.float16:
             kb.enable_f16 = True
@@ -428,7 +456,7 @@ class _LoopKernels:
                     lambda flat, val, name=name, dt=v.aval.dtype: kb.emit(
                         f"{name}[{flat}] = {kb.store(val, dt)};"),
                     **self._tile_rc(), **op.params)
-                kb.emit("workgroupBarrier();")
+                kb.emit(self._barrier())
                 subst[v.id] = self._wg_reader(name, v.aval.dtype)
                 continue
 
@@ -436,7 +464,7 @@ class _LoopKernels:
                 val = self._wg_value(v, Index(kb, v.aval.shape, flat=e), subst)
                 kb.emit(f"{name}[{e}] = {kb.store(val, v.aval.dtype)};")
             self._strided(v.aval.size, stage)
-            kb.emit("workgroupBarrier();")
+            kb.emit(self._barrier())
             subst[v.id] = self._wg_reader(name, v.aval.dtype)
         if self.pred is not None:
             kb.emit("if (lid == 0u) {")
@@ -467,7 +495,7 @@ class _LoopKernels:
                     kb.emit(self._ys_store(dst[1], a, val, e))
         for size, group in by_size.items():
             self._strided(size, lambda e, group=group: body(e, group))
-        kb.emit("workgroupBarrier();")
+        kb.emit(self._barrier())
         kb.emit("wj_it = wj_it + 1u;")
         kb.emit("}")
 
@@ -493,6 +521,9 @@ class _LoopKernels:
                 return self.xs_v[k].aval.update(shape=(self.length,) + self.xs_v[k].aval.shape)
             if kind == "ys":
                 return self.ys[k].aval.update(shape=(self.length,) + self.ys[k].aval.shape)
+            if kind == "scratch":
+                n, dt = self._scratch[k]
+                return ShapedArray((n,), dt)
             return None
         for v in self.j.constvars + self.j.invars:
             if v.id == key:
