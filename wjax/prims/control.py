@@ -1038,7 +1038,7 @@ def _scan_kernel(
 # --------------------------------------------------------------------------- scan restructuring
 
 HOIST_BYTES = 256 << 20     # stacked values a restructured scan may add (hoisted xs, acc terms)
-HOIST_WORK = 1 << 17        # hoist when the moved kernel ops do this many element-steps
+HOIST_WORK = 1 << 20        # hoist when the moved kernel ops do this many element-steps
 _ADDS = ("add", "add_any")
 _restructured = caches.Memo(512)     # bodies made by _restructure_scan
 
