@@ -22,6 +22,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
+from .autotune import Tuner  # noqa: E402
 from .target import Target  # noqa: E402
 
 # every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
@@ -244,7 +245,8 @@ class Runtime:
                 matmul = "vec4" if cpu else "tiled"
             opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
                         has_f16=self.has_f16, matmul=matmul,
-                        sort="registers" if cpu else "workgroup", compiles=self.compiles)
+                        sort="registers" if cpu else "workgroup", compiles=self.compiles,
+                        tune=self.tuner.pick)
             opts.update(self._options)
             self._target = Target(lim, **opts)
         return self._target
@@ -263,6 +265,17 @@ class Runtime:
         finally:
             self._options = saved
             self._target = None
+
+    @property
+    def tuner(self):
+        """The kernel autotuner of this device (``backend/autotune.py``)."""
+        if getattr(self, "_tuner", None) is None:
+            i = self.adapter.info
+            key = " | ".join(str(i.get(k, "")) for k in
+                             ("device", "backend_type", "adapter_type", "vendor", "architecture",
+                              "description"))
+            self._tuner = Tuner(self, key)
+        return self._tuner
 
     def describe(self) -> str:
         i = self.adapter.info
