@@ -141,3 +141,60 @@ def test_split_k_with_epilogue():
                                atol=1e-3)
     g = jax.jit(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))))
     np.testing.assert_allclose(np.asarray(g(a, b)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def _forcing(monkeypatch, prefix, pick_index):
+    """Makes the tuner choose variant ``pick_index`` (mod count) for keys starting ``prefix``
+    (and record what it offered)."""
+    rt = runtime.get()
+    offered = []
+
+    def pick(key, names, build, nb, default):
+        if not key.startswith(prefix):
+            return default
+        offered.append(list(names))
+        return names[pick_index % len(names)]
+    monkeypatch.setattr(rt.tuner, "pick", pick)
+    return offered
+
+
+@pytest.mark.parametrize("case", ["strided", "groups_dilated", "weight_grad"])
+def test_every_conv_variant_is_correct(case, monkeypatch):
+    """The direct (implicit GEMM) convolution in each variant the tuner offers -- register
+    blocks, split contractions whose pieces cross window positions -- against JAX: strides,
+    asymmetric padding, lhs/rhs dilation, feature groups, and a layer's value_and_grad (the
+    weight gradient contracts over batch x positions: 2 x 33 x 35 = 2310 terms a channel)."""
+    rj = pytest.importorskip("jax")
+    rs = np.random.RandomState(4)
+    if case == "strided":
+        x, w = rs.randn(2, 5, 13, 11).astype(F), rs.randn(8, 5, 3, 2).astype(F)
+        kw = dict(window_strides=(2, 1), padding=((1, 2), (0, 1)))
+    elif case == "groups_dilated":
+        x, w = rs.randn(3, 6, 19, 20).astype(F), rs.randn(16, 3, 2, 3).astype(F)
+        kw = dict(window_strides=(1, 2), padding=((2, 1), (1, 1)), lhs_dilation=(2, 1),
+                  rhs_dilation=(1, 2), feature_group_count=2)
+    else:
+        x, w = rs.randn(2, 3, 33, 35).astype(F), (rs.randn(4, 3, 3, 3) * 0.2).astype(F)
+        kw = dict(window_strides=(1, 1), padding="SAME")
+
+    def run(L, N, x, w):
+        if case != "weight_grad":
+            return L.conv_general_dilated(x, w, **kw)
+        loss = lambda w, x: N.sum(N.tanh(L.conv_general_dilated(x, w, **kw)) ** 2)  # noqa
+        g = rj.value_and_grad(loss, argnums=(0, 1)) if L is rj.lax else \
+            jax.value_and_grad(loss, argnums=(0, 1))
+        return g(w, x)
+    want = rj.tree_util.tree_leaves(rj.jit(lambda x, w: run(rj.lax, rj.numpy, x, w))(x, w))
+    n_variants, i = None, 0
+    while n_variants is None or i < n_variants:
+        offered = _forcing(monkeypatch, "conv|", i)
+        with runtime.get().options(name=f"conv variant {i}"):    # compile afresh
+            got = jax.tree_util.tree_leaves(jax.jit(lambda x, w: run(lax, jnp, x, w))(x, w))
+        assert offered, "the convolution offered the tuner no variants"
+        n_variants = max(len(o) for o in offered)
+        for g, wv in zip(got, want):
+            scale = max(1.0, float(np.abs(np.asarray(wv)).max()))
+            np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=2e-4,
+                                       atol=2e-4 * scale, err_msg=f"{case} {offered}")
+        i += 1
+    assert n_variants >= 3
