@@ -198,3 +198,42 @@ def test_every_conv_variant_is_correct(case, monkeypatch):
                                        atol=2e-4 * scale, err_msg=f"{case} {offered}")
         i += 1
     assert n_variants >= 3
+
+
+def test_float16_storage_float32_accumulation(target_options):
+    """float16 operands on the register-blocked kernel, products accumulated in float32:
+    ``preferred_element_type=float32`` gives JAX's float32 result, a float16 result is that
+    rounded once (within one float16 ulp of JAX's); batch dims, a transposed operand, a fused
+    epilogue and a split contraction included.  Without shader-f16 (wgpu's GL backend, or a
+    target without it) float16 is JAX's TypeError, never a silent float32."""
+    rj = pytest.importorskip("jax")
+    rs = np.random.RandomState(6)
+    a = rs.randn(3, 37, 130).astype(np.float16)
+    b = rs.randn(3, 22, 130).astype(np.float16)
+    c = rs.randn(8, 4096).astype(np.float16)
+    d = rs.randn(4096, 8).astype(np.float16)
+
+    def prog(L, N, a, b, c, d):
+        p = L.dot_general(a, b, (((2,), (2,)), ((0,), (0,))), preferred_element_type=N.float32)
+        q = N.tanh(N.einsum("bmk,bnk->bmn", a, b)) * 2                 # float16 out, epilogue
+        r = L.dot(c, d, preferred_element_type=N.float32)               # split contraction
+        return p, q, r
+
+    if not runtime.get().has_f16:
+        with pytest.raises(TypeError, match="shader-f16"):
+            jax.jit(lambda *x: prog(lax, jnp, *x))(a, b, c, d)
+        return
+    f = jax.jit(lambda *x: prog(lax, jnp, *x))
+    assert "vec4<f16>" in f.lower(a, b, c, d).as_text()
+    got = f(a, b, c, d)
+    want = rj.jit(lambda *x: prog(rj.lax, rj.numpy, *x))(a, b, c, d)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5, atol=1e-4)
+    ulp = np.spacing(np.abs(np.asarray(want[1])).astype(np.float16)).astype(np.float32)
+    assert np.all(np.abs(np.asarray(got[1], np.float32) - np.asarray(want[1], np.float32))
+                  <= ulp + 1e-3)
+    np.testing.assert_allclose(np.asarray(got[2]), np.asarray(want[2]), rtol=1e-4, atol=1e-2)
+    target_options(has_f16=False)
+    with pytest.raises(TypeError, match="shader-f16"):
+        jax.jit(lambda *x: prog(lax, jnp, *x))(a, b, c, d)

@@ -146,6 +146,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 # products with few output blocks and a long contraction (a weight gradient), and always in
 # chunks of at most K_CHUNK (lavapipe stops an invocation after 65535 loop iterations).
 # The variant is autotuned per adapter and size class (``backend/autotune.py``).
+_F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
 MM_RM, MM_V, MM_WG = 16, 8, 16       # the default block: rows, vec4 columns, threads/workgroup
 MM_MIN_THREADS = 16  # shrink blocks / split the contraction below this many threads
 K_CHUNK = 16384      # contraction steps per thread at most
@@ -261,19 +262,23 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, epi):
     return src, grid
 
 
-def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi):
+def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32):
     """shaders/matmul_vec4.wgsl for variant ``cfg`` (``S`` contraction splits: ``kc`` then
-    holds S partial products); ``epi``: epilogue lines (S == 1 only)."""
-    f32 = np.dtype(np.float32)
+    holds S partial products, float32); ``epi``: epilogue lines (S == 1 only).  ``in_dt``:
+    the operands' storage (float16 or float32; products accumulate in float32), ``out_dt``
+    the result's."""
     N4 = -(-N // 4)
-    a_name = kb.bind(ka, f32, "read")
+    if S > 1:
+        out_dt = _F32
+    a_name = kb.bind(ka, in_dt, "read")
     kb.vec = 4
-    b_name = kb.bind(kbk, f32, "read")
+    b_name = kb.bind(kbk, in_dt, "read")
     if N % 4 == 0:
-        c_name = kb.bind(kc, f32, "read_write")
+        c_name = kb.bind(kc, out_dt, "read_write")
     kb.vec = 1
     if N % 4:
-        c_name = kb.bind(kc, f32, "read_write")
+        c_name = kb.bind(kc, out_dt, "read_write")
+    ct = W.storage_type(out_dt)
     RM, V, WG = cfg.rm, cfg.v, cfg.wg
     KC = -(-K // S)
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
@@ -283,22 +288,24 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi):
         f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM)
     )
     decl += "\n" + "\n".join(f"  let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V))
-    load_b = "\n".join(f"    let bv{j} = {b_name}[bbase + k * {N4}u + bc{j}];" for j in range(V))
-    fma = "\n".join(f"    let av{i} = vec4<f32>({a_name}[ar{i} + k]);\n" + "\n".join(
+    load_b = "\n".join(f"    let bv{j} = vec4<f32>({b_name}[bbase + k * {N4}u + bc{j}]);"
+                       for j in range(V))
+    fma = "\n".join(f"    let av{i} = vec4<f32>(f32({a_name}[ar{i} + k]));\n" + "\n".join(
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
     # with splits the partial products go to [S, B, M, N]: bb = split * B + batch
     row = "(bb * {M}u + m0 + {i}u)" if S > 1 else "(b * {M}u + m0 + {i}u)"
     if N % 4 == 0:
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}["
-            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = vec4<{ct}>(c{i}_{j}); }}"
             for i in range(RM)
             for j in range(V)
         )
     else:   # scalar stores of the real columns
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}["
-            + row.format(M=M, i=i) + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
+            + row.format(M=M, i=i)
+            + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = {ct}(c{i}_{j}[{q}]); }}"
             for i in range(RM)
             for j in range(V)
             for q in range(4)
@@ -311,7 +318,7 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi):
                   f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
-                  f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
+                  f"      let val = {ct}(cs[ii / 4u][ii % 4u]);\n      {body}\n    }}\n  }}")
     src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
                    B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
                    STORE=store)
@@ -322,8 +329,9 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     """The sum of S partial products (each ``total`` elements), then the epilogue."""
     p = kb.bind(kp, np.float32, "read")
     o = kb.bind(ko, out_dtype, "read_write")
-    kb.emit(f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s "
-            f"* {total}u + i]; }}\n  {o}[i] = acc;")
+    kb.emit(f"var acc0 = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc0 = acc0 + {p}[s "
+            f"* {total}u + i]; }}\n  let acc = {W.storage_type(out_dtype)}(acc0);\n"
+            f"  {o}[i] = acc;")
     for line in epi:
         kb.emit(line)
     return kb.elementwise_kernel(total)
@@ -339,6 +347,7 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
 
 
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
+    """The register-blocked kernel (float32, or float16 operands accumulated in float32)."""
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
     S = _mm_splits(K, cfg.s)
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
@@ -346,7 +355,7 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
     kb = ctx.new_kb()
     epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
-    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi)
+    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype)
     ctx.dispatch(kb, src, grid)
     if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
         kb = ctx.new_kb()
@@ -487,6 +496,12 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
         cfg = _mm_config(ctx.target, B, M, N, K)
         if cfg.tiled:
             return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
+        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
+    if (lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16
+            and K > 0 and M * N * K >= 32768):
+        # float16 storage, float32 accumulation (``preferred_element_type=float32`` keeps the
+        # float32 result): the register-blocked kernel, its block tuned as float32's
+        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
