@@ -12,23 +12,33 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    written at step ``t``.  Any number of elements (many workgroups).
 2. *Single-workgroup kernel loop* (``_LoopKernels.one_workgroup``).  A small body that also holds
    reductions or ``dot_general`` (each kernel primitive's ``element`` rule computes one
-   output element as a sequential loop), or reads carries at other positions (``roll``,
-   ``m @ v``): one workgroup holds the carries and every intermediate a kernel op needs in
-   workgroup memory; each stage is a strided loop over its elements and a barrier; the
-   predicate goes through ``workgroupUniformLoad`` so the loop stays in uniform control
-   flow.  Taken when the arrays fit the workgroup memory limit (32 KiB on lavapipe) and an
-   iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: an RNN cell with h = 64 runs
-   100 steps in one dispatch.
+   output element as a sequential loop; ``dot_general``'s ``element_tile`` rule gives each
+   thread a register block of R x C outputs, reading R + C values per contraction step
+   instead of 2 R C), or reads carries at other positions (``roll``, ``m @ v``): one
+   workgroup holds the carries and every intermediate a kernel op needs in workgroup memory
+   -- or, for arrays that do not fit (32 KiB on lavapipe), in storage buffers of their own
+   (``scratch`` roles, with ``storageBarrier``); each stage is a strided loop over its
+   elements (or the tile loop) and a barrier; the predicate goes through
+   ``workgroupUniformLoad`` so the loop stays in uniform control flow.  Each carry has two
+   slots (the current one is ``wj_it % 2``): a step writes the next values into the other
+   slot, so nothing is copied between steps; a step's new carries and ``ys`` are computed in
+   one strided loop per size, through one fuser, so a value shared by several of them is
+   computed once.  On CPU adapters the workgroup has 64 threads and constants of 16 bytes to
+   64 KiB are read from uniform buffers (lavapipe reads storage and workgroup memory through
+   a per-lane loop with a branch per lane; a uniform buffer with one gather).  Taken when an
+   iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: the batched RNN cell of issue
+   17 (8 x 64 by 64 x 64 products) runs 100 steps in one dispatch, and so does its backward
+   pass once the scan is restructured (``_restructure_scan`` in ``wjax/prims/control.py``).
    Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
    65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
    and no readback; a ``while`` reads the "running" word back once per chunk (once, for
    loops shorter than K).  Between chunks the carry ping-pongs between two buffer sets.
 3. *Recorded loop* (``wjax/prims/control.py``): any other body (a sort, a scatter, a nested
-   loop, too big for one workgroup) is compiled once into a sub-plan that the host records
-   per iteration into the same command stream: ``scan`` with no readback, ``while`` with a
-   guarded body (``select(pred, body(c), c)``) in chunks of up to 64 iterations and one
-   predicate readback per chunk.
+   loop, too much work per step for one workgroup) is compiled once into a sub-plan that
+   the host records per iteration into the same command stream: ``scan`` with no readback,
+   ``while`` with a guarded body (``select(pred, body(c), c)``) in chunks of up to 64
+   iterations and one predicate readback per chunk.
 4. *Host-driven loop*: a ``while`` whose body holds another ``while`` reads its predicate
    back every iteration (a guarded nested loop could spin on garbage).
 

@@ -19,6 +19,16 @@ call, feeding device buffers from one sub-plan run to the next.  Nothing is read
 a branch or loop exit must be decided on the host.  The choice between the loop forms is
 described in ``wjax/backend/loops.py``:
 
+* Scan restructuring (``_restructure_scan``) comes first: a scan whose body has
+  *accumulator carries* (``c' = c + d``, ``d`` independent of ``c``, used nowhere else: the
+  weight-gradient sums of a transposed scan) or carry-independent matmuls/reductions worth
+  moving (2^20 element-steps or more) is compiled as an equivalent program around an inner
+  scan: the hoisted ops run once before it, batched over the steps, and read as extra
+  ``xs``; the accumulators' terms are emitted as extra ``ys`` (a product's operands, when
+  ``d`` is a ``dot_general``) and summed after the loop by one reduction (one ``dot_general``
+  with the step axis contracted); ``ys`` that are an ``xs`` slice, a repeat, or the incoming
+  carry (when the outgoing one is also a ``ys``) are taken from outside the loop.  The
+  inner scan then goes through the forms below (it is never restructured again).
 * ``scan`` and ``while`` first try to run as a loop INSIDE ONE KERNEL (``_in_kernel``,
   ``wjax/backend/loops.py``): per element for elementwise bodies, in one workgroup for small
   bodies with reductions and matmuls.  The bullets below are the recorded form, for the rest.
