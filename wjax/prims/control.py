@@ -1049,7 +1049,7 @@ def _scan_kernel(
 
 HOIST_BYTES = 256 << 20     # stacked values a restructured scan may add (hoisted xs, acc terms)
 HOIST_WORK = 1 << 20        # hoist when the moved kernel ops do this many element-steps
-_ADDS = ("add", "add_any")
+_ADDS = ("add",)
 _restructured = caches.Memo(512)     # bodies made by _restructure_scan
 
 
@@ -1082,7 +1082,7 @@ def _restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, n
       the step axis), and the loop reads their results as extra ``xs`` (or consts).
 
     Returns a ClosedJaxpr taking and returning what the scan equation does."""
-    if _restructured.get_or_make((jaxpr,), "made", lambda: False):
+    if length == 0 or _restructured.get_or_make((jaxpr,), "made", lambda: False):
         return None          # made by this function: nothing more moves out
     body = selectify(jaxpr)
     j, cconsts = flatten_closed(body)
