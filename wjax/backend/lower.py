@@ -291,7 +291,7 @@ class Fuser:
             elif flat != "i":
                 self.kb.vec_ok = False
                 self.kb.nonflat_keys.add(k)
-            expr = self.kb.load(f"{name}[{flat}]", aval.dtype)
+            expr = self.kb.load(self.kb.elem(name, flat), aval.dtype)
         out = self.kb.let(expr, self.kb.vt(aval.dtype))
         self.memo[key] = out
         return out

@@ -24,9 +24,12 @@ import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
 from ..core.config import config as _config  # noqa: E402
+from .autotune import Tuner  # noqa: E402
 from .target import Target  # noqa: E402
 
-_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+# every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
+_USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC
+          | wgpu.BufferUsage.COPY_DST)
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 
@@ -260,7 +263,8 @@ class Runtime:
                 matmul = "vec4" if cpu else "tiled"
             opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
                         has_f16=self.has_f16, matmul=matmul,
-                        sort="registers" if cpu else "workgroup", compiles=self.compiles)
+                        sort="registers" if cpu else "workgroup", compiles=self.compiles,
+                        tune=self.tuner.pick)
             opts.update(self._options)
             self._target = Target(lim, **opts)
         return self._target
@@ -279,6 +283,17 @@ class Runtime:
         finally:
             self._options = saved
             self._target = None
+
+    @property
+    def tuner(self):
+        """The kernel autotuner of this device (``backend/autotune.py``)."""
+        if getattr(self, "_tuner", None) is None:
+            i = self.adapter.info
+            key = " | ".join(str(i.get(k, "")) for k in
+                             ("device", "backend_type", "adapter_type", "vendor", "architecture",
+                              "description"))
+            self._tuner = Tuner(self, key)
+        return self._tuner
 
     def describe(self) -> str:
         i = self.adapter.info

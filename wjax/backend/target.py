@@ -34,18 +34,21 @@ class Target(dict):
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``compiles``         ``compiles(wgsl) -> bool``: validates an optional kernel variant
+    ``tune``             ``tune(key, names, build, buffer_bytes, default) -> name``: picks a
+                         kernel variant (``backend/autotune.py``; without a runtime: default)
 
     A Target is not changed once made: ``with_limits``/``replace`` make new ones.  ``key()``
     is what compiled executables are cached under, together with their jaxpr.
     """
 
     OPTIONS = ("name", "is_cpu", "loop_limit", "has_f16", "matmul", "sort", "in_kernel_loops",
-               "loop_work", "compiles")
+               "loop_work", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", is_cpu: bool = False,
                  loop_limit: int | None = None, has_f16: bool = True, matmul: str = "tiled",
                  sort: str = "workgroup", in_kernel_loops: bool = True, loop_work: int = 1 << 24,
-                 compiles: Callable[[str], bool] | None = None):
+                 compiles: Callable[[str], bool] | None = None,
+                 tune: Callable | None = None):
         super().__init__(_WEBGPU_DEFAULTS)
         self.update(limits)
         self["shader-f16"] = has_f16
@@ -53,6 +56,7 @@ class Target(dict):
         self.has_f16, self.matmul, self.sort = has_f16, matmul, sort
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.compiles = compiles if compiles is not None else (lambda src: True)
+        self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
 
     def replace(self, **options) -> "Target":
@@ -70,7 +74,8 @@ class Target(dict):
     def key(self) -> tuple:
         """What compiled plans depend on (for caches)."""
         if self._key is None:
-            self._key = (tuple(getattr(self, k) for k in self.OPTIONS if k != "compiles"),
+            self._key = (tuple(getattr(self, k) for k in self.OPTIONS
+                               if k not in ("compiles", "tune")),
                          tuple(sorted((k, v) for k, v in self.items()
                                       if isinstance(v, (int, bool)))))
         return self._key

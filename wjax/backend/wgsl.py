@@ -253,6 +253,10 @@ class KernelBuilder:
         self.lane_base: str | None = None
         self.alias: dict = {}            # let name -> the name it copies (``let t2 = t1;``)
         self.ops: list = []              # the equations computed here (the profiler's label)
+        # key -> elements: read-only buffers bound as uniform buffers (arrays of vec4), which
+        # CPU adapters read without the per-lane loop of a storage load (see loops.py)
+        self.uniform_bufs: dict = {}
+        self._uniform_names: set = set()
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
@@ -288,6 +292,11 @@ class KernelBuilder:
         if k in self._binding_names:
             return self._binding_names[k]
         name = f"b{len(self.bindings)}"
+        if access == "read" and self.vec == 1 and key in self.uniform_bufs:
+            self.bindings.append((key, "uniform", f"vec4<{storage_type(dtype)}>"))
+            self._binding_names[k] = name
+            self._uniform_names.add(name)
+            return name
         ty = "atomic<u32>" if access == "atomic" else storage_type(dtype)
         if ty == "f16":
             self.enable_f16 = True
@@ -308,6 +317,12 @@ class KernelBuilder:
             if w is not None:
                 self.windowed[name] = w
         return name
+
+    def elem(self, name: str, flat: str) -> str:
+        """The element ``flat`` of binding ``name`` (a uniform binding holds vec4s)."""
+        if name in self._uniform_names:
+            return f"{name}[({flat}) / 4u][({flat}) % 4u]"
+        return f"{name}[{flat}]"
 
     def n_bindings(self) -> int:
         """Storage bindings the kernel declares (a windowed buffer counts once per window)."""
@@ -379,7 +394,12 @@ class KernelBuilder:
         if self.enable_f16:
             out.append("enable f16;")
         slot = 0
-        for i, (_, access, ty) in enumerate(self.bindings):
+        for i, (key, access, ty) in enumerate(self.bindings):
+            if access == "uniform":
+                n4 = -(-self.uniform_bufs[key] // 4)
+                out.append(f"@group(0) @binding({slot}) var<uniform> b{i}: array<{ty}, {n4}>;")
+                slot += 1
+                continue
             mode = "read" if access == "read" else "read_write"
             w = self.windowed.get(f"b{i}")
             if w is None:
