@@ -1,2 +1,3 @@
-"""wjax.scipy: the parts of ``jax.scipy`` wjax provides (``special``, ``stats.norm``)."""
-from . import special, stats  # noqa: F401
+"""wjax.scipy: the parts of ``jax.scipy`` wjax provides (``special``, ``stats.norm``,
+``linalg``)."""
+from . import linalg, special, stats  # noqa: F401
