@@ -51,6 +51,8 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices (Jacobi rotations on
     the device), differentiable as in JAX."""
     a = _la._float(jnp.asarray(a))
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise TypeError(f"eigh: argument must be a square matrix or a stack of them, got "
                         f"shape {a.shape}")

@@ -232,7 +232,10 @@ def slogdet(a, *, method=None):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    a = _square("cholesky", a)
+    a = _float(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:     # JAX's class (from its transpose/add)
+        raise TypeError(f"cholesky: argument must be a square matrix or a stack of them, got "
+                        f"shape {a.shape}")
     if symmetrize_input:
         a = (a + swapaxes(a, -1, -2)) * 0.5
     if a.shape[-1] == 0:
@@ -300,11 +303,28 @@ def tensorinv(a, ind=2):
 
 
 def cond(x, p=None):
-    if p in (None, 2, -2):
+    """The condition number in the ``p`` norm (singular values for ``None``/2/-2); NaN from
+    a singular matrix becomes inf, as JAX."""
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                         f"arr.shape={x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                         f"arr.shape={x.shape}")
+    if p is None or p == 2:
         s = svd(x, compute_uv=False)
-        big, small = s[..., 0], s[..., -1]
-        return big / small if p in (None, 2) else small / big
-    return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svd(x, compute_uv=False)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-2] != x.shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                             f"arr.shape={x.shape}")
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    nan_in = reductions.any(ufuncs.isnan(x), axis=(-2, -1))
+    return _where_xy(ufuncs.isnan(r) & ~nan_in, np.inf, r)
 
 
 # --------------------------------------------------------------------------- Jacobi
@@ -558,25 +578,43 @@ def matrix_rank(M, rtol=None, *, tol=None):
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
-    """Least squares ``argmin |a x - b|`` through the SVD: ``(x, residuals, rank, s)``."""
-    a, b = _float(asarray(a)), _float(asarray(b))
-    if a.ndim != 2 or b.ndim not in (1, 2):
-        raise TypeError(f"lstsq: a must be 2-D and b 1-D or 2-D, got {a.shape} and {b.shape}")
+    """Least squares ``argmin |a x - b|`` through the SVD: ``(x, residuals, rank, s)``;
+    singular values below ``rcond * s_max`` (default ``eps * max(m, n)``) are dropped."""
+    a, b = asarray(a), asarray(b)
+    dt = result_type(a, b)
+    if not issubdtype(dt, np.floating):
+        dt = np.dtype(np.float32)
+    a, b = astype(a, dt), astype(b, dt)
+    if a.shape[:1] != b.shape[:1]:
+        raise ValueError("Leading dimensions of input arrays must match")
     vec = b.ndim == 1
     b2 = b[:, None] if vec else b
+    if a.ndim != 2:
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    if b2.ndim != 2:
+        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
+                        f"two-dimensional")
     m, n = a.shape
-    if rcond is None:
-        rcond = float(np.finfo(np.float32).eps) * builtins.max(m, n)
-    u, s, vh = svd(a, full_matrices=False)
-    keep = s > asarray(rcond, a.dtype) * reductions.max(s)
-    s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
-    x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
-    rank = reductions.sum(keep, dtype=np.int32)
-    resid = reductions.sum((matmul(a, x) - b2) ** 2, axis=0)
-    if numpy_resid and (rank < n or m <= n):
-        resid = zeros((0,), a.dtype)
-    return (x[:, 0] if vec else x), (resid[0] if vec and resid.ndim and resid.shape[0] else
-                                      resid), rank, s
+    eps = float(np.finfo(dt).eps)
+    if a.size == 0:
+        s = zeros((0,), dt)
+        rank = asarray(0, np.int32)
+        x = zeros((n,) + b2.shape[1:], dt)
+    else:
+        if rcond is None:
+            rcond = eps * builtins.max(m, n)
+        else:
+            rcond = _where_xy(asarray(rcond) < 0, eps, rcond)
+        u, s, vh = svd(a, full_matrices=False)
+        keep = (s > 0) & (s >= astype(asarray(rcond), dt) * s[0])
+        rank = reductions.sum(keep, dtype=np.int32)
+        s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
+        x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = zeros((0,), dt)
+    else:
+        resid = norm(b2 - matmul(a, x), axis=0) ** 2
+    return (ravel(x) if vec else x), resid, rank, s
 
 
 def _cpu_only(name):
