@@ -217,6 +217,9 @@ BATCHED = {
     "det": lambda L, a: L.det(a),
     "lu_solve": lambda L, a: L.lu_solve(L.lu_factor(a), B42, trans=1),
     "eigh": lambda L, a: L.eigh(a + a.T, eigvals_only=True),
+    "svd": lambda L, a: L.svd(a, compute_uv=False),
+    "qr": lambda L, a: L.qr(a),
+    "inv": lambda L, a: L.inv(a),
 }
 
 
@@ -227,6 +230,29 @@ def test_vmap_and_jit_match_jax(name):
     want = jax.vmap(lambda a: f(jsl, a))(x)
     close(wjax.vmap(lambda a: f(wsl, a))(x), want, rtol=1e-4, atol=1e-4)
     close(wjax.jit(wjax.vmap(lambda a: f(wsl, a)))(x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_leading_dimensions_batch_like_jax():
+    a = np.stack([_well(4, (3,), seed=s) for s in range(2)])          # (2, 3, 4, 4)
+    spd = a @ np.swapaxes(a, -1, -2)
+    b = RNG.randn(2, 3, 4, 2).astype(F)
+    for name, f in [("inv", lambda M: M.linalg.inv(a)), ("solve", lambda M: M.linalg.solve(a, b)),
+                    ("det", lambda M: M.linalg.det(a)), ("slogdet", lambda M: M.linalg.slogdet(a)),
+                    ("cholesky", lambda M: M.linalg.cholesky(spd)),
+                    ("eigvalsh", lambda M: M.linalg.eigvalsh(spd)),
+                    ("svdvals", lambda M: M.linalg.svd(a[..., :3], compute_uv=False)),
+                    ("qr_r", lambda M: M.linalg.qr(a, mode="r")),
+                    ("pinv", lambda M: M.linalg.pinv(a[..., :3]))]:
+        close(f(jnp), f(jjnp), rtol=2e-4, atol=2e-4)
+
+
+def test_jit_of_derivatives():
+    f = lambda L: lambda a: L.expm(a).sum() + L.det(a) + L.cho_solve(  # noqa: E731
+        L.cho_factor(a @ a.T), B4).sum()
+    x = A4 / 4
+    close(wjax.jit(wjax.grad(f(wsl)))(x), jax.grad(f(jsl))(x), rtol=2e-4, atol=2e-4)
+    close(wjax.jit(wjax.vmap(wjax.grad(f(wsl))))(np.stack([x, -x])),
+          jax.vmap(jax.grad(f(jsl)))(np.stack([x, -x])), rtol=2e-4, atol=2e-4)
 
 
 # --------------------------------------------------------------------------- bad calls

@@ -465,8 +465,8 @@ def _ts_stepped(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
         o = kb.bind(out, dt, "read_write")
         X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
         thread(kb)
-        quot = f"{_load(X('q'), dt)} * f"
-        kb.emit(f"let f = 1.0 / {T('q', 'q')};")
+        quot = f"{_load(X('q'), dt)} / f"
+        kb.emit(f"let f = {T('q', 'q')};")
         kb.emit(f"for (var sj = j0; sj < j1; sj = sj + 1u) {{ {X('q')} = {_store(quot, dt)}; }}")
         src, grid = kb.elementwise_kernel(B * m * NB)
         ctx.dispatch(kb, _with_fns(src, rda), grid)
