@@ -221,4 +221,23 @@ CASES = {
     "linalg_solve_shapes": lambda J, N, L: N.linalg.solve(N.eye(2), N.ones(3)),
     "linalg_det_1d": lambda J, N, L: N.linalg.det(N.ones(3)),
     "linalg_norm_bad_ord": lambda J, N, L: N.linalg.norm(N.ones(3), ord="fro"),
+    "linalg_cholesky_nonsquare": lambda J, N, L: N.linalg.cholesky(N.ones((2, 3))),
+    "linalg_eigh_uplo": lambda J, N, L: N.linalg.eigh(N.eye(2), UPLO="X"),
+    "linalg_eig_nonsquare": lambda J, N, L: N.linalg.eig(N.ones((2, 3))),
+    "linalg_lstsq_rows": lambda J, N, L: N.linalg.lstsq(N.ones((3, 2)), N.ones(4)),
+    "linalg_lstsq_3d": lambda J, N, L: N.linalg.lstsq(N.ones((3, 2, 2)), N.ones((3, 2))),
+    "linalg_cond_1d": lambda J, N, L: N.linalg.cond(N.ones(3)),
+    "linalg_slogdet_method": lambda J, N, L: N.linalg.slogdet(N.eye(2), method="x"),
+    "linalg_qr_mode": lambda J, N, L: N.linalg.qr(N.eye(2), mode="x"),
+    "linalg_svd_1d": lambda J, N, L: N.linalg.svd(N.ones(3)),
+    "linalg_det_int": lambda J, N, L: N.linalg.det(N.eye(3, dtype=N.int32) * 2),
+    "linalg_solve_int": lambda J, N, L: N.linalg.solve(N.eye(2, dtype=N.int32), N.ones(2, N.int32)),
+    "scipy_lu_1d": lambda J, N, L: J.scipy.linalg.lu(N.ones(3)),
+    "scipy_cholesky_nonsquare": lambda J, N, L: J.scipy.linalg.cholesky(N.ones((2, 3))),
+    "scipy_lu_solve_trans": lambda J, N, L: J.scipy.linalg.lu_solve(
+        J.scipy.linalg.lu_factor(N.eye(2)), N.ones(2), trans=5),
+    "scipy_solve_triangular_shapes": lambda J, N, L: J.scipy.linalg.solve_triangular(
+        N.eye(3), N.ones(2)),
+    "scipy_expm_1d": lambda J, N, L: J.scipy.linalg.expm(N.ones(3)),
+    "scipy_solve_assume": lambda J, N, L: J.scipy.linalg.solve(N.eye(2), N.ones(2), assume_a="x"),
 }

@@ -1247,6 +1247,11 @@ def ts_cases():
 
 
 record("triangular_solve", ts_cases, tol={"float32": (5e-5, 5e-5)})
+record("lu_pivots_to_permutation", lambda: [
+    Case([np.array([2, 2, 3, 3], np.int32)], dict(permutation_size=5), label="swaps"),
+    Case([np.array([[1, 1], [0, 1]], np.int32)], dict(permutation_size=2), label="batched"),
+    Case([np.zeros((0,), np.int32)], dict(permutation_size=3), label="no-pivots"),
+])
 
 # primitives with no NumPy reference by design, and what their record checks instead
 NO_REFERENCE = {

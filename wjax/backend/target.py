@@ -33,6 +33,9 @@ class Target(dict):
                          memory)
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
+    ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
+                         (``prims/decomp.py``: lu, cholesky, triangular_solve) may run; larger
+                         matrices take the stepped form, a few dispatches per column
     ``compiles``         ``compiles(wgsl) -> bool``: validates an optional kernel variant
     ``tune``             ``tune(key, names, build, buffer_bytes, default) -> name``: picks a
                          kernel variant (``backend/autotune.py``; without a runtime: default)
@@ -42,12 +45,12 @@ class Target(dict):
     """
 
     OPTIONS = ("name", "is_cpu", "loop_limit", "has_f16", "matmul", "sort", "in_kernel_loops",
-               "loop_work", "compiles", "tune")
+               "loop_work", "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", is_cpu: bool = False,
                  loop_limit: int | None = None, has_f16: bool = True, matmul: str = "tiled",
                  sort: str = "workgroup", in_kernel_loops: bool = True, loop_work: int = 1 << 24,
-                 compiles: Callable[[str], bool] | None = None,
+                 decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
                  tune: Callable | None = None):
         super().__init__(_WEBGPU_DEFAULTS)
         self.update(limits)
@@ -55,6 +58,7 @@ class Target(dict):
         self.name, self.is_cpu, self.loop_limit = name, is_cpu, loop_limit
         self.has_f16, self.matmul, self.sort = has_f16, matmul, sort
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
+        self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None

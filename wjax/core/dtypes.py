@@ -502,17 +502,24 @@ def is_inexact(dt: Any) -> bool:
     return is_float(dt) or is_complex(dt)
 
 
+def _named_dtype(dt: Any) -> np.dtype:
+    """The dtype ``dt`` names, not canonicalized (an array or scalar type: its dtype)."""
+    d = getattr(dt, "dtype", None)
+    return d if isinstance(d, np.dtype) else _np_dtype(dt)
+
+
 def finfo(dt: Any):
-    """Float info of the *canonical* dtype: ``finfo(float64)`` describes float32."""
-    dt = canonicalize_dtype(dt)
+    """Float info of the dtype named, as JAX's (``finfo(float64)`` describes float64 although
+    float64 arrays become float32: libraries, and the array API suite, size values by it)."""
+    dt = _named_dtype(dt)
     if _BF16 is not None and dt == _BF16:
         return _ml_dtypes.finfo(dt)
     return np.finfo(dt)
 
 
 def iinfo(dt: Any):
-    """Integer info of the *canonical* dtype: ``iinfo(int64)`` describes int32."""
-    return np.iinfo(canonicalize_dtype(dt))
+    """Integer info of the dtype named, as JAX's (``iinfo(int64)`` describes int64)."""
+    return np.iinfo(_named_dtype(dt))
 
 
 def scalar_type_of(x: Any) -> type:
