@@ -56,21 +56,25 @@ def const_buffer(rt: Runtime, value, aval: ShapedArray) -> Buffer:
 
 # --------------------------------------------------------------------------- plans
 
-def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None) -> list:
-    """Records the plan's dispatches; returns the output Buffers (or Lits).  With
+def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None,
+             consts=None) -> list:
+    """Records the plan's dispatches; returns the output Buffers (or Lits).  ``consts`` holds
+    the buffers of the plan's own constants (``Plan.consts``, uploaded by the caller).  With
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
     with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
-        return _run_plan(plan, in_buffers, rt, indirect, out_buffers)
+        return _run_plan(plan, in_buffers, rt, indirect, out_buffers, consts)
 
 
 def _is_lit_key(k) -> bool:
     return isinstance(k, tuple) and bool(k) and k[0] == "lit"
 
 
-def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
+def _run_plan(plan, in_buffers, rt, indirect, out_buffers, consts):
     env = dict(zip(plan.in_keys, in_buffers))
+    if plan.consts:
+        env.update(consts)
     outs = set(k for k in plan.out_keys if not _is_lit_key(k))
     for k, b in zip(plan.out_keys, out_buffers or ()):
         if k in outs and k not in env:
@@ -138,13 +142,14 @@ class Executable:
         lits = {i: upload(rt, np.asarray(k[1].val, aval.dtype))
                 for i, (k, aval) in enumerate(zip(self.plan.out_keys, self.out_avals))
                 if _is_lit_key(k)}
-        self._ready = (inner, lits)
+        consts = {k: upload(rt, v) for k, v in self.plan.consts.items()}
+        self._ready = (inner, lits, consts)
         self.compile_s += time.perf_counter() - t0
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
         self.prepare(rt)
-        inner, lits = self._ready
-        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers)
+        inner, lits, consts = self._ready
+        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers, consts)
         if lits:
             outs = [lits.get(i, o) for i, o in enumerate(outs)]
         return outs

@@ -13,6 +13,7 @@
     setops        unique, union1d, intersect1d, setdiff1d, setxor1d, isin
     indexing      x[...] and x.at[...]
     linalg        jnp.linalg
+    fft           jnp.fft (over lax.fft)
     interop       from_dlpack, __array_namespace_info__
     array_methods the operators and methods of Array and Tracer, installed from here
 """
@@ -21,7 +22,7 @@ import sys as _sys
 from . import array_methods as _array_methods
 from . import _util, creation, grids, manipulation, products, reductions, scalars, setops
 from . import shapes, sorting, ufuncs
-from . import indexing, interop, linalg
+from . import indexing, interop, linalg, fft
 from ._util import *
 from .creation import *
 from .scalars import *
