@@ -208,33 +208,43 @@ def _split(factors: list[int], parts: int) -> list[list[int]]:
 
 
 class _Config:
-    """What the kernels may use on this target."""
+    """What the kernels may use on this target (``Target.fft``): on "registers" (CPU
+    adapters, where workgroup memory and barriers are slow) every pass is a DFT of at most
+    32 points in one thread's registers; on "workgroup" passes up to ``pmax`` points (two
+    buffers of complex values in the workgroup memory: 2048 with 32 KiB, 1024 with WebGPU's
+    default 16 KiB) run in workgroup memory, and passes of at most 16 in registers."""
 
     def __init__(self, target):
         storage = int(target["max-compute-workgroup-storage-size"])
         self.max_threads = min(256, int(target["max-compute-invocations-per-workgroup"]))
-        self.pmax = max(16, min(4096, storage // 8))        # complex values per workgroup
-        self.reg_max = 64 if target.is_cpu else 16
         self.max_groups = int(target["max-compute-workgroups-per-dimension"])
+        if target.fft == "registers":
+            self.reg_max = self.pmax = self.pmax_multi = 32
+        else:
+            self.reg_max = 16
+            self.pmax = max(16, min(4096, storage // 16))
+            # a pass of a multi-pass transform keeps >= 4 lanes a workgroup: its strided reads
+            # come in runs of at least 32 bytes
+            self.pmax_multi = max(16, self.pmax // 4)
 
 
 def _plan_passes(N: int, cfg: _Config) -> list[tuple[int, list[int], int]]:
-    """[(P, radices, TR)] of the global passes of a length-N (13-smooth) transform."""
+    """[(P, radices, TR)] of the global passes of a length-N (13-smooth) transform: as few as
+    fit ``pmax`` (one when N does), with balanced radices."""
     if N == 1:
         return [(1, [], 1)]
     factors = _factor(N)
     parts = 1
     while True:
         bins = _split(factors, parts)
+        cap = cfg.pmax if len(bins) == 1 else cfg.pmax_multi
         plan = []
         for b in bins:
             P = math.prod(b)
             rs = _radices(b)
             TR = _threads(P, rs, cfg.reg_max, cfg.max_threads)
             plan.append((P, rs, TR))
-        ok = all(P <= cfg.pmax and (TR > 1 or P <= max(cfg.reg_max, 64)) and P // TR <= 64
-                 for P, _, TR in plan)
-        if ok or parts >= len(factors):
+        if all(P <= cap and P // TR <= 64 for P, _, TR in plan) or parts >= len(factors):
             return plan
         parts += 1
 
@@ -334,123 +344,163 @@ class _Layout:
         self.outer, self.inner = outer, inner
 
 
+class _Lane:
+    """The lane (row, j0) a thread works on, and its place in the workgroup: ``C`` lanes of
+    ``TR`` threads each (thread ``t`` of lane ``c`` is invocation ``t C + c``, so consecutive
+    invocations touch consecutive lanes: consecutive addresses)."""
+
+    def __init__(self, kb, cfg, N, P, TR, C, Ns, lay, grid):
+        self.n_lanes = lay.outer * (N // P) * lay.inner
+        self.nj = nj = N // P
+        kb.emit(f"let wj_g = wid.x + wid.y * {grid[0]}u;")
+        self.c = "lid" if TR == 1 else ("0u" if C == 1 else kb.let(f"lid % {C}u", "u32"))
+        self.t = "0u" if TR == 1 else ("lid" if C == 1 else kb.let(f"lid / {C}u", "u32"))
+        lane = kb.let(f"wj_g * {C}u + {self.c}", "u32")
+        kb.emit(f"let wj_valid = {lane} < {self.n_lanes}u;")
+        lc = kb.let(f"min({lane}, {self.n_lanes - 1}u)", "u32")
+        self.inn = kb.let(f"{lc} % {lay.inner}u", "u32") if lay.inner > 1 else "0u"
+        rest = kb.let(f"{lc} / {lay.inner}u", "u32") if lay.inner > 1 else lc
+        self.j0 = (kb.let(f"{rest} % {nj}u", "u32") if lay.outer > 1 else rest) if nj > 1 \
+            else "0u"
+        self.o = (kb.let(f"{rest} / {nj}u", "u32") if nj > 1 else rest) if lay.outer > 1 \
+            else "0u"
+        self.k = kb.let(f"{self.j0} % {Ns}u", "u32") if Ns > 1 else "0u"
+        self.N, self.P, self.Ns = N, P, Ns
+
+    def element(self, m: str) -> str:
+        """Input element of position m (within the lane's P values)."""
+        if self.nj == 1:
+            return m
+        return f"{self.j0} + {m} * {self.nj}u" if self.P > 1 else self.j0
+
+    def output(self, pos: str) -> str:
+        """Output element of position pos: (j0 - k) P + k + pos Ns."""
+        if self.Ns > 1:
+            return f"({self.j0} - {self.k}) * {self.P}u + {self.k} + ({pos}) * {self.Ns}u"
+        if self.nj > 1:
+            return f"{self.j0} * {self.P}u + {pos}"
+        return pos
+
+
+def _kernel_src(kb, wg: int, decl: str = "") -> str:
+    body = "\n  ".join(kb.lines)
+    return (f"{kb.header()}\n{decl}@compute @workgroup_size({wg})\n"
+            f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+            f"@builtin(local_invocation_index) lid: u32) {{\n  {body}\n}}\n")
+
+
 def _emit_pass(ctx, cfg, N, P, radices, TR, Ns, lay: _Layout, load, store, table):
     """One radix-P Stockham pass of a length-N transform over every row.
 
     ``load(kb, o, e, inn) -> vec2 expr`` gives element e of row (o, inn) of the pass's input,
     ``store(kb, o, e, inn, value) -> WGSL statement`` writes one of its output; ``table`` is
     (key, L) of the order-N twiddle table, or None when no twiddle is read at run time."""
+    if P <= cfg.reg_max:
+        _emit_pass_registers(ctx, cfg, N, P, radices, Ns, lay, load, store, table)
+    else:
+        _emit_pass_shared(ctx, cfg, N, P, radices, TR, Ns, lay, load, store, table)
+
+
+def _emit_pass_registers(ctx, cfg, N, P, radices, Ns, lay, load, store, table):
+    """A short pass (P <= 16): one thread a lane, the P-point DFT as straight-line code with
+    literal twiddles, the sub-passes' reordering a renaming of registers."""
     kb = ctx.new_kb()
     n_lanes = lay.outer * (N // P) * lay.inner
-    if TR == 1:
-        C = min(64, max(1, n_lanes))
-    else:
-        C = max(1, min(cfg.max_threads // TR, cfg.pmax // P, n_lanes))
-    wg = C * TR
-    groups = -(-n_lanes // C)
-    grid = W.grid_for(groups, cfg.max_groups)
-    E = P // TR
+    C = min(64, max(1, n_lanes))
+    grid = W.grid_for(-(-n_lanes // C), cfg.max_groups)
     tname = tl = None
     if table is not None:
         tname, tl = kb.bind(table[0], _C64, "read"), table[1]
-    lines = kb.lines
-    kb.emit(f"let wj_g = wid.x + wid.y * {grid[0]}u;")
-    c = "lid" if TR == 1 else ("0u" if C == 1 else kb.let(f"lid % {C}u", "u32"))
-    t = "0u" if TR == 1 else ("lid" if C == 1 else kb.let(f"lid / {C}u", "u32"))
-    lane = kb.let(f"wj_g * {C}u + {c}", "u32")
-    kb.emit(f"let wj_valid = {lane} < {n_lanes}u;")
-    lc = kb.let(f"min({lane}, {n_lanes - 1}u)", "u32")
-    inn = kb.let(f"{lc} % {lay.inner}u", "u32") if lay.inner > 1 else "0u"
-    rest = kb.let(f"{lc} / {lay.inner}u", "u32") if lay.inner > 1 else lc
-    nj = N // P
-    j0 = (kb.let(f"{rest} % {nj}u", "u32") if lay.outer > 1 else rest) if nj > 1 else "0u"
-    o = (kb.let(f"{rest} / {nj}u", "u32") if nj > 1 else rest) if lay.outer > 1 else "0u"
-    k = kb.let(f"{j0} % {Ns}u", "u32") if Ns > 1 else "0u"
-
-    def slot_m(s):       # the position (within the lane's P values) of register slot s
-        return str(s) + "u" if TR == 1 else f"({t} + {s * TR}u)"
-
-    # load the lane's values (with the pass's twiddles w^(k m) of order Ns P)
+    ln = _Lane(kb, cfg, N, P, 1, C, Ns, lay, grid)
     xs = []
-    for s in range(E):
-        m = slot_m(s)
-        e = m if nj == 1 else (f"{j0} + {m} * {nj}u" if P > 1 else j0)
-        v = load(kb, o, kb.let(e, "u32"), inn)
-        if Ns > 1 and (TR > 1 or s > 0):
+    for m in range(P):
+        v = load(kb, ln.o, kb.let(ln.element(f"{m}u"), "u32"), ln.inn)
+        if Ns > 1 and m > 0:      # the pass's twiddles w^(k m) of order Ns P
             kb.use_helper("wj_cmul")
-            v = f"wj_cmul({v}, {_twiddle(kb, tname, tl, f'{k} * {m} * {N // (Ns * P)}u')})"
+            v = f"wj_cmul({v}, {_twiddle(kb, tname, tl, f'{ln.k} * {m * (N // (Ns * P))}u')})"
         xs.append(kb.let(v, _V2))
-
-    shared = TR > 1 and len(radices) > 1
     ns = 1
-    outs: list[tuple[str, str]] = []     # (position within P, value) after the last sub-pass
+    for R in radices:
+        new = [None] * P
+        for b in range(P // R):
+            kl = b % ns
+            ins = [_cmul_const(kb, xs[b + r * (P // R)], kl * r, ns * R) for r in range(R)]
+            for r, y in enumerate(_dft(kb, ins, R)):
+                new[(b // ns) * ns * R + kl + r * ns] = y
+        xs, ns = new, ns * R
+    writes = [store(kb, ln.o, kb.let(ln.output(f"{pos}u"), "u32"), ln.inn, y)
+              for pos, y in enumerate(xs)]
+    kb.emit("if (wj_valid) {\n    " + "\n    ".join(writes) + "\n  }")
+    ctx.dispatch(kb, _kernel_src(kb, C), grid)
+
+
+def _dft_function(R: int) -> str:
+    """``wj_dftR``: the forward R-point DFT of an array of R complex values."""
+    tmp = W.KernelBuilder()
+    outs = _dft(tmp, [f"v[{r}]" for r in range(R)], R)
+    body = "\n  ".join(tmp.lines)
+    ty = f"array<{_V2}, {R}>"
+    return (f"fn wj_dft{R}(v: {ty}) -> {ty} {{\n  {body}\n"
+            f"  return {ty}({', '.join(outs)});\n}}\n")
+
+
+def _emit_pass_shared(ctx, cfg, N, P, radices, TR, Ns, lay, load, store, table):
+    """A long pass: TR threads a lane, the lane's P values in workgroup memory (two buffers,
+    ping-pong: one barrier a sub-pass), each sub-pass a loop over the thread's butterflies
+    calling one ``wj_dftR`` function -- compact code whatever P is."""
+    kb = ctx.new_kb()
+    n_lanes = lay.outer * (N // P) * lay.inner
+    C = max(1, min(cfg.max_threads // TR, cfg.pmax // P, n_lanes))
+    grid = W.grid_for(-(-n_lanes // C), cfg.max_groups)
+    E = P // TR
+    tname, tl = kb.bind(table[0], _C64, "read"), table[1]
+    kb.use_helper("wj_cmul")
+    ln = _Lane(kb, cfg, N, P, TR, C, Ns, lay, grid)
+    c, t = ln.c, ln.t
+    kb.emit(f"for (var s = 0u; s < {E}u; s = s + 1u) {{")
+    m = kb.let(f"{t} + s * {TR}u", "u32")
+    v = load(kb, ln.o, kb.let(ln.element(m), "u32"), ln.inn)
+    if Ns > 1:
+        v = f"wj_cmul({v}, {_twiddle(kb, tname, tl, f'{ln.k} * {m} * {N // (Ns * P)}u')})"
+    kb.emit(f"wj_a[{m} * {C}u + {c}] = {v};")
+    kb.emit("}")
+    kb.emit("workgroupBarrier();")
+    cur, nxt = "wj_a", "wj_b"
+    ns = 1
+    fns = []
     for qi, R in enumerate(radices):
         last = qi == len(radices) - 1
-        nb = P // R // TR
-        stride = P // (R * TR)
-        new = [None] * E if TR == 1 else []
-        for b in range(nb):
-            ins = [xs[b + r * stride] for r in range(R)]
-            if TR == 1:
-                kl = b % ns
-                ins = [_cmul_const(kb, v, kl * r, ns * R) for r, v in enumerate(ins)]
-                base = (b // ns) * ns * R + kl
-                ys = _dft(kb, ins, R)
-                for r, y in enumerate(ys):
-                    pos = base + r * ns
-                    if last:
-                        outs.append((f"{pos}u", y))
-                    else:
-                        new[pos] = y
-                continue
-            jj = kb.let(f"{t} + {b * TR}u", "u32") if b else t
-            if ns > 1:
-                kl = kb.let(f"{jj} % {ns}u", "u32")
-                kb.use_helper("wj_cmul")
-                tw = N // (ns * R)
-                ins = [ins[0]] + [
-                    kb.let(f"wj_cmul({v}, {_twiddle(kb, tname, tl, f'{kl} * {r * tw}u')})", _V2)
-                    for r, v in enumerate(ins) if r]
-                base = kb.let(f"({jj} - {kl}) * {R}u + {kl}", "u32")
-            else:
-                base = kb.let(f"{jj} * {R}u", "u32")
-            ys = _dft(kb, ins, R)
-            for r, y in enumerate(ys):
-                pos = f"{base} + {r * ns}u" if r else base
-                if last:
-                    outs.append((pos, y))
-                else:
-                    new.append((pos, y))
-        ns *= R
-        if last:
-            break
-        if TR == 1:
-            xs = new
-            continue
-        for pos, y in new:                 # exchange through workgroup memory
-            kb.emit(f"wj_sh[({pos}) * {C}u + {c}] = {y};")
-        kb.emit("workgroupBarrier();")
-        xs = [kb.let(f"wj_sh[{slot_m(s)} * {C}u + {c}]", _V2) for s in range(E)]
-        kb.emit("workgroupBarrier();")
-    if not radices:
-        outs = [("0u", xs[0])]
-    # the outputs: position m' of the lane goes to (j0 - k) P + k + m' Ns
-    writes = []
-    for pos, y in outs:
-        if Ns > 1:
-            e = f"({j0} - {k}) * {P}u + {k} + ({pos}) * {Ns}u"
-        elif nj > 1:
-            e = f"{j0} * {P}u + {pos}"
+        if R not in fns:
+            fns.append(R)
+        kb.emit(f"for (var b = 0u; b < {P // (R * TR)}u; b = b + 1u) {{")
+        jj = kb.let(f"{t} + b * {TR}u", "u32")
+        vals = [kb.let(f"{cur}[({jj} + {r * (P // R)}u) * {C}u + {c}]", _V2) for r in range(R)]
+        if ns > 1:
+            kl = kb.let(f"{jj} % {ns}u", "u32")
+            tw = N // (ns * R)
+            vals = [vals[0]] + [
+                kb.let(f"wj_cmul({v}, {_twiddle(kb, tname, tl, f'{kl} * {r * tw}u')})", _V2)
+                for r, v in enumerate(vals) if r]
+            base = kb.let(f"({jj} - {kl}) * {R}u + {kl}", "u32")
         else:
-            e = pos
-        writes.append(store(kb, o, kb.let(e, "u32"), inn, y))
-    kb.emit("if (wj_valid) {\n    " + "\n    ".join(writes) + "\n  }")
-    decl = f"var<workgroup> wj_sh: array<{_V2}, {P * C}>;\n" if shared else ""
-    body = "\n  ".join(lines)
-    src = (f"{kb.header()}\n{decl}@compute @workgroup_size({wg})\n"
-           f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-           f"@builtin(local_invocation_index) lid: u32) {{\n  {body}\n}}\n")
-    ctx.dispatch(kb, src, grid)
+            base = kb.let(f"{jj} * {R}u", "u32")
+        y = kb.let(f"wj_dft{R}(array<{_V2}, {R}>({', '.join(vals)}))", f"array<{_V2}, {R}>")
+        if not last:
+            for r in range(R):
+                kb.emit(f"{nxt}[({base} + {r * ns}u) * {C}u + {c}] = {y}[{r}];")
+        else:
+            writes = [store(kb, ln.o, kb.let(ln.output(f"{base} + {r * ns}u"), "u32"), ln.inn,
+                            f"{y}[{r}]") for r in range(R)]
+            kb.emit("if (wj_valid) {\n    " + "\n    ".join(writes) + "\n  }")
+        kb.emit("}")
+        if not last:
+            kb.emit("workgroupBarrier();")
+            cur, nxt = nxt, cur
+        ns *= R
+    decl = (f"var<workgroup> wj_a: array<{_V2}, {P * C}>;\n"
+            f"var<workgroup> wj_b: array<{_V2}, {P * C}>;\n"
+            + "".join(_dft_function(R) for R in fns))
+    ctx.dispatch(kb, _kernel_src(kb, C * TR, decl), grid)
 
 
 # --------------------------------------------------------------------------- chains
