@@ -284,3 +284,11 @@ def test_bad_input_raises_jax_class(call):
     with pytest.raises(type(theirs.value)) as ours:
         call(lax, jnp)
     assert str(ours.value)
+
+
+def test_public_names_match_jax():
+    theirs = sorted(n for n in dir(jjnp.fft) if not n.startswith("_"))
+    assert sorted(jnp.fft.__all__) == theirs
+    assert all(callable(getattr(jnp.fft, n)) for n in theirs)
+    assert [n for n in dir(jax.lax) if "fft" in n.lower()] == \
+        [n for n in dir(lax) if "fft" in n.lower()]
