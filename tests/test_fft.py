@@ -292,3 +292,20 @@ def test_public_names_match_jax():
     assert all(callable(getattr(jnp.fft, n)) for n in theirs)
     assert [n for n in dir(jax.lax) if "fft" in n.lower()] == \
         [n for n in dir(lax) if "fft" in n.lower()]
+
+
+def test_elementwise_consumers_fuse_into_the_last_pass():
+    """norm scales and a power spectrum are computed by the FFT's last pass (no extra kernel):
+    the same kernels as the bare transform, JAX's values."""
+    x = rand(4, 64, seed=10)
+    c = (x + 1j * x[::-1]).astype(np.complex64)
+
+    def kernels(f, a):
+        return wjax.jit(f).lower(a).as_text().count("// ---- kernel")
+
+    bare = kernels(lambda a: jnp.fft.fft(a), c)
+    for f, a in [(lambda m, a: m.fft.fft(a, norm="ortho"), c),
+                 (lambda m, a: m.fft.fft(a, norm="forward") * a + 1, c),
+                 (lambda m, a: m.abs(m.fft.fft(a.astype(np.complex64))) ** 2, x)]:
+        assert kernels(lambda v: f(jnp, v), a) == bare
+        same(wjax.jit(lambda v: f(jnp, v))(a), f(jjnp, a))

@@ -60,6 +60,7 @@ _V2 = "vec2<f32>"
 
 fft_p = Primitive("fft")
 fft_p.fuse_inputs = (0,)
+fft_p.epilogue = True       # same-shaped elementwise consumers fuse into the last store
 
 
 @fft_p.def_abstract_eval
@@ -618,7 +619,8 @@ def _fft_kernel(ctx, x, fft_type, fft_lengths):
             dst = ctx.out_key(0)
         else:
             dst = ctx.scratch(ShapedArray(new_shape, _C64))
-        store = _sink(dst, out.dtype if last else _C64, lay, kind, N, n_out, inverse)
+        store = _sink(ctx, dst, out.dtype if last else _C64, lay, kind, N, n_out, inverse,
+                      last)
         _transform(ctx, cfg, N, lay, load, store)
         src, shape = dst, new_shape
 
@@ -648,9 +650,10 @@ def _source(ctx, src, shape, a, lay, kind, N, n_in, inverse):
     return load
 
 
-def _sink(dst, dtype, lay, kind, N, n_out, inverse):
+def _sink(ctx, dst, dtype, lay, kind, N, n_out, inverse, final):
     """store(kb, o, e, inn, v): output e of a row (conjugated and scaled by 1/N for an
-    inverse; real part for c2r; the first N/2 + 1 for r2c)."""
+    inverse; real part for c2r; the first N/2 + 1 for r2c).  The ``final`` store (the
+    primitive's output) also computes the fused elementwise consumers (``ctx.epilogue``)."""
     scale = _f(1.0 / N) if inverse else None
 
     def store(kb, o, e, inn, v):
@@ -662,7 +665,11 @@ def _sink(dst, dtype, lay, kind, N, n_out, inverse):
             val = f"{_V2}({v}.x, -{v}.y) * {scale}"
         else:
             val = v
-        st = f"{b}[{fl}] = {val};"
+        if final and ctx.epilogue:
+            flv, valv = kb.let(fl, "u32"), kb.let(val, W.value_type(dtype))
+            st = " ".join([f"{b}[{flv}] = {valv};"] + ctx.epilogue_code(kb, valv, flv))
+        else:
+            st = f"{b}[{fl}] = {val};"
         if kind == "r2c":
             return f"if ({e} < {n_out}u) {{ {st} }}"
         return st
