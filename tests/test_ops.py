@@ -1253,6 +1253,41 @@ record("lu_pivots_to_permutation", lambda: [
     Case([np.zeros((0,), np.int32)], dict(permutation_size=3), label="no-pivots"),
 ])
 
+
+def fft_cases():
+    """Each transform over 1-3 trailing axes: powers of two, mixed radices, Bluestein (17),
+    odd and even IRFFT lengths, an empty batch; finite values (an inf or NaN spreads over a
+    whole row, as in NumPy, but which of the two each output gets depends on the order of
+    the butterflies)."""
+    from wjax.lax import FftType as T
+    r = np.random.RandomState(11)
+
+    def c(*shape):
+        return (r.randn(*shape) + 1j * r.randn(*shape)).astype(np.complex64)
+
+    def f(*shape):
+        return r.randn(*shape).astype(np.float32)
+
+    return [
+        Case([c(8)], dict(fft_type=T.FFT, fft_lengths=(8,)), label="fft-8"),
+        Case([c(2, 17)], dict(fft_type=T.FFT, fft_lengths=(17,)), label="fft-17-bluestein"),
+        Case([c(2, 3, 20)], dict(fft_type=T.FFT, fft_lengths=(3, 20)), label="fft-2d"),
+        Case([c(2, 3, 4)], dict(fft_type=T.FFT, fft_lengths=(2, 3, 4)), label="fft-3d"),
+        Case([c(3, 5)], dict(fft_type=T.IFFT, fft_lengths=(3, 5)), label="ifft-2d"),
+        Case([c(4, 96)], dict(fft_type=T.IFFT, fft_lengths=(96,)), label="ifft-96"),
+        Case([f(2, 6)], dict(fft_type=T.RFFT, fft_lengths=(6,)), label="rfft-6"),
+        Case([f(3, 7)], dict(fft_type=T.RFFT, fft_lengths=(3, 7)), label="rfft-2d-odd"),
+        Case([c(2, 4)], dict(fft_type=T.IRFFT, fft_lengths=(6,)), label="irfft-6"),
+        Case([c(2, 4)], dict(fft_type=T.IRFFT, fft_lengths=(7,)), label="irfft-7"),
+        Case([c(3, 2, 5)], dict(fft_type=T.IRFFT, fft_lengths=(2, 8)), label="irfft-2d"),
+        Case([c(1)], dict(fft_type=T.FFT, fft_lengths=(1,)), label="fft-1"),
+        Case([np.zeros((0, 4), np.complex64)], dict(fft_type=T.FFT, fft_lengths=(4,)),
+             label="empty"),
+    ]
+
+
+record("fft", fft_cases, tol={"complex64": (2e-5, 2e-5), "float32": (2e-5, 2e-5)})
+
 # primitives with no NumPy reference by design, and what their record checks instead
 NO_REFERENCE = {
     "random_gamma": "a rejection-sampling loop per element (JAX's exact key splits); checked here "

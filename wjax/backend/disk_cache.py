@@ -42,7 +42,7 @@ from .lower import Dispatch, Plan
 
 logger = logging.getLogger("wjax")
 
-FORMAT = 1
+FORMAT = 2
 stats = {"hits": 0, "misses": 0, "writes": 0, "refused": 0}
 
 
@@ -230,7 +230,9 @@ def dumps(exe) -> str | None:
                         "out_keys": [_enc_key(k) for k in plan.out_keys],
                         "avals": [[_enc_key(k), _enc_aval(a)] for k, a in plan.avals.items()],
                         "aliases": [[_enc_key(k), _enc_key(v)] for k, v in plan.aliases.items()],
-                        "last_use": [[_enc_key(k), i] for k, i in plan.last_use.items()]}}
+                        "last_use": [[_enc_key(k), i] for k, i in plan.last_use.items()],
+                        "consts": [[_enc_key(k), _enc_array(v)]
+                                   for k, v in plan.consts.items()]}}
     except Unstable as e:
         stats["refused"] += 1
         logger.debug("not cached on disk: %s", e)
@@ -257,6 +259,7 @@ def loads(text: str):
     plan.avals = {_dec_key(k): _dec_aval(a) for k, a in p["avals"]}
     plan.aliases = {_dec_key(k): _dec_key(v) for k, v in p["aliases"]}
     plan.last_use = {_dec_key(k): i for k, i in p["last_use"]}
+    plan.consts = {_dec_key(k): _dec_array(v) for k, v in p["consts"]}
     inner = [(_dec_array(c), _dec_aval(a)) for c, a in doc["inner"]]
     return (doc["name"], [_dec_aval(a) for a in doc["in_avals"]],
             [_dec_aval(a) for a in doc["out_avals"]], inner, plan, doc["compile_s"])

@@ -57,8 +57,10 @@ def const_buffer(rt: Runtime, value, aval: ShapedArray) -> Buffer:
 
 # --------------------------------------------------------------------------- plans
 
-def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None) -> list:
-    """Records the plan's dispatches; returns the output Buffers (or Lits).  With
+def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None,
+             consts=None) -> list:
+    """Records the plan's dispatches; returns the output Buffers (or Lits).  ``consts`` holds
+    the buffers of the plan's own constants (``Plan.consts``, uploaded by the caller).  With
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
@@ -66,7 +68,7 @@ def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffe
     if prog is None:
         prog = plan._program = Program(plan)
     with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
-        return prog.run(rt, in_buffers, indirect, out_buffers)
+        return prog.run(rt, in_buffers, indirect, out_buffers, consts)
 
 
 def _is_lit_key(k) -> bool:
@@ -82,8 +84,15 @@ class Program:
         slot: dict = {}
         for i, k in enumerate(plan.in_keys):
             slot[k] = i
-        self.n_in = n_in = len(plan.in_keys)
+        self.n_in = len(plan.in_keys)
         in_set = set(plan.in_keys)
+        # the plan's own constants (``Plan.consts``): slots filled from the caller's buffers
+        self.const_slots = []
+        for k in plan.consts:
+            slot[k] = len(slot)
+            self.const_slots.append((slot[k], k))
+            in_set.add(k)
+        n_fixed = len(slot)
         outs = set(k for k in plan.out_keys if not _is_lit_key(k))
         self.out_slots = []          # per output: its slot, or None (a literal)
         for k in plan.out_keys:
@@ -101,19 +110,23 @@ class Program:
                 if k not in slot:
                     slot[k] = len(slot)
                 s = slot[k]
-                if s >= n_in:
+                if s >= n_fixed:
                     allocs.append((s, nbytes_of(plan.avals[k])))
                 slots.append(s)
             frees = [slot[k] for k in dict.fromkeys(d.keys)   # a step may bind one buffer twice
                      if plan.last_use.get(k) == i and k not in outs and k not in in_set]
             self.steps.append((isinstance(d, HostStep), d, slots, allocs, frees))
-        self.out_sizes = {slot[k]: nbytes_of(plan.avals[k]) for k in outs if slot[k] >= n_in}
+        self.out_sizes = {slot[k]: nbytes_of(plan.avals[k]) for k in outs
+                          if slot[k] >= n_fixed}
         self.n_slots = len(slot)
         self.name = getattr(plan, "name", None)
 
-    def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None) -> list:
+    def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None,
+            consts=None) -> list:
         n_in = self.n_in
         env = list(in_buffers) + [None] * (self.n_slots - n_in)
+        for s, k in self.const_slots:
+            env[s] = consts[k]
         if out_buffers:
             for s, b in zip(self.out_slots, out_buffers):
                 if s is not None and s >= n_in and env[s] is None:
@@ -220,7 +233,8 @@ class Executable:
         lits = {i: upload(rt, np.asarray(k[1].val, aval.dtype))
                 for i, (k, aval) in enumerate(zip(self.plan.out_keys, self.out_avals))
                 if _is_lit_key(k)}
-        self._ready = (inner, lits)
+        consts = {k: upload(rt, v) for k, v in self.plan.consts.items()}
+        self._ready = (inner, lits, consts)
         self.compile_s += time.perf_counter() - t0
         if self._persist is not None:
             disk_cache.save(self._persist, self)
@@ -228,8 +242,8 @@ class Executable:
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
         self.prepare(rt)
-        inner, lits = self._ready_on[rt.index] if rt.index else self._ready
-        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers)
+        inner, lits, consts = self._ready_on[rt.index] if rt.index else self._ready
+        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers, consts)
         if lits:
             outs = [lits.get(i, o) for i, o in enumerate(outs)]
         return outs

@@ -15,6 +15,7 @@ ops of level L, then the fused groups of level L.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 from typing import Callable
 
@@ -65,6 +66,8 @@ class Plan:
         self.avals: dict = {}              # key -> aval (for allocation)
         self.aliases: dict = {}            # key -> key it shares storage with
         self.last_use: dict = {}           # key -> index of last step reading it
+        self.consts: dict = {}             # key -> host value a kernel rule asked for
+                                           # (``KernelContext.constant``), uploaded once
 
     def wgsl_text(self) -> str:
         return "\n".join(
@@ -349,6 +352,20 @@ class KernelContext:
     def scratch(self, aval: ShapedArray):
         k = ("scratch", next(self.lowering._scratch_ids))
         self.lowering.plan.avals[k] = aval
+        return k
+
+    def constant(self, value: np.ndarray):
+        """The key of a read-only buffer holding ``value`` (a host array of its final dtype,
+        e.g. a table of twiddle factors computed in float64): it is uploaded once per
+        executable (``Executable.prepare``) and bound like any other buffer.  Equal values
+        share one buffer within a plan."""
+        value = np.ascontiguousarray(value)
+        k = ("const", value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
+        plan = self.lowering.plan
+        if k not in plan.consts:
+            value.flags.writeable = False
+            plan.consts[k] = value
+            plan.avals[k] = ShapedArray(value.shape, value.dtype)
         return k
 
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:

@@ -263,7 +263,8 @@ class Runtime:
                 matmul = "vec4" if cpu else "tiled"
             opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
                         has_f16=self.has_f16, matmul=matmul,
-                        sort="registers" if cpu else "workgroup", compiles=self.compiles,
+                        sort="registers" if cpu else "workgroup",
+                        fft="registers" if cpu else "workgroup", compiles=self.compiles,
                         tune=self.tuner.pick)
             opts.update(self._options)
             self._target = Target(lim, **opts)

@@ -31,6 +31,8 @@ class Target(dict):
     ``matmul``           the matmul kernel: "vec4" (register blocks) or "tiled" (workgroup memory)
     ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
                          memory)
+    ``fft``              the FFT passes: "registers" (CPU: every pass a short DFT in one
+                         thread's registers) or "workgroup" (long passes in workgroup memory)
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
@@ -44,19 +46,19 @@ class Target(dict):
     is what compiled executables are cached under, together with their jaxpr.
     """
 
-    OPTIONS = ("name", "is_cpu", "loop_limit", "has_f16", "matmul", "sort", "in_kernel_loops",
-               "loop_work", "decomp_iters", "compiles", "tune")
+    OPTIONS = ("name", "is_cpu", "loop_limit", "has_f16", "matmul", "sort", "fft",
+               "in_kernel_loops", "loop_work", "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", is_cpu: bool = False,
                  loop_limit: int | None = None, has_f16: bool = True, matmul: str = "tiled",
-                 sort: str = "workgroup", in_kernel_loops: bool = True, loop_work: int = 1 << 24,
-                 decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
-                 tune: Callable | None = None):
+                 sort: str = "workgroup", fft: str = "workgroup", in_kernel_loops: bool = True,
+                 loop_work: int = 1 << 24, decomp_iters: int = 1 << 14,
+                 compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
         super().__init__(_WEBGPU_DEFAULTS)
         self.update(limits)
         self["shader-f16"] = has_f16
         self.name, self.is_cpu, self.loop_limit = name, is_cpu, loop_limit
-        self.has_f16, self.matmul, self.sort = has_f16, matmul, sort
+        self.has_f16, self.matmul, self.sort, self.fft = has_f16, matmul, sort, fft
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)

@@ -178,6 +178,46 @@ class RoundingMethod(int, enum.Enum):
     TO_NEAREST_EVEN = 1
 
 
+class FftType(enum.IntEnum):
+    """The transform ``lax.fft`` computes (JAX's ``lax.FftType``)."""
+    FFT = 0      # complex -> complex, forward
+    IFFT = 1     # complex -> complex, inverse (scaled by 1 / prod(fft_lengths))
+    RFFT = 2     # real -> complex: the non-negative frequencies of the last axis
+    IRFFT = 3    # complex (a Hermitian half) -> real, inverse
+
+
+_FFT_NAMES = {"fft": FftType.FFT, "ifft": FftType.IFFT, "rfft": FftType.RFFT,
+              "irfft": FftType.IRFFT}
+
+
+def fft(x, fft_type, fft_lengths):
+    """``lax.fft``: an FFT over the trailing ``len(fft_lengths)`` axes (1 to 3 of them).
+    ``fft_type`` is an ``FftType`` or its name; FFT/IFFT/IRFFT take complex64 operands (real
+    ones are converted), RFFT a real one."""
+    if isinstance(fft_type, str):
+        t = _FFT_NAMES.get(fft_type.lower()) if fft_type in (
+            "fft", "ifft", "rfft", "irfft", "FFT", "IFFT", "RFFT", "IRFFT") else None
+        if t is None:
+            raise ValueError(f"Unknown FFT type '{fft_type}'")
+    elif isinstance(fft_type, FftType):
+        t = fft_type
+    else:
+        raise TypeError(f"Unknown FFT type value '{fft_type}'")
+    x, = _operands(x)
+    dt = _aval(x).dtype
+    if t == FftType.RFFT:
+        if dtypes.is_complex(dt):
+            raise ValueError("only real valued inputs supported for rfft")
+        if not dtypes.is_inexact(dt):
+            x = convert_element_type(x, np.float32)
+    elif not dtypes.is_complex(dt):
+        x = convert_element_type(x, np.complex64)
+    lengths = tuple(int(n) for n in fft_lengths)
+    if not lengths:
+        return x
+    return _p("fft").bind(x, fft_type=t, fft_lengths=lengths)
+
+
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     """Rounds half away from zero (method 0, the default) or to nearest even (method 1)."""
     x, = _operands(x)

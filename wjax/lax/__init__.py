@@ -19,6 +19,7 @@ from ..core.ops import RoundingMethod, _const, _operands, convert_element_type, 
 from ..core.primitive import REGISTRY
 from ..core.tracing import current_builder, trace_flat
 from ..prims import conv as _C
+from ..prims.fft import fft_p
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop

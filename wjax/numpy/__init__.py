@@ -16,6 +16,7 @@
     index_tricks  block, r_/c_/s_, ix_, mgrid/ogrid, fromfunction, place/put, load/save, repr
     numerics      windows, cov/corrcoef, gradient, histogramdd, bit packing, polynomials
     ufunc_objects jnp.ufunc (reduce/accumulate/outer/at/reduceat): jnp.add, jnp.maximum, ...
+    fft           jnp.fft (over lax.fft)
     interop       from_dlpack, __array_namespace_info__
     array_methods the operators and methods of Array and Tracer, installed from here
 """
@@ -24,7 +25,7 @@ import sys as _sys
 from . import array_methods as _array_methods
 from . import _util, creation, grids, manipulation, products, reductions, scalars, setops
 from . import shapes, sorting, ufuncs
-from . import indexing, interop, linalg
+from . import indexing, interop, linalg, fft
 from . import index_tricks, numerics, ufunc_objects
 from ._util import *
 from .creation import *
