@@ -13,7 +13,6 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 import wjax.scipy.linalg as wsl
-from wjax.api import linalg as api_linalg
 
 RNG = np.random.RandomState(7)
 F = np.float32
@@ -137,20 +136,22 @@ def test_integer_inputs_promote_as_jax():
 
 
 def test_eig_is_host_side_and_complex():
-    a = np.array([[0.0, 1.0], [-2.0, -3.0]], F)
-    if not api_linalg._has_complex():
-        with pytest.raises(NotImplementedError, match="complex"):
-            jnp.linalg.eig(a)
-        with pytest.raises(NotImplementedError, match="complex"):
-            jnp.linalg.eigvals(a)
-        return
-    w, v = jnp.linalg.eig(a)
-    jw, jv = jjnp.linalg.eig(a)
-    assert w.dtype == jw.dtype and v.dtype == jv.dtype
-    np.testing.assert_allclose(np.sort_complex(np.asarray(w)), np.sort_complex(np.asarray(jw)),
-                               rtol=1e-5)
-    np.testing.assert_allclose(a @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-5)
-    np.testing.assert_allclose(wjax.jit(jnp.linalg.eigvals)(a), jw, rtol=1e-5)
+    # a real matrix with real eigenvalues, one with a complex pair, and a complex matrix
+    r = np.random.RandomState(3)
+    for a in (np.array([[0.0, 1.0], [-2.0, -3.0]], F), np.array([[0.0, -2.0], [1.0, 0.0]], F),
+              (r.randn(4, 4) + 1j * r.randn(4, 4)).astype(np.complex64)):
+        w, v = jnp.linalg.eig(a)
+        jw, jv = jjnp.linalg.eig(a)
+        assert w.dtype == jw.dtype and v.dtype == jv.dtype
+        np.testing.assert_allclose(np.sort_complex(np.asarray(w)),
+                                   np.sort_complex(np.asarray(jw)), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-5)
+        np.testing.assert_allclose(np.sort_complex(np.asarray(wjax.jit(jnp.linalg.eigvals)(a))),
+                                   np.sort_complex(np.asarray(jw)), rtol=1e-5, atol=1e-6)
+    batch = r.randn(3, 3, 3).astype(F)
+    got = np.sort_complex(np.asarray(wjax.vmap(jnp.linalg.eigvals)(batch)))
+    want = np.sort_complex(np.asarray(jjnp.linalg.eigvals(batch)))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- derivatives

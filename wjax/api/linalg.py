@@ -286,16 +286,6 @@ def slogdet(a, *, method=None):
 
 # --------------------------------------------------------------------------- eig (host)
 
-@functools.lru_cache(maxsize=None)
-def _has_complex() -> bool:
-    """Whether this build's arrays can hold complex64 (eig's results)."""
-    try:
-        jnp.zeros((1,), np.complex64)
-    except TypeError:
-        return False
-    return True
-
-
 def _eig_host(a, vectors: bool):
     w, v = np.linalg.eig(np.asarray(a))
     w = w.astype(np.complex64)
@@ -308,11 +298,6 @@ def _eig_call(name, a, vectors):
         raise ValueError(f"Argument to {name} must have shape [..., n, n], got shape {a.shape}")
     if not jnp.issubdtype(a.dtype, np.inexact):
         a = a.astype(np.float32)
-    if not _has_complex():
-        raise NotImplementedError(
-            f"jnp.linalg.{name} returns complex64 eigenvalues (and eigenvectors), and this "
-            f"build of wjax has no complex dtype yet; for symmetric matrices use "
-            f"jnp.linalg.eigh/eigvalsh (on the device)")
     w = ShapeDtypeStruct(a.shape[:-1], np.complex64)
     v = ShapeDtypeStruct(a.shape, np.complex64)
     return pure_callback(functools.partial(_eig_host, vectors=vectors), (w, v) if vectors else w,
