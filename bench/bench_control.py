@@ -19,6 +19,7 @@ from wjax.backend import runtime
 
 N_ITER = 1000
 HIDDEN, STEPS, IN = 64, 100, 32
+BATCH = 8          # the batched RNN: two 8 x 64 by 64 x 64 products per step
 
 
 def fori(L, x, unroll=None):
@@ -43,6 +44,18 @@ def rnn_loss(N, L, Wh, Wx, b, xs):
     return N.sum(hs ** 2) + N.sum(h)
 
 
+def brnn(N, L, Wh, Wx, b, xs):
+    def cell(h, x):
+        h = N.tanh(h @ Wh + x @ Wx + b)
+        return h, h
+    return L.scan(cell, N.zeros((BATCH, HIDDEN), np.float32), xs)
+
+
+def brnn_loss(N, L, Wh, Wx, b, xs):
+    h, hs = brnn(N, L, Wh, Wx, b, xs)
+    return N.sum(hs ** 2) + N.sum(h)
+
+
 def main():
     rt = runtime.get()
     print(f"adapter: {rt.describe()}")
@@ -52,6 +65,9 @@ def main():
     Wx = (rs.randn(HIDDEN, IN) / np.sqrt(IN)).astype(np.float32)
     b = (rs.randn(HIDDEN) * 0.1).astype(np.float32)
     xs = rs.randn(STEPS, IN).astype(np.float32)
+    Wh8 = (rs.randn(HIDDEN, HIDDEN) / np.sqrt(HIDDEN)).astype(np.float32)
+    Wx8 = (rs.randn(HIDDEN, HIDDEN) / np.sqrt(HIDDEN)).astype(np.float32)
+    xs8 = rs.randn(STEPS, BATCH, HIDDEN).astype(np.float32)
 
     cases = {
         f"fori_loop {N_ITER} (f32[16])": (
@@ -79,9 +95,20 @@ def main():
             (Wh, Wx, b, xs),
             STEPS,
         ),
+        f"scan RNN b{BATCH} h={HIDDEN}, {STEPS} steps": (
+            lambda J, N, L: J.jit(lambda *a: brnn(N, L, *a)),
+            (Wh8, Wx8, b, xs8),
+            STEPS,
+        ),
+        f"value_and_grad, RNN b{BATCH} h={HIDDEN}": (
+            lambda J, N, L: J.jit(J.value_and_grad(lambda *a: brnn_loss(N, L, *a),
+                                                   argnums=(0, 1, 2))),
+            (Wh8, Wx8, b, xs8),
+            STEPS,
+        ),
     }
     jax = real_jax()
-    rows = []
+    rows, times = [], {}
     for name, (build, host_args, iters) in cases.items():
         f = build(wjax, jnp, lax)
         dev_args = [jnp.asarray(a) for a in host_args]
@@ -94,7 +121,8 @@ def main():
         run()
         disp = rt.stats["dispatches"] - s0["dispatches"]
         rb = rt.stats["readbacks"] - s0["readbacks"]
-        t = timeit(run, warmup=1, reps=5)
+        t = timeit(run, warmup=1, reps=7)
+        times[name] = t
         with rt.options(in_kernel_loops=False):     # the same loop, recorded per iteration
             f_rec = build(wjax, jnp, lax)
             t_rec = timeit(
@@ -119,6 +147,9 @@ def main():
     table("control flow (wjax jit vs real JAX jit on the CPU)", rows,
           ["case", "wjax", "per iter", "dispatches", "readbacks", "recorded", "speedup",
            "JAX", "JAX per iter"])
+    names = list(times)
+    for fwd, grad in ((names[3], names[4]), (names[5], names[6])):
+        print(f"{grad}: {times[grad] / times[fwd]:.2f}x its forward ({fwd})")
     t_hand = hand_fori(rt, x16)
     fori_jit, x_dev = wjax.jit(lambda x: fori(lax, x)), jnp.asarray(x16)
     t_ours = timeit(lambda: wjax.block_until_ready(fori_jit(x_dev)), warmup=1, reps=7)
@@ -128,10 +159,11 @@ def main():
         f"(wjax/hand = {t_ours / t_hand:.2f})"
     )
     print(
-        "\nElementwise bodies run as one per-element kernel loop; the RNN cell runs in one"
-        " workgroup\n(carry in workgroup memory).  'recorded' is the fallback form: one recorded"
-        " body per step;\nthe RNN gradient's backward scan carries a 64x64 accumulator, too big"
-        " for workgroup memory,\nso it is recorded."
+        "\nElementwise bodies run as one per-element kernel loop; the RNN cells run in one"
+        " workgroup\n(carries in workgroup memory, or storage buffers when they do not fit;"
+        " products in register\nblocks).  'recorded' is the fallback form: one recorded body"
+        " per step.  A scan's weight-gradient\naccumulators leave the loop (one product after"
+        " it) and its carry-independent products\nrun before it, batched over the steps."
     )
 
 

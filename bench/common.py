@@ -46,3 +46,32 @@ def ms(t):
 
 def us(t):
     return f"{t * 1e6:.1f} us"
+
+
+def interleaved(fns: dict, reps: int = 7, warmup: int = 1) -> dict:
+    """{name: (min wall s, min process CPU s)} of each ``fn()`` (which must synchronize),
+    the functions run in turn ``reps`` times so that a burst of load elsewhere on the machine
+    hits them all alike.  The process CPU time includes the driver's worker threads (lavapipe
+    runs shaders on CPU threads of this process), so on a CPU adapter it is a second,
+    load-insensitive measure of the same work.  A function with an ``after`` attribute has it
+    called after each timed run, off the clock."""
+    for f in fns.values():
+        for _ in range(warmup):
+            f()
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            f()
+            wall[k].append(time.perf_counter() - w0)
+            cpu[k].append(time.process_time() - c0)
+            after = getattr(f, "after", None)     # untimed follow-up work (a device wait)
+            if after is not None:
+                after()
+    return {k: (min(wall[k]), min(cpu[k])) for k in fns}
+
+
+def ratio(ref, t):
+    """``ref / t`` as 'N.NNx' (speed relative to ``ref``: above 1 is faster)."""
+    return f"{ref / t:.2f}x" if t > 0 else "-"

@@ -16,6 +16,9 @@ import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+# kernels take their default variants: no timing, no autotune cache read or written
+# (tests/test_autotune.py turns the tuner on with a cache file of its own)
+os.environ.setdefault("WJAX_AUTOTUNE", "0")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: E402

@@ -19,7 +19,10 @@ from wjax.backend.runtime import WjaxRuntimeError
 
 # JAX itself crashes inside its compiler on these (an MLIRError, not a user-facing exception);
 # wjax gives the TypeError that JAX's own shape rules give for the same negative sizes
-JAX_INTERNAL = {"tile_negative": TypeError, "random_bad_shape": TypeError}
+JAX_INTERNAL = {"tile_negative": TypeError, "random_bad_shape": TypeError,
+                # JAX fails inside its own symmetrization (a^T + a: "(3, 2)"); wjax names the
+                # shape given, with JAX's class
+                "linalg_cholesky_nonsquare": TypeError, "scipy_cholesky_nonsquare": ValueError}
 
 
 def _run(fn, mod):

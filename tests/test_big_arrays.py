@@ -121,6 +121,26 @@ def test_gather_scatter_slices():
     close(both(lambda m: jnp.pad(m, ((1, 2), (3, 0))), M), np.pad(M, ((1, 2), (3, 0))))
 
 
+@pytest.mark.parametrize("strategy", ["registers", "workgroup"])
+def test_fft(strategy, target_options):
+    """2^18 complex points (2 MiB: its buffers and the passes' scratch are windowed), a long
+    row, a strided axis of many rows, and Bluestein's scratch (length 4096 for 1278 points)
+    windowed, against NumPy."""
+    target_options(fft=strategy)
+    n = 1 << 18
+    z = (A[:n] + 1j * B[:n]).astype(np.complex64)
+    want = np.fft.fft(z.astype(np.complex128))
+    got = np.asarray(jnp.fft.fft(z))
+    assert np.linalg.norm(got - want) <= 1e-6 * np.linalg.norm(want)
+    m = (M[:, :640] + 0.5j).astype(np.complex64)                  # 900 x 640: 4.4 MiB
+    want = np.fft.fft(m.astype(np.complex128), axis=0)
+    got = np.asarray(jnp.fft.fft(m, axis=0))
+    assert np.linalg.norm(got - want) <= 1e-6 * np.linalg.norm(want)
+    want = np.fft.irfft(m[:100].astype(np.complex128))
+    got = np.asarray(jnp.fft.irfft(m[:100]))
+    assert np.linalg.norm(got - want) <= 1e-6 * np.linalg.norm(want)
+
+
 def test_autodiff_and_loops_over_big_arrays():
     g = wjax.grad(lambda a: jnp.sum(jnp.sin(a) * a))(A)
     close(g, np.cos(A) * A + np.sin(A), rtol=1e-4, atol=1e-4)

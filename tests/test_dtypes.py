@@ -303,14 +303,20 @@ def test_bfloat16():
         D.check_supported(ml_dtypes.float8_e4m3fn)
 
 
-def test_finfo_iinfo_canonical():
-    assert D.finfo(np.float64).dtype == np.dtype("float32")
-    assert D.finfo(float).eps == np.finfo(np.float32).eps
-    assert D.finfo("float16").bits == 16
-    assert D.iinfo(np.int64).max == 2**31 - 1
-    assert D.iinfo(np.uint64).max == 2**32 - 1
-    assert D.iinfo(int).min == -2**31
-    assert D.iinfo("uint8").max == 255
+def test_finfo_iinfo_describe_the_dtype_named_as_jax():
+    """Not the canonical dtype: ``finfo(float64)`` is float64's, as in JAX with x64 off."""
+    jnp = pytest.importorskip("jax.numpy")
+    import wjax.numpy as wnp
+    for dt, jdt in ((np.float64,) * 2, (float,) * 2, ("float16",) * 2, (np.float32,) * 2,
+                    (wnp.float64, jnp.float64), (wnp.float32, jnp.float32)):
+        got, want = D.finfo(dt), jnp.finfo(jdt)
+        assert (got.bits, got.eps, got.max, got.dtype) == (want.bits, want.eps, want.max,
+                                                           want.dtype)
+    for dt, jdt in ((np.int64,) * 2, (np.uint64,) * 2, (int,) * 2, ("uint8",) * 2,
+                    (wnp.int64, jnp.int64)):
+        got, want = D.iinfo(dt), jnp.iinfo(jdt)
+        assert (got.bits, got.min, got.max) == (want.bits, want.min, want.max)
+    assert D.finfo(wnp.zeros(2)).bits == 32
 
 
 def test_defaults_and_scalar_types():

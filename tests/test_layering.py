@@ -32,10 +32,12 @@ LAYERS = [
     ("random",),
     ("scipy",),
     ("nn",),
+    ("image",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental", "api_util",
      "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
-     "example_libraries", "spmd", "partition", "distributed"),
+     "example_libraries", "spmd", "partition", "distributed", "custom_batching", "ops",
+     "dlpack", "monitoring", "profiler"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
     ("__init__", "__main__"),
 ]

@@ -275,3 +275,163 @@ def test_bodies_that_do_not_qualify_still_run():
     for _ in range(3):
         want = np.sort(want * -1) + 1
     np.testing.assert_array_equal(np.asarray(f(x)), want)
+
+
+# ------------------------------------------------------------------ issue 17: fast loops
+
+
+def _brnn(L, N, Wh, Wx, b, xs, h0):
+    """A batched RNN cell (h: batch x hidden): two products per step, as in the issue."""
+    def cell(h, x):
+        h = N.tanh(h @ Wh + x @ Wx + b)
+        return h, h
+    return L.scan(cell, h0, xs)
+
+
+def _brnn_loss(L, N, Wh, Wx, b, xs, h0):
+    h, hs = _brnn(L, N, Wh, Wx, b, xs, h0)
+    return N.sum(hs ** 2) + N.sum(h)
+
+
+def _brnn_args(batch, hidden, steps, seed=0):
+    rs = np.random.RandomState(seed)
+    return [(rs.randn(hidden, hidden) / np.sqrt(hidden)).astype(F),
+            (rs.randn(hidden, hidden) / np.sqrt(hidden)).astype(F),
+            (rs.randn(hidden) * 0.1).astype(F),
+            rs.randn(steps, batch, hidden).astype(F),
+            np.zeros((batch, hidden), F)]
+
+
+def test_rnn_grad_h64_t100_b8():
+    """The issue's RNN (batch 8, hidden 64, 100 steps): forward and value_and_grad against
+    JAX (the issue reported a KeyError for this gradient).  The backward scan's
+    weight-gradient accumulators leave the loop (one product each after it), so neither
+    scan is recorded per step: a handful of dispatches in all."""
+    rj = real_jax()
+    import jax.numpy as rjnp
+    args = _brnn_args(8, 64, 100)
+    f = jax.jit(lambda *a: _brnn(lax, jnp, *a))
+    g = jax.jit(jax.value_and_grad(lambda *a: _brnn_loss(lax, jnp, *a), argnums=(0, 1, 2)))
+    assert form(f, *args) == "workgroup" and form(g, *args) == "workgroup"
+    got_f, got_g = f(*args), g(*args)
+    want_f = rj.jit(lambda *a: _brnn(rj.lax, rjnp, *a))(*args)
+    want_g = rj.jit(rj.value_and_grad(lambda *a: _brnn_loss(rj.lax, rjnp, *a),
+                                      argnums=(0, 1, 2)))(*args)
+    for a, w in zip(jax.tree_util.tree_leaves((got_f, got_g)),
+                    rj.tree_util.tree_leaves((want_f, want_g))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(w), rtol=2e-4, atol=2e-4)
+    jax.block_until_ready(g(*args))
+    _, nd, nr = counted(g, *args)
+    assert nd <= 16 and nr == 0, (nd, nr)       # recorded per step it was > 1000
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_scan_restructuring_against_jax(cpu, target_options):
+    """Accumulators of every kind leave the loop (a product with the step axis contracted, a
+    plain sum), a carry-independent product is hoisted, ys that are xs, repeats or the
+    incoming carry are not written by the loop; forward and reverse, odd sizes, both tile
+    shapes (CPU and GPU) -- against JAX."""
+    target_options(is_cpu=cpu)
+    rj = real_jax()
+    import jax.numpy as rjnp
+    rs = np.random.RandomState(5)
+    A = (rs.randn(7, 5) * 0.4).astype(F)
+    C = (rs.randn(3, 5) * 0.4).astype(F)
+    xs = rs.randn(60, 3, 7).astype(F)            # 60 steps of a 3 x 7 input
+
+    def prog(L, N, A, C, xs, reverse):
+        def body(carry, x):
+            h, acc_w, acc_s, n = carry
+            u = x @ A                                 # carry-independent: hoisted
+            h2 = N.tanh(h * 0.5 + u + h @ C.T @ C * 0.1)
+            acc_w = acc_w + x.T @ h2                   # accumulator: a product
+            acc_s = acc_s + N.sum(h2 * h2, axis=0)     # accumulator: a sum
+            return (h2, acc_w, acc_s, n + 1), (h2, x, h, h2)
+        init = (N.zeros((3, 5), F), N.zeros((7, 5), F), N.zeros(5, F), 0)
+        return L.scan(body, init, xs, reverse=reverse)
+
+    for reverse in (False, True):
+        f = jax.jit(lambda A, C, xs: prog(lax, jnp, A, C, xs, reverse))
+        got = f(A, C, xs)
+        want = rj.jit(lambda A, C, xs: prog(rj.lax, rjnp, A, C, xs, reverse))(A, C, xs)
+        for a, w in zip(jax.tree_util.tree_leaves(got), rj.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(w), rtol=1e-4, atol=1e-4)
+        assert "restructured" in f.lower(A, C, xs).as_text()
+    # and under grad: the transposed scan's accumulators
+    loss = lambda L, N: (lambda A, C, xs: N.sum(prog(L, N, A, C, xs, False)[1][0] ** 2))  # noqa
+    gg = jax.jit(jax.grad(loss(lax, jnp), argnums=(0, 1)))(A, C, xs)
+    wg = rj.jit(rj.grad(loss(rj.lax, rjnp), argnums=(0, 1)))(A, C, xs)
+    for a, w in zip(gg, wg):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(w), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_products_in_workgroup_loops(cpu, target_options):
+    """dot_general inside a single-workgroup loop (register blocks per thread): sizes that are
+    not multiples of the block, 1-sized and batch dimensions, transposed operands, integer
+    dtypes, a scalar and a big (> 64 KiB, storage-bound) constant -- against NumPy."""
+    target_options(is_cpu=cpu)
+    rs = np.random.RandomState(7)
+    M = (rs.randn(2, 5, 9) * 0.3).astype(F)       # batch 2: (5 x 9) per batch
+    Wt = (rs.randn(9, 5) * 0.3).astype(F)          # used transposed
+    big = (rs.randn(130, 130) * 0.01).astype(F)    # 66 KiB: never a uniform buffer
+    Ki = rs.randint(-3, 4, size=(1, 5)).astype(np.int32)
+
+    def body(i, c):
+        v, w, k = c                                 # v: 2 x 9, w: 130, k: int32 1 x 5
+        p = jnp.einsum("bi,bij->bj", v, M.transpose(0, 2, 1))      # batch dims, 2 x 5
+        v2 = jnp.tanh(v * 0.5 + p @ Wt.T)                          # contraction on Wt's 1
+        w2 = w * 0.9 + big.T @ w * 0.1
+        k2 = (k @ (Ki.T @ Ki)) % 7 + k
+        return v2, w2, k2
+
+    v0 = rs.randn(2, 9).astype(F)
+    w0 = rs.randn(130).astype(F)
+    k0 = np.arange(5, dtype=np.int32)[None]
+    f = jax.jit(lambda v, w, k: lax.fori_loop(0, 9, body, (v, w, k)))
+    assert form(f, v0, w0, k0) == "workgroup"
+    v, w, k = f(v0, w0, k0)
+    wv, ww, wk = v0.astype(np.float64), w0.astype(np.float64), k0.copy()
+    for _ in range(9):
+        p = np.einsum("bi,bji->bj", wv, M)
+        wv, ww, wk = (np.tanh(wv * 0.5 + p @ Wt.T), ww * 0.9 + big.T @ ww * 0.1,
+                      (wk @ (Ki.T @ Ki)) % 7 + wk)
+    np.testing.assert_allclose(np.asarray(v), wv, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(w), ww, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(k), wk)
+
+
+def test_carries_past_workgroup_memory_stay_in_one_kernel():
+    """Carries of 2 x 36 KiB (two slots each past lavapipe's 32 KiB of workgroup memory) live
+    in storage buffers inside the single-workgroup loop."""
+    x0 = np.random.RandomState(0).randn(96, 96).astype(F)
+
+    def run(L, N, x):
+        return L.fori_loop(0, 20, lambda i, c: (c[0] * 0.9 + N.mean(c[0], axis=0) * 0.1
+                                                + N.roll(c[1], 1), c[1] * 0.5), (x, x))
+    f = jax.jit(lambda x: run(lax, jnp, x))
+    text = f.lower(x0).as_text()
+    assert form(f, x0) == "workgroup" and "storageBarrier" in text
+    a, b = f(x0)
+    wa, wb = x0.copy(), x0.copy()
+    for _ in range(20):
+        wa, wb = wa * F(0.9) + wa.mean(0) * F(0.1) + np.roll(wb, 1), wb * F(0.5)
+    np.testing.assert_allclose(np.asarray(a), wa, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(b), wb)
+    f(x0)[0].block_until_ready()
+    _, nd, nr = counted(f, x0)
+    assert nd <= 3 and nr == 0, (nd, nr)
+
+
+def test_long_rnn_scan_respects_the_loop_limit():
+    """3000 steps of a small RNN: each dispatch runs a bounded chunk of steps, so the product's
+    inner loops never reach lavapipe's 65535 iterations per invocation."""
+    rj = real_jax()
+    import jax.numpy as rjnp
+    args = _brnn_args(3, 16, 3000, seed=2)
+    f = jax.jit(lambda *a: _brnn(lax, jnp, *a))
+    h, hs = f(*args)
+    wh, whs = rj.jit(lambda *a: _brnn(rj.lax, rjnp, *a))(*args)
+    np.testing.assert_allclose(np.asarray(h), np.asarray(wh), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(hs)[::97], np.asarray(whs)[::97], rtol=1e-4,
+                               atol=1e-4)

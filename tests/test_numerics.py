@@ -225,3 +225,18 @@ def test_uniform_float16_bits_vs_jax():
         got = wjax.random.uniform(wjax.random.key(seed), (20000,), jnp.float16, -2, 3)
         want = rjax.random.uniform(rjax.random.key(seed), (20000,), np.float16, -2, 3)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("shape,axis", [((10**6,), None), ((10**5, 4), 0), ((4, 10**5), 1),
+                                        ((50, 2000, 4), 1)])
+def test_float_sums_are_compensated(shape, axis):
+    # TwoSum accumulation in every reduction form (rows, columns, split in parts, eager and
+    # jit): the correctly rounded sum, as XLA's (jnp.sum(jnp.ones(10**6) * 0.1) == 100000.0)
+    want = np.float32(np.full(shape, np.float32(0.1)).astype(np.float64).sum(axis=axis))
+    x = jnp.ones(shape) * 0.1
+    np.testing.assert_array_equal(np.asarray(jnp.sum(x, axis=axis)), want)
+    np.testing.assert_array_equal(np.asarray(wjax.jit(lambda a: jnp.sum(a, axis=axis))(x)), want)
+    if shape == (10**6,):
+        assert float(jnp.sum(x)) == 100000.0
+        rjax = pytest.importorskip("jax")
+        assert float(rjax.numpy.sum(rjax.numpy.ones(10**6) * 0.1)) == 100000.0

@@ -40,6 +40,12 @@ EXCLUDED = {
                       "tests/programs/debug_callbacks.py against real JAX",
     "pure_callback": "host callback; tests/test_callbacks.py, tests/programs/debug_callbacks.py",
     "io_callback": "host callback; tests/programs/debug_callbacks.py",
+    "custom_linear_solve": "carries the solver jaxprs (lax.custom_linear_solve); "
+                           "tests/test_surface_lax.py against real JAX",
+    "linear_call": "carries the callee and transpose jaxprs (custom_derivatives.linear_call); "
+                   "tests/test_surface_top.py against real JAX",
+    "custom_vmap_call": "carries a function's jaxpr and its vmap rule (custom_batching); "
+                        "tests/test_surface_top.py against real JAX",
 }
 # collectives never run on their own: vmap's rewrite of their named axis replaces them with array
 # operations (tests/test_collectives.py compares every one with real JAX)
@@ -1114,6 +1120,55 @@ def fma_cases():
 
 
 record("fma", fma_cases, signed_zero=True)
+record("optimization_barrier", lambda: [
+    Case([vals("float32"), vals("int32")], label="f32-i32"),
+    Case([np.zeros((0,), np.float32)], label="empty")], signed_zero=True)
+
+
+# ---- lax's special functions (wjax/prims/special.py), against SciPy's float64 references
+
+def _special_cases(make, f16_make=None):
+    """A float32 case from ``make(dtype)``, float16 where the adapter has it, 0-d and empty."""
+    out = [Case(make("float32"), label="float32")]
+    if F16_OK and f16_make is not None:
+        out.append(Case(f16_make("float16"), label="float16"))
+    return out + _floatish_extras(lambda x: [x] * len(make("float32")))
+
+
+def _grid(xs, ys, dt):
+    a, b = cross(np.asarray(xs, np.float64), np.asarray(ys, np.float64))
+    return [a.astype(dt), b.astype(dt)]
+
+
+_IGA = [np.nan, 0.0, 0.1, 0.5, 1.0, 2.5, 7.0, 20.0, -1.0]
+_IGX = [np.nan, np.inf, 0.0, 0.01, 0.3, 1.0, 2.0, 5.0, 15.0, 40.0, -1.0]
+for _n in ("igamma", "igammac"):
+    record(_n, lambda: _special_cases(lambda dt: _grid(_IGA, _IGX, dt),
+                                      lambda dt: _grid([0.5, 2.5], [0.3, 2.0, 5.0], dt)),
+           tol={"float32": (5e-5, 1e-6), "float16": (4e-3, 1e-3)})
+# the derivatives in ``a`` (references: central differences of SciPy's gammainc in float64)
+for _n in ("igamma_grad_a", "random_gamma_grad"):
+    record(_n, lambda: _special_cases(
+        lambda dt: _grid([0.1, 0.5, 1.0, 2.5, 7.0, 20.0], [0.01, 0.3, 1.0, 2.0, 5.0, 15.0, 40.0],
+                         dt)), tol={"float32": (2e-4, 1e-5)})
+record("regularized_incomplete_beta", lambda: _special_cases(
+    lambda dt: [v.astype(dt) for v in np.broadcast_arrays(
+        *np.meshgrid([0.2, 1.0, 3.0, 10.0], [0.5, 2.0, 8.0], [0.0, 0.05, 0.3, 0.5, 0.9, 1.0],
+                     indexing="ij"))]), tol={"float32": (5e-5, 1e-6)})
+record("zeta", lambda: _special_cases(
+    lambda dt: _grid([1.5, 2.0, 3.5, 8.0, 0.5, 1.0, np.nan], [0.2, 1.0, 3.0, 20.0, -2.5, -2.0],
+                     dt)), tol={"float32": (2e-5, 1e-6)})
+record("polygamma", lambda: _special_cases(
+    lambda dt: _grid([0.0, 1.0, 2.0, 3.0, 1.5, -1.0], [0.3, 1.0, 2.5, 10.0, -1.5], dt)),
+    tol={"float32": (2e-5, 1e-6)})
+for _n in ("bessel_i0e", "bessel_i1e"):
+    record(_n, lambda: _special_cases(lambda dt: [vals(dt)], lambda dt: [vals(dt)]),
+           tol={"float32": (2e-6, 1e-7), "float16": (2e-3, 1e-4)})
+record("erfc", lambda: _special_cases(lambda dt: [vals(dt)], lambda dt: [vals(dt)]),
+       tol={"float32": (2e-6, 1e-40), "float16": (2e-3, 1e-4)})
+record("nextafter", lambda: _special_cases(lambda dt: list(cross(vals(dt), vals(dt))),
+                                           lambda dt: list(cross(vals(dt), vals(dt)))),
+       tol={"float32": (0.0, 0.0), "float16": (0.0, 0.0)}, signed_zero=True)
 record(
     "name",      # checkpoint_name's identity
     lambda: [Case([vals(dt)], {"name": "h"}, label=dt) for dt in ALL]
@@ -1201,6 +1256,46 @@ def ts_cases():
 
 
 record("triangular_solve", ts_cases, tol={"float32": (5e-5, 5e-5)})
+record("lu_pivots_to_permutation", lambda: [
+    Case([np.array([2, 2, 3, 3], np.int32)], dict(permutation_size=5), label="swaps"),
+    Case([np.array([[1, 1], [0, 1]], np.int32)], dict(permutation_size=2), label="batched"),
+    Case([np.zeros((0,), np.int32)], dict(permutation_size=3), label="no-pivots"),
+])
+
+
+def fft_cases():
+    """Each transform over 1-3 trailing axes: powers of two, mixed radices, Bluestein (17),
+    odd and even IRFFT lengths, an empty batch; finite values (an inf or NaN spreads over a
+    whole row, as in NumPy, but which of the two each output gets depends on the order of
+    the butterflies)."""
+    from wjax.lax import FftType as T
+    r = np.random.RandomState(11)
+
+    def c(*shape):
+        return (r.randn(*shape) + 1j * r.randn(*shape)).astype(np.complex64)
+
+    def f(*shape):
+        return r.randn(*shape).astype(np.float32)
+
+    return [
+        Case([c(8)], dict(fft_type=T.FFT, fft_lengths=(8,)), label="fft-8"),
+        Case([c(2, 17)], dict(fft_type=T.FFT, fft_lengths=(17,)), label="fft-17-bluestein"),
+        Case([c(2, 3, 20)], dict(fft_type=T.FFT, fft_lengths=(3, 20)), label="fft-2d"),
+        Case([c(2, 3, 4)], dict(fft_type=T.FFT, fft_lengths=(2, 3, 4)), label="fft-3d"),
+        Case([c(3, 5)], dict(fft_type=T.IFFT, fft_lengths=(3, 5)), label="ifft-2d"),
+        Case([c(4, 96)], dict(fft_type=T.IFFT, fft_lengths=(96,)), label="ifft-96"),
+        Case([f(2, 6)], dict(fft_type=T.RFFT, fft_lengths=(6,)), label="rfft-6"),
+        Case([f(3, 7)], dict(fft_type=T.RFFT, fft_lengths=(3, 7)), label="rfft-2d-odd"),
+        Case([c(2, 4)], dict(fft_type=T.IRFFT, fft_lengths=(6,)), label="irfft-6"),
+        Case([c(2, 4)], dict(fft_type=T.IRFFT, fft_lengths=(7,)), label="irfft-7"),
+        Case([c(3, 2, 5)], dict(fft_type=T.IRFFT, fft_lengths=(2, 8)), label="irfft-2d"),
+        Case([c(1)], dict(fft_type=T.FFT, fft_lengths=(1,)), label="fft-1"),
+        Case([np.zeros((0, 4), np.complex64)], dict(fft_type=T.FFT, fft_lengths=(4,)),
+             label="empty"),
+    ]
+
+
+record("fft", fft_cases, tol={"complex64": (2e-5, 2e-5), "float32": (2e-5, 2e-5)})
 
 # primitives with no NumPy reference by design, and what their record checks instead
 NO_REFERENCE = {

@@ -20,17 +20,32 @@ from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
 from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
-from . import debug, stages, typing, version
+from . import debug, profiler, stages, typing, version
 from . import api_util, extend, interpreters
 from .api.callbacks import pure_callback
 from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                   custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
                   remat, value_and_grad, vjp, vmap)
 from . import array as _array
+from .api.autodiff import fwd_and_bwd, linear_transpose
+from .api.custom_derivatives import custom_gradient
+from . import custom_batching, dlpack, image, monitoring, ops
 from .array import Array as _Array
 from .array import BaseArray as Array, Device, default_device, live_arrays
 from .backend import runtime
 from .core.config import config, disable_jit, numpy_dtype_promotion
+from .core.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
+                          check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                          debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
+                          enable_custom_prng, enable_x64, explain_cache_misses,
+                          jax2tf_associative_scan_reductions, legacy_prng_key, log_compiles,
+                          no_execution, no_tracing, numpy_rank_promotion,
+                          remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
+                          threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
+                          transfer_guard_device_to_host, transfer_guard_host_to_device)
+from .core.config import explicit_transfer as _explicit_transfer
+from .core.config import make_user_context
+from .core.dtypes import float0
 from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError)
@@ -40,9 +55,12 @@ from .core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
 from .experimental.shard_map import jax_shard_map as shard_map, pmap
 from . import distributed
-from .ref import Ref, freeze, new_ref
+from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
+from .api.vectorize import apply_along_axis as _apply_along_axis
+from .api.vectorize import frompyfunc as _frompyfunc
 from .api.vectorize import vectorize as _vectorize
 from .api import linalg as _linalg_rules
+from .api.solves import custom_root as _custom_root
 
 # with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
 lax.with_sharding_constraint = _partition.with_sharding_constraint
@@ -57,7 +75,12 @@ def reshard(x, out_shardings):
 
 # jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
 numpy.vectorize = _vectorize
-numpy.__all__.append("vectorize")
+numpy.frompyfunc = _frompyfunc
+numpy.apply_along_axis = _apply_along_axis
+numpy.__all__ += ["vectorize", "frompyfunc", "apply_along_axis"]
+# lax.custom_root is built on custom_jvp and linearize (the api layer), installed likewise
+lax.custom_root = _custom_root
+lax.__all__.append("custom_root")
 # so are eigh and svd with JAX's derivative rules (custom_jvp, the api layer)
 for _name in _linalg_rules.__all__:
     setattr(numpy.linalg, _name, getattr(_linalg_rules, _name))
@@ -154,7 +177,8 @@ def _is_placement(where) -> bool:
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """``x`` (a pytree) on ``device``: a Device, a Sharding (``NamedSharding``: an Array of
     per-device shards), a ``jax.P`` over the current mesh, or a pytree of those matching
-    ``x``.  Copies between devices go through host memory."""
+    ``x``.  Copies between devices go through host memory; an explicit transfer for the
+    transfer guards."""
     def one(a, where):
         where = _placement(where)
         if not isinstance(a, _Array):
@@ -162,14 +186,114 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if isinstance(where, sharding.NamedSharding):
             where.check_shape(a.shape)
         return _array.put(a, where)
-    if _is_placement(device):
-        return tree_util.tree_map(lambda a: one(a, device), x)
-    return tree_util.tree_map(one, x, device)
+    with _explicit_transfer():
+        if _is_placement(device):
+            return tree_util.tree_map(lambda a: one(a, device), x)
+        return tree_util.tree_map(one, x, device)
 
 
 def device_get(x):
-    """The host (NumPy) value of every array in the pytree ``x``."""
-    return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)
+    """The host (NumPy) value of every array in the pytree ``x`` (an explicit transfer for the
+    transfer guards)."""
+    with _explicit_transfer():
+        return tree_util.tree_map(lambda a: _np.asarray(a) if isinstance(a, _Array) else a, x)
+
+
+def process_indices(backend=None) -> list[int]:
+    return list(range(process_count()))
+
+
+host_ids = process_indices
+
+
+def copy_to_host_async(x):
+    """Starts copying every array of the pytree ``x`` to the host; returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        fn = getattr(leaf, "copy_to_host_async", None)
+        if fn is not None:
+            fn()
+    return x
+
+
+def _from_pieces(shape, where, pieces: dict, dtype, what: str):
+    """The global array of ``shape`` laid out by ``where`` from its addressable pieces
+    (device -> host value or Array)."""
+    shape = tuple(int(d) for d in shape)
+    want = tuple(where.shard_shape(shape))
+    shards, dt = {}, None
+    for d, piece in pieces.items():
+        piece = numpy.asarray(piece, dtype)
+        if tuple(piece.shape) != want:
+            raise ValueError(f"{what}: the piece for {d} has shape {tuple(piece.shape)}; the "
+                             f"sharding {where!r} gives each device shape {want} of {shape}")
+        dt = piece.dtype if dt is None else dt
+        shards[d.id] = _array.put(piece, d)
+    if len(where.device_set) == 1:
+        return next(iter(shards.values()))
+    return _Array.sharded(ShapedArray(shape, dt), where, shards)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """The array of ``shape`` laid out by ``sharding``, each addressable device's piece being
+    ``data_callback(index)`` (index: the tuple of slices it holds)."""
+    shape = tuple(int(d) for d in shape)
+    pieces = {d: data_callback(i)
+              for d, i in sharding.addressable_devices_indices_map(shape).items()}
+    return _from_pieces(shape, sharding, pieces, dtype, "make_array_from_callback")
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """The array of ``shape`` made of its per-device arrays, in the order of
+    ``sharding.addressable_devices_indices_map``."""
+    arrays = list(arrays)
+    devs = list(sharding.addressable_devices_indices_map(tuple(shape)))
+    if len(arrays) != len(devs):
+        raise ValueError(f"make_array_from_single_device_arrays: the sharding has "
+                         f"{len(devs)} addressable devices, got {len(arrays)} arrays")
+    return _from_pieces(shape, sharding, dict(zip(devs, arrays)), dtype,
+                        "make_array_from_single_device_arrays")
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """The global array of one process's data: this process's devices' pieces cut from
+    ``local_data`` (the whole array when there is one process)."""
+    local = _np.asarray(local_data)
+    if global_shape is None:
+        global_shape = local.shape
+    if process_count() == 1 and tuple(global_shape) != tuple(local.shape):
+        raise ValueError(f"make_array_from_process_local_data: global_shape {global_shape} "
+                         f"differs from the local data's {tuple(local.shape)} (one process)")
+    if process_count() != 1:
+        raise NotImplementedError("make_array_from_process_local_data across processes: build "
+                                  "the array with make_array_from_callback")
+    return make_array_from_callback(global_shape, sharding, lambda i: local[i])
+
+
+def print_environment_info(return_string: bool = False):
+    """wjax's, NumPy's, Python's and the adapter's versions (as ``jax.print_environment_info``)."""
+    import platform
+    import sys
+    try:
+        import wgpu
+        wgpu_version = wgpu.__version__
+    except Exception:                     # noqa: BLE001 - reported, not raised
+        wgpu_version = "unavailable"
+    rt = runtime.peek()
+    adapter = rt.describe() if rt is not None else "not initialized (no array created yet)"
+    info = "\n".join([
+        f"jax:    {__version__} (API level; wjax {__wjax_version__})",
+        "jaxlib: none (wjax runs through WebGPU)",
+        f"numpy:  {_np.__version__}",
+        f"python: {sys.version}",
+        f"wgpu:   {wgpu_version}",
+        f"device info: {adapter}, {device_count()} local devices\"",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return info
+    print(info)
+    return None
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .backend import execute, runtime
 from .core import dtypes
+from .core.config import check_transfer
 from .core.ir import ShapedArray
 from .core.tracing import Tracer
 
@@ -290,6 +291,7 @@ class Array:
     # ------------------------------------------------------------ host side
     def _value(self) -> np.ndarray:
         if self._npy is None:
+            check_transfer("device_to_host", self.aval)
             if self._shards is not None:
                 self._npy = _assemble(self)
             else:
@@ -561,10 +563,11 @@ def put(x, where) -> Array:
 
 # --------------------------------------------------------------------------- upload
 
-def asarray_device(x, dtype=None, weak_type=None) -> Array:
+def asarray_device(x, dtype=None, weak_type=None, guard: bool = True) -> Array:
     """Uploads a host value (NumPy array, Python scalar, nested list) as an Array.
 
-    64-bit values are narrowed to 32 bits as JAX does with x64 off."""
+    64-bit values are narrowed to 32 bits as JAX does with x64 off.  The upload is a
+    host-to-device transfer for the transfer guards (``guard=False``: the caller checked)."""
     if isinstance(x, Array) and dtype is None:
         return x
     if dtype is None:
@@ -582,7 +585,10 @@ def asarray_device(x, dtype=None, weak_type=None) -> Array:
     if host.dtype.kind in "OSUVMm" and host.dtype != dtypes.bfloat16:
         raise TypeError(f"wjax does not support arrays of dtype {host.dtype}")
     val = host.astype(dt, copy=False)
-    return Array(execute.upload(rt, val), ShapedArray(val.shape, dt, weak))
+    aval = ShapedArray(val.shape, dt, weak)
+    if guard:
+        check_transfer("host_to_device", aval)
+    return Array(execute.upload(rt, val), aval)
 
 
 # --------------------------------------------------------------------------- jax.Array

@@ -1,6 +1,7 @@
 """``jax.debug``: prints, callbacks and the debugger inside traced code, and drawings of how
 arrays are laid out over devices."""
 from .api.callbacks import debug_callback as callback
+from .api.callbacks import debug_log as log
 from .api.callbacks import debug_print as print  # noqa: A001
 from .debugger import breakpoint  # noqa: A004
 
@@ -52,5 +53,5 @@ def inspect_array_sharding(value, *, callback) -> None:
     callback(value.sharding)
 
 
-__all__ = ["breakpoint", "callback", "inspect_array_sharding", "print",
+__all__ = ["breakpoint", "callback", "inspect_array_sharding", "log", "print",
            "visualize_array_sharding", "visualize_sharding"]

@@ -20,8 +20,9 @@ import numpy as np
 
 from .array import Array, asarray_device, device_of_runtime, on_device
 from .backend import compiler, runtime
-from .backend.execute import Bound, Executable
+from .backend.execute import Bound, Executable, build
 from .core import caches, dtypes
+from .core.config import check_transfer
 from .core.config import config as _cfg
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var, WeakScalar, jaxpr_key, params_key
 from .core.primitive import Primitive
@@ -38,15 +39,16 @@ def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None, rt=None) ->
     structure was compiled before.  ``key`` (with ``keep``, the objects it names by identity)
     replaces the structural key.  Devices on one adapter share their executables (equal
     targets); each compiles its own pipelines on first use."""
-    target = (rt or runtime.get()).target()
+    rt = rt or runtime.get()
+    target = rt.target()
     if key is None:
         keep = []
         key = jaxpr_key(jaxpr, keep)
     full = (key, target.key())
     hit = _executables.get(full)
     if hit is None:
-        exe = compiler.backend_compile_and_load(compiler.BACKEND,
-                                                lambda: Executable(jaxpr, target, name))
+        exe = compiler.backend_compile_and_load(
+            compiler.BACKEND, lambda: build(jaxpr, target, name, rt.adapter.info))
         if _cfg.jax_log_compiles:
             logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
                            len(exe.plan.steps), [a.str_short() for a in exe.in_avals],
@@ -78,19 +80,26 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     def __call__(self, args: list) -> list[Array]:
-        arrays = [device_array(a) for a in args]
+        arrays = [a if type(a) is Array else device_array(a) for a in args]
         if self.program is not None:
             return self.program(arrays)
         if _sharded_hook is not None and any(a._shards is not None for a in arrays):
             res = _sharded_hook(self.closed, arrays, self.name)
             if res is not None:
                 return res
+        _check_execution(self.name)
         rt, bufs = placed(arrays)
         outs = self.bound.run(rt, bufs)
-        res = [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
         if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
         return res
+
+
+def _check_execution(name: str) -> None:
+    if _cfg.jax_no_execution:
+        raise RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                           f"option is set")
 
 
 def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
@@ -148,8 +157,10 @@ def device_array(x) -> Array:
         x, weak = x.val, True
     if np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
         dt, w = dtypes.dtype_and_weak(x)
-        key = (np.asarray(x).tobytes(), str(dt), weak if weak is not None else w)
-        return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak))
+        weak = weak if weak is not None else w
+        check_transfer("host_to_device", ShapedArray((), dtypes.check_supported(dt), weak))
+        key = (np.asarray(x).tobytes(), dt, weak)
+        return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak, guard=False))
     return asarray_device(x, weak_type=weak)
 
 
@@ -158,6 +169,7 @@ def device_array(x) -> Array:
 def eager(prim: Primitive, args, params: dict):
     """Runs one primitive on concrete operands: a one-equation jaxpr through ``executable``
     (jaxpr parameters -- a ``cond``'s branches -- are keyed by structure)."""
+    _check_execution(prim.name)
     arrays = [device_array(a) for a in args]
     avals = tuple(a.aval for a in arrays)
     if _sharded_hook is not None and any(a._shards is not None for a in arrays):

@@ -12,6 +12,7 @@ all = _impl.public_view(_impl.all)
 flatten_with_path = _impl.public_view(_impl.flatten_with_path)
 leaves_with_path = _impl.public_view(_impl.leaves_with_path)
 map_with_path = _impl.public_view(_impl.map_with_path)
+reduce_associative = _impl.public_view(_impl.reduce_associative)
 
 
 def __getattr__(name):

@@ -9,7 +9,10 @@ from .tree import (flatten as tree_flatten, leaves as tree_leaves,  # noqa: E402
                    structure as tree_structure, map as tree_map, reduce as tree_reduce,
                    all as tree_all, flatten_with_path as tree_flatten_with_path,
                    leaves_with_path as tree_leaves_with_path,
-                   map_with_path as tree_map_with_path)
+                   map_with_path as tree_map_with_path,
+                   reduce_associative as tree_reduce_associative)
+from .core.tree import (default_registry, flatten_one_level,  # noqa: E402,F401
+                        flatten_one_level_with_keys)
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:

@@ -29,6 +29,7 @@ from ..transforms.dce import dce_closed
 from ..transforms.jvp import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
+from .jit import jit
 from .vmap import vmap
 
 _ad_cache = caches.LRU(256)
@@ -628,3 +629,82 @@ def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
     """Prints ``saved_residuals(fun, *args, **kwargs)``, one residual per line."""
     for aval, where in saved_residuals(fun, *args, **kwargs):
         print(f"{aval.str_short()} {where}")
+
+
+# --------------------------------------------------------------------------- linear_transpose
+
+def _is_float_dtype(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
+    """The transpose of the linear function ``fun`` at the shapes/dtypes of ``primals`` (arrays
+    or ``ShapeDtypeStruct``s): ``f_t(cotangent) -> tuple of input cotangents``.  ``fun`` must
+    be linear (float -> float, or integer -> integer)."""
+    _check_fun(fun, "linear_transpose")
+    leaves, in_tree = tree_util.tree_flatten(tuple(primals))
+    in_avals = [abstractify(x) for x in leaves]
+    in_float = [_is_float_dtype(a.dtype) for a in in_avals]
+    box = []
+
+    def flat(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
+        ol, ot = tree_util.tree_flatten(out)
+        box.append(ot)
+        return ol
+
+    closed = trace_flat(flat, in_avals, DebugInfo("linear_transpose", fun))
+    out_tree, out_avals = box[0], closed.out_avals
+    out_float = [_is_float_dtype(a.dtype) for a in out_avals]
+    if not ((all(in_float) and all(out_float)) or
+            (not any(in_float) and not any(out_float))):
+        raise TypeError("linear_transpose only supports [float or complex] -> "
+                        "[float or complex], and integer -> integer functions, but got "
+                        f"{[str(a) for a in in_avals]} -> {[str(a) for a in out_avals]}.")
+    tj = transpose_jaxpr(closed, [True] * len(leaves))
+
+    def transposed(*out_cotangent):
+        cl, ct_tree = tree_util.tree_flatten(out_cotangent[0] if len(out_cotangent) == 1
+                                             else out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected "
+                            f"{out_tree} but got {ct_tree}")
+        if any(abstractify(c).shape != a.shape or
+               np.dtype(abstractify(c).dtype) != np.dtype(a.dtype)
+               for c, a in zip(cl, out_avals)):
+            raise TypeError(f"cotangent type does not match function output, expected "
+                            f"{tuple(out_avals)} but got {[abstractify(c) for c in cl]}")
+        cts = _run_closed(tj, [c if isinstance(c, (Array, Tracer)) else np.asarray(c)
+                               for c in cl])
+        return tree_util.tree_unflatten(in_tree, [_like_primal(c, a)
+                                                  for c, a in zip(cts, in_avals)])
+
+    return transposed
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """``(fwd, bwd)``: ``fwd(*args) -> (out, residuals[, aux])`` is ``vjp`` of ``fun`` in the
+    arguments ``argnums``; ``bwd(residuals, ct)`` their cotangents (one, for an int
+    ``argnums``).  Both jitted by default, so ``bwd`` compiles once."""
+    _check_fun(fun, "fwd_and_bwd")
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+
+    def fwd(*args):
+        dyn = [args[i] for i in nums]
+
+        def partial_fun(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full)
+        return vjp(partial_fun, *dyn, has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if single else g
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd

@@ -2,6 +2,7 @@
 ``jax.pure_callback`` (primitives in ``wjax/prims/callback.py``)."""
 from __future__ import annotations
 
+import logging
 import string
 from typing import Any, Callable
 
@@ -42,6 +43,29 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool =
                          **{k: np.asarray(v) for k, v in kw.items()}))
     show.__name__ = "debug_print"
     debug_callback(show, *args, **kwargs)
+
+
+_debug_logger = logging.getLogger("jax._src.debugging")   # JAX's name: its logging setup applies
+
+
+def debug_log(fmt: str | None = None, *args: Any, ordered: bool = False,
+              partitioned: bool = False, skip_format_check: bool = False,
+              **kwargs: Any):
+    """As ``debug_print``, the message going to Python logging (INFO, logger
+    ``jax._src.debugging``) instead of stdout.  ``debug_log(ordered=...)`` with no format
+    returns the logging function (JAX's two-call form)."""
+    if fmt is None:
+        return lambda f, *a, **kw: debug_log(f, *a, ordered=ordered, partitioned=partitioned,
+                                             skip_format_check=skip_format_check, **kw)
+    if not skip_format_check:
+        _check_format(fmt, args, kwargs)
+
+    def log(*a, **kw):
+        _debug_logger.info(fmt.format(*[np.asarray(x) for x in a],
+                                      **{k: np.asarray(v) for k, v in kw.items()}))
+    log.__name__ = "debug_log"
+    debug_callback(log, *args, **kwargs)
+    return None
 
 
 def _check_format(fmt, args, kwargs):

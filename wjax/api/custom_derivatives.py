@@ -33,6 +33,7 @@ from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
 from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
                             trace_flat)
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
+from ..prims.solves import linear_call_p
 from ..transforms import ad as _ad
 
 # --------------------------------------------------------------------------- helpers
@@ -546,4 +547,105 @@ def closure_convert(fun, *example_args):
     return converted, list(tc)
 
 
-__all__ = ["custom_jvp", "custom_vjp", "closure_convert"]
+# --------------------------------------------------------------------------- custom_gradient
+
+class _GradRule:
+    """A traced custom_gradient rule as custom_vjp residuals: its closed-over values are the
+    leaves, its jaxpr and trees the static part."""
+
+    def __init__(self, consts, jaxpr, in_tree, out_tree):
+        self.consts, self.jaxpr, self.in_tree, self.out_tree = consts, jaxpr, in_tree, out_tree
+
+
+tree_util.register_pytree_node(
+    _GradRule, lambda r: (r.consts, (r.jaxpr, r.in_tree, r.out_tree)),
+    lambda aux, consts: _GradRule(list(consts), *aux))
+
+
+def custom_gradient(fun):
+    """``fun(*args) -> (value, vjp_rule)``, differentiated with ``vjp_rule(ct) -> tuple of
+    input cotangents`` (``jax.custom_gradient``; the rule may close over values ``fun``
+    computed)."""
+
+    @custom_vjp
+    def wrapped(*args, **kwargs):
+        ans, _ = fun(*args, **kwargs)
+        return ans
+
+    def fwd(*args, **kwargs):
+        ans, rule = fun(*args, **kwargs)
+        ans_flat, out_tree = tree_util.tree_flatten((ans,))
+        box = []
+
+        def rule_flat(*cts):
+            out = rule(*tree_util.tree_unflatten(out_tree, list(cts)))
+            leaves, tree = tree_util.tree_flatten(out)
+            box.append(tree)
+            return leaves
+
+        avals = [_ad.tangent_aval(abstractify(x)) for x in ans_flat]
+        closed = trace_flat(rule_flat, avals, DebugInfo("custom_gradient rule", rule))
+        return ans, _GradRule(list(closed.consts), closed.jaxpr, box[0], out_tree)
+
+    def bwd(res, cts):
+        cts_flat, tree = tree_util.tree_flatten((cts,))
+        if tree != res.out_tree:
+            raise TypeError(f"{res.out_tree}\n!=\n{tree}")
+        out = eval_jaxpr(res.jaxpr, res.consts, *cts_flat)
+        out = tree_util.tree_unflatten(res.in_tree, list(out))
+        return (out,) if tree_util.treedef_is_leaf(res.in_tree) else out
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "custom_gradient", "linear_call"]
+
+
+def linear_call(fun, fun_transpose, residual_args, linear_args):
+    """``fun(residual_args, linear_args)``, a function linear in ``linear_args``, whose
+    transpose (for reverse-mode autodiff) is ``fun_transpose(residual_args, cotangents)``
+    instead of the transpose of ``fun``'s own operations."""
+    res_leaves, res_tree = tree_util.tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_util.tree_flatten(linear_args)
+    res_avals = [abstractify(x) for x in res_leaves]
+    box = []
+
+    def callee_flat(*xs):
+        r = tree_util.tree_unflatten(res_tree, list(xs[:len(res_leaves)]))
+        lin = tree_util.tree_unflatten(lin_tree, list(xs[len(res_leaves):]))
+        out = fun(r, lin)
+        leaves, tree = tree_util.tree_flatten(out)
+        box.append((tree, [abstractify(v) for v in leaves]))
+        return leaves
+
+    callee = trace_flat(callee_flat, res_avals + [abstractify(x) for x in lin_leaves],
+                        DebugInfo("linear_call", fun))
+    out_tree, out_avals = box[0]
+
+    def transpose_flat(*xs):
+        r = tree_util.tree_unflatten(res_tree, list(xs[:len(res_leaves)]))
+        ct = tree_util.tree_unflatten(out_tree, list(xs[len(res_leaves):]))
+        out = fun_transpose(r, ct)
+        leaves, tree = tree_util.tree_flatten(out)
+        if tree != lin_tree:
+            raise TypeError(f"linear_call: the transpose function returned a tree {tree}, "
+                            f"not the linear arguments' {lin_tree}")
+        return leaves
+
+    transposed = trace_flat(transpose_flat, res_avals + out_avals,
+                            DebugInfo("linear_call transpose", fun_transpose))
+    cj, cc = _lift(callee)
+    tj, tc = _lift(transposed)
+    outs = linear_call_p.bind(*cc, *tc, *res_leaves, *lin_leaves, callee=cj, transpose=tj,
+                              num_callee_consts=len(cc), num_transpose_consts=len(tc),
+                              num_res=len(res_leaves))
+    return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _lift(closed):
+    """The closed jaxpr with its constants as leading inputs, and those constants."""
+    j = _ad.hoist_call_consts(closed)
+    jj = j.jaxpr
+    return ClosedJaxpr(Jaxpr([], jj.constvars + jj.invars, jj.outvars, jj.eqns), []), \
+        list(j.consts)

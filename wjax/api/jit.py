@@ -17,6 +17,7 @@ import time
 import weakref
 
 from .. import dispatch
+from ..array import Array
 from ..backend import runtime
 from ..core import caches, tree_util
 from ..core.config import config as _cfg
@@ -50,6 +51,34 @@ def _hoist_tracer_consts(closed: ClosedJaxpr):
     keep = [i for i in range(len(j.constvars)) if i not in idx]
     new = Jaxpr([j.constvars[i] for i in keep], moved + list(j.invars), j.outvars, j.eqns)
     return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
+
+
+def _fun_info(f) -> str:
+    name = getattr(f, "__name__", None) or type(f).__name__
+    code = getattr(f, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code is not None else name
+
+
+_KEY_PARTS = ("input pytree structure", "input types (shapes, dtypes, weak types)",
+              "static positional arguments", "static keyword arguments",
+              "configuration flags the trace depends on", "named axes in scope")
+
+
+def _explain_miss(fun, cache, key) -> None:
+    """Logs why ``fun`` is traced again (``jax_explain_cache_misses``), as JAX's
+    'TRACING CACHE MISS' warnings."""
+    where = _fun_info(fun)
+    if not cache:
+        logger.warning("TRACING CACHE MISS at %s because:\n  never seen function:\n    %s",
+                       where, where)
+        return
+    reasons = []
+    full = [k for k in cache if k[0] != "arrays"]     # not the fast path's keys
+    for prev in full[-1:]:
+        for part, a, b in zip(_KEY_PARTS, prev, key):
+            if a != b:
+                reasons.append(f"  different {part}:\n    before: {a}\n    now:    {b}")
+    logger.warning("TRACING CACHE MISS at %s because:\n%s", where, "\n".join(reasons))
 
 
 class Lowered:
@@ -170,6 +199,13 @@ class JitWrapped:
                 "parameters of jax.jit.")
         return TypeError("jit: an argument is not a valid JAX type")
 
+    def _slow_key(self, args, kwargs):
+        statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
+        avals = tuple(abstractify(x) for x in leaves)
+        return (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
+                tuple(getattr(a, "sharding", None) for a in avals))
+
     def _trace(self, args, kwargs):
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
@@ -178,10 +214,15 @@ class JitWrapped:
         except TypeError:
             raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
-        key = (in_tree, avals, statics, static_kw, _cfg.jax_threefry_partitionable, axis_env(),
+        key = (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
                tuple(getattr(a, "sharding", None) for a in avals))
         hit = self._cache.get(key)
         if hit is None:
+            if _cfg.jax_no_tracing:
+                raise RuntimeError(f"re-tracing function {_fun_info(self.fun)} for `jit`, but "
+                                   f"'no_tracing' is set")
+            if _cfg.jax_explain_cache_misses:
+                _explain_miss(self.fun, self._cache, key)
             t0 = time.perf_counter()
             out_tree_box = []
             static_pos = dict(statics)
@@ -201,7 +242,8 @@ class JitWrapped:
             per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
             names = arg_names_of(self.fun, per_arg)
             names += [f"{k}" for k in dyn_kw]
-            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names))
+            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names),
+                                check_leaks=True)
             hit = [closed, out_tree_box[0], None]    # None: compiled on the first run
             if not any(isinstance(c, Tracer) for c in closed.consts):
                 self._cache[key] = (
@@ -216,6 +258,24 @@ class JitWrapped:
         if _cfg.jax_disable_jit:
             return self.fun(*args, **kwargs)
         eager = current_builder() is None
+        if (eager and not kwargs and not self.static_argnums and self.in_shardings is None
+                and self.out_shardings is None):
+            # the common call: positional single-device arrays only.  Its trace is found by
+            # the arguments' avals alone (their tree is a flat list), without flattening.
+            try:
+                key = ("arrays", tuple([a.aval for a in args
+                                        if type(a) is Array and a._shards is None]),
+                       _cfg.trace_context(), axis_env())
+            except AttributeError:
+                key = None
+            if key is not None and len(key[1]) == len(args):
+                hit = self._cache.get(key)
+                if hit is None:
+                    hit, _ = self._trace(args, kwargs)
+                    if self._cache.get(self._slow_key(args, kwargs)) is hit:
+                        self._cache[key] = hit
+                outs = self._compiled(hit)(args)
+                return tree_util.tree_unflatten(hit[1], outs)
         if self.in_shardings is not None and eager and placement_hook[0] is not None:
             args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)

@@ -96,3 +96,29 @@ def _check_outputs(out, out_core):
             raise ValueError(f"output shape {jnp.shape(o)} does not match core dimensions "
                              f"{core} of the signature")
     return tree_util.tree_leaves(out)
+
+
+def frompyfunc(func, /, nin: int, nout: int, *, identity=None):
+    """A ``jnp.ufunc`` of the scalar function ``func`` (vectorized), with ``reduce``,
+    ``accumulate``, ``outer``, ``at`` and ``reduceat``."""
+    return jnp.ufunc(func, nin, nout, identity=identity, call=vectorize(func))
+
+
+def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
+    """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (vmapped over the other
+    axes); the slices' results take the place of that axis."""
+    arr = jnp.asarray(arr)
+    nd = arr.ndim
+    if not -nd <= axis < nd:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")
+    axis = axis % nd
+
+    def f(v):
+        return func1d(v, *args, **kwargs)
+
+    # axes after `axis` are mapped innermost-last, so their results stay at the end
+    for i in range(1, nd - axis):
+        f = vmap(f, in_axes=i, out_axes=-1)
+    for _ in range(axis):
+        f = vmap(f, in_axes=0, out_axes=0)
+    return f(arr)

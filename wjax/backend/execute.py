@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray
+from . import disk_cache
 from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
 from .runtime import Buffer, Runtime
 from .target import Target
@@ -56,54 +57,117 @@ def const_buffer(rt: Runtime, value, aval: ShapedArray) -> Buffer:
 
 # --------------------------------------------------------------------------- plans
 
-def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None) -> list:
-    """Records the plan's dispatches; returns the output Buffers (or Lits).  With
+def run_plan(plan: Plan, in_buffers: list, rt: Runtime, indirect=None, out_buffers=None,
+             consts=None) -> list:
+    """Records the plan's dispatches; returns the output Buffers (or Lits).  ``consts`` holds
+    the buffers of the plan's own constants (``Plan.consts``, uploaded by the caller).  With
     ``indirect=(args buffer, first slot)`` the plan's k-th dispatch reads its workgroup counts
     from slot ``first slot + k`` of that buffer (12 bytes a slot); it must hold no HostStep.
     ``out_buffers`` (optional) receive the outputs that the plan computes itself."""
+    prog = plan.__dict__.get("_program")
+    if prog is None:
+        prog = plan._program = Program(plan)
     with rt.lock:   # one thread records a plan at a time: its steps stay contiguous
-        return _run_plan(plan, in_buffers, rt, indirect, out_buffers)
+        return prog.run(rt, in_buffers, indirect, out_buffers, consts)
 
 
 def _is_lit_key(k) -> bool:
     return isinstance(k, tuple) and bool(k) and k[0] == "lit"
 
 
-def _run_plan(plan, in_buffers, rt, indirect, out_buffers):
-    env = dict(zip(plan.in_keys, in_buffers))
-    outs = set(k for k in plan.out_keys if not _is_lit_key(k))
-    for k, b in zip(plan.out_keys, out_buffers or ()):
-        if k in outs and k not in env:
-            env[k] = b
-    slot = None if indirect is None else indirect[1]
-    for i, d in enumerate(plan.steps):
-        bufs = []
-        for k in d.keys:
-            b = env.get(k)
-            if b is None:
-                b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
-            bufs.append(b)
-        if isinstance(d, HostStep):
-            assert indirect is None, "an indirect plan holds a host step"
-            d.fn(rt, bufs)
-        elif indirect is None:
-            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges)
-        else:
-            rt.dispatch(d.wgsl, bufs, d.grid, d.ranges, (indirect[0], 12 * slot))
-            slot += 1
-        for k in dict.fromkeys(d.keys):     # a step may bind one buffer twice
-            if plan.last_use.get(k) == i and k not in outs and k not in plan.in_keys:
-                del env[k]
-    result = []
-    for k in plan.out_keys:
-        if _is_lit_key(k):
-            result.append(k[1])
-        else:
-            b = env.get(k)
+class Program:
+    """A plan prepared for running often: buffer keys become slots of a list, and each step
+    knows which slots it allocates before and frees after it (the work ``run`` does per call
+    is what recording the dispatches needs, nothing proportional to the plan's analysis)."""
+
+    def __init__(self, plan: Plan):
+        slot: dict = {}
+        for i, k in enumerate(plan.in_keys):
+            slot[k] = i
+        self.n_in = len(plan.in_keys)
+        in_set = set(plan.in_keys)
+        # the plan's own constants (``Plan.consts``): slots filled from the caller's buffers
+        self.const_slots = []
+        for k in plan.consts:
+            slot[k] = len(slot)
+            self.const_slots.append((slot[k], k))
+            in_set.add(k)
+        n_fixed = len(slot)
+        outs = set(k for k in plan.out_keys if not _is_lit_key(k))
+        self.out_slots = []          # per output: its slot, or None (a literal)
+        for k in plan.out_keys:
+            if _is_lit_key(k):
+                self.out_slots.append(None)
+                continue
+            if k not in slot:
+                slot[k] = len(slot)
+            self.out_slots.append(slot[k])
+        self.lits = [k[1] if _is_lit_key(k) else None for k in plan.out_keys]
+        self.steps = []
+        for i, d in enumerate(plan.steps):
+            slots, allocs = [], []
+            for k in d.keys:
+                if k not in slot:
+                    slot[k] = len(slot)
+                s = slot[k]
+                if s >= n_fixed:
+                    allocs.append((s, nbytes_of(plan.avals[k])))
+                slots.append(s)
+            frees = [slot[k] for k in dict.fromkeys(d.keys)   # a step may bind one buffer twice
+                     if plan.last_use.get(k) == i and k not in outs and k not in in_set]
+            self.steps.append((isinstance(d, HostStep), d, slots, allocs, frees))
+        self.out_sizes = {slot[k]: nbytes_of(plan.avals[k]) for k in outs
+                          if slot[k] >= n_fixed}
+        self.n_slots = len(slot)
+        self.name = getattr(plan, "name", None)
+
+    def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None,
+            consts=None) -> list:
+        n_in = self.n_in
+        env = list(in_buffers) + [None] * (self.n_slots - n_in)
+        for s, k in self.const_slots:
+            env[s] = consts[k]
+        if out_buffers:
+            for s, b in zip(self.out_slots, out_buffers):
+                if s is not None and s >= n_in and env[s] is None:
+                    env[s] = b
+        slot = None if indirect is None else indirect[1]
+        dispatch, alloc = rt.dispatch, rt.alloc
+        prof = rt.profile
+        profiling = prof is not None
+        if profiling:
+            outer, prof.program = prof.program, self.name
+        for host, d, slots, allocs, frees in self.steps:
+            for s, n in allocs:
+                if env[s] is None:
+                    env[s] = alloc(n)
+            bufs = [env[s] for s in slots]
+            if host:
+                assert indirect is None, "an indirect plan holds a host step"
+                d.fn(rt, bufs)
+            elif profiling:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges,
+                         None if indirect is None else (indirect[0], 12 * slot), meta=d)
+                slot = None if indirect is None else slot + 1
+            elif indirect is None:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges)
+            else:
+                dispatch(d.wgsl, bufs, d.grid, d.ranges, (indirect[0], 12 * slot))
+                slot += 1
+            for s in frees:
+                env[s] = None
+        if profiling:
+            prof.program = outer
+        result = []
+        for s, lit in zip(self.out_slots, self.lits):
+            if s is None:
+                result.append(lit)
+                continue
+            b = env[s]
             if b is None:   # e.g. a zero-size output that no kernel wrote
-                b = env[k] = rt.alloc(nbytes_of(plan.avals[k]))
+                b = env[s] = alloc(self.out_sizes[s])
             result.append(b)
-    return result
+        return result
 
 
 class Executable:
@@ -116,6 +180,8 @@ class Executable:
 
     def __init__(self, jaxpr: Jaxpr, target: Target, name: str = "jit"):
         t0 = time.perf_counter()
+        stats["lowered"] += 1
+        self._persist = None     # the disk cache key to store this under once compiled
         self.name = name
         self.in_avals: list[ShapedArray] = [v.aval for v in jaxpr.constvars + jaxpr.invars]
         self.out_avals: list[ShapedArray] = [a.aval for a in jaxpr.outvars]
@@ -123,12 +189,28 @@ class Executable:
         flat, inner = flatten_closed(ClosedJaxpr(opened, []))
         self._inner = [(c, v.aval) for c, v in zip(inner, flat.constvars)]
         self.plan: Plan = lower_jaxpr(flat, target)
+        self.plan.name = name
         self.compile_s = time.perf_counter() - t0
         self._ready: tuple | None = None      # (inner const buffers, literal output buffers)
         self._ready_on: dict = {}             # the same for devices other than the default
 
+    @classmethod
+    def from_parts(cls, name, in_avals, out_avals, inner, plan, compile_s) -> "Executable":
+        """An executable whose plan was lowered before (the persistent cache)."""
+        exe = cls.__new__(cls)
+        exe.name, exe.in_avals, exe.out_avals = name, in_avals, out_avals
+        exe._inner, exe.plan, exe.compile_s = inner, plan, compile_s
+        plan.name = name
+        exe._ready, exe._persist = None, None
+        exe._ready_on = {}
+        exe.from_disk = True
+        return exe
+
+    from_disk = False
+
     def prepare(self, rt: Runtime) -> None:
-        """Compiles the pipelines and uploads constants (once per device)."""
+        """Compiles the pipelines and uploads constants (once); then stores the plan in the
+        persistent cache when it is on."""
         if rt.index:
             if rt.index not in self._ready_on:
                 saved, self._ready = self._ready, None
@@ -151,16 +233,36 @@ class Executable:
         lits = {i: upload(rt, np.asarray(k[1].val, aval.dtype))
                 for i, (k, aval) in enumerate(zip(self.plan.out_keys, self.out_avals))
                 if _is_lit_key(k)}
-        self._ready = (inner, lits)
+        consts = {k: upload(rt, v) for k, v in self.plan.consts.items()}
+        self._ready = (inner, lits, consts)
         self.compile_s += time.perf_counter() - t0
+        if self._persist is not None:
+            disk_cache.save(self._persist, self)
+            self._persist = None
 
     def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
         self.prepare(rt)
-        inner, lits = self._ready_on[rt.index] if rt.index else self._ready
-        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers)
+        inner, lits, consts = self._ready_on[rt.index] if rt.index else self._ready
+        outs = run_plan(self.plan, inner + list(buffers), rt, indirect, out_buffers, consts)
         if lits:
             outs = [lits.get(i, o) for i, o in enumerate(outs)]
         return outs
+
+
+stats = {"lowered": 0}      # plans lowered in this process (not read from the disk cache)
+
+
+def build(jaxpr: Jaxpr, target: Target, name: str, adapter_info: dict) -> Executable:
+    """The executable of ``jaxpr``: from the persistent cache when it is on and holds it,
+    else lowered (and stored there once its pipelines are compiled)."""
+    k = disk_cache.key(jaxpr, target, adapter_info) if disk_cache.cache_dir() else None
+    if k is not None:
+        parts = disk_cache.load(k)
+        if parts is not None:
+            return Executable.from_parts(*parts)
+    exe = Executable(jaxpr, target, name)
+    exe._persist = k
+    return exe
 
 
 class Bound:

@@ -12,23 +12,33 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    written at step ``t``.  Any number of elements (many workgroups).
 2. *Single-workgroup kernel loop* (``_LoopKernels.one_workgroup``).  A small body that also holds
    reductions or ``dot_general`` (each kernel primitive's ``element`` rule computes one
-   output element as a sequential loop), or reads carries at other positions (``roll``,
-   ``m @ v``): one workgroup holds the carries and every intermediate a kernel op needs in
-   workgroup memory; each stage is a strided loop over its elements and a barrier; the
-   predicate goes through ``workgroupUniformLoad`` so the loop stays in uniform control
-   flow.  Taken when the arrays fit the workgroup memory limit (32 KiB on lavapipe) and an
-   iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: an RNN cell with h = 64 runs
-   100 steps in one dispatch.
+   output element as a sequential loop; ``dot_general``'s ``element_tile`` rule gives each
+   thread a register block of R x C outputs, reading R + C values per contraction step
+   instead of 2 R C), or reads carries at other positions (``roll``, ``m @ v``): one
+   workgroup holds the carries and every intermediate a kernel op needs in workgroup memory
+   -- or, for arrays that do not fit (32 KiB on lavapipe), in storage buffers of their own
+   (``scratch`` roles, with ``storageBarrier``); each stage is a strided loop over its
+   elements (or the tile loop) and a barrier; the predicate goes through
+   ``workgroupUniformLoad`` so the loop stays in uniform control flow.  Each carry has two
+   slots (the current one is ``wj_it % 2``): a step writes the next values into the other
+   slot, so nothing is copied between steps; a step's new carries and ``ys`` are computed in
+   one strided loop per size, through one fuser, so a value shared by several of them is
+   computed once.  On CPU adapters the workgroup has 64 threads and constants of 16 bytes to
+   64 KiB are read from uniform buffers (lavapipe reads storage and workgroup memory through
+   a per-lane loop with a branch per lane; a uniform buffer with one gather).  Taken when an
+   iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: the batched RNN cell of issue
+   17 (8 x 64 by 64 x 64 products) runs 100 steps in one dispatch, and so does its backward
+   pass once the scan is restructured (``_restructure_scan`` in ``wjax/prims/control.py``).
    Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
    65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
    and no readback; a ``while`` reads the "running" word back once per chunk (once, for
    loops shorter than K).  Between chunks the carry ping-pongs between two buffer sets.
 3. *Recorded loop* (``wjax/prims/control.py``): any other body (a sort, a scatter, a nested
-   loop, too big for one workgroup) is compiled once into a sub-plan that the host records
-   per iteration into the same command stream: ``scan`` with no readback, ``while`` with a
-   guarded body (``select(pred, body(c), c)``) in chunks of up to 64 iterations and one
-   predicate readback per chunk.
+   loop, too much work per step for one workgroup) is compiled once into a sub-plan that
+   the host records per iteration into the same command stream: ``scan`` with no readback,
+   ``while`` with a guarded body (``select(pred, body(c), c)``) in chunks of up to 64
+   iterations and one predicate readback per chunk.
 4. *Host-driven loop*: a ``while`` whose body holds another ``while`` reads its predicate
    back every iteration (a guarded nested loop could spin on garbage).
 
@@ -39,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.ir import ClosedJaxpr
+from ..core.ir import ClosedJaxpr, ShapedArray
 from . import wgsl as W
 from .execute import const_buffer, nbytes_of, upload
 from ..transforms.dce import dce_jaxpr
@@ -49,6 +59,7 @@ from .wgsl import Index, KernelBuilder
 
 DEFAULT_CAP = 1 << 16           # iterations per dispatch where the adapter has no loop limit
 WORKGROUP = 256                 # threads of the single-workgroup form
+WORKGROUP_CPU = 64              # ... on CPU adapters (fewer coroutines to switch at a barrier)
 MAX_WORKGROUP_WORK = 1 << 17    # element-steps per iteration the single-workgroup form takes on
 _U32 = np.dtype(np.uint32)
 
@@ -59,8 +70,10 @@ class InKernelLoop:
     ``step`` maps (consts, carry, x slices) to ``[pred, *carry]`` (kind ``while``) or to
     ``[*carry, *y slices]`` (kind ``scan``)."""
 
-    def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals):
+    def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals,
+                 scratch=()):
         self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
+        self.scratch = list(scratch)  # byte sizes of storage buffers holding loop arrays
         self.kind, self.length, self.carry_avals = kind, length, carry_avals
         self.consts = consts          # (value, aval) of the step's closed consts
         self._fixed = {}              # their buffers and the zero loop state, per device
@@ -75,7 +88,8 @@ class InKernelLoop:
         closed, state0 = fixed
         other = [rt.alloc(nbytes_of(a)) for a in self.carry_avals]
         states = [rt.alloc(8), rt.alloc(8)]
-        fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out}
+        fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out,
+                 "scratch": [rt.alloc(n) for n in self.scratch]}
         cin, sin, c = list(carry), [state0], 0
         while True:
             cout = carry_out if c % 2 == 0 else other
@@ -114,7 +128,7 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
         if src_grid is not None and g.fits():
             consts = [(c, v.aval) for c, v in zip(closed_consts, j.constvars)]
             return InKernelLoop(*src_grid, g.roles(), consts, g.K, kind, length,
-                                [v.aval for v in g.carry_v])
+                                [v.aval for v in g.carry_v], g.scratch_bytes())
     return None
 
 
@@ -144,6 +158,11 @@ class _LoopKernels:
     def reset(self):
         self.kb = KernelBuilder(int(self.target["max-compute-workgroups-per-dimension"]))
         self.K = 1
+        self._in_storage: set = set()     # var ids whose loop arrays live in storage buffers
+        self._scratch: list = []          # (elements, dtype) of each such buffer
+
+    def scratch_bytes(self) -> list:
+        return [n * W.storage_itemsize(dt) for n, dt in self._scratch]
 
     @property
     def cap(self) -> int:
@@ -259,33 +278,63 @@ class _LoopKernels:
         if stages is None or not self._wg_budget(stages):
             return None
         kb, carries = self.kb, self.carry_v
-        cur = [self._wg_array("wl_c", v) for v in carries]
-        nxt = [self._wg_array("wl_n", v) for v in carries]
+        kb.uniform_bufs = self._uniform_consts()
+        # each carry has two slots in one array: slot wj_it % 2 is the current value, the
+        # other receives the next one (no copy between steps)
+        slots = [self._wg_array("wl_c", v, copies=2) for v in carries]
         kb.decls.append("var<workgroup> wl_u: u32;")
-        for k, (v, name) in enumerate(zip(carries, cur)):
+        for k, (v, name) in enumerate(zip(carries, slots)):
             src = kb.bind(("cin", k), v.aval.dtype, "read")
             self._strided(v.aval.size, lambda e, name=name, src=src: kb.emit(
                 f"{name}[{e}] = {src}[{e}];"))
+        if self._in_storage:
+            kb.emit("storageBarrier();")
         sin = kb.bind(("sin", 0), _U32, "read")
         kb.emit(f"if (lid == 0u) {{ wl_u = {sin}[0]; }}")
         kb.emit("let wj_base = workgroupUniformLoad(&wl_u);")
         self._loop_head()
-        subst = {v.id: self._wg_reader(name, v.aval.dtype) for v, name in zip(carries, cur)}
+        kb.emit("let wj_par = wj_it & 1u;")
+        subst = {v.id: self._wg_reader(name, v.aval.dtype, f"wj_par * {v.aval.size}u")
+                 for v, name in zip(carries, slots)}
         subst.update(self._xs_subst())
         self._wg_emit_stages(stages, subst)
-        self._wg_emit_step_end(cur, nxt, subst)
+        self._wg_emit_step_end(slots, subst)
         if self.loop_limit and self._has_inner_loops([]):
             return None      # a helper's loop would count against the adapter's limit
-        for k, (v, name) in enumerate(zip(carries, cur)):
+        kb.emit("let wj_last = wj_it & 1u;")
+        for k, (v, name) in enumerate(zip(carries, slots)):
             dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
-            self._strided(v.aval.size, lambda e, name=name, dst=dst: kb.emit(
-                f"{dst}[{e}] = {name}[{e}];"))
+            self._strided(v.aval.size, lambda e, name=name, dst=dst, n=v.aval.size: kb.emit(
+                f"{dst}[{e}] = {name}[wj_last * {n}u + {e}];"))
         kb.emit(self._state_out("lid == 0u"))
         body = "\n  ".join(kb.lines)
         src = (f"{kb.header()}\n@compute @workgroup_size({self._wg})\n"
                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) "
                f"lid: u32) {{\n  {body}\n}}\n")
         return src, (1, 1, 1)
+
+    def _uniform_consts(self) -> dict:
+        """Constants bound as uniform buffers (key -> elements), on CPU adapters: lavapipe
+        reads a storage or workgroup buffer through a per-lane loop with a branch per lane,
+        a uniform buffer with one gather (the matmul weights of an RNN cell read ~2x
+        faster).  32-bit elements, 16 bytes to the adapter's uniform binding limit."""
+        if not self.target.is_cpu:
+            return {}
+        most = int(self.target.get("max-uniform-buffer-binding-size", 0))
+        room = int(self.target.get("max-uniform-buffers-per-shader-stage", 0))
+        out = {}
+        for v in self.j.constvars + self.consts_v:
+            n = v.aval.size
+            if (len(out) < room and W.storage_itemsize(v.aval.dtype) == 4
+                    and W.storage_type(v.aval.dtype) != "f16" and 16 <= 4 * n <= most):
+                out[v.id] = n
+        return out
+
+    def _barrier(self) -> str:
+        """A barrier over the loop's arrays (storage ones need ``storageBarrier``)."""
+        if self._in_storage:
+            return "storageBarrier(); workgroupBarrier();"
+        return "workgroupBarrier();"
 
     def _wg_stages(self):
         """The values a workgroup loop keeps in workgroup memory, in order: the operands of
@@ -320,6 +369,19 @@ class _LoopKernels:
             return int(np.prod([e.invars[0].aval.shape[d] for d in contract]))
         return e.invars[0].aval.size // max(v.aval.size, 1)
 
+    def _tile(self, v):
+        """The kernel op computing stage ``v`` when it computes blocks of outputs per thread
+        (``element_tile``), else None."""
+        e = self._produced.get(v.id)
+        if e is not None and id(e) in self._op_ids and e.prim.element_tile is not None:
+            return e
+        return None
+
+    def _tile_rc(self) -> dict:
+        """Rows and columns of the output block one thread computes: big blocks on CPU
+        adapters, where every memory load is a per-lane loop; small ones on GPUs."""
+        return {"rows": 4, "cols": 8} if self.target.is_cpu else {"rows": 2, "cols": 2}
+
     def _wg_budget(self, stages) -> bool:
         """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,
         the iterations per dispatch."""
@@ -328,31 +390,53 @@ class _LoopKernels:
                 + sum(a.aval.size for a in roots))
         if work > MAX_WORKGROUP_WORK:
             return False
-        shared = sum(4 * v.aval.size for v in stages) + sum(8 * v.aval.size for v in carries)
-        if shared + 16 > int(self.target["max-compute-workgroup-storage-size"]):
-            return False
+        # arrays that do not fit workgroup memory live in storage buffers (largest first)
+        arrays = sorted([(4 * v.aval.size, v) for v in stages]
+                        + [(8 * v.aval.size, v) for v in carries], key=lambda t: -t[0])
+        room = int(self.target["max-compute-workgroup-storage-size"]) - 16
+        shared = sum(n for n, _ in arrays)
+        for n, v in arrays:
+            if shared <= room:
+                break
+            self._in_storage.add(v.id)
+            shared -= n
         biggest = max(v.aval.size for v in stages + carries + roots)
-        wg = self._wg = min(WORKGROUP, int(self.target["max-compute-invocations-per-workgroup"]),
+        most = WORKGROUP_CPU if self.target.is_cpu else WORKGROUP
+        wg = self._wg = min(most, int(self.target["max-compute-invocations-per-workgroup"]),
                             max(32, 1 << (biggest - 1).bit_length()))
 
         def trips(size, inn=0):
             return (-(-size // wg) + 1) * (inn + 1)
-        per_iter = 2 + sum(trips(v.aval.size, self._wg_inner(v)) for v in stages) + sum(
+
+        def stage_trips(v):
+            e = self._tile(v)
+            if e is None:
+                return trips(v.aval.size, self._wg_inner(v))
+            return 1 + e.prim.element_tile(None, wg, None, [a.aval for a in e.invars], v.aval,
+                                           None, **self._tile_rc(), **e.params)
+        per_iter = 2 + sum(stage_trips(v) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
         self.K = min(self.cap // per_iter, max(1, self.target.loop_work // work))
         return self.K >= 1
 
-    def _wg_array(self, prefix, v) -> str:
+    def _wg_array(self, prefix, v, copies=1) -> str:
+        """An array of ``copies`` x the elements of ``v``, in workgroup memory or (when the
+        budget moved ``v`` out) in a storage buffer of its own."""
         kb = self.kb
+        if v.id in self._in_storage:
+            self._scratch.append((v.aval.size * copies, v.aval.dtype))
+            return kb.bind(("scratch", len(self._scratch) - 1), v.aval.dtype, "read_write")
         name = kb.fresh(prefix)
         if v.aval.dtype == np.float16:
             kb.enable_f16 = True
-        kb.decls.append(
-            f"var<workgroup> {name}: array<{W.storage_type(v.aval.dtype)}, {v.aval.size}>;")
+        kb.decls.append(f"var<workgroup> {name}: "
+                        f"array<{W.storage_type(v.aval.dtype)}, {v.aval.size * copies}>;")
         return name
 
-    def _wg_reader(self, name, dt):
-        return lambda idx: self.kb.load(f"{name}[{idx.flat()}]", dt)
+    def _wg_reader(self, name, dt, base=None):
+        if base is None:
+            return lambda idx: self.kb.load(f"{name}[{idx.flat()}]", dt)
+        return lambda idx: self.kb.load(f"{name}[{base} + {idx.flat()}]", dt)
 
     def _strided(self, size, fn):
         """A loop of the workgroup's threads over ``size`` elements; ``fn(e)`` emits the body."""
@@ -375,12 +459,23 @@ class _LoopKernels:
         kb = self.kb
         for v in stages:
             name = self._wg_array("wl_m", v)
+            op = self._tile(v)
+            if op is not None:
+                readers = [(lambda ix, a=a: self.fuser(subst).read(a, ix)) for a in op.invars]
+                op.prim.element_tile(
+                    kb, self._wg, readers, [a.aval for a in op.invars], v.aval,
+                    lambda flat, val, name=name, dt=v.aval.dtype: kb.emit(
+                        f"{name}[{flat}] = {kb.store(val, dt)};"),
+                    **self._tile_rc(), **op.params)
+                kb.emit(self._barrier())
+                subst[v.id] = self._wg_reader(name, v.aval.dtype)
+                continue
 
             def stage(e, v=v, name=name):
                 val = self._wg_value(v, Index(kb, v.aval.shape, flat=e), subst)
                 kb.emit(f"{name}[{e}] = {kb.store(val, v.aval.dtype)};")
             self._strided(v.aval.size, stage)
-            kb.emit("workgroupBarrier();")
+            kb.emit(self._barrier())
             subst[v.id] = self._wg_reader(name, v.aval.dtype)
         if self.pred is not None:
             kb.emit("if (lid == 0u) {")
@@ -388,22 +483,30 @@ class _LoopKernels:
             kb.emit("}")
             kb.emit("if (workgroupUniformLoad(&wl_u) == 0u) { wj_run = false; break; }")
 
-    def _wg_emit_step_end(self, cur, nxt, subst) -> None:
-        """The new carries (into ``nxt``) and this step's ``ys``; then ``nxt`` becomes ``cur``."""
+    def _wg_emit_step_end(self, slots, subst) -> None:
+        """The new carries (into their other slot) and this step's ``ys``: one strided loop
+        per size, reading every value through one fuser, so values shared by several roots
+        (a new carry that is also a ``ys``) are computed once."""
         kb = self.kb
+        roots = [(a, ("carry", name, v.aval.size)) for v, a, name in
+                 zip(self.carry_v, self.new_carry, slots)]
+        roots += [(y, ("ys", p)) for p, y in enumerate(self.ys)]
+        by_size: dict = {}
+        for a, dst in roots:
+            by_size.setdefault(a.aval.size, []).append((a, dst))
 
-        def read(a, e):
-            return self.fuser(subst).read(a, Index(kb, a.aval.shape, flat=e))
-        for v, a, name in zip(self.carry_v, self.new_carry, nxt):
-            self._strided(v.aval.size, lambda e, a=a, name=name: kb.emit(
-                f"{name}[{e}] = {kb.store(read(a, e), a.aval.dtype)};"))
-        for p, y in enumerate(self.ys):
-            self._strided(y.aval.size, lambda e, p=p, y=y: kb.emit(
-                self._ys_store(p, y, read(y, e), e)))
-        kb.emit("workgroupBarrier();")
-        for v, c, n in zip(self.carry_v, cur, nxt):
-            self._strided(v.aval.size, lambda e, c=c, n=n: kb.emit(f"{c}[{e}] = {n}[{e}];"))
-        kb.emit("workgroupBarrier();")
+        def body(e, group):
+            f = self.fuser(subst)
+            for a, dst in group:
+                val = f.read(a, Index(kb, a.aval.shape, flat=e))
+                if dst[0] == "carry":
+                    _, name, n = dst
+                    kb.emit(f"{name}[(1u - wj_par) * {n}u + {e}] = {kb.store(val, a.aval.dtype)};")
+                else:
+                    kb.emit(self._ys_store(dst[1], a, val, e))
+        for size, group in by_size.items():
+            self._strided(size, lambda e, group=group: body(e, group))
+        kb.emit(self._barrier())
         kb.emit("wj_it = wj_it + 1u;")
         kb.emit("}")
 
@@ -429,6 +532,9 @@ class _LoopKernels:
                 return self.xs_v[k].aval.update(shape=(self.length,) + self.xs_v[k].aval.shape)
             if kind == "ys":
                 return self.ys[k].aval.update(shape=(self.length,) + self.ys[k].aval.shape)
+            if kind == "scratch":
+                n, dt = self._scratch[k]
+                return ShapedArray((n,), dt)
             return None
         for v in self.j.constvars + self.j.invars:
             if v.id == key:

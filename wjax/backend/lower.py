@@ -15,6 +15,7 @@ ops of level L, then the fused groups of level L.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 from typing import Callable
 
@@ -33,11 +34,14 @@ class Dispatch:
     """One kernel launch; ``ranges`` (per binding: None, or a (byte offset, byte size) window,
     size None for the rest of the buffer) bind windows of buffers larger than one binding."""
 
-    __slots__ = ("wgsl", "keys", "grid", "writes", "ranges")
+    __slots__ = ("wgsl", "keys", "grid", "writes", "ranges", "label", "flops", "nbytes")
 
     def __init__(self, wgsl: str, keys: list, grid: tuple, writes: list,
-                 ranges: list | None = None):
+                 ranges: list | None = None, label: str = "kernel", flops: int = 0,
+                 nbytes: int = 0):
         self.wgsl, self.keys, self.grid, self.writes, self.ranges = wgsl, keys, grid, writes, ranges
+        # what the profiler shows: the equations it computes, and its work (an estimate)
+        self.label, self.flops, self.nbytes = label, flops, nbytes
 
 
 class HostStep:
@@ -62,6 +66,8 @@ class Plan:
         self.avals: dict = {}              # key -> aval (for allocation)
         self.aliases: dict = {}            # key -> key it shares storage with
         self.last_use: dict = {}           # key -> index of last step reading it
+        self.consts: dict = {}             # key -> host value a kernel rule asked for
+                                           # (``KernelContext.constant``), uploaded once
 
     def wgsl_text(self) -> str:
         return "\n".join(
@@ -201,6 +207,41 @@ class Fuser:
         self.memo: dict = {}
         self.subst = subst or {}
 
+    def _vec_read(self, k, aval, idx: Index):
+        """In a vec4 kernel, a read at a position other than the flat ``i``: the same for
+        all lanes (an eager op's Python scalar, a reduction's broadcast operand) is one
+        scalar read, splatted; 4 consecutive positions of the innermost dim (``kb.lane_dim``:
+        a per-column operand when the lanes are 4 adjacent columns) are a vec4 load.  Returns
+        the value, or None (then the read is scalar, which ends the vec4 attempt).  A lane
+        placeholder (``wj_vb``, ``wj_vr``) is never defined in WGSL: if one ever reaches
+        code, the vec4 kernel fails to compile and the scalar one is used."""
+        kb = self.kb
+        if aval.ndim == 0:
+            flat = "0u"
+        else:
+            dims = idx._dims if idx._dims is not None else (
+                [idx._flat] if len(aval.shape) == 1 else None)
+            if dims is not None and any(kb.resolve(d) == kb.lane_dim for d in dims):
+                if (kb.resolve(dims[-1]) != kb.lane_dim or aval.shape[-1] % kb.vec
+                        or not all(kb.uniform(d) for d in dims[:-1])):
+                    return None
+                base = Index(kb, aval.shape, dims=list(dims[:-1]) + [kb.lane_base]).flat()
+                name = kb.bind(k, aval.dtype, "read")
+                kb.nonflat_keys.add(k)
+                return kb.let(kb.load(f"{name}[({base}) / {kb.vec}u]", aval.dtype),
+                              kb.vt(aval.dtype))
+            if dims is not None and not all(kb.uniform(d) for d in dims):
+                return None
+            flat = idx.flat()
+            if not kb.uniform(flat):
+                return None
+        vec, kb.vec = kb.vec, 1
+        name = kb.bind(k, aval.dtype, "read")
+        expr = kb.load(f"{name}[{flat}]", aval.dtype)
+        kb.vec = vec
+        kb.nonflat_keys.add(k)
+        return kb.let(f"vec{vec}<{W.value_type(aval.dtype)}>({expr})", kb.vt(aval.dtype))
+
     def read(self, atom, idx: Index) -> str:
         aval = atom.aval
         if isinstance(atom, Lit):
@@ -226,6 +267,7 @@ class Fuser:
             and (atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
         )
         if inline:
+            self.kb.ops.append(eqn)
             readers = [(lambda ix, a=a: self.read(a, ix)) for a in eqn.invars]
             expr = eqn.prim.fuse(
                 self.kb, idx, readers, [a.aval for a in eqn.invars], aval, **eqn.params
@@ -239,12 +281,20 @@ class Fuser:
             ):
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lowering.key_of(atom)
+            kb = self.kb
+            if kb.vec > 1 and kb.vec_ok and idx._flat != "i":
+                got = self._vec_read(k, aval, idx)
+                if got is not None:
+                    self.memo[key] = got
+                    return got
             name = self.kb.bind(k, aval.dtype, "read")
             flat = idx.flat()
-            if flat != "i":
+            if flat == "0u" and aval.ndim == 0:
+                self.kb.nonflat_keys.add(k)     # read once: a vec4 kernel splats it
+            elif flat != "i":
                 self.kb.vec_ok = False
                 self.kb.nonflat_keys.add(k)
-            expr = self.kb.load(f"{name}[{flat}]", aval.dtype)
+            expr = self.kb.load(self.kb.elem(name, flat), aval.dtype)
         out = self.kb.let(expr, self.kb.vt(aval.dtype))
         self.memo[key] = out
         return out
@@ -302,6 +352,20 @@ class KernelContext:
     def scratch(self, aval: ShapedArray):
         k = ("scratch", next(self.lowering._scratch_ids))
         self.lowering.plan.avals[k] = aval
+        return k
+
+    def constant(self, value: np.ndarray):
+        """The key of a read-only buffer holding ``value`` (a host array of its final dtype,
+        e.g. a table of twiddle factors computed in float64): it is uploaded once per
+        executable (``Executable.prepare``) and bound like any other buffer.  Equal values
+        share one buffer within a plan."""
+        value = np.ascontiguousarray(value)
+        k = ("const", value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
+        plan = self.lowering.plan
+        if k not in plan.consts:
+            value.flags.writeable = False
+            plan.consts[k] = value
+            plan.avals[k] = ShapedArray(value.shape, value.dtype)
         return k
 
     def dispatch(self, kb: KernelBuilder, src: str, grid) -> None:
@@ -372,6 +436,10 @@ class Lowering:
         for i, d in enumerate(plan.steps):
             for k in d.keys:
                 plan.last_use[k] = i
+        for eqn, ds in self.__dict__.get("_op_dispatches", {}).values():
+            share = eqn_flops(eqn) // len(ds)       # (a split-K product: partials + a sum)
+            for d in ds:
+                d.flops += share
         return plan
 
     def _assign_levels(self):
@@ -513,6 +581,7 @@ class Lowering:
     @staticmethod
     def _read_root(f: Fuser, v: Var, idx: Index) -> str:
         eqn = f.lowering.producer[v.id]
+        f.kb.ops.append(eqn)
         readers = [(lambda ix, a=a: f.read(a, ix)) for a in eqn.invars]
         expr = eqn.prim.fuse(f.kb, idx, readers, [a.aval for a in eqn.invars], v.aval, **eqn.params)
         return f.kb.let(W.wrap_narrow(expr, v.aval.dtype), f.kb.vt(v.aval.dtype))
@@ -565,6 +634,8 @@ class Lowering:
             return self._emit_chunked(current, level, kb, n)
         if kb.n_bindings() > self.max_storage:
             raise BindingOverflow(current[0], kb.n_bindings(), bool(kb.windowed))
+        if single and self.target.is_cpu and not kb.windowed and self._looped(current, level, kb):
+            return
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
             src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
@@ -572,6 +643,115 @@ class Lowering:
                 self.add_dispatch(vkb, src, grid)
                 return
         self._emit_fused(kb, n)
+
+    _READ = __import__("re").compile(r"\bb\d+\[")
+
+    def _looped(self, roots, level, flat_kb: KernelBuilder) -> bool:
+        """On CPU adapters, an elementwise kernel that reads broadcast operands (a row's mean,
+        a column's scale) may run as a loop instead: each thread takes a chunk of a range of
+        dims ``[k1, k2)`` at fixed outer and inner positions, so reads depending only on
+        those are made once per thread, before the loop (each read is a gather per SIMD lane
+        on lavapipe: a normalization reading three values per element costs three times one
+        reading one).  The range with the fewest reads left in the loop wins, if it has fewer
+        than the flat kernel; a range ending at the last dim (``I == 1``) also tries ``vec4``
+        loads along it.  Emits the kernel and returns True, or returns False."""
+        shape = roots[0].aval.shape
+        n = roots[0].aval.size
+        if len(shape) < 2 or n < 256:
+            return False
+        if not any(k in self.plan.avals and self.plan.avals[k].size < n
+                   for k in flat_kb.nonflat_keys):
+            return False       # no broadcast operand: nothing to hoist
+        flat_reads = sum(len(self._READ.findall(ln)) for ln in flat_kb.lines) - len(roots)
+        best = None
+        for k1 in range(len(shape)):
+            for k2 in range(k1 + 1, len(shape) + 1):
+                if (k1, k2) == (0, len(shape)) or int(np.prod(shape[k1:k2])) < 2:
+                    continue
+                kb, pre, inside, meta = self._gen_looped(roots, level, shape, k1, k2, 1)
+                reads = sum(len(self._READ.findall(ln)) for ln in inside) - len(roots)
+                if best is None or reads < best[0]:
+                    best = (reads, k1, k2, kb, pre, inside, meta)
+        if best is None or best[0] >= flat_reads:
+            return False
+        reads, k1, k2, kb, pre, inside, meta = best
+        if (k2 == len(shape) and meta["L"] % 4 == 0) or (k2 < len(shape) and shape[-1] % 4 == 0):
+            vkb, vpre, vinside, vmeta = self._gen_looped(roots, level, shape, k1, k2, 4)
+            if vkb.vec_ok:
+                src, grid = self._looped_src(vkb, vpre, vinside, vmeta)
+                if self._compiles(vkb.finish(src)):
+                    self.add_dispatch(vkb, src, grid)
+                    return True
+        src, grid = self._looped_src(kb, pre, inside, meta)
+        self.add_dispatch(kb, src, grid)
+        return True
+
+    def _gen_looped(self, roots, level, shape, k1, k2, vec):
+        O = int(np.prod(shape[:k1], dtype=np.int64))
+        L = int(np.prod(shape[k1:k2], dtype=np.int64))
+        I = int(np.prod(shape[k2:], dtype=np.int64))
+        threads = 4096
+        C = max(1, min(-(-L // 16), -(-threads // max(O * I, 1))))
+        C = max(C, -(-L // 32768))
+        chunk = -(-L // C)
+        if vec > 1 and k2 == len(shape):
+            chunk = -(-chunk // 4) * 4
+            C = -(-L // chunk)
+        inner_lanes = vec > 1 and k2 < len(shape)     # lanes: 4 positions of the last dim
+        kb = self.new_kb()
+        od = Index(kb, shape[:k1], flat="wj_out").dims() if k1 else []
+        ind = Index(kb, shape[k2:], flat="wj_in").dims() if k2 < len(shape) else []
+        if inner_lanes:
+            ld = Index(kb, shape[k1:k2], flat="l").dims()
+        head, kb.lines = kb.lines, []
+        if inner_lanes:
+            kb.vec, kb.vec_ok = vec, True
+            kb.varying |= {"wj_vb"}
+            kb.lane_dim, kb.lane_base = "wj_vb", ind[-1]
+            ind = ind[:-1] + ["wj_vb"]
+            kb.emit(f"let i: u32 = (wj_base + l * {I}u) / 4u;")
+        elif vec > 1:
+            kb.vec, kb.vec_ok = vec, True
+            kb.varying |= {"l", "wj_vl"}
+            ld = ["wj_vl"] * (k2 - k1)
+            kb.emit("let i: u32 = wj_base / 4u + l;")
+        else:
+            ld = Index(kb, shape[k1:k2], flat="l").dims()
+            kb.emit(f"let i: u32 = wj_base + l * {I}u;" if I > 1 else "let i: u32 = wj_base + l;")
+        idx = Index(kb, shape, flat="i", dims=od + ld + ind, lanes=vec > 1)
+        f = Fuser(kb, self, level)
+        written = []
+        for v in roots:
+            val = self._read_root(f, v, idx)
+            name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
+            written.append(name)
+            kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
+        pre, inside = W.hoist_invariants(kb.lines, ["l", "i"], written)
+        meta = dict(O=O, L=L, I=I, C=C, chunk=chunk, head=head, vec=vec, inner=inner_lanes)
+        return kb, pre, inside, meta
+
+    def _looped_src(self, kb, pre, inside, meta):
+        O, L, I, C, chunk, vec = (meta[k] for k in ("O", "L", "I", "C", "chunk", "vec"))
+        wg = 64
+        Iq = I // vec if meta["inner"] else I         # threads along the inner dims
+        threads = O * Iq * C
+        grid = W.grid_for(-(-threads // wg), kb.max_groups)
+        units = L if meta["inner"] else L // vec
+        step = chunk if meta["inner"] else chunk // vec
+        lines = [f"let t = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;",
+                 f"if (t >= {threads}u) {{ return; }}",
+                 f"let wj_in = (t % {Iq}u) * {I // Iq}u;", f"let wj_c = (t / {Iq}u) % {C}u;",
+                 f"let wj_out = t / {Iq * C}u;",
+                 f"let wj_base = wj_out * {L * I}u + wj_in;",
+                 f"let lo = wj_c * {step}u;",
+                 f"let hi = min(lo + {step}u, {units}u);"] + meta["head"] + pre
+        body = "\n    ".join(inside)
+        src = (f"{kb.header()}\n@compute @workgroup_size({wg})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+               f"@builtin(local_invocation_index) lid: u32) {{\n  "
+               + "\n  ".join(lines)
+               + f"\n  for (var l = lo; l < hi; l = l + 1u) {{\n    {body}\n  }}\n}}\n")
+        return src, grid
 
     def _flat_keys(self, kb: KernelBuilder, n: int) -> list:
         """The buffers an elementwise kernel over ``n`` elements reads and writes at ``i``."""
@@ -610,8 +790,48 @@ class Lowering:
             raise BindingOverflow(eqn.outvars[0] if eqn is not None else None, n, bool(kb.windowed))
         keys, ranges = kb.dispatch_bindings()
         writes = [k for k, acc, _ in kb.bindings if acc != "read"]
-        self.plan.steps.append(Dispatch(kb.finish(src), keys, tuple(grid), writes,
-                                        ranges if kb.windowed else None))
+        ops = list(dict.fromkeys(id(e) for e in kb.ops))
+        fused = {id(e): e for e in kb.ops}
+        names = list(dict.fromkeys(fused[i].prim.name for i in ops
+                                   if not fused[i].prim.view)) or \
+            list(dict.fromkeys(fused[i].prim.name for i in ops))
+        label = (f"{eqn.prim.name}({','.join(names)})" if names else eqn.prim.name) \
+            if eqn is not None else f"fused({','.join(names)})"
+        flops = sum(eqn_flops(fused[i]) for i in ops)
+        avals = self.plan.avals
+        nbytes = sum(avals[k].size * W.storage_itemsize(avals[k].dtype)
+                     for k in dict.fromkeys(keys) if k in avals
+                     and not getattr(avals[k].dtype, "is_key", False))
+        d = Dispatch(kb.finish(src), keys, tuple(grid), writes,
+                     ranges if kb.windowed else None, label, flops, nbytes)
+        self.plan.steps.append(d)
+        if eqn is not None:     # a kernel op's work is shared by its dispatches (see run)
+            self.__dict__.setdefault("_op_dispatches", {}).setdefault(id(eqn), (eqn, []))[1] \
+                .append(d)
+
+
+def eqn_flops(e: Eqn) -> int:
+    """An estimate of an equation's floating-point work (the profiler's GFLOP/s): products
+    count 2 per multiply-add, reductions one per element read, views none, anything else
+    one per output element."""
+    outs = [v.aval for v in e.outvars]
+    ins = [a.aval for a in e.invars]
+    name = e.prim.name
+    if e.prim.view:
+        return 0
+    if name == "dot_general" and len(ins) == 2:
+        (lc, _), _ = e.params["dimension_numbers"]
+        k = int(np.prod([ins[0].shape[d] for d in lc], dtype=np.int64))
+        return 2 * outs[0].size * k
+    if name.startswith("conv") and len(ins) == 2:
+        spec = e.params.get("dimension_numbers")
+        rhs = ins[1]
+        o_dim = getattr(spec, "rhs_spec", (0,))[0] if spec is not None else 0
+        per_out = rhs.size // max(rhs.shape[o_dim], 1) if rhs.ndim else 1
+        return 2 * outs[0].size * per_out
+    if getattr(e.prim, "monoid", None) is not None or name.startswith(("reduce_", "arg")):
+        return ins[0].size if ins else 0
+    return sum(o.size for o in outs)
 
 
 def _virtual_operands(lowering: Lowering, v: Var) -> list:

@@ -24,9 +24,12 @@ import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
 from ..core.config import config as _config  # noqa: E402
+from .autotune import Tuner  # noqa: E402
 from .target import Target  # noqa: E402
 
-_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+# every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
+_USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC
+          | wgpu.BufferUsage.COPY_DST)
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 
@@ -113,9 +116,10 @@ class Pool:
     free buffers until the pool holds at most ``budget`` bytes.  Releasing is safe while a
     buffer's last use is still recorded and unsubmitted: wgpu keeps it alive for the work."""
 
-    def __init__(self, budget: int, owned: dict):
+    def __init__(self, budget: int, owned: dict, on_release=None):
         self.budget = budget
         self.owned = owned               # id(gpu) -> gpu: every live GPU buffer (see Runtime)
+        self.on_release = on_release     # called with id(gpu) of each buffer released
         self.free: dict[int, list] = {}
         self.returned = collections.deque()
         self.pooled = 0                  # bytes in ``free``
@@ -150,6 +154,8 @@ class Pool:
             while lst and self.pooled > budget:
                 gpu = lst.pop(0)
                 self.owned.pop(id(gpu), None)
+                if self.on_release is not None:
+                    self.on_release(id(gpu))
                 self.pooled -= n
                 released += n
             if self.pooled <= budget:
@@ -199,8 +205,16 @@ class Runtime:
         # finalized.
         self._owned: dict[int, object] = {}
         budget = int(float(os.environ.get("WJAX_POOL_MB", "512")) * 2**20)
-        self._free = Pool(budget, self._owned)
-        self._free_indirect = Pool(budget // 8, self._owned)   # buffers usable as INDIRECT
+        self._free = Pool(budget, self._owned, self._forget_buffer)
+        self._free_indirect = Pool(budget // 8, self._owned, self._forget_buffer)  # INDIRECT
+        # bind groups by (kernel, buffers, windows): a cached jit call binds the same pooled
+        # buffers again and again, and creating a bind group costs more than recording the
+        # dispatch.  Keyed by id(gpu buffer): every buffer stays alive in ``_owned`` until the
+        # pool releases it, and then its bind groups are dropped (``_forget_buffer``).
+        self._bind_groups: dict = {}
+        self._bg_users: dict[int, list] = {}       # id(gpu) -> bind group keys naming it
+        self._layouts: dict[str, object] = {}      # wgsl -> the pipeline's bind group layout
+        self._staging: dict[int, list] = {}        # MAP_READ buffers for readbacks, by size
         self._free.owner = self._free_indirect.owner = self     # runtime_of(buffer)
         self.peak_in_use = 0
         self.largest_alloc = 0
@@ -214,6 +228,9 @@ class Runtime:
         self._lock = self.lock = threading.RLock()
         self.stats = {"dispatches": 0, "submits": 0, "compiles": 0, "allocs": 0, "reuses": 0,
                       "uploads": 0, "readbacks": 0}
+        # a backend.profiler.Session while wjax.profiler traces: each dispatch gets a pass of
+        # its own with timestamps (or is timed alone on the host), and is recorded
+        self.profile = None
 
     # ------------------------------------------------------------------ info
     @property
@@ -246,7 +263,9 @@ class Runtime:
                 matmul = "vec4" if cpu else "tiled"
             opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
                         has_f16=self.has_f16, matmul=matmul,
-                        sort="registers" if cpu else "workgroup", compiles=self.compiles)
+                        sort="registers" if cpu else "workgroup",
+                        fft="registers" if cpu else "workgroup", compiles=self.compiles,
+                        tune=self.tuner.pick)
             opts.update(self._options)
             self._target = Target(lim, **opts)
         return self._target
@@ -265,6 +284,17 @@ class Runtime:
         finally:
             self._options = saved
             self._target = None
+
+    @property
+    def tuner(self):
+        """The kernel autotuner of this device (``backend/autotune.py``)."""
+        if getattr(self, "_tuner", None) is None:
+            i = self.adapter.info
+            key = " | ".join(str(i.get(k, "")) for k in
+                             ("device", "backend_type", "adapter_type", "vendor", "architecture",
+                              "description"))
+            self._tuner = Tuner(self, key)
+        return self._tuner
 
     def describe(self) -> str:
         i = self.adapter.info
@@ -326,6 +356,10 @@ class Runtime:
         with self._lock:
             self.flush()
             self._pipelines.clear()
+            self._layouts.clear()
+            self._bind_groups.clear()
+            self._bg_users.clear()
+            self._staging.clear()
             self.trim(0)
 
     def pool_size(self) -> int:
@@ -346,6 +380,7 @@ class Runtime:
     _STAGING_LIMIT = 64 << 20
 
     def upload(self, data: np.ndarray) -> Buffer:
+        t0 = time.perf_counter()
         data = np.ascontiguousarray(data)
         buf = self.alloc(data.nbytes)
         if data.nbytes:
@@ -365,16 +400,42 @@ class Runtime:
                     self.device._poll(True)
                     self._staged = 0
         self.stats["uploads"] += 1
+        if self.profile is not None:
+            self.profile.host_event("upload", t0, time.perf_counter(), bytes=int(data.nbytes))
         return buf
 
-    def read(self, buf: Buffer, nbytes: int) -> bytes:
+    _STAGING_KEEP = 1 << 22      # readback staging buffers up to this size are kept for reuse
+
+    def read(self, buf: Buffer, nbytes: int, offset: int = 0) -> bytes:
+        """The first ``nbytes`` of ``buf`` (from byte ``offset``), once all recorded work is
+        done: the copy into a mappable staging buffer goes into the pending commands, which
+        are submitted; then the host waits and maps it."""
+        n4 = (nbytes + 3) // 4 * 4
+        if n4 == 0:
+            return b""
+        t0 = time.perf_counter()
         with self._lock:
-            self.flush()
             self.stats["readbacks"] += 1
-            n4 = (nbytes + 3) // 4 * 4
-            if n4 == 0:
-                return b""
-            return bytes(self.device.queue.read_buffer(buf.gpu, 0, n4))[:nbytes]
+            cls = size_class(n4)
+            free = self._staging.get(cls)
+            staging = free.pop() if free else self.device.create_buffer(
+                size=cls, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
+            self._end_pass()
+            self._get_encoder().copy_buffer_to_buffer(buf.gpu, offset, staging, 0, n4)
+            self.flush()
+            promise = staging.map_async("READ_NOSYNC", 0, n4)
+            self.device._poll(True)      # waits for the work (and runs the map callback)
+            promise.sync_wait()
+            data = bytes(staging.read_mapped(0, n4, copy=False))
+            staging.unmap()
+            if cls <= self._STAGING_KEEP:
+                self._staging.setdefault(cls, []).append(staging)
+            else:
+                staging.destroy()
+            if self.profile is not None:
+                self.profile.host_event("readback (waits for the device)", t0,
+                                        time.perf_counter(), bytes=nbytes)
+            return data[:nbytes]
 
     def read_submitted(self, buf: Buffer, nbytes: int) -> bytes:
         """Reads bytes written by work already *submitted*, without submitting what was
@@ -407,8 +468,12 @@ class Runtime:
                     f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}"
                 ) from e
             self._pipelines[wgsl] = p
+            self._layouts[wgsl] = p.get_bind_group_layout(0)
             self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
+            if self.profile is not None:
+                self.profile.host_event("compile pipeline", t0, time.perf_counter(),
+                                        wgsl_chars=len(wgsl))
         return p
 
     _BINDING = __import__("re").compile(
@@ -451,14 +516,54 @@ class Runtime:
         if self._pending >= _BATCH:
             self.flush()
 
-    def dispatch(self, wgsl: str, buffers, grid, ranges=None, indirect=None) -> None:
+    def dispatch(self, wgsl: str, buffers, grid, ranges=None, indirect=None, meta=None) -> None:
         """Records one dispatch; ``buffers`` bind to @binding(0..n-1) in order, whole or
         as the (byte offset, byte size) window given in ``ranges``.  ``indirect=(buffer,
         byte offset)`` reads the workgroup counts from that buffer (three u32s written by
-        earlier device work) instead of ``grid``."""
-        ranges = ranges or [None] * len(buffers)
+        earlier device work) instead of ``grid``.  ``meta`` (a lowering ``Dispatch``: its
+        label, FLOPs and bytes) is what a profile records of it."""
+        pipe = self._pipelines.get(wgsl)
+        if pipe is None:
+            pipe = self.pipeline(wgsl)
+        with self._lock:
+            if ranges is None:
+                key = (wgsl, *[id(b.gpu) for b in buffers])
+            else:
+                key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
+            bg = self._bind_groups.get(key)
+            if bg is None:
+                bg = self._new_bind_group(key, wgsl, buffers, ranges)
+            prof = self.profile
+            if prof is not None:
+                self._end_pass()
+                tw = prof.begin(wgsl, None if indirect is not None else grid, meta)
+                enc = self._get_encoder()
+                self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
+                              else enc.begin_compute_pass())
+            elif self._pass is None:
+                self._pass = self._get_encoder().begin_compute_pass()
+            self._pass.set_pipeline(pipe)
+            self._pass.set_bind_group(0, bg)
+            if indirect is None:
+                self._pass.dispatch_workgroups(*grid)
+            else:
+                self._pass.dispatch_workgroups_indirect(
+                    getattr(indirect[0], "gpu", indirect[0]), indirect[1]
+                )
+            self.stats["dispatches"] += 1
+            self._pending += 1
+            if prof is not None:
+                self._end_pass()
+                prof.end()
+            if self._pending >= _BATCH:
+                self.flush()
+
+    _MAX_BIND_GROUPS = 4096
+
+    def _new_bind_group(self, key, wgsl, buffers, ranges):
         entries = []
-        for i, (b, r) in enumerate(zip(buffers, ranges)):
+        for i, b in enumerate(buffers):
+            r = ranges[i] if ranges is not None else None
             off, size = r if r is not None else (0, b.gpu.size)
             if size is None:   # the last window of a windowed buffer: the rest of it
                 size = min(b.gpu.size - off, self.max_binding)
@@ -470,23 +575,19 @@ class Runtime:
             entries.append(
                 {"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}}
             )
-        pipe = self.pipeline(wgsl)
-        with self._lock:
-            bg = self.device.create_bind_group(
-                layout=pipe.get_bind_group_layout(0), entries=entries
-            )
-            if self._pass is None:
-                self._pass = self._get_encoder().begin_compute_pass()
-            self._pass.set_pipeline(pipe)
-            self._pass.set_bind_group(0, bg)
-            if indirect is None:
-                self._pass.dispatch_workgroups(*grid)
-            else:
-                self._pass.dispatch_workgroups_indirect(
-                    getattr(indirect[0], "gpu", indirect[0]), indirect[1]
-                )
-            self.stats["dispatches"] += 1
-            self._count()
+        bg = self.device.create_bind_group(layout=self._layouts[wgsl], entries=entries)
+        if len(self._bind_groups) >= self._MAX_BIND_GROUPS:
+            self._bind_groups.clear()
+            self._bg_users.clear()
+        self._bind_groups[key] = bg
+        for b in buffers:
+            self._bg_users.setdefault(id(b.gpu), []).append(key)
+        return bg
+
+    def _forget_buffer(self, gpu_id: int) -> None:
+        """Drops the bind groups naming a GPU buffer the pool releases."""
+        for k in self._bg_users.pop(gpu_id, ()):
+            self._bind_groups.pop(k, None)
 
     def flush(self) -> None:
         """Submits everything recorded so far (does not wait)."""
@@ -494,18 +595,19 @@ class Runtime:
             if self._encoder is None:
                 return
             self._end_pass()
-            self.device.queue.submit([self._encoder.finish()])
-            self._encoder = None
+            enc, self._encoder = self._encoder, None
+            if self.profile is not None:
+                self.profile.before_submit(enc)
+            self.device.queue.submit([enc.finish()])
             self._pending = 0
             self.stats["submits"] += 1
 
     def synchronize(self) -> None:
-        """Waits for all submitted work (a tiny readback is a reliable sync point)."""
+        """Submits what was recorded and waits for all submitted work (a blocking device
+        poll: wgpu waits for the last submission)."""
         with self._lock:
             self.flush()
-            if not hasattr(self, "_sync_buf"):
-                self._sync_buf = self.device.create_buffer(size=16, usage=_USAGE)
-            self.device.queue.read_buffer(self._sync_buf, 0, 4)
+            self.device._poll(True)
 
 
 _runtime: Runtime | None = None

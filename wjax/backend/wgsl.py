@@ -154,7 +154,7 @@ def render(name: str, **subs) -> str:
     return src
 
 
-_MAIN = re.compile(r"fn main\(([^)]*)\)\s*(->[^{]*)?\{")
+_MAIN = re.compile(r"fn main\(((?:[^()]|\([^()]*\))*)\)\s*(->[^{]*)?\{")  # @builtin(..) nests
 
 
 # f32 -> bfloat16, round to nearest even on the bits (no float op a driver could reassociate);
@@ -264,6 +264,21 @@ class KernelBuilder:
         self.vec = 1
         self.vec_ok = True
         self.nonflat_keys: set = set()   # buffers read at an index other than the flat i
+        # in vec mode, names whose value differs between the lanes of a vec (the flat index
+        # ``i`` and what is computed from it); a read at an index naming none of them is the
+        # same for every lane: one scalar read, splatted (``uniform``)
+        self.varying: set = {"i"}
+        # a vec whose lanes are 4 consecutive positions of the innermost dim: that dim's
+        # expression (``lane_dim``, varying) and its value at lane 0 (``lane_base``, a
+        # multiple of 4): an operand read at (uniform dims..., lane_dim) is a vec4 load too
+        self.lane_dim: str | None = None
+        self.lane_base: str | None = None
+        self.alias: dict = {}            # let name -> the name it copies (``let t2 = t1;``)
+        self.ops: list = []              # the equations computed here (the profiler's label)
+        # key -> elements: read-only buffers bound as uniform buffers (arrays of vec4), which
+        # CPU adapters read without the per-lane loop of a storage load (see loops.py)
+        self.uniform_bufs: dict = {}
+        self._uniform_names: set = set()
 
     def vt(self, dtype) -> str:
         t = value_type(dtype)
@@ -299,6 +314,11 @@ class KernelBuilder:
         if k in self._binding_names:
             return self._binding_names[k]
         name = f"b{len(self.bindings)}"
+        if access == "read" and self.vec == 1 and key in self.uniform_bufs:
+            self.bindings.append((key, "uniform", f"vec4<{storage_type(dtype)}>"))
+            self._binding_names[k] = name
+            self._uniform_names.add(name)
+            return name
         ty = "atomic<u32>" if access == "atomic" else storage_type(dtype)
         if ty == "f16":
             self.enable_f16 = True
@@ -319,6 +339,12 @@ class KernelBuilder:
             if w is not None:
                 self.windowed[name] = w
         return name
+
+    def elem(self, name: str, flat: str) -> str:
+        """The element ``flat`` of binding ``name`` (a uniform binding holds vec4s)."""
+        if name in self._uniform_names:
+            return f"{name}[({flat}) / 4u][({flat}) % 4u]"
+        return f"{name}[{flat}]"
 
     def n_bindings(self) -> int:
         """Storage bindings the kernel declares (a windowed buffer counts once per window)."""
@@ -365,7 +391,20 @@ class KernelBuilder:
     def let(self, expr: str, ty: str | None = None) -> str:
         name = self.fresh()
         self.lines.append(f"let {name}{': ' + ty if ty else ''} = {expr};")
+        if self.vec > 1 and not self.uniform(expr):
+            self.varying.add(name)
+        e = expr.strip()
+        if _IDENT_FULL.match(e):
+            self.alias[name] = self.alias.get(e, e)
         return name
+
+    def resolve(self, name: str) -> str:
+        """The name a chain of plain copies (``let t2 = t1;``) starts from."""
+        return self.alias.get(name, name)
+
+    def uniform(self, expr: str) -> bool:
+        """Whether ``expr`` (an index) is the same for every lane of a vec (vec mode)."""
+        return not any(w in self.varying for w in _IDENT.findall(expr))
 
     def var(self, expr: str, ty: str) -> str:
         name = self.fresh("v")
@@ -377,7 +416,12 @@ class KernelBuilder:
         if self.enable_f16:
             out.append("enable f16;")
         slot = 0
-        for i, (_, access, ty) in enumerate(self.bindings):
+        for i, (key, access, ty) in enumerate(self.bindings):
+            if access == "uniform":
+                n4 = -(-self.uniform_bufs[key] // 4)
+                out.append(f"@group(0) @binding({slot}) var<uniform> b{i}: array<{ty}, {n4}>;")
+                slot += 1
+                continue
             mode = "read" if access == "read" else "read_write"
             w = self.windowed.get(f"b{i}")
             if w is None:
@@ -414,12 +458,50 @@ class KernelBuilder:
             return (
                 head + f"  if (wj_t >= {n}u) {{ return; }}\n  let i = wj_t{off};\n  {body}\n}}\n"
             ), grid
+        written = [f"b{j}" for j, (_, acc, _) in enumerate(self.bindings) if acc != "read"]
+        pre, inside = hoist_invariants(self.lines, ["q", "i"], written)
+        if pre:      # a Python scalar's splat, a constant: once per thread, not per element
+            head += "".join(f"  {ln}\n" for ln in pre)
+            body = "\n  ".join(inside)
         body = body.replace("\n  ", "\n    ")
         return (
             head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
             f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"
             f"    {body}\n  }}\n}}\n"
         ), grid
+
+
+_LET = re.compile(r"^let (\w+)\s*(?::[^=]+)?=(.*);$", re.S)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT_FULL = re.compile(r"^[A-Za-z_]\w*$")
+_STORE = re.compile(r"^b\d+\[[^;]*\]\s*=[^=][^;]*;$")
+
+
+def hoist_invariants(lines: list, loop_vars, written=()) -> tuple[list, list]:
+    """Splits a loop body into (lines that can run once before the loop, the rest): every
+    ``let`` whose expression names none of ``loop_vars`` nor a ``let`` that does.  Kernel
+    bodies are pure ``let`` chains (reads of read-only buffers, arithmetic, helper calls), so
+    computing the invariant ones before the loop changes nothing but the work; a body with
+    any other statement is left whole.  Reads of the bindings in ``written`` (those the loop
+    stores to) stay in the loop.  On CPU adapters each buffer read costs a gather per
+    SIMD lane, so a broadcast operand read once per thread instead of once per element is
+    the difference between one load per element and several."""
+    dep = set(loop_vars) | set(written)
+    out, inside = [], []
+    for line in lines:
+        m = _LET.match(line.strip())
+        if m is None:
+            if _STORE.match(line.strip()):      # a store stays in the loop, defines nothing
+                inside.append(line)
+                continue
+            return [], list(lines)
+        name, expr = m.group(1), m.group(2)
+        if any(w in dep for w in _IDENT.findall(expr)):
+            dep.add(name)
+            inside.append(line)
+        else:
+            out.append(line)
+    return out, inside
 
 
 # --------------------------------------------------------------------------- windowed buffers
@@ -548,9 +630,13 @@ def strides_of(shape) -> list[int]:
 class Index:
     """A position in an array of ``shape``: a flat offset or per-dim coordinates."""
 
-    def __init__(self, kb: KernelBuilder, shape, flat: str | None = None, dims=None):
+    def __init__(self, kb: KernelBuilder, shape, flat: str | None = None, dims=None,
+                 lanes: bool = False):
         self.kb, self.shape = kb, tuple(shape)
         self._flat, self._dims = flat, (list(dims) if dims is not None else None)
+        # ``lanes``: in vec mode, flat ``i`` and ``dims`` describe a vec of consecutive
+        # elements, the dims that differ between lanes named by ``kb.varying``
+        self.lanes = lanes
         if len(self.shape) == 0:
             self._flat, self._dims = "0u", []
 
@@ -566,7 +652,12 @@ class Index:
         return self._flat
 
     def dims(self) -> list[str]:
-        if len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
+        kb = self.kb
+        if self.lanes and self._dims is not None:
+            pass       # dims that are the same for all lanes, and lane-varying ones
+        elif kb.vec > 1 and self._lane_ok():
+            pass       # the same position for every lane, or consecutive innermost ones
+        elif len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
             self.kb.vec_ok = False
         elif self._dims is None and len(self.shape) == 1:
             self.kb.vec_ok = False
@@ -583,6 +674,13 @@ class Index:
                 out.append(self.kb.let(e, "u32"))
             self._dims = out
         return self._dims
+
+    def _lane_ok(self) -> bool:
+        kb = self.kb
+        if self._dims is not None:
+            return all(kb.uniform(d) or kb.resolve(d) == kb.lane_dim for d in self._dims)
+        return self._flat is not None and (kb.uniform(self._flat) or (
+            len(self.shape) == 1 and kb.resolve(self._flat) == kb.lane_dim))
 
     def key(self):
         return ("f", self._flat) if self._flat is not None else ("d", tuple(self._dims))

@@ -1,73 +1,337 @@
-"""wjax.config: JAX-style flags (``wjax.config.update('jax_log_compiles', True)``)."""
+"""wjax.config: JAX's flags, global (``wjax.config.update('jax_log_compiles', True)``) and as
+context managers (``with wjax.debug_nans(True): ...``, ``wjax.numpy_rank_promotion('raise')``).
+
+Each flag is a :class:`State`: ``config.update`` sets its global value; calling the state
+gives a context manager (also a decorator) that overrides it in the current thread, as JAX's
+``config.State``.  ``config.jax_<name>`` and ``state.value`` read the effective value.
+"""
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
+import threading
+from typing import Any, Callable
+
+from .errors import JaxRuntimeError
+
+logger = logging.getLogger("wjax")
+
+_no_default = object()
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.values: dict[str, Any] = {}
+
+
+_local = _Local()
+
+
+class State:
+    """One flag: ``state.value``, ``state(new_value)`` as a thread-local context manager."""
+
+    def __init__(self, name: str, default: Any, help: str = "", parser: Callable | None = None,
+                 default_context_manager_value: Any = _no_default,
+                 on_change: Callable | None = None):
+        self.name = name
+        self.__name__ = name[4:] if name.startswith("jax_") else name
+        self.__doc__ = f"Context manager for `{name}` config option.\n\n{help}"
+        self._parser = parser
+        self._default_cm = default_context_manager_value
+        self._on_change = on_change
+        config._register(self, self._parse(default))
+
+    def _parse(self, value):
+        return self._parser(value) if self._parser is not None else value
+
+    @property
+    def value(self):
+        return config.read(self.name)
+
+    def __bool__(self):
+        raise TypeError(f"bool() not supported for instances of type '{type(self).__name__}' "
+                        f"(did you mean to use '{type(self).__name__}.value' instead?)")
+
+    def __call__(self, new_val: Any = _no_default):
+        if new_val is _no_default:
+            if self._default_cm is _no_default:
+                raise TypeError(f"Context manager for {self.__name__} config option requires an "
+                                f"argument representing the new value for the config option.")
+            new_val = self._default_cm
+        return _StateContext(self, self._parse(new_val))
+
+    def __repr__(self):
+        return f"State({self.name}={self.value!r})"
+
+
+class _StateContext:
+    __slots__ = ("state", "new_val", "prev")
+
+    def __init__(self, state: State, new_val):
+        self.state, self.new_val = state, new_val
+
+    def __enter__(self):
+        if self.state._on_change is not None:
+            self.state._on_change(self.new_val)
+        self.prev = _local.values.get(self.state.name, _no_default)
+        _local.values[self.state.name] = self.new_val
+
+    def __exit__(self, *exc):
+        if self.prev is _no_default:
+            _local.values.pop(self.state.name, None)
+        else:
+            _local.values[self.state.name] = self.prev
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with _StateContext(self.state, self.new_val):
+                return func(*args, **kwargs)
+        return wrapper
 
 
 class Config:
-    _defaults = {
-        "jax_enable_x64": False,
-        "jax_log_compiles": os.environ.get("WJAX_LOG_COMPILES", "") not in ("", "0"),
-        "jax_disable_jit": False,
-        "jax_threefry_partitionable": True,
-        "jax_default_matmul_precision": None,
-        "jax_platforms": None,
-        "jax_platform_name": None,
-        "jax_debug_nans": False,      # FloatingPointError at the op that makes a NaN
-        "jax_debug_infs": False,      # ... or an inf
-        "jax_numpy_dtype_promotion": "standard",   # or "strict": no implicit promotion
-        "jax_num_cpu_devices": -1,    # N logical devices (set before first use); -1: default
-    }
     _hooks: dict = {}   # name -> fn(value), called before a value is set (layers above install)
-    _choices = {"jax_numpy_dtype_promotion": ("standard", "strict")}
 
     def __init__(self):
-        self.__dict__["_values"] = dict(self._defaults)
+        self.__dict__["_values"] = {}
+        self.__dict__["_states"] = {}
+
+    def _register(self, state: State, default):
+        self._states[state.name] = state
+        self._values[state.name] = default
 
     def update(self, name, value):
-        if name not in self._values:
+        state = self._states.get(name)
+        if state is None:
             raise AttributeError(f"Unrecognized config option: {name}")
-        if name in self._choices and value not in self._choices[name]:
-            raise ValueError(f"Unrecognized value for {name}: {value!r} (expected one of "
-                             f"{', '.join(self._choices[name])})")
-        if name == "jax_enable_x64" and value:
-            raise NotImplementedError("wjax runs with x64 disabled: WGSL has no 64-bit types")
+        value = state._parse(value)
+        if state._on_change is not None:
+            state._on_change(value)
         hook = self._hooks.get(name)
         if hook is not None:
             hook(value)
         self._values[name] = value
 
-    def __getattr__(self, name):
+    def read(self, name):
+        if name in _local.values:
+            return _local.values[name]
         try:
             return self._values[name]
         except KeyError:
             raise AttributeError(f"Unrecognized config option: {name}") from None
 
-    def read(self, name):
-        return self._values[name]
+    def __getattr__(self, name):
+        return self.read(name)
+
+    @property
+    def values(self) -> dict:
+        return {n: self.read(n) for n in self._values}
+
+    def trace_context(self) -> tuple:
+        """The flags a trace depends on (part of every ``jit`` trace-cache key)."""
+        return tuple(self.read(n) for n in _TRACE_CONTEXT) + tuple(
+            self.read(n) for n in _TRACE_CONTEXT_USER)
 
 
 config = Config()
 
 
+def _bool(name, default, help="", on_change=None):
+    return State(name, default, help, parser=bool, default_context_manager_value=True,
+                 on_change=on_change)
+
+
+def _enum(name, default, choices, help=""):
+    def parse(v):
+        if v not in choices:
+            raise ValueError(f"new enum value must be in {list(choices)}, got {v} of type "
+                             f"{type(v)}.")
+        return v
+    return State(name, default, help, parser=parse)
+
+
+def _optional_enum(name, default, choices, help=""):
+    def parse(v):
+        if v is not None and v not in choices:
+            raise ValueError(f"new enum value must be None or in {list(choices)}, got {v} of "
+                             f"type {type(v)}.")
+        return v
+    return State(name, default, help, parser=parse)
+
+
+def _no_x64(value):
+    if value:
+        raise NotImplementedError("wjax runs with x64 disabled: WGSL has no 64-bit types, so "
+                                  "jax_enable_x64 cannot be turned on")
+
+
+def _only_threefry(value):
+    if value != "threefry2x32":
+        raise NotImplementedError(f"wjax provides only the threefry2x32 PRNG implementation, "
+                                  f"not {value!r}")
+
+
+_GUARDS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+
+enable_x64 = State("jax_enable_x64", False, "64-bit types (never on in wjax).", parser=bool,
+                   default_context_manager_value=True, on_change=_no_x64)
+log_compiles = _bool("jax_log_compiles",
+                     os.environ.get("WJAX_LOG_COMPILES", "") not in ("", "0"),
+                     "Log a warning each time a function is traced and compiled.")
+disable_jit_state = _bool("jax_disable_jit", False, "Run jitted functions op by op.")
+threefry_partitionable = _bool("jax_threefry_partitionable", True,
+                               "Threefry bits computed per element (JAX's default).")
+default_matmul_precision = _optional_enum(
+    "jax_default_matmul_precision", None,
+    ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32", "bfloat16_3x",
+     "fastest", "ANY_F8_ANY_F8_F32", "F32_F32_F32", "TF32_TF32_F32", "BF16_BF16_F32"),
+    "Default matmul precision (wjax multiplies float32 in float32 at every level).")
+platforms = State("jax_platforms", None, "Platforms to initialize.")
+platform_name = State("jax_platform_name", None, "Deprecated platform name.")
+debug_nans = _bool("jax_debug_nans", False, "FloatingPointError at the op that makes a NaN.")
+debug_infs = _bool("jax_debug_infs", False, "FloatingPointError at the op that makes an inf.")
+numpy_dtype_promotion = _enum(
+    "jax_numpy_dtype_promotion", "standard", ("standard", "strict"),
+    "Within the context, 'strict' refuses implicit dtype promotion (a weak Python scalar may "
+    "still join an array of its kind or above); 'standard' is JAX's default lattice.")
+numpy_rank_promotion = _enum(
+    "jax_numpy_rank_promotion", "allow", ("allow", "warn", "raise"),
+    "Implicit rank promotion in NumPy-style broadcasting: allowed, warned about or refused.")
+check_tracer_leaks = _bool("jax_check_tracer_leaks", False,
+                           "Raise when a tracer outlives the trace that made it.")
+enable_checks = _bool("jax_enable_checks", False, "Extra internal checks.")
+explain_cache_misses = _bool("jax_explain_cache_misses", False,
+                             "Log why a jitted function is traced again.")
+softmax_custom_jvp = _bool("jax_softmax_custom_jvp", False,
+                           "jax.nn.softmax differentiated by its custom jvp.")
+default_prng_impl = State("jax_default_prng_impl", "threefry2x32",
+                          "The default PRNG implementation.", on_change=_only_threefry)
+legacy_prng_key = _enum("jax_legacy_prng_key", "allow", ("allow", "warn", "error"),
+                        "Raw uint32 keys passed to jax.random functions.")
+enable_custom_prng = _bool("jax_enable_custom_prng", False, "Deprecated; no effect.")
+debug_key_reuse = _bool("jax_debug_key_reuse", False, "Key reuse checking (not in wjax).")
+transfer_guard_host_to_device = _optional_enum(
+    "jax_transfer_guard_host_to_device", None, _GUARDS, "Host-to-device transfers.")
+transfer_guard_device_to_device = _optional_enum(
+    "jax_transfer_guard_device_to_device", None, _GUARDS, "Device-to-device transfers.")
+transfer_guard_device_to_host = _optional_enum(
+    "jax_transfer_guard_device_to_host", None, _GUARDS, "Device-to-host transfers.")
+transfer_guard_all = _optional_enum("jax_transfer_guard", None, _GUARDS, "All transfers.")
+no_tracing = _bool("jax_no_tracing", False, "Refuse to trace (jit cache misses raise).")
+no_execution = _bool("jax_no_execution", False, "Refuse to execute compiled programs.")
+allow_f16_reductions = _bool("jax_allow_f16_reductions", True, "float16 reductions.")
+array_garbage_collection_guard = _optional_enum(
+    "jax_array_garbage_collection_guard", None, ("allow", "log", "fatal"),
+    "Arrays collected by the garbage collector (wjax frees buffers by reference count).")
+thread_guard = _bool("jax_thread_guard", False, "Multi-threaded use checks.")
+jax2tf_associative_scan_reductions = _bool(
+    "jax2tf_associative_scan_reductions", False, "jax2tf's cumulative reductions.")
+remove_size_one_mesh_axis_from_type = _bool("jax_remove_size_one_mesh_axis_from_type", False,
+                                            "Size-one mesh axes dropped from sharding types.")
+auto_pcast = _bool("jax_auto_pcast", True, "Automatic pcast.")
+default_device = State("jax_default_device", None, "The default device.")
+# the persistent compilation cache (backend/disk_cache.py), with JAX's names
+compilation_cache_dir = State("jax_compilation_cache_dir",
+                              os.environ.get("JAX_COMPILATION_CACHE_DIR") or None,
+                              "Directory of the persistent compilation cache (None: off).")
+enable_compilation_cache = _bool("jax_enable_compilation_cache", True,
+                                 "Use the persistent compilation cache when a directory is set.")
+persistent_cache_min_compile_time_secs = State(
+    "jax_persistent_cache_min_compile_time_secs", 1.0,
+    "Only programs that took at least this long to compile are stored.", parser=float)
+persistent_cache_min_entry_size_bytes = State(
+    "jax_persistent_cache_min_entry_size_bytes", 0,
+    "Only entries of at least this many bytes are stored.", parser=int)
+compilation_cache_max_size = State("jax_compilation_cache_max_size", -1,
+                                   "The cache's size limit in bytes (-1: none).", parser=int)
+num_cpu_devices = State("jax_num_cpu_devices", -1,
+                        "N logical devices on one adapter (set before first use); -1: default.",
+                        parser=int)
+
+_TRACE_CONTEXT = ("jax_threefry_partitionable", "jax_numpy_rank_promotion",
+                  "jax_numpy_dtype_promotion", "jax_default_matmul_precision",
+                  "jax_softmax_custom_jvp", "jax_legacy_prng_key")
+
+
+# --------------------------------------------------------------------------- transfer guards
+
+class _Explicit(threading.local):
+    depth = 0
+
+
+_explicit = _Explicit()
+
+
 @contextlib.contextmanager
+def explicit_transfer():
+    """Transfers inside are explicit (``device_put``, ``device_get``)."""
+    _explicit.depth += 1
+    try:
+        yield
+    finally:
+        _explicit.depth -= 1
+
+
+def _guard_level(direction: str):
+    level = config.read(f"jax_transfer_guard_{direction}")
+    return level if level is not None else config.read("jax_transfer_guard")
+
+
+def check_transfer(direction: str, aval) -> None:
+    """Applies the transfer guard of ``direction`` ("host_to_device", "device_to_host") to a
+    transfer of a value of ``aval``: logs it or raises ``JaxRuntimeError`` as the level says."""
+    level = _guard_level(direction)
+    if level is None or level == "allow":
+        return
+    explicit = _explicit.depth > 0
+    if explicit and level in ("log", "disallow"):
+        return
+    what = direction.replace("_", "-")
+    if level in ("log", "log_explicit"):
+        logger.warning("%s transfer: aval=%s", what, aval)
+        return
+    raise JaxRuntimeError(f"INVALID_ARGUMENT: Disallowed {what} transfer: aval={aval}")
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str):
+    """Sets every transfer guard (host-to-device, device-to-device, device-to-host) within
+    the context: ``"allow"``, ``"log"``, ``"disallow"``, ``"log_explicit"`` or
+    ``"disallow_explicit"``."""
+    with contextlib.ExitStack() as stack:
+        for state in (transfer_guard_host_to_device, transfer_guard_device_to_device,
+                      transfer_guard_device_to_host, transfer_guard_all):
+            stack.enter_context(state(new_val))
+        yield
+
+
+# --------------------------------------------------------------------------- older context managers
+
 def disable_jit(disable: bool = True):
-    old = config.jax_disable_jit
-    config.update("jax_disable_jit", disable)
-    try:
-        yield
-    finally:
-        config.update("jax_disable_jit", old)
+    """Within the context, jitted functions run op by op (Python control flow on values
+    works)."""
+    return disable_jit_state(disable)
 
 
-@contextlib.contextmanager
-def numpy_dtype_promotion(mode: str):
-    """Within the context, ``"strict"`` refuses implicit dtype promotion (a weak Python scalar
-    may still join an array of its kind or above); ``"standard"`` is JAX's default lattice."""
-    old = config.jax_numpy_dtype_promotion
-    config.update("jax_numpy_dtype_promotion", mode)
-    try:
-        yield
-    finally:
-        config.update("jax_numpy_dtype_promotion", old)
+def checking_leaks():
+    """``check_tracer_leaks(True)``."""
+    return check_tracer_leaks(True)
+
+
+_user_contexts = [0]
+
+
+def make_user_context(default_value=None) -> State:
+    """A new flag for user code that ``jit``'s trace cache keys on: a jitted function is
+    traced again when the context's value differs (``with ctx(value): ...``)."""
+    _user_contexts[0] += 1
+    name = f"jax_user_context_{_user_contexts[0]}"
+    state = State(name, default_value, "A user context (part of jit's cache key).")
+    _TRACE_CONTEXT_USER.append(name)
+    return state
+
+
+_TRACE_CONTEXT_USER: list[str] = []

@@ -68,8 +68,12 @@ __all__ = [
     "issubdtype", "is_float", "is_int", "is_unsigned", "is_bool", "is_complex", "is_inexact",
     "finfo", "iinfo", "default_float_dtype", "default_int_dtype", "default_uint_dtype",
     "default_complex_dtype", "python_scalar_dtypes", "scalar_type_of", "scalar_type_to_dtype",
-    "supported_dtypes",
+    "supported_dtypes", "float0", "itemsize_bits",
 ]
+
+# The dtype of the tangents of integer and boolean values (JAX's ``jax.dtypes.float0``): a
+# zero-size void, so grad(f, allow_int=True) returns arrays of it for integer inputs.
+float0 = np.dtype([("float0", np.void, 0)])
 
 # ---------------------------------------------------------------------------
 # Scalar types (what ``jnp.float32`` etc. are; the Array layer may wrap them).
@@ -160,6 +164,12 @@ def narrow_with_warning(dt, what: str = "array") -> np.dtype:
     return out
 
 
+_canonical: dict = {}                  # np.dtype -> its canonical dtype (a memo)
+_DTYPE_TYPES = frozenset(type(np.dtype(n)) for n in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"))
+
+
 def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
     """Return the dtype wjax uses for ``dt``: 64-bit types become 32-bit.
 
@@ -170,6 +180,11 @@ def canonicalize_dtype(dt: Any, warn_context: str | None = None) -> np.dtype:
     """
     if dt is None:
         return default_float_dtype()
+    if warn_context is None and type(dt) in _DTYPE_TYPES:
+        out = _canonical.get(dt)
+        if out is None:
+            out = _canonical[dt] = _TO_32BIT.get(dt.name, dt)
+        return out
     if _is_py_scalar_type(dt):
         dt = python_scalar_dtypes[dt]
     elif warn_context is not None:
@@ -304,7 +319,14 @@ def _check_strict(nodes: list[tuple[str, bool]]) -> None:
 # ---------------------------------------------------------------------------
 # Dtype and weakness of values.
 
+_valid_dtypes: set = set()
+
+
 def _valid(dt: np.dtype, x: Any) -> np.dtype:
+    if dt in _valid_dtypes:
+        return dt
+    if dt.name in _UB and type(dt) in _DTYPE_TYPES:
+        _valid_dtypes.add(dt)
     if dt.name not in _UB and not (dt == _BF16):
         raise TypeError(f"Value {x!r} with dtype {dt} is not a valid wjax array type. "
                         "Only arrays of numeric types are supported.")
@@ -337,6 +359,13 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     """
     if x is None:
         raise ValueError("Invalid argument to dtype: None.")
+    fast = _py_scalar_dtype_and_weak.get(type(x))
+    if fast is not None:
+        return fast
+    aval = getattr(x, "aval", None)
+    if aval is not None and type(getattr(aval, "dtype", None)) in _DTYPE_TYPES:
+        # an array or tracer: its aval's dtype, canonicalized, and weak flag
+        return canonicalize_dtype(_valid(aval.dtype, x)), bool(aval.weak_type)
     if isinstance(x, type):
         if _is_py_scalar_type(x):
             return canonicalize_dtype(x), any(x is t for t in _WEAK_PY_TYPES)
@@ -353,6 +382,10 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
         except TypeError as e:
             raise TypeError(f"Cannot determine dtype of {x!r}") from e
     return canonicalize_dtype(_valid(dt, x)), is_weakly_typed(x)
+
+
+_py_scalar_dtype_and_weak = {int: (np.dtype("int32"), True), float: (np.dtype("float32"), True),
+                             bool: (np.dtype("bool"), False)}
 
 
 def dtype(x: Any) -> np.dtype:
@@ -466,17 +499,24 @@ def is_inexact(dt: Any) -> bool:
     return is_float(dt) or is_complex(dt)
 
 
+def _named_dtype(dt: Any) -> np.dtype:
+    """The dtype ``dt`` names, not canonicalized (an array or scalar type: its dtype)."""
+    d = getattr(dt, "dtype", None)
+    return d if isinstance(d, np.dtype) else _np_dtype(dt)
+
+
 def finfo(dt: Any):
-    """Float info of the *canonical* dtype: ``finfo(float64)`` describes float32."""
-    dt = canonicalize_dtype(dt)
+    """Float info of the dtype named, as JAX's (``finfo(float64)`` describes float64 although
+    float64 arrays become float32: libraries, and the array API suite, size values by it)."""
+    dt = _named_dtype(dt)
     if dt == _BF16:
         return _ml_dtypes.finfo(dt)
     return np.finfo(dt)
 
 
 def iinfo(dt: Any):
-    """Integer info of the *canonical* dtype: ``iinfo(int64)`` describes int32."""
-    return np.iinfo(canonicalize_dtype(dt))
+    """Integer info of the dtype named, as JAX's (``iinfo(int64)`` describes int64)."""
+    return np.iinfo(_named_dtype(dt))
 
 
 def scalar_type_of(x: Any) -> type:
@@ -501,3 +541,19 @@ def scalar_type_to_dtype(typ: type, value: Any = None) -> np.dtype:
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python int {value} too large to convert to {out}")
     return out
+
+
+_SUBBYTE_BITS = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2, "float4_e2m1fn": 4}
+
+
+def itemsize_bits(dtype) -> int:
+    """The size of one element of ``dtype`` in bits (sub-byte types included)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
+    if name in _SUBBYTE_BITS:
+        return _SUBBYTE_BITS[name]
+    dt = np.dtype(dtype)
+    if dt == float0 or dt.kind == "V":
+        raise ValueError(f"unexpected input: dtype={dt!r}")
+    return dt.itemsize * 8

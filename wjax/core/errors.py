@@ -32,3 +32,20 @@ class UnexpectedTracerError(Exception):
 
 class JaxRuntimeError(RuntimeError):
     """An error while a program ran on the device side (e.g. raised by a host callback)."""
+
+
+class JAXIndexError(IndexError):
+    """JAX's index error base class (for ``except`` clauses written against JAX)."""
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr failed its type check."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key was consumed twice (JAX's key-reuse checker; wjax does not check keys)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison of symbolic dimensions could not be decided (shape polymorphism, which
+    wjax does not have: every dimension is concrete)."""

@@ -9,6 +9,7 @@ backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -41,7 +42,7 @@ class AbstractValue:
 class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and JAX's weak-type flag."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *,
                  sharding: Any = None, vma: Any = frozenset(), memory_space: Any = None,
@@ -51,9 +52,10 @@ class ShapedArray(AbstractValue):
         self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
         self.dtype: np.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
         self.weak_type: bool = bool(weak_type)
+        self._hash = None
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def update(self, shape: Sequence[int] | None = None, dtype: Any = None,
                weak_type: bool | None = None) -> "ShapedArray":
@@ -83,7 +85,13 @@ class ShapedArray(AbstractValue):
         return isinstance(other, ShapedArray) and self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        h = self._hash        # avals key every cache: hash once (an aval never changes)
+        if h is None:
+            h = self._hash = hash(self._key())
+        return h
+
+    def __reduce__(self):     # never carry a hash (of process-salted strings) elsewhere
+        return (ShapedArray, (self.shape, self.dtype, self.weak_type))
 
 
 def raise_to_shaped(x) -> ShapedArray:

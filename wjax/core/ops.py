@@ -112,9 +112,31 @@ def _un(name):
     return f
 
 
+def _broadcast_ranks(name, xs):
+    """JAX's lax broadcasting: operands of one rank broadcast their size-1 dimensions
+    (rank-0 operands and Python scalars broadcast inside the primitive)."""
+    avs = [None if isinstance(x, WeakScalar) or _is_pyscalar(x) else _aval(x) for x in xs]
+    ranked = [a for a in avs if a is not None and a.ndim > 0]
+    if len({a.shape for a in ranked}) <= 1:
+        return xs
+    ranks = {a.ndim for a in ranked}
+    if len(ranks) > 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
+    shape = []
+    for dims in zip(*[a.shape for a in ranked]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            + ", ".join(str(a.shape) for a in ranked) + ".")
+        shape.append(sizes.pop() if sizes else 1)
+    shape = tuple(shape)
+    return [x if a is None or a.ndim == 0 or a.shape == shape else
+            broadcast_in_dim(x, shape, tuple(range(len(shape)))) for x, a in zip(xs, avs)]
+
+
 def _bin(name):
     def f(x, y):
-        return _p(name).bind(*_operands(x, y))
+        return _p(name).bind(*_broadcast_ranks(name, _operands(x, y)))
     f.__name__ = name
     return f
 
@@ -154,6 +176,46 @@ class RoundingMethod(int, enum.Enum):
     """lax.round's rounding of halves (JAX's ``lax.RoundingMethod``)."""
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
+
+
+class FftType(enum.IntEnum):
+    """The transform ``lax.fft`` computes (JAX's ``lax.FftType``)."""
+    FFT = 0      # complex -> complex, forward
+    IFFT = 1     # complex -> complex, inverse (scaled by 1 / prod(fft_lengths))
+    RFFT = 2     # real -> complex: the non-negative frequencies of the last axis
+    IRFFT = 3    # complex (a Hermitian half) -> real, inverse
+
+
+_FFT_NAMES = {"fft": FftType.FFT, "ifft": FftType.IFFT, "rfft": FftType.RFFT,
+              "irfft": FftType.IRFFT}
+
+
+def fft(x, fft_type, fft_lengths):
+    """``lax.fft``: an FFT over the trailing ``len(fft_lengths)`` axes (1 to 3 of them).
+    ``fft_type`` is an ``FftType`` or its name; FFT/IFFT/IRFFT take complex64 operands (real
+    ones are converted), RFFT a real one."""
+    if isinstance(fft_type, str):
+        t = _FFT_NAMES.get(fft_type.lower()) if fft_type in (
+            "fft", "ifft", "rfft", "irfft", "FFT", "IFFT", "RFFT", "IRFFT") else None
+        if t is None:
+            raise ValueError(f"Unknown FFT type '{fft_type}'")
+    elif isinstance(fft_type, FftType):
+        t = fft_type
+    else:
+        raise TypeError(f"Unknown FFT type value '{fft_type}'")
+    x, = _operands(x)
+    dt = _aval(x).dtype
+    if t == FftType.RFFT:
+        if dtypes.is_complex(dt):
+            raise ValueError("only real valued inputs supported for rfft")
+        if not dtypes.is_inexact(dt):
+            x = convert_element_type(x, np.float32)
+    elif not dtypes.is_complex(dt):
+        x = convert_element_type(x, np.complex64)
+    lengths = tuple(int(n) for n in fft_lengths)
+    if not lengths:
+        return x
+    return _p("fft").bind(x, fft_type=t, fft_lengths=lengths)
 
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
@@ -636,6 +698,39 @@ def top_k(operand, k: int, *, axis: int = -1):
 
 def erf_inv(x):
     return _p("erf_inv").bind(*_operands(x))
+
+
+def _nary(name, n):
+    def f(*xs):
+        if len(xs) != n:
+            raise TypeError(f"{name}() takes {n} arguments, got {len(xs)}")
+        return _p(name).bind(*_broadcast_ranks(name, _operands(*xs)))
+    f.__name__ = name
+    return f
+
+
+# special functions (wjax/prims/special.py; lgamma and digamma in wjax/prims/random.py)
+erfc = _un("erfc"); lgamma = _un("lgamma"); digamma = _un("digamma")
+bessel_i0e = _un("bessel_i0e"); bessel_i1e = _un("bessel_i1e")
+igamma = _nary("igamma", 2); igammac = _nary("igammac", 2)
+igamma_grad_a = _nary("igamma_grad_a", 2); zeta = _nary("zeta", 2)
+polygamma = _nary("polygamma", 2); nextafter = _nary("nextafter", 2)
+mulhi = _bin("mulhi")
+
+
+def random_gamma_grad(a, x):
+    """The derivative of a ``Gamma(a, 1)`` sample ``x`` with respect to ``a``."""
+    a, x = _operands(a, x)
+    shape = np.broadcast_shapes(_aval(a).shape, _aval(x).shape)
+    a, x = (v if _aval(v).shape == shape else
+            broadcast_in_dim(v, shape, tuple(range(len(shape) - _aval(v).ndim, len(shape))))
+            for v in (a, x))
+    return _p("random_gamma_grad").bind(a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)``."""
+    return _nary("regularized_incomplete_beta", 3)(a, b, x)
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):

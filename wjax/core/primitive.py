@@ -32,6 +32,10 @@ class Primitive:
     ``kernel(ctx, *avals, **params)``  a whole-kernel op (reduction, matmul, sort, control flow)
     ``element(kb, idx, read, in_avals, out_aval, **params) -> str``
         a kernel op's value at one output index as sequential code (single-workgroup loops)
+    ``element_tile(kb, wg, read, in_avals, out_aval, store, rows=, cols=, **params) -> int``
+        every output element by ``wg`` threads of one workgroup, each computing blocks of
+        outputs (``store(flat, value)`` emits a store); returns the sequential steps per
+        thread (with ``kb=None``, only that); single-workgroup loops prefer it to ``element``
     ``merge_key(eqn) -> key`` / ``kernel_many(ctxs)``  kernel ops with equal keys at one
         fusion level are emitted together by ``kernel_many``
     ``jvp(primals, tangents, **params) -> (outs, tangents)``    forward-mode rule
@@ -77,6 +81,7 @@ class Primitive:
         self.fuse: Rule = None
         self.kernel: Rule = None
         self.element: Rule = None
+        self.element_tile: Rule = None
         self.merge_key: Rule = None
         self.kernel_many: Rule = None
         self.jvp: Rule = None

@@ -22,6 +22,7 @@ conversions raise JAX's errors.
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import operator
 import os
@@ -37,6 +38,7 @@ from .errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # n
 from .ir import (ClosedJaxpr, Eqn, Jaxpr, Lit, ShapeDtypeStruct, ShapedArray, Var, WeakScalar,
                  raise_to_shaped)
 from . import tree_util
+from .config import config as _config
 
 # --------------------------------------------------------------------------- builders
 
@@ -433,14 +435,31 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     return [read(a) for a in jaxpr.outvars]
 
 
-def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None, values=None):
+def trace_flat(fun_flat: Callable, in_avals, debug: DebugInfo | None = None, values=None,
+               check_leaks: bool = False):
     """Traces ``fun_flat(*tracers) -> list`` into a ClosedJaxpr.  With ``values`` (one per
-    input) the trace knows the inputs' values: Python may branch on the traced values."""
+    input) the trace knows the inputs' values: Python may branch on the traced values.
+    ``check_leaks``: under ``jax_check_tracer_leaks``, raise if a tracer outlives the trace."""
     with new_builder(debug, with_values=values is not None) as b:
         tracers = [b.new_arg(a, None if values is None else x)
                    for a, x in zip(in_avals, values or [None] * len(in_avals))]
         outs = fun_flat(*tracers)
-        return b.build(outs)
+        closed = b.build(outs)
+    if check_leaks and _config.jax_check_tracer_leaks:
+        del tracers, outs
+        _check_leaks(b)
+    return closed
+
+
+def _check_leaks(b: Builder) -> None:
+    """``jax_check_tracer_leaks``: a tracer of a finished trace still referenced from
+    somewhere (a global, a closure, a list outside) is a leak."""
+    gc.collect()
+    leaked = [r for r in gc.get_referrers(b) if isinstance(r, Tracer)]
+    if leaked:
+        what = b.debug.what if b.debug is not None else "trace"
+        msgs = "\n\n".join(repr(t) for t in leaked)
+        raise Exception(f"Leaked trace of {what}. Leaked tracer(s):\n\n{msgs}\n")
 
 
 # --------------------------------------------------------------------------- tracers

@@ -720,3 +720,87 @@ def treedef_is_strict_leaf(treedef: PyTreeDef) -> bool:
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
     return treedef.children()
+
+
+# ---------------------------------------------------------------------------------------
+# One level, associative reductions, the registry object, static dataclass fields
+# ---------------------------------------------------------------------------------------
+
+def flatten_one_level(tree: Any):
+    """``(children, aux data)`` of the top node of ``tree`` (ValueError for a leaf)."""
+    entry = _entry_for(tree)
+    if entry is None or type(tree) in ARRAY_NODES:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = entry.flatten(tree)
+    # as JAX's registry hands them out: a list for namedtuples, a tuple otherwise
+    return (list(children) if entry is _NAMEDTUPLE else tuple(children)), aux
+
+
+def flatten_one_level_with_keys(tree: Any):
+    """``((key, child) pairs, aux data)`` of the top node of ``tree``."""
+    entry = _entry_for(tree)
+    if entry is None or type(tree) in ARRAY_NODES:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    pairs, aux = entry.flatten_with_keys(tree)
+    return tuple(tuple(p) for p in pairs), aux
+
+
+def _parallel_reduce(seq, op, identity):
+    if not seq:
+        if identity is _NO_INIT:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    if len(seq) == 1:
+        return seq[0]
+    mid = len(seq) // 2
+    return op(_parallel_reduce(seq[:mid], op, identity),
+              _parallel_reduce(seq[mid:], op, identity))
+
+
+def reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
+                       identity: Any = _NO_INIT, is_leaf: Callable[[Any], bool] | None = None):
+    """The leaves of ``tree`` combined with the associative ``operation`` as a balanced tree
+    of calls (``identity`` for an empty tree)."""
+    return _parallel_reduce(leaves(tree, is_leaf=is_leaf), operation, identity)
+
+
+def static(**kwargs):
+    """A dataclass field marked static (``metadata={'static': True}``): ``register_dataclass``
+    keeps it in the tree's aux data."""
+    metadata = {"static": True, **(kwargs.pop("metadata", {}) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+class PyTreeRegistry:
+    """The registry of pytree node types (``jax.tree_util.default_registry``)."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return public_view(flatten)(tree, is_leaf=leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        return flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree):
+        return flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        return public_view(flatten_with_path)(tree, is_leaf=leaf_predicate)
+
+    def is_node(self, typ) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, nodetype, flatten_func, unflatten_func,
+                      flatten_with_keys_func=None):
+        if flatten_with_keys_func is None:
+            register_pytree_node(nodetype, flatten_func, unflatten_func)
+        else:
+            register_pytree_with_keys(nodetype, flatten_with_keys_func, unflatten_func,
+                                      flatten_func)
+
+    def register_dataclass_node(self, nodetype, data_fields, meta_fields):
+        register_dataclass(nodetype, list(data_fields), list(meta_fields))
+
+
+default_registry = PyTreeRegistry()
+__all__ += ["flatten_one_level", "flatten_one_level_with_keys", "reduce_associative", "static",
+            "default_registry"]

@@ -5,21 +5,28 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math as _math
+from typing import Sequence as _Sequence
 
 import numpy as np
 
 from .. import dispatch
 from ..core import caches, dtypes, ops
+from ..core import ops as _ops
 from ..core.ir import raise_to_shaped
 from ..core.ops import *  # noqa: F403  (the lax-level functions)
 from ..core.ops import RoundingMethod, _const, _operands, convert_element_type, rev, transpose
 from ..core.primitive import REGISTRY
 from ..core.tracing import current_builder, trace_flat
 from ..prims import conv as _C
+from ..prims.fft import fft_p
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
 from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
 from .windowed import reduce_window, reduce_window_shape_tuple
+from . import linalg
+from .extras import *  # noqa: F403  (constructors, shape helpers, reduce, associative_scan...)
+from .solves import custom_linear_solve
 from .parallel import (all_gather, all_to_all, axis_index, axis_size, pcast, pmax, pmean,
                        pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes, pvary)
 
@@ -233,8 +240,65 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                                 preferred_element_type=preferred_element_type)
 
 
+# --------------------------------------------------------------------------- patch convolutions
+
+def conv_general_dilated_patches(lhs, filter_shape: _Sequence[int], window_strides, padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                                 precision=None, preferred_element_type=None):
+    """The patches a convolution with ``filter_shape`` would see, flattened into the output's
+    feature dimension in the order (input channel, filter positions): a grouped convolution
+    with a one-hot kernel."""
+    la = _aval(lhs)
+    filter_shape = tuple(int(f) for f in filter_shape)
+    dn = _C.conv_dimension_numbers(la.shape, (1, 1) + filter_shape, dimension_numbers)
+    k = _math.prod(filter_shape)
+    c = la.shape[dn.lhs_spec[1]]
+    eye = _ops.eye(k, la.dtype)                                      # (K, K)
+    kern = _ops.broadcast_in_dim(eye, (c, k, k), (1, 2))
+    kern = _ops.reshape(kern, (c * k, 1) + filter_shape)            # O I spatial...
+    # place O, I and the spatial axes where the rhs spec puts them
+    perm = [0] * (2 + len(filter_shape))
+    for src, dst in enumerate(dn.rhs_spec):
+        perm[dst] = src
+    kern = _ops.transpose(kern, tuple(perm))
+    return conv_general_dilated(lhs, kern, window_strides, padding, lhs_dilation, rhs_dilation,
+                                dn, feature_group_count=c, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """An unshared (locally connected) convolution: a separate kernel at every output
+    position; ``rhs``'s spatial axes are the output's, its ``I`` axis the flattened patch."""
+    la = _aval(lhs)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers)
+    dn = _C.conv_dimension_numbers(la.shape, (1, 1) + tuple(filter_shape), dimension_numbers)
+    lhs_b = list(dn.out_spec[2:])
+    rhs_b = list(dn.rhs_spec[2:])
+    order = sorted(range(len(lhs_b)), key=lambda i: lhs_b[i])
+    rhs_b = [rhs_b[i] for i in order]
+    lhs_b = sorted(lhs_b)
+    out = _ops.dot_general(patches, rhs, (((dn.out_spec[1],), (dn.rhs_spec[1],)),
+                                         (tuple(lhs_b), tuple(rhs_b))), precision)
+    # out: (spatial..., N, O) -> the output layout
+    nd = _aval(out).ndim
+    src = list(range(nd - 2)) + [nd - 2, nd - 1]
+    dst_pos = [None] * nd
+    spatial_slots = [i for i in range(nd) if i not in (dn.out_spec[0], dn.out_spec[1])]
+    for s, slot in zip(src[:nd - 2], spatial_slots):
+        dst_pos[slot] = s
+    dst_pos[dn.out_spec[0]] = nd - 2
+    dst_pos[dn.out_spec[1]] = nd - 1
+    return _ops.transpose(out, tuple(dst_pos))
+
+
+
 __all__ = [n for n in dir() if not n.startswith("_")]
 
+
+linear_solve_p = REGISTRY["custom_linear_solve"]     # JAX's name for it
 
 # every primitive as ``lax.<name>_p`` (``lax.add_p``, ``lax.dot_general_p``), as JAX exports them
 for _name, _prim in REGISTRY.items():

@@ -215,3 +215,117 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     rhs_shape.insert(out_axis, num_classes)
     rhs = lax.broadcasted_iota(x.dtype, rhs_shape, out_axis)
     return (lhs == rhs).astype(dt)
+
+
+def tanh(x):
+    """The hyperbolic tangent (``jax.nn.tanh`` is ``jnp.tanh``)."""
+    return jnp.tanh(x)
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))``, accurate for small and large ``x`` (Maechler's split at log 2;
+    undefined for negative x)."""
+    x = jnp.asarray(x) if not hasattr(x, "aval") else x
+    if isinstance(x, (list, tuple)):
+        raise TypeError("log1mexp requires ndarray or scalar arguments")
+    return jnp.where(x < np.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+# --------------------------------------------------------------------------- attention
+
+def _ensure_4d(t):
+    t = jnp.asarray(t)
+    return jnp.expand_dims(t, tuple(range(4 - t.ndim))) if t.ndim < 4 else t
+
+
+def _check(t, shape, dtype, name):
+    if t is None:
+        return
+    if t.ndim != len(shape):
+        raise ValueError(f"{name} ndim should be {len(shape)}, but got {t.ndim}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"{name} dtype should be {dtype}, but got {t.dtype}")
+    for i in range(t.ndim):
+        if shape[i] != -1 and t.shape[i] != shape[i]:
+            raise ValueError(f"{name} shape should be {shape}: but got {t.shape}")
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None, key_value_seq_lengths=None,
+                          local_window_size=None, implementation=None, return_residual=False):
+    """Scaled dot-product attention ``softmax(q k^T * scale + bias, masked) v`` over
+    ``(B)TNH`` queries and ``(B)SKH`` keys/values (grouped-query attention when N is a
+    multiple of K), with JAX's ``xla`` semantics: masked logits are set to a large negative
+    number (not -inf), the softmax runs in float32, and padded query rows are zeroed.
+    ``return_residual`` also returns the logsumexp of the logits, ``(B)TN``."""
+    if implementation not in (None, "xla"):
+        if implementation == "cudnn":
+            raise NotImplementedError("dot_product_attention: the 'cudnn' implementation needs "
+                                      "cuDNN; wjax implements 'xla'")
+        raise ValueError(f"Unsupported implementation option: {implementation}")
+    out_shape = jnp.asarray(query).shape
+    q, k, v = _ensure_4d(query), _ensure_4d(key), _ensure_4d(value)
+    bias = _ensure_4d(bias) if bias is not None else None
+    mask = _ensure_4d(mask) if mask is not None else None
+    qlen = jnp.asarray(query_seq_lengths) if query_seq_lengths is not None else None
+    kvlen = jnp.asarray(key_value_seq_lengths) if key_value_seq_lengths is not None else None
+    if isinstance(local_window_size, int):
+        local_window_size = (local_window_size, local_window_size)
+    B, S, K, H = k.shape
+    _check(v, [B, S, K, H], k.dtype, "value")
+    _check(q, [B, -1, -1, H], k.dtype, "query")
+    _check(mask, [-1] * 4, np.dtype(bool), "mask")
+    _check(bias, [-1] * 4, None, "bias")
+    _check(qlen, [B], np.dtype("int32"), "query_seq_lengths")
+    _check(kvlen, [B], np.dtype("int32"), "key_value_seq_lengths")
+    T, N = q.shape[1], q.shape[2]
+    if N % K != 0:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {N} vs {K}")
+    G = N // K
+    scale_val = (1.0 / np.sqrt(H)) if scale is None else scale
+    # query head n attends with key/value head n // G
+    if G > 1:
+        k = jnp.repeat(k, G, axis=2)
+        v = jnp.repeat(v, G, axis=2)
+    logits_dtype = jnp.promote_types(q.dtype, np.float32)
+    logits = jnp.einsum("BTNH,BSNH->BNTS", q, k, preferred_element_type=logits_dtype)
+    logits = logits * jnp.asarray(scale_val, logits.dtype)
+    if bias is not None:
+        logits = (logits + bias).astype(logits.dtype)
+    keep = None
+    if mask is not None:
+        keep = jnp.broadcast_to(mask, logits.shape)
+    t_pos = jnp.arange(T)[:, None]
+    s_pos = jnp.arange(S)[None, :]
+    if is_causal:
+        c = (s_pos <= t_pos)[None, None]
+        keep = c if keep is None else keep & c
+    if local_window_size is not None:
+        left, right = local_window_size
+        w = ((t_pos <= s_pos + left) & (t_pos >= s_pos - right))[None, None]
+        keep = w if keep is None else keep & w
+    if qlen is not None or kvlen is not None:
+        pm = jnp.ones((B, 1, T, S), bool)
+        if qlen is not None:
+            pm = pm & (jnp.arange(T)[None, None, :, None] < qlen[:, None, None, None])
+        if kvlen is not None:
+            pm = pm & (jnp.arange(S)[None, None, None, :] < kvlen[:, None, None, None])
+        keep = pm if keep is None else keep & pm
+    if keep is not None:
+        big_neg = -0.7 * min(float(jnp.finfo(logits.dtype).max), float(np.finfo(np.float32).max))
+        logits = jnp.where(keep, logits, jnp.asarray(big_neg, logits.dtype))
+    logits32 = logits.astype(np.float32)
+    probs = softmax(logits32, axis=-1).astype(k.dtype)
+    encoded = jnp.einsum("BNTS,BSNH->BTNH", probs, v)
+    if qlen is not None:
+        encoded = encoded * (jnp.arange(T)[None, :] < qlen[:, None])[:, :, None, None].astype(
+            encoded.dtype)
+    encoded = jnp.reshape(encoded, out_shape)
+    if return_residual:
+        lse = jnp.transpose(logsumexp(logits32, axis=-1).astype(k.dtype), (0, 2, 1))
+        return encoded, jnp.reshape(lax.stop_gradient(lse), out_shape[:-1])
+    return encoded
+
+
+__all__ += ["tanh", "log1mexp", "dot_product_attention"]

@@ -13,6 +13,10 @@
     setops        unique, union1d, intersect1d, setdiff1d, setxor1d, isin
     indexing      x[...] and x.at[...]
     linalg        jnp.linalg
+    index_tricks  block, r_/c_/s_, ix_, mgrid/ogrid, fromfunction, place/put, load/save, repr
+    numerics      windows, cov/corrcoef, gradient, histogramdd, bit packing, polynomials
+    ufunc_objects jnp.ufunc (reduce/accumulate/outer/at/reduceat): jnp.add, jnp.maximum, ...
+    fft           jnp.fft (over lax.fft)
     interop       from_dlpack, __array_namespace_info__
     array_methods the operators and methods of Array and Tracer, installed from here
 """
@@ -21,7 +25,8 @@ import sys as _sys
 from . import array_methods as _array_methods
 from . import _util, creation, grids, manipulation, products, reductions, scalars, setops
 from . import shapes, sorting, ufuncs
-from . import indexing, interop, linalg
+from . import indexing, interop, linalg, fft
+from . import index_tricks, numerics, ufunc_objects
 from ._util import *
 from .creation import *
 from .scalars import *
@@ -34,11 +39,15 @@ from .sorting import *
 from .manipulation import *
 from .setops import *
 from .interop import __array_namespace_info__, from_dlpack
+from .index_tricks import *
+from .numerics import *
+from .ufunc_objects import *
 
 __array_api_version__ = "2023.12"
 
 __all__ = [n for m in (_util, creation, scalars, ufuncs, shapes, reductions, grids, products,
-                       sorting, manipulation, setops) for n in m.__all__]
+                       sorting, manipulation, setops, index_tricks, numerics, ufunc_objects)
+           for n in m.__all__]
 __all__ += ["__array_api_version__", "__array_namespace_info__", "from_dlpack"]
 
 _array_methods.install_all(_sys.modules[__name__])   # operators and methods of Array and Tracer

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from .. import lax
 from ..array import Array, asarray_device
 from ..core import dtypes
+from ..core.config import config as _config
 from ..core.ir import WeakScalar, raise_to_shaped
 from ..core.tracing import ConcretizationTypeError, Tracer
 
@@ -55,6 +57,10 @@ def _to_operand(x, dt, weak):
 
 
 def broadcast_shapes(*shapes):
+    first = tuple(shapes[0]) if shapes else ()
+    if all(tuple(s) == first or not s for s in shapes[1:]):
+        if first or all(not s for s in shapes):
+            return first          # equal shapes, and scalars: no NumPy call
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
@@ -68,6 +74,26 @@ def _broadcast_to_shape(x, shape):
         return x
     nd = len(shape)
     return lax.broadcast_in_dim(x, shape, tuple(range(nd - a.ndim, nd)))
+
+
+_RANK_DOC = "https://docs.jax.dev/en/latest/rank_promotion_warning.html"
+
+
+def _check_rank_promotion(name, shapes) -> None:
+    """``jax_numpy_rank_promotion``: implicit rank promotion of non-scalar operands is allowed,
+    warned about, or refused (ValueError), as JAX."""
+    mode = _config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2:
+        return
+    shapes_str = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{shapes_str} and with the config option "
+                         f"jax_numpy_rank_promotion='raise'. For more information, see "
+                         f"{_RANK_DOC}.")
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shapes_str}. "
+                  f"Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  f"warning; for more information, see {_RANK_DOC}.", stacklevel=4)
 
 
 def promote_args(name, *args, to_float=False, to_inexact=False):
@@ -87,6 +113,7 @@ def promote_args(name, *args, to_float=False, to_inexact=False):
         # equal ranks reach the lax op, whose shape rule reports it
         raise TypeError(f"{name} got incompatible shapes for broadcasting: "
                         + ", ".join(str(s) for s in shapes) + ".") from None
+    _check_rank_promotion(name, [_aval(o).shape for o in ops])
     # rank-0 operands stay scalars: elementwise primitives broadcast them (``mul a 2.0``)
     return [_broadcast_to_shape(o, shape) if 0 < _aval(o).ndim and _aval(o).shape != shape else o
             for o in ops]

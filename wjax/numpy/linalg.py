@@ -31,6 +31,7 @@ from .shapes import (
     reshape,
     squeeze,
     swapaxes,
+    take,
     take_along_axis,
 )
 from . import reductions, sorting
@@ -147,7 +148,7 @@ def lu_factor(a):
     """(lu, pivots, permutation) from the device LU kernel (partial pivoting)."""
     a = _float(a)
     if a.ndim < 2:
-        raise ValueError(f"Argument to LU decomposition must have ndims >= 2, got shape {a.shape}")
+        raise TypeError(f"Input 0 to lu must have rank at least 2, but got shape={a.shape}")
     if 0 in a.shape[-2:]:
         k = builtins.min(a.shape[-2:])
         return a, zeros(a.shape[:-2] + (k,), np.int32), \
@@ -246,7 +247,10 @@ def slogdet(a, *, method=None):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    a = _square("cholesky", a, complex_ok=True)
+    a = _float(a, "jnp.linalg.cholesky", complex_ok=True)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:     # JAX's class (from its transpose/add)
+        raise TypeError(f"cholesky: argument must be a square matrix or a stack of them, got "
+                        f"shape {a.shape}")
     if issubdtype(a.dtype, np.complexfloating):
         return _complex_cholesky(a, upper, symmetrize_input)
     if symmetrize_input:
@@ -335,16 +339,37 @@ def tensorinv(a, ind=2):
 
 
 def cond(x, p=None):
-    if p in (None, 2, -2):
+    """The condition number in the ``p`` norm (singular values for ``None``/2/-2); NaN from
+    a singular matrix becomes inf, as JAX."""
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                         f"arr.shape={x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                         f"arr.shape={x.shape}")
+    if p is None or p == 2:
         s = svd(x, compute_uv=False)
-        big, small = s[..., 0], s[..., -1]
-        return big / small if p in (None, 2) else small / big
-    return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svd(x, compute_uv=False)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-2] != x.shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                             f"arr.shape={x.shape}")
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    nan_in = reductions.any(ufuncs.isnan(x), axis=(-2, -1))
+    return _where_xy(ufuncs.isnan(r) & ~nan_in, np.inf, r)
 
 
 # --------------------------------------------------------------------------- Jacobi
 
-_SWEEPS = 10        # cyclic Jacobi converges quadratically: float32 needs well under ten
+def _max_sweeps(m: int) -> int:
+    """Cyclic Jacobi converges quadratically once the off-diagonal is small; from random
+    starts float32 needs about log2(m) + 4 sweeps (6 at m = 64, 8-10 at 256).  The loop stops
+    early after a sweep without a significant rotation, so this is only a bound."""
+    return 8 + 2 * max(m - 1, 1).bit_length()
 
 
 def _tournament(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -362,12 +387,18 @@ def _tournament(m: int) -> tuple[np.ndarray, np.ndarray]:
     return partner, first
 
 
-def _jacobi(x, gram, sweeps: int = _SWEEPS):
-    """Cyclic Jacobi rotations over column pairs, in rounds of disjoint pairs.
+def _jacobi(x, gram):
+    """Cyclic Jacobi rotations over column pairs, in rounds of disjoint pairs (a round-robin
+    tournament: every pair once per sweep of ``m - 1`` rounds).
 
     With ``gram=False`` ``x`` is symmetric and each round applies ``J^T x J`` (two-sided:
     eigh); with ``gram=True`` each round applies ``x J``, orthogonalizing the columns (one-sided,
-    Hestenes: svd).  Each rotation zeroes the pair's entry of ``x`` (resp. of ``x^T x``).
+    Hestenes: svd).  Each rotation zeroes the pair's entry of ``x`` (resp. of ``x^T x``).  A
+    round's ``J`` pairs index ``i`` with ``partner(i)``, so ``x J`` is ``x * c + x[:, partner] *
+    e`` -- two gathers and a fused elementwise kernel, O(rows * m) per round, no matmul.  A
+    rotation is skipped when its pair is already decoupled to working precision
+    (``|x_pq| <= tol * sqrt(|x_pp x_qq|)``, x_pq of ``x^T x`` one-sided), and the loop stops
+    after a sweep without a rotation, or after ``_max_sweeps``.
     Returns the rotated ``x`` and the accumulated rotations ``V`` (``(..., m, m)``)."""
     *batch, rows, m = x.shape
     partner_t, first_t = _tournament(m)
@@ -375,31 +406,71 @@ def _jacobi(x, gram, sweeps: int = _SWEEPS):
     cols = arange(m, dtype=np.int32)
     eye_m = astype(cols[:, None] == cols[None, :], x.dtype)
     v0 = broadcast_to(eye_m, (*batch, m, m))
+    eps = float(np.finfo(np.dtype(x.dtype)).eps)
+    tol = eps * (8.0 * float(np.sqrt(rows)) if gram else 1.0)
+    rounds = m - 1
+    limit = _max_sweeps(m) * rounds
 
-    def step(k, carry):
-        a, v = carry
-        r = k % (m - 1)
+    def cond(carry):
+        _, _, k, _, done = carry
+        return (k < limit) & ~reductions.all(done)
+
+    def step(carry):
+        a, v, k, active, done = carry
+        r = k % rounds
         partner = lax.dynamic_index_in_dim(partner_t, r, keepdims=False)
         first = lax.dynamic_index_in_dim(first_t, r, keepdims=False)
-        pmat = astype(cols[None, :] == partner[:, None], x.dtype)       # [i, partner(i)] = 1
         if gram:
             d = reductions.sum(a * a, axis=-2)                          # column norms^2
-            off = reductions.sum(a * matmul(a, swapaxes(pmat, -1, -2)), axis=-2)
+            off = reductions.sum(a * take(a, partner, axis=-1), axis=-2)
         else:
             d = shapes.diagonal(a, 0, -2, -1)
-            off = reductions.sum(a * pmat, axis=-1)                     # a[i, partner(i)]
-        d_partner = reductions.sum(d[..., None, :] * pmat, axis=-1)
+            off = take_along_axis(a, broadcast_to(partner[:, None], a.shape[:-1] + (1,)),
+                                  -1)[..., 0]                          # a[i, partner(i)]
+        d_partner = take(d, partner, axis=-1)
+        rotate = ufuncs.abs(off) > tol * sqrt(ufuncs.abs(d * d_partner))
+        rotate = rotate & ~done[..., None]
         gap = _where_xy(first, d_partner - d, d - d_partner)           # the pair's a_qq - a_pp
-        nonzero = off != 0
-        theta = gap / (2.0 * _where_xy(nonzero, off, 1.0))
+        theta = gap / (2.0 * _where_xy(rotate, off, 1.0))
         t = _where_xy(theta >= 0, 1.0, -1.0) / (ufuncs.abs(theta) + sqrt(theta * theta + 1.0))
-        t = _where_xy(nonzero, t, 0.0)
+        t = _where_xy(rotate, t, 0.0)
         c = 1.0 / sqrt(t * t + 1.0)
-        sgn = _where_xy(first, t * c, -(t * c))
-        j = eye_m * c[..., None, :] + pmat * sgn[..., :, None]          # J[i,i]=c, J[p,q]=s
-        a = matmul(a, j) if gram else matmul(matmul(swapaxes(j, -1, -2), a), j)
-        return a, matmul(v, j)
-    return lax.fori_loop(0, sweeps * (m - 1), step, (x, v0))
+        sgn = _where_xy(first, t * c, -(t * c))                        # J[i, partner(i)]
+        e = take(sgn, partner, axis=-1)                                 # J[partner(k), k]
+        if gram:
+            a = a * c[..., None, :] + take(a, partner, axis=-1) * e[..., None, :]
+        else:
+            a = _rotate_symmetric(a, partner, rotate, c, e, t, first, off)
+        v = v * c[..., None, :] + take(v, partner, axis=-1) * e[..., None, :]
+        active = active | reductions.any(rotate, axis=-1)
+        end = r == rounds - 1                                           # a sweep ends
+        done = done | (end & ~active)
+        active = active & ~end
+        return a, v, k + 1, active, done
+
+    flags = zeros(tuple(batch), bool)
+    a, v, *_ = lax.while_loop(cond, step, (x, v0, asarray(0, np.int32), flags, flags))
+    return a, v
+
+
+def _rotate_symmetric(a, partner, rotate, c, e, t, first, off):
+    """``J^T a J`` for symmetric ``a``, kept exactly symmetric: entry ``(i, j)`` is computed
+    from ``(min, max)`` of the two, so both halves evaluate one expression on the same inputs
+    (drivers may reassociate, but never differently for equal code and data); each rotated
+    pair's diagonal gets ``a_pp - t a_pq`` / ``a_qq + t a_pq`` and its ``a_pq`` an exact zero."""
+    m = a.shape[-1]
+    idx = np.arange(m)
+    lo, hi = (asarray(f(idx[:, None], idx[None, :]).astype(np.int32))
+              for f in (np.minimum, np.maximum))
+    p_lo, p_hi = take(partner, lo), take(partner, hi)
+    c_lo, c_hi, e_lo, e_hi = take(c, lo, axis=-1), take(c, hi, axis=-1), take(e, lo, axis=-1), \
+        take(e, hi, axis=-1)
+    out = (c_lo * c_hi * a[..., lo, hi] + c_lo * e_hi * a[..., lo, p_hi]
+           + e_lo * c_hi * a[..., p_lo, hi] + e_lo * e_hi * a[..., p_lo, p_hi])
+    d = shapes.diagonal(a, 0, -2, -1) - _where_xy(first, t, -t) * off     # rotated diagonal
+    out = _where_xy(lo == hi, d[..., :, None], out)
+    pair = (hi == p_lo) & take(rotate, lo, axis=-1)
+    return _where_xy(pair, 0.0, out)
 
 
 def _pad_even(a, gram):
@@ -412,13 +483,23 @@ def _pad_even(a, gram):
     return lax.pad(a, np.zeros((), a.dtype), cfg)
 
 
+def _unit_columns(v):
+    """``v`` with each column scaled to unit length (the rotations' rounding drifts them)."""
+    return v / sqrt(reductions.sum(v * v, axis=-2, keepdims=True))
+
+
 def _eigh_values_vectors(a):
+    """Jacobi eigenvectors ``V``, then each eigenvalue as the Rayleigh quotient
+    ``v^T A v`` of its unit eigenvector with the original ``A``: the quotient is stationary at
+    an eigenvector, so its error is quadratic in the vectors' and only the matmul's rounding
+    is left -- the rotated diagonal itself carries every rotation's rounding (about
+    ``sqrt(sweeps * n) * eps``)."""
     n = a.shape[-1]
     if n == 0:
         return zeros(a.shape[:-1], a.dtype), a
-    rotated, v = _jacobi(_pad_even(a, False), gram=False)
-    w = shapes.diagonal(rotated, 0, -2, -1)[..., :n]
-    v = v[..., :n, :n]
+    _, v = _jacobi(_pad_even(a, False), gram=False)
+    v = _unit_columns(v[..., :n, :n])
+    w = reductions.sum(v * matmul(a, v), axis=-2)
     order = sorting.argsort(w, axis=-1)
     return take_along_axis(w, order, -1), take_along_axis(v, order[..., None, :], -1)
 
@@ -453,21 +534,25 @@ class SVDResult(NamedTuple):
 
 
 def _svd_tall(a):
-    """``(u, s, vt)`` of ``a`` (..., m, n) with m >= n: one-sided Jacobi on the columns, then
-    QR of the rotated columns (orthogonal already) for U, which also completes U where a
-    singular value is zero."""
+    """``(u, s, vt)`` of ``a`` (..., m, n) with m >= n: one-sided Jacobi on the columns gives
+    ``V``; the singular values are the norms of ``A v`` for the unit columns ``v`` of ``V`` (as
+    for eigh, stationary at a singular vector, so free of the rotations' accumulated rounding),
+    and U comes from the QR of ``A V`` (orthogonal columns already), which also completes U
+    where a singular value is zero."""
     n = a.shape[-1]
-    b, v = _jacobi(_pad_even(a, True), gram=True)
-    b, v = b[..., :n], v[..., :n, :n]
+    _, v = _jacobi(_pad_even(a, True), gram=True)
+    v = _unit_columns(v[..., :n, :n])
+    b = matmul(a, v)
+    s = sqrt(reductions.sum(b * b, axis=-2))
     # columns by decreasing norm, so that zero columns (rank deficiency) come last and the QR
     # of these orthogonal columns is diagonal
-    order = sorting.argsort(-reductions.sum(b * b, axis=-2), axis=-1)
+    order = sorting.argsort(-s, axis=-1)
     b = take_along_axis(b, order[..., None, :], -1)
     v = take_along_axis(v, order[..., None, :], -1)
-    q, r = qr(b, mode="complete")
-    s_signed = shapes.diagonal(r, 0, -2, -1)
-    sign = _where_xy(s_signed < 0, -1.0, 1.0)
-    return q[..., :, :n] * sign[..., None, :], ufuncs.abs(s_signed), v, q[..., :, n:]
+    s = take_along_axis(s, order, -1)
+    q, r = _householder_qr(b, "complete")
+    sign = _where_xy(shapes.diagonal(r, 0, -2, -1) < 0, -1.0, 1.0)
+    return q[..., :, :n] * sign[..., None, :], s, v, q[..., :, n:]
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -529,25 +614,43 @@ def matrix_rank(M, rtol=None, *, tol=None):
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
-    """Least squares ``argmin |a x - b|`` through the SVD: ``(x, residuals, rank, s)``."""
-    a, b = _float(asarray(a)), _float(asarray(b))
-    if a.ndim != 2 or b.ndim not in (1, 2):
-        raise TypeError(f"lstsq: a must be 2-D and b 1-D or 2-D, got {a.shape} and {b.shape}")
+    """Least squares ``argmin |a x - b|`` through the SVD: ``(x, residuals, rank, s)``;
+    singular values below ``rcond * s_max`` (default ``eps * max(m, n)``) are dropped."""
+    a, b = asarray(a), asarray(b)
+    dt = result_type(a, b)
+    if not issubdtype(dt, np.floating):
+        dt = np.dtype(np.float32)
+    a, b = astype(a, dt), astype(b, dt)
+    if a.shape[:1] != b.shape[:1]:
+        raise ValueError("Leading dimensions of input arrays must match")
     vec = b.ndim == 1
     b2 = b[:, None] if vec else b
+    if a.ndim != 2:
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    if b2.ndim != 2:
+        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
+                        f"two-dimensional")
     m, n = a.shape
-    if rcond is None:
-        rcond = float(np.finfo(np.float32).eps) * builtins.max(m, n)
-    u, s, vh = svd(a, full_matrices=False)
-    keep = s > asarray(rcond, a.dtype) * reductions.max(s)
-    s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
-    x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
-    rank = reductions.sum(keep, dtype=np.int32)
-    resid = reductions.sum((matmul(a, x) - b2) ** 2, axis=0)
-    if numpy_resid and (rank < n or m <= n):
-        resid = zeros((0,), a.dtype)
-    return (x[:, 0] if vec else x), (resid[0] if vec and resid.ndim and resid.shape[0] else
-                                      resid), rank, s
+    eps = float(np.finfo(dt).eps)
+    if a.size == 0:
+        s = zeros((0,), dt)
+        rank = asarray(0, np.int32)
+        x = zeros((n,) + b2.shape[1:], dt)
+    else:
+        if rcond is None:
+            rcond = eps * builtins.max(m, n)
+        else:
+            rcond = _where_xy(asarray(rcond) < 0, eps, rcond)
+        u, s, vh = svd(a, full_matrices=False)
+        keep = (s > 0) & (s >= astype(asarray(rcond), dt) * s[0])
+        rank = reductions.sum(keep, dtype=np.int32)
+        s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
+        x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = zeros((0,), dt)
+    else:
+        resid = norm(b2 - matmul(a, x), axis=0) ** 2
+    return (ravel(x) if vec else x), resid, rank, s
 
 
 def _cpu_only(name):
@@ -562,15 +665,26 @@ eig = _cpu_only("eig")
 eigvals = _cpu_only("eigvals")
 
 
-def qr(a, mode: str = "reduced"):
-    """QR by Householder reflections (LAPACK's sign conventions: a column already zero below
-    the diagonal is left as it is); ``mode`` is ``reduced``, ``complete`` or ``r``."""
+def _qr_args(a, mode):
     a = _float(asarray(a))
     if a.ndim < 2:
         raise TypeError(f"Input 0 to qr must have rank at least 2, but got shape={a.shape}")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'" if mode != "raw" else
                          "wjax: qr mode 'raw' (Householder vectors) is not implemented")
+    return a
+
+
+def qr(a, mode: str = "reduced"):
+    """QR by Householder reflections (LAPACK's sign conventions: a column already zero below
+    the diagonal is left as it is); ``mode`` is ``reduced``, ``complete`` or ``r``
+    (``wjax.api.linalg`` adds JAX's derivative rule)."""
+    return _householder_qr(_qr_args(a, mode), mode)
+
+
+def _householder_qr(a, mode):
+    """One Householder reflection per column, in a ``fori_loop`` of array operations; the
+    column is read with a dynamic index (a gather), so a step is O(m * (m + n))."""
     *batch, m, n = a.shape
     k = builtins.min(m, n)
     rows = arange(m)
@@ -579,7 +693,7 @@ def qr(a, mode: str = "reduced"):
 
     def step(j, carry):
         r, q = carry
-        col = reductions.sum(_where_xy(cols == j, r, 0.0), axis=-1)           # r[..., :, j]
+        col = lax.dynamic_index_in_dim(r, j, axis=r.ndim - 1, keepdims=False)  # r[..., :, j]
         below = _where_xy(rows > j, col, 0.0)
         x_j = reductions.sum(_where_xy(rows == j, col, 0.0), axis=-1)
         sub2 = reductions.sum(below * below, axis=-1)

@@ -65,7 +65,8 @@ bfloat16 = _scalar_type(dtypes.bfloat16)   # ml_dtypes' bfloat16, as in JAX
 # WGSL has no such types, so an array of one is refused (dtypes.check_supported)
 _NARROW = ("float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
            "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-           "float8_e8m0fnu", "int2", "int4", "uint2", "uint4")
+           "float8_e8m0fnu", "int2", "int4", "uint2", "uint4", "int1", "uint1",
+           "float6_e2m3fn", "float6_e3m2fn")
 for _n in _NARROW:
     if getattr(dtypes._ml_dtypes, _n, None) is not None:
         globals()[_n] = getattr(dtypes._ml_dtypes, _n)

@@ -373,10 +373,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     return counts, edges
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
-    raise NotImplementedError("jnp.histogram2d")
-
-
 def _conv1d(name, x, y, mode, precision, preferred_element_type):
     x, y = asarray(x), asarray(y)
     if x.ndim != 1 or y.ndim != 1:
@@ -473,13 +469,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return reductions.sum(multiply(multiply(add(lo, hi), 0.5), d), axis=ax)
 
 
-def apply_along_axis(func1d, axis, arr, *args, **kwargs):
-    raise NotImplementedError("jnp.apply_along_axis needs vmap")
-
-
 __all__ = [
     "where", "sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted",
     "digitize", "nonzero", "flatnonzero", "argwhere", "bincount", "histogram_bin_edges",
-    "histogram", "histogram2d", "convolve", "correlate", "interp", "trapezoid",
-    "apply_along_axis",
+    "histogram", "convolve", "correlate", "interp", "trapezoid",
 ]

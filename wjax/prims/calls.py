@@ -18,7 +18,7 @@ first use.  The APIs that bind these live in ``wjax/api/``.
 """
 from __future__ import annotations
 
-from ..core import caches
+from ..core import caches, tree_util
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, Var, force_jaxpr
 from ..core.primitive import Primitive
 from ..core.tracing import eval_jaxpr
@@ -290,3 +290,81 @@ custom_vjp_call_p.impl = _run_inner
 custom_vjp_call_p.call = True
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 _custom_call_batch(custom_vjp_call_p)
+
+
+# --------------------------------------------------------------------------- custom_vmap_call
+# A function with its own batching rule (jax.custom_batching.custom_vmap): the call carries
+# the function's jaxpr (closed-over values first, ``num_consts`` of them) and the user's
+# ``rule(axis_size, in_batched, *args) -> (out, out_batched)``, called on the batched
+# operands (batch axis 0) when vmap meets the call.  jvp differentiates the function itself.
+
+def _custom_vmap_jvp(primals, tangents, *, jaxpr, rule, num_consts, in_tree, out_tree, name,
+                     jvp_rule):
+    """The jvp is again a custom_vmap call: of the function's jvp, with the rule's jvp as its
+    batching rule (``jvp_rule(rule)``, built by the api layer), so vmap of jvp still uses
+    the user's rule."""
+    m = len(jaxpr.out_avals)
+    if all(isinstance(t, _ad.Zero) for t in tangents):
+        outs = custom_vmap_call_p.bind(*primals, jaxpr=jaxpr, rule=rule, num_consts=num_consts,
+                                       in_tree=in_tree, out_tree=out_tree, name=name,
+                                       jvp_rule=jvp_rule)
+        return list(outs), [_ad.Zero(_ad.tangent_aval(a)) for a in jaxpr.out_avals]
+    if any(not isinstance(t, _ad.Zero) for t in tangents[:num_consts]):
+        raise TypeError(f"custom_vmap function {name} closes over a value that is being "
+                        f"differentiated; pass it as an argument")
+    n = len(primals) - num_consts
+    jv, _ = jvp_jaxpr(jaxpr, [False] * num_consts + [True] * n, instantiate_outs=True)
+    tans = [_ad.instantiate(t) for t in tangents[num_consts:]]
+    both_in = tree_util.treedef_tuple([in_tree, in_tree])
+    both_out = tree_util.treedef_tuple([out_tree, out_tree])
+    outs = custom_vmap_call_p.bind(*primals, *tans, jaxpr=jv, rule=jvp_rule(rule, out_tree),
+                                   num_consts=num_consts, in_tree=both_in, out_tree=both_out,
+                                   name=name, jvp_rule=jvp_rule)
+    return list(outs[:m]), list(outs[m:])
+
+
+def _custom_vmap_batch(args, dims, *, jaxpr, rule, num_consts, in_tree, out_tree, name,
+                       jvp_rule):
+    n = batching.axis_size(args, dims)
+    if any(d is not None for d in dims[:num_consts]):
+        # a batched closed-over value: the function's own batching (as if no rule were given)
+        new_dims = [None if d is None else 0 for d in dims]
+        moved = [a if d is None else batching.move_batch_axis(a, d, 0, n)
+                 for a, d in zip(args, dims)]
+        bj, out_dims = vmap_closed_jaxpr(jaxpr, new_dims, n, out_dims=0)
+        return eval_jaxpr(bj.jaxpr, bj.consts, *moved), [0] * len(bj.jaxpr.outvars)
+    xs = [a if d is None else batching.move_batch_axis(a, d, 0, n)
+          for a, d in zip(args[num_consts:], dims[num_consts:])]
+    # one entry per positional argument, in a list (as JAX passes it)
+    in_batched = list(tree_util.tree_unflatten(in_tree, [d is not None
+                                                          for d in dims[num_consts:]]))
+    out, out_batched = rule(n, in_batched, *tree_util.tree_unflatten(in_tree, xs))
+    outs, tree = tree_util.tree_flatten(out)
+    if tree != out_tree:
+        raise ValueError(f"structure of output value and output batching specification returned "
+                         f"by custom vmap rule ({name}) do not match: rule returned {tree}, the "
+                         f"function {out_tree}")
+    if isinstance(out_batched, bool):
+        flags = [out_batched] * len(outs)
+    else:
+        flags, btree = tree_util.tree_flatten(out_batched)
+        if btree != out_tree:
+            raise ValueError(f"structure of output value and output batching specification "
+                             f"returned by custom vmap rule ({name}) do not match: {out_tree} "
+                             f"and {btree}")
+    for o, f, a in zip(outs, flags, jaxpr.out_avals):
+        want = batched_aval(a, 0, n) if f else a
+        got = batching.aval_of(o)
+        if (got.shape, got.dtype) != (want.shape, want.dtype):
+            raise ValueError(f"custom vmap rule ({name}) returned an output of shape "
+                             f"{got.shape} {got.dtype} where {want.shape} {want.dtype} was "
+                             f"expected")
+    return outs, [0 if f else None for f in flags]
+
+
+custom_vmap_call_p = Primitive("custom_vmap_call", multiple_results=True)
+custom_vmap_call_p.abstract_eval = _out_avals
+custom_vmap_call_p.impl = _run_inner
+custom_vmap_call_p.call = True
+custom_vmap_call_p.jvp = _custom_vmap_jvp
+custom_vmap_call_p.batch = _custom_vmap_batch

@@ -19,6 +19,16 @@ call, feeding device buffers from one sub-plan run to the next.  Nothing is read
 a branch or loop exit must be decided on the host.  The choice between the loop forms is
 described in ``wjax/backend/loops.py``:
 
+* Scan restructuring (``_restructure_scan``) comes first: a scan whose body has
+  *accumulator carries* (``c' = c + d``, ``d`` independent of ``c``, used nowhere else: the
+  weight-gradient sums of a transposed scan) or carry-independent matmuls/reductions worth
+  moving (2^20 element-steps or more) is compiled as an equivalent program around an inner
+  scan: the hoisted ops run once before it, batched over the steps, and read as extra
+  ``xs``; the accumulators' terms are emitted as extra ``ys`` (a product's operands, when
+  ``d`` is a ``dot_general``) and summed after the loop by one reduction (one ``dot_general``
+  with the step axis contracted); ``ys`` that are an ``xs`` slice, a repeat, or the incoming
+  carry (when the outgoing one is also a ``ys``) are taken from outside the loop.  The
+  inner scan then goes through the forms below (it is never restructured again).
 * ``scan`` and ``while`` first try to run as a loop INSIDE ONE KERNEL (``_in_kernel``,
   ``wjax/backend/loops.py``): per element for elementwise bodies, in one workgroup for small
   bodies with reductions and matmuls.  The bullets below are the recorded form, for the rest.
@@ -63,7 +73,7 @@ import numpy as np
 from ..backend import wgsl as W
 from ..backend.execute import Bound, Executable, nbytes_of, upload
 from ..backend.loops import in_kernel_loop
-from ..backend.lower import HostStep
+from ..backend.lower import HostStep, cse_and_fold, flatten_closed
 from ..core import caches
 from ..core import ops as _ops
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, subjaxprs
@@ -71,11 +81,11 @@ from ..core.primitive import Primitive
 from ..core.tracing import Tracer, eval_jaxpr, trace_flat
 from ..transforms import ad as _ad
 from ..transforms import batching as _batching
-from ..transforms.dce import dce_closed, dce_jaxpr
+from ..transforms.dce import dce_closed, dce_jaxpr, has_effects
 from ..transforms.jvp import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
-from ..transforms.vmap import vmap_closed_jaxpr
+from ..transforms.vmap import batch_eval, vmap_closed_jaxpr
 from .elementwise import select_n_p
 
 
@@ -1005,6 +1015,23 @@ def _scan_kernel(
 ):
     keys, out_keys, split = _eqn_io(ctx)
     nc, ncar = num_consts, num_carry
+    tag = (length, reverse, nc, ncar, unroll)
+    whole = _memo(ctx, (jaxpr,), ("restructure",) + tag,
+                  lambda: _restructure_scan(jaxpr, length, reverse, nc, ncar, unroll))
+    if whole is not None:
+        sub = _sub(ctx, (jaxpr,), ("restructured",) + tag, lambda: whole, "scan")
+        nbytes = [nbytes_of(v.aval) for v in ctx.eqn.outvars]
+
+        def run_whole(rt, bufs):
+            ins, outs = split(rt, bufs)
+            res = sub.run(rt, ins, out_buffers=outs)
+            for r, o, n in zip(res, outs, nbytes):
+                if r is not o:
+                    _copy(rt, r, o, n)
+        ctx.host_step(run_whole, keys, out_keys,
+                      label="scan: restructured (hoisted matmuls, accumulators summed after)",
+                      wgsl=sub.plan.wgsl_text())
+        return
     fused = _in_kernel(ctx, (jaxpr,), "loop_s", lambda: selectify(jaxpr),
                        "scan", nc, ncar, length=length, reverse=reverse)
     if fused is not None:
@@ -1017,6 +1044,206 @@ def _scan_kernel(
         return
     scan = _RecordedScan(ctx, split, avals, jaxpr, length, reverse, nc, ncar, unroll)
     ctx.host_step(scan.run, keys, out_keys, label="scan: body recorded per step, no readback")
+
+
+# --------------------------------------------------------------------------- scan restructuring
+
+HOIST_BYTES = 256 << 20     # stacked values a restructured scan may add (hoisted xs, acc terms)
+HOIST_WORK = 1 << 20        # hoist when the moved kernel ops do this many element-steps
+_ADDS = ("add",)
+_restructured = caches.Memo(512)     # bodies made by _restructure_scan
+
+
+def _is_kernel_op(e: Eqn) -> bool:
+    return e.prim.fuse is None or e.prim.kernel is not None
+
+
+def _kernel_work(e: Eqn) -> int:
+    """Element-steps of a kernel op: output size times its contraction/reduction length."""
+    ins = [a.aval.size for a in e.invars]
+    out = max(sum(v.aval.size for v in e.outvars), 1)
+    if e.prim.name == "dot_general":
+        (lc, _), _ = e.params["dimension_numbers"]
+        return out * int(np.prod([e.invars[0].aval.shape[d] for d in lc]))
+    return max(out, max(ins, default=0))
+
+
+def _restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, ncar: int,
+                      unroll: int):
+    """The scan equation as an equivalent program that leaves less work inside the loop, or
+    None when nothing would move (see "Scan restructuring" in the module docstring):
+
+    * *accumulator carries* -- a carry ``c`` whose only use is ``c' = c + d`` with ``d`` not
+      depending on ``c`` (the weight-gradient sums of a transposed scan) -- leave the loop:
+      the body emits ``d`` (or, for ``d = dot_general(a, b)``, its operands) as extra ``ys``
+      and ``c_final = c_init + sum over steps`` is one reduction, or ONE ``dot_general``
+      with the step axis contracted, after the loop;
+    * *hoisting*: kernel ops (matmuls, reductions) that read no carry -- ``x_t @ Wx`` --
+      run once for all steps before the loop (the body's carry-independent part, batched over
+      the step axis), and the loop reads their results as extra ``xs`` (or consts).
+
+    Returns a ClosedJaxpr taking and returning what the scan equation does."""
+    if length == 0 or _restructured.get_or_make((jaxpr,), "made", lambda: False):
+        return None          # made by this function: nothing more moves out
+    body = selectify(jaxpr)
+    j, cconsts = flatten_closed(body)
+    j = dce_jaxpr(cse_and_fold(j))[0]
+    if any(has_effects(e) for e in j.eqns):
+        return None
+    consts_v, carry_v, xs_v = _split(j.invars, nc, ncar)
+    outs = list(j.outvars)
+    produced = {v.id: e for e in j.eqns for v in e.outvars}
+    uses: dict = {}
+    for e in j.eqns:
+        for a in e.invars:
+            if isinstance(a, Var):
+                uses[a.id] = uses.get(a.id, 0) + 1
+    for a in outs:
+        if isinstance(a, Var):
+            uses[a.id] = uses.get(a.id, 0) + 1
+    # which carries each var depends on; its class: "c" consts only, "x" xs, "v" a carry
+    deps: dict = {v.id: {k} for k, v in enumerate(carry_v)}
+    cls: dict = {v.id: "c" for v in j.constvars + consts_v}
+    cls.update({v.id: "v" for v in carry_v})
+    cls.update({v.id: "x" for v in xs_v})
+    rank = {"c": 0, "x": 1, "v": 2}
+    for e in j.eqns:
+        d = set().union(*[deps.get(a.id, set()) for a in e.invars if isinstance(a, Var)])
+        c = max([cls[a.id] for a in e.invars if isinstance(a, Var)] + ["c"], key=rank.get)
+        for v in e.outvars:
+            deps[v.id], cls[v.id] = d, c
+
+    # accumulator carries: k -> ("dot", eqn, (a, b)) or ("sum", d)
+    acc = {}
+    for k, c in enumerate(carry_v):
+        o = outs[k]
+        p = produced.get(o.id) if isinstance(o, Var) else None
+        if p is None or p.prim.name not in _ADDS or len(p.invars) != 2:
+            continue
+        a0, a1 = p.invars
+        d = a1 if isinstance(a0, Var) and a0.id == c.id else a0
+        other = a0 if d is a1 else a1
+        if not (isinstance(other, Var) and other.id == c.id and isinstance(d, Var)
+                and d.id != c.id and _same_types(d.aval, c.aval)):
+            continue
+        if uses.get(c.id) != 1 or uses.get(o.id) != 1 or k in deps.get(d.id, set()):
+            continue
+        pd = produced.get(d.id)
+        if (pd is not None and pd.prim.name == "dot_general" and uses.get(d.id) == 1
+                and all(isinstance(x, Var) and cls[x.id] != "c" for x in pd.invars)):
+            acc[k] = ("dot", pd, p, tuple(pd.invars))
+        else:
+            acc[k] = ("sum", None, p, (d,))
+    # values stacked over the steps for the accumulators' sums
+    stacked = list(dict.fromkeys(x for _, _, _, xs_ in acc.values() for x in xs_))
+    keep_k = [k for k in range(ncar) if k not in acc]
+    # ys the loop need not write: an xs slice (the stacked xs), a repeated ys, or the carry
+    # coming in when the carry going out is also a ys (the same stack shifted by one step)
+    ys_from: dict = {}          # ys position -> ("xs", i) | ("ys", j) | ("shift", k, j)
+    first: dict = {}
+    for q, y in enumerate(outs[ncar:]):
+        if not isinstance(y, Var):
+            continue
+        xi = next((i for i, v in enumerate(xs_v) if v.id == y.id), None)
+        if xi is not None:
+            ys_from[q] = ("xs", xi)
+        elif y.id in first:
+            ys_from[q] = ("ys", first[y.id])
+        else:
+            first[y.id] = q
+    for q, y in enumerate(outs[ncar:]):
+        k = next((k for k, v in enumerate(carry_v) if isinstance(y, Var) and v.id == y.id), None)
+        if q in ys_from or k is None or k in acc or length == 0:
+            continue
+        jn = first.get(outs[k].id) if isinstance(outs[k], Var) else None
+        if jn is not None and jn not in ys_from:
+            ys_from[q] = ("shift", k, jn)
+    ys_kept = [q for q in range(len(outs) - ncar) if q not in ys_from]
+    new_outs = [outs[k] for k in keep_k] + [outs[ncar + q] for q in ys_kept]
+    # stacked values that are not per-step results of the loop come from before it
+    pre_stk = [x for x in stacked if cls[x.id] != "v" and not any(x is v for v in xs_v)]
+    ys_stk = [x for x in stacked if cls[x.id] == "v"]
+    # hoisting: carry-independent kernel ops and everything they read
+    live = dce_jaxpr(Jaxpr(j.constvars, j.invars, new_outs + stacked, j.eqns))[0]
+    hoist_ids: set = {x.id for x in pre_stk}
+    for e in reversed(live.eqns):
+        if any(v.id in hoist_ids for v in e.outvars) or (
+                _is_kernel_op(e) and cls[e.outvars[0].id] != "v"):
+            hoist_ids.update(v.id for v in e.outvars)
+            hoist_ids.update(a.id for a in e.invars
+                             if isinstance(a, Var) and a.id in produced)
+    hoisted = [e for e in live.eqns if e.outvars[0].id in hoist_ids]
+    work = length * sum(_kernel_work(e) for e in hoisted if _is_kernel_op(e))
+    if not acc and work < HOIST_WORK:
+        return None          # too little to pay for the dispatches it adds
+    rest = [e for e in live.eqns if e.outvars[0].id not in hoist_ids]
+    read_by_rest = {a.id for e in rest for a in e.invars if isinstance(a, Var)}
+    read_by_rest |= {a.id for a in new_outs if isinstance(a, Var)}
+    front = [v for e in hoisted for v in e.outvars if v.id in read_by_rest]
+    front_c = [v for v in front if cls[v.id] == "c"]
+    front_x = [v for v in front if cls[v.id] == "x"]
+    extra = sum(length * nbytes_of(v.aval) for v in front_x + pre_stk + ys_stk)
+    if extra > HOIST_BYTES:
+        return None
+    pre = Jaxpr(j.constvars, consts_v + xs_v, front_c + front_x + pre_stk, hoisted)
+    new_body = ClosedJaxpr(
+        Jaxpr(j.constvars, consts_v + front_c + [carry_v[k] for k in keep_k] + xs_v + front_x,
+              new_outs + ys_stk, rest),
+        cconsts,
+    )
+    _restructured.get_or_make((new_body,), "made", lambda: True)
+    ny = len(outs) - ncar
+    in_avals = [v.aval for v in consts_v + carry_v] + [
+        v.aval.update(shape=(length,) + v.aval.shape) for v in xs_v]
+
+    def whole(*args):
+        consts, init, xs = _split(args, nc, ncar)
+        vals, dims = batch_eval(pre, cconsts, consts + xs,
+                                    [None] * nc + [0] * len(xs), length)
+        fc, fx, pstk = _split(vals, len(front_c), len(front_x))
+        dfc, dfx, dpstk = _split(dims, len(front_c), len(front_x))
+        if any(d is not None for d in dfc):
+            raise AssertionError("scan restructuring: a loop-invariant value is batched")
+        fx = [_batching.move_batch_axis(v, d, 0, length) for v, d in zip(fx, dfx)]
+        pstk = [_batching.move_batch_axis(v, d, 0, length) for v, d in zip(pstk, dpstk)]
+        res = scan_p.bind(*consts, *fc, *[init[k] for k in keep_k], *xs, *fx,
+                          jaxpr=new_body, length=length, reverse=reverse,
+                          num_consts=nc + len(fc), num_carry=len(keep_k), unroll=unroll)
+        kc, kys, ystk = _split(res, len(keep_k), len(ys_kept))
+        ys = [None] * ny
+        for j, v in zip(ys_kept, kys):
+            ys[j] = v
+        for j, src in ys_from.items():
+            if src[0] == "xs":
+                ys[j] = xs[src[1]]
+        for j, src in ys_from.items():
+            if src[0] == "shift":
+                _, k, jn = src
+                c0 = _ops.expand_dims(init[k], (0,))
+                if reverse:
+                    ys[j] = _ops.concatenate([_ops.slice_in_dim(ys[jn], 1, length), c0], 0)
+                else:
+                    ys[j] = _ops.concatenate([c0, _ops.slice_in_dim(ys[jn], 0, length - 1)], 0)
+        for j, src in ys_from.items():
+            if src[0] == "ys":
+                ys[j] = ys[src[1]]
+        full = {x.id: v for x, v in zip(ys_stk, ystk)}
+        full.update({x.id: v for x, v in zip(pre_stk, pstk)})
+        full.update({x.id: v for x, v in zip(xs_v, xs)})
+        carry = dict(zip(keep_k, kc))
+        for k, (kind, pd, p, ops_) in acc.items():
+            if kind == "dot":
+                (lc, rc), (lb, rb) = pd.params["dimension_numbers"]
+                up = lambda t: tuple(int(i) + 1 for i in t)  # noqa: E731
+                dn = (((0,) + up(lc), (0,) + up(rc)), (up(lb), up(rb)))
+                total = pd.prim.bind(full[ops_[0].id], full[ops_[1].id],
+                                     **dict(pd.params, dimension_numbers=dn))
+            else:
+                total = _ops.reduce_sum(full[ops_[0].id], (0,))
+            carry[k] = p.prim.bind(init[k], total, **p.params)
+        return [carry[k] for k in range(ncar)] + list(ys)
+
+    return _trace(whole, in_avals)
 
 
 class _RecordedScan:

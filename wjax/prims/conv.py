@@ -119,7 +119,9 @@ def _dilate(n, d):
 
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
-conv_general_dilated_p.fuse_inputs = (0, 1)
+# the weights' producers fuse (read once, into the W[G, K, N] copy); the input's do not: the
+# direct kernel reads each input value up to window x column-blocks times
+conv_general_dilated_p.fuse_inputs = (1,)
 
 
 # The kernels give each thread one contraction of (input channels x window) terms; lavapipe
@@ -135,7 +137,10 @@ def conv_bind(lhs, rhs, **params):
     fgc, bgc = params.get("feature_group_count", 1), params.get("batch_group_count", 1)
     C = ra.shape[dn.rhs_spec[1]]                       # input channels per group
     window = int(np.prod([ra.shape[d] for d in dn.rhs_spec[2:]], dtype=np.int64))
-    if C * window <= CONV_K_CHUNK or fgc != 1 or bgc != 1 or C == 1:
+    O = ra.shape[dn.rhs_spec[0]]
+    direct = (la.dtype == ra.dtype == np.float32 and params.get("preferred_element_type")
+              in (None, np.float32) and (O // max(fgc * bgc, 1)) % 4 == 0)
+    if C * window <= CONV_K_CHUNK or fgc != 1 or bgc != 1 or C == 1 or direct:
         return conv_general_dilated_p.bind(lhs, rhs, **params)
     step = max(1, CONV_K_CHUNK // max(window, 1))
     out = None
@@ -368,17 +373,17 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     M = out_n * int(np.prod(out_sp, dtype=np.int64))
     N = Og
     K = g["Cg"] * int(np.prod(k_sp, dtype=np.int64))
+    acc = _acc_dtype(lhs.dtype)
+    f32 = np.dtype(np.float32)
+    if (lhs.dtype == rhs.dtype == out.dtype == f32 and N % 4 == 0 and K > 0 and M * N * K >= 32768
+            and hasattr(ctx.new_kb(), "vec")):
+        return _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K)
     limit = ctx.target.loop_limit
     if limit is not None and K > limit:
         raise NotImplementedError(
             f"wjax: this convolution contracts {K} terms per output in one thread, more than the "
             f"{limit} loop iterations {ctx.target.name} runs per invocation (a window "
             f"of {int(np.prod(k_sp))} positions); use a smaller window or another adapter")
-    acc = _acc_dtype(lhs.dtype)
-    f32 = np.dtype(np.float32)
-    if (lhs.dtype == rhs.dtype == out.dtype == f32 and N % 4 == 0 and K > 0 and M * N * K >= 32768
-            and hasattr(ctx.new_kb(), "vec")):
-        return _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K)
     kb = ctx.new_kb()
     lines, va = _lhs_lines(ctx, kb, lhs, dn, g, params, "b", "m", "k")
     read_a = "  " + "\n  ".join(lines + [f"return {va};"])
@@ -394,51 +399,182 @@ def _conv_kernel(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_di
     emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, G, M, N, K)
 
 
+class ConvConfig(NamedTuple):
+    """A direct-kernel variant: RM rows x V vec4 columns per thread, the contraction split
+    S ways (partial outputs summed by a second kernel)."""
+    rm: int
+    v: int
+    s: int
+
+    @property
+    def name(self) -> str:
+        return f"rm{self.rm}v{self.v}s{self.s}"
+
+
+CONV_TUNE_FLOPS = 4 << 30     # tune on the problem itself up to this many FLOPs
+
+
+def _conv_default(G, M, N4, K) -> ConvConfig:
+    """16 x 8 blocks, halved while there are fewer than 512 threads; a long contraction with
+    few output blocks is split (the weight gradient: K = batch x positions)."""
+    RM, V, S = 16, 8, 1
+    while RM > 2 and G * (-(-M // RM)) * (-(-N4 // V)) < 512 and K <= 4096:
+        RM, V = RM // 2, max(1, V // 2)
+    tiles = G * (-(-M // RM)) * (-(-N4 // V))
+    while tiles * S < 512 and K // (2 * S) >= 256:
+        S *= 2
+    return ConvConfig(RM, V, _conv_splits(K, S))
+
+
+def _conv_splits(K, s) -> int:
+    return max(1, min(K, max(s, -(-K // CONV_K_CHUNK))))
+
+
+def _conv_candidates(G, M, N4, K) -> list:
+    out = []
+    if N4 >= 8:
+        blocks = ((8, 4), (16, 4), (16, 8), (32, 8))
+    else:
+        blocks = tuple((rm, N4) for rm in (8, 16, 32))
+    for rm, v in blocks:
+        if rm > 2 * M:
+            continue
+        tiles = G * (-(-M // rm)) * (-(-N4 // v))
+        for sp in (1, 4, 16, 64):
+            if sp == 1 or (tiles * sp <= 4096 and K // sp >= 128):
+                out.append(ConvConfig(rm, v, _conv_splits(K, sp)))
+    return list({c.name: c for c in out}.values())
+
+
 def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
-    """float32, N % 4 == 0: a direct register-blocked kernel shaped like the vec4 matmul.
+    """float32, N % 4 == 0: a direct register-blocked kernel shaped like the vec4 matmul
+    (implicit GEMM).
 
     The kernel is first laid out as W[G, K, N] (a small copy); each thread then owns RM output
-    rows (batch x spatial positions) times 4V output channels in vec4 registers and, for each
-    depth k = (input channel, window position), reads the RM input values it needs straight
-    from the lhs (implicit im2col: bounds and dilation lattice checked in registers) and the V
-    weight vec4s."""
-    G = g["G"]
+    rows (batch x spatial positions) times 4V output channels in vec4 registers.  The depth
+    loop runs over window positions, then input channels: per window position each row's
+    input position and bounds (padding, the lhs-dilation lattice) are computed once, so the
+    inner loop over channels reads the RM input values and V weight vec4s with no index
+    math -- as cheap as the matmul's.  A long contraction is split S ways (partial outputs
+    in a scratch buffer, summed by a second kernel): the weight gradient contracts over
+    batch x output positions.  The block and split are autotuned per problem."""
+    G, N4 = g["G"], N // 4
     weights = _conv_weights(ctx, rhs, dn, g, K, N)
+    default = _conv_default(G, M, N4, K)
+    cfg = default
+    flops = 2 * G * M * N * K
+    nb = [4 * lhs.size, 4 * G * K * N, 4 * int(np.prod(out.shape))]
+    room = int(ctx.target["max-storage-buffer-binding-size"])
+    if flops <= CONV_TUNE_FLOPS and max(nb) <= room:
+        cands = {c.name: c for c in _conv_candidates(G, M, N4, K) + [default]
+                 if nb[2] * c.s <= room}
+        key = ("conv|" + "x".join(map(str, lhs.shape)) + "*" + "x".join(map(str, rhs.shape))
+               + f"|{params}|{tuple(map(tuple, dn))}")
+        size = int(np.prod(out.shape))
+        out_key = ctx.out_key(0)
+        part = ("conv-partials",)
+
+        def build(name):
+            c = cands[name]
+            kb = ctx.new_kb()
+            src, grid = _conv_src(ctx, kb, lhs, out, dn, g, params, M, N, K, c, weights,
+                                  out_key if c.s == 1 else part)
+            order = {ctx.in_key(0): 0, weights: 1, out_key: 2, part: 3}
+            d = [(src, [order[k] for k in kb.dispatch_bindings()[0]], grid)]
+            if c.s > 1:
+                kb2 = ctx.new_kb()
+                src2, grid2 = _conv_sum_src(kb2, part, out_key, c.s, size)
+                d.append((src2, [order[k] for k in kb2.dispatch_bindings()[0]], grid2))
+            return d
+        nb.append(4 * size * max(c.s for c in cands.values()))
+        name = ctx.target.tune(key, list(cands), build, nb, default.name)
+        cfg = cands.get(name, default)
+    size = int(np.prod(out.shape))
+    if cfg.s == 1:
+        kb = ctx.new_kb()
+        src, grid = _conv_src(ctx, kb, lhs, out, dn, g, params, M, N, K, cfg, weights,
+                              ctx.out_key(0))
+        ctx.dispatch(kb, src, grid)
+        return
+    part = ctx.scratch(ShapedArray((cfg.s * size,), np.dtype(np.float32)))
+    kb = ctx.new_kb()
+    src, grid = _conv_src(ctx, kb, lhs, out, dn, g, params, M, N, K, cfg, weights, part)
+    ctx.dispatch(kb, src, grid)
+    kb = ctx.new_kb()
+    src, grid = _conv_sum_src(kb, part, ctx.out_key(0), cfg.s, size)
+    ctx.dispatch(kb, src, grid)
+
+
+def _conv_sum_src(kb, part, out_key, S, size):
+    f32 = np.dtype(np.float32)
+    p = kb.bind(part, f32, "read")
+    o = kb.bind(out_key, f32, "read_write")
+    kb.emit(f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s "
+            f"* {size}u + i]; }}\n  {o}[i] = acc;")
+    return kb.elementwise_kernel(size)
+
+
+def _conv_src(ctx, kb, lhs, out, dn, g, params, M, N, K, cfg, weights, out_key):
+    """The direct kernel of variant ``cfg``, writing the output (or with ``cfg.s`` > 1 the
+    partial outputs, ``s`` x the output's size) to ``out_key``."""
+    G, N4 = g["G"], N // 4
     nd = out.ndim
     direct = G == 1 and tuple(dn.out_spec) == (0, nd - 1) + tuple(range(1, nd - 1))
     f32 = np.dtype(np.float32)
-    kb = ctx.new_kb()
     kb.vec = 4
     w_name = kb.bind(weights, f32, "read")
-    o_name = kb.bind(ctx.out_key(0), f32, "read_write") if direct else None
+    o_name = kb.bind(out_key, f32, "read_write") if direct else None
     kb.vec = 1
     if not direct:
-        o_name = kb.bind(ctx.out_key(0), f32, "read_write")
-    WG, N4 = 16, N // 4
-    RM, V = _conv_tile(G, M, N4)
-    threads = G * (-(-M // RM)) * (-(-N4 // V))
+        o_name = kb.bind(out_key, f32, "read_write")
+    WG = 16
+    RM, V, S = cfg.rm, cfg.v, cfg.s
+    window = int(np.prod(g["k_sp"], dtype=np.int64))
+    Cg = g["Cg"]
+    tiles_n, tiles_m = -(-N4 // V), -(-M // RM)
+    threads = S * tiles_n * tiles_m * G
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
     body = _conv_row_origins(kb, g, params, M, RM)
     body += [f"var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V)]
     body += [f"let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V)]
-    loop = _conv_depth_step(ctx, kb, lhs, dn, g, params, RM, V, N4, w_name)
-    store = _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct)
-    tiles_n = -(-N4 // V)
-    tiles_m = -(-M // RM)
+    outer, inner = _conv_depth_step(ctx, kb, lhs, dn, g, params, RM, V, N4, w_name)
+    # the split's share of the depth: whole window positions when the channels are few,
+    # else channel ranges within each window position
+    if S == 1:
+        loops = (f"  for (var kw = 0u; kw < {window}u; kw = kw + 1u) {{\n    "
+                 + "\n    ".join(outer)
+                 + f"\n    for (var kc = 0u; kc < {Cg}u; kc = kc + 1u) {{\n      "
+                 + "\n      ".join(inner) + "\n    }\n  }")
+    else:
+        loops = _conv_split_loops(K, S, Cg, outer, inner)
+    store = _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct,
+                         base=f"sp * {int(np.prod(out.shape))}u" if S > 1 else None)
     src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
            f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
            f"@builtin(local_invocation_index) lid: u32) {{\n"
            f"  let t = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
-           f"  if (t >= {tiles_n * tiles_m * G}u) {{ return; }}\n"
-           f"  let gb = t / {tiles_n * tiles_m}u;\n"
+           f"  if (t >= {threads}u) {{ return; }}\n"
+           f"  let sp = t / {tiles_n * tiles_m * G}u;\n"
+           f"  let gb = (t / {tiles_n * tiles_m}u) % {G}u;\n"
            f"  let r = t % {tiles_n * tiles_m}u;\n"
            f"  let m0 = (r / {tiles_n}u) * {RM}u;\n"
            f"  let n0 = (r % {tiles_n}u) * {V}u;\n"
            f"  let bbase = gb * {K * N4}u;\n  "
-           + "\n  ".join(body)
-           + f"\n  for (var k = 0u; k < {K}u; k = k + 1u) {{\n    " + "\n    ".join(loop)
-           + "\n  }\n  " + "\n  ".join(store) + "\n}\n")
-    ctx.dispatch(kb, src, grid)
+           + "\n  ".join(body) + "\n" + loops + "\n  " + "\n  ".join(store) + "\n}\n")
+    return src, grid
+
+
+def _conv_split_loops(K, S, Cg, outer, inner) -> str:
+    """The depth loops of split ``sp``: depth k = window position * Cg + channel, the split
+    covering k in [k_lo, k_hi): its window positions, each with its range of channels."""
+    per = -(-K // S)
+    return (f"  let k_lo = sp * {per}u;\n  let k_hi = min(k_lo + {per}u, {K}u);\n"
+            f"  for (var kw = k_lo / {Cg}u; kw * {Cg}u < k_hi; kw = kw + 1u) {{\n    "
+            + "\n    ".join(outer)
+            + f"\n    let kc0 = select(0u, k_lo - kw * {Cg}u, kw * {Cg}u < k_lo);\n"
+            f"    let kc1 = min({Cg}u, k_hi - kw * {Cg}u);\n"
+            "    for (var kc = kc0; kc < kc1; kc = kc + 1u) {\n      "
+            + "\n      ".join(inner) + "\n    }\n  }")
 
 
 def _captured(kb, emit):
@@ -451,14 +587,17 @@ def _captured(kb, emit):
 
 
 def _conv_weights(ctx, rhs, dn, g, K, N):
-    """The kernel laid out as W[G, K, N] in a scratch buffer (one small dispatch)."""
+    """The kernel laid out as W[G, K, N], depth k = window position * Cg + input channel, in a
+    scratch buffer (one small dispatch)."""
     f32 = np.dtype(np.float32)
     weights = ctx.scratch(ShapedArray((g["G"] * K * N,), f32))
     kb = ctx.new_kb()
+    Cg = g["Cg"]
     kb.emit(f"let wg = i / {K * N}u;")
     kb.emit(f"let wk = (i / {N}u) % {K}u;")
     kb.emit(f"let wn = i % {N}u;")
-    lines, v = _rhs_lines(ctx, kb, rhs, dn, g, "wg", "wk", "wn")
+    kb.emit(f"let wc = (wk % {Cg}u) * {K // max(Cg, 1)}u + wk / {Cg}u;")   # channel-major k
+    lines, v = _rhs_lines(ctx, kb, rhs, dn, g, "wg", "wc", "wn")
     for ln in lines:
         kb.emit(ln)
     name = kb.bind(weights, f32, "read_write")
@@ -466,14 +605,6 @@ def _conv_weights(ctx, rhs, dn, g, K, N):
     src, grid = kb.elementwise_kernel(g["G"] * K * N)
     ctx.dispatch(kb, src, grid)
     return weights
-
-
-def _conv_tile(G, M, N4):
-    """Rows and vec4 columns per thread: 16 x 8, halved until there are >= 512 threads."""
-    RM, V = 16, 8
-    while RM > 2 and G * (-(-M // RM)) * (-(-N4 // V)) < 512:
-        RM, V = RM // 2, max(1, V // 2)
-    return RM, V
 
 
 def _conv_row_origins(kb, g, params, M, RM):
@@ -494,56 +625,61 @@ def _conv_row_origins(kb, g, params, M, RM):
 
 
 def _conv_depth_step(ctx, kb, lhs, dn, g, params, RM, V, N4, w_name):
-    """The body of the loop over depth k: V weight vec4s, then per row the input value
-    (implicit im2col, masked outside the input and off the dilation lattice) times them."""
+    """The loop bodies over depth: ``outer`` per window position ``kw`` (each row's input
+    position, clamped, and whether it lies inside the input and on the lhs-dilation lattice),
+    ``inner`` per input channel ``kc`` (V weight vec4s, RM input values, the products)."""
     _, _, lhs_dilation, rhs_dilation, fgc, _ = params
     Cg, k_sp, in_sp = g["Cg"], g["k_sp"], g["in_sp"]
-    loop = [f"let bv{j} = {w_name}[bbase + k * {N4}u + bc{j}];" for j in range(V)]
-    kd, lines = _captured(kb, lambda: Index(kb, [Cg] + k_sp, flat="k").dims())
-    loop += lines
-    loop.append(f"let kc = {f'gb * {Cg}u + {kd[0]}' if fgc > 1 else kd[0]};")
+    kd, outer = _captured(kb, lambda: Index(kb, k_sp, flat="kw").dims() if k_sp else [])
     for sd in range(len(in_sp)):
-        loop.append(f"let kw{sd} = i32({kd[1 + sd]}) * {rhs_dilation[sd]};")
+        outer.append(f"let kw{sd} = i32({kd[sd]}) * {rhs_dilation[sd]};")
+    inner = [f"let kk = kw * {Cg}u + kc;"]
+    inner += [f"let bv{j} = {w_name}[bbase + kk * {N4}u + bc{j}];" for j in range(V)]
+    inner.append(f"let kch = {f'gb * {Cg}u + kc' if fgc > 1 else 'kc'};")
     fuser = ctx.fuser(kb)
     for i in range(RM):
         conds, dims = [], [None] * lhs.ndim
         dims[dn.lhs_spec[0]] = f"rn{i}"
-        dims[dn.lhs_spec[1]] = "kc"
+        dims[dn.lhs_spec[1]] = "kch"
         for sd in range(len(in_sp)):
             pos = f"(ro{i}_{sd} + kw{sd})"
             ld = lhs_dilation[sd]
             if ld > 1:
-                loop.append(f"let p{i}_{sd} = {pos};")
+                outer.append(f"let p{i}_{sd} = {pos};")
                 conds.append(f"(p{i}_{sd} % {ld}) == 0")
-                loop.append(f"let q{i}_{sd} = p{i}_{sd} / {ld};")
+                outer.append(f"let q{i}_{sd} = p{i}_{sd} / {ld};")
             else:
-                loop.append(f"let q{i}_{sd} = {pos};")
+                outer.append(f"let q{i}_{sd} = {pos};")
             conds.append(f"q{i}_{sd} >= 0 && q{i}_{sd} < {in_sp[sd]}")
-            dims[dn.lhs_spec[2 + sd]] = f"u32(clamp(q{i}_{sd}, 0, {max(in_sp[sd] - 1, 0)}))"
+            outer.append(f"let u{i}_{sd} = u32(clamp(q{i}_{sd}, 0, {max(in_sp[sd] - 1, 0)}));")
+            dims[dn.lhs_spec[2 + sd]] = f"u{i}_{sd}"
+        outer.append(f"let in{i} = {' && '.join(f'({c})' for c in conds) if conds else 'true'};")
         val, lines = _captured(kb, lambda: ctx.reader(kb, 0, fuser)(
             Index(kb, lhs.shape, dims=dims)))
-        loop += lines
-        inside = " && ".join(f"({c})" for c in conds) if conds else "true"
-        loop.append(f"let av{i} = vec4<f32>(select(0.0, f32({val}), {inside}));")
-        loop += [f"c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)]
-    return loop
+        inner += lines
+        inner.append(f"let av{i} = vec4<f32>(select(0.0, f32({val}), in{i}));")
+        inner += [f"c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)]
+    return outer, inner
 
 
-def _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct):
+def _conv_stores(kb, out, dn, g, M, N4, RM, V, o_name, direct, base=None):
     """The tile's stores: whole vec4s when the output is row-major NHWC-like, else element by
-    element through the output's layout."""
+    element through the output's layout; ``base`` (elements): where this split's partial
+    output starts."""
     guard = "if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {inner} }}"
     if direct:
+        off = f"{base} / 4u + " if base else ""
         return [guard.format(i=i, j=j, M=M, N4=N4, inner=(
-            f"{o_name}[(m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j};"))
+            f"{o_name}[{off}(m0 + {i}u) * {N4}u + n0 + {j}u] = c{i}_{j};"))
             for i in range(RM) for j in range(V)]
+    off = f"{base} + " if base else ""
     store = []
     for i in range(RM):
         for j in range(V):
             for e in range(4):
                 (ls, flat), _ = _captured(kb, lambda: _out_lines(
                     kb, out, dn, g, "gb", f"(m0 + {i}u)", f"((n0 + {j}u) * 4u + {e}u)"))
-                inner = " ".join(ls) + f" {o_name}[{flat}] = c{i}_{j}[{e}];"
+                inner = " ".join(ls) + f" {o_name}[{off}{flat}] = c{i}_{j}[{e}];"
                 store.append(guard.format(i=i, j=j, M=M, N4=N4, inner=inner))
     return store
 

@@ -1,9 +1,23 @@
-"""Small dense linear algebra on the device: ``lu``, ``triangular_solve``, ``cholesky``.
+"""Dense linear algebra on the device: ``lu``, ``triangular_solve``, ``cholesky``.
 
-These are meant for the small matrices of ``jnp.linalg.inv/solve/det/cholesky``:
-``lu`` and ``cholesky`` run one workgroup per matrix (right-looking
-elimination in the output buffer, storage barriers between steps);
-``triangular_solve`` gives one thread to each right-hand side.  Leading
+Each has two kernel forms, chosen per shape:
+
+* **one kernel** (small matrices): ``lu`` and ``cholesky`` run one workgroup per matrix
+  (right-looking elimination in the output buffer, storage barriers between steps);
+  ``triangular_solve`` gives one thread to each right-hand side.  One dispatch, but its busiest
+  invocation runs O(n^3 / 64) (resp. O(n^2)) loop iterations;
+* **stepped** (larger ones): a few dispatches per column, each spread over the whole grid --
+  ``lu``: a pivot kernel (one workgroup per matrix: parallel arg-max, row swap, multipliers)
+  and a trailing-update kernel; ``cholesky``: a diagonal/column kernel and a trailing update;
+  ``triangular_solve``: one elimination kernel per unknown (every later row of every
+  right-hand side in parallel) and a final division by the diagonal.  The same few pipelines
+  are recorded again for every column: the column index lives in a 2-word counter buffer that
+  each kernel reads and the next one's counter word is written by (ping-pong, so no dispatch
+  reads a word it writes).  No invocation loops more than O(n^2 / grid) times per dispatch.
+
+The one-kernel form is taken when its busiest invocation stays within ``Target.decomp_iters``
+loop iterations (and half the driver's loop limit: lavapipe silently ends an invocation after
+65535 iterations, which made 256x256 factorizations wrong before the stepped form).  Leading
 dimensions are batch dimensions, as in JAX.
 """
 from __future__ import annotations
@@ -57,6 +71,78 @@ def _batch(shape):
     return int(np.prod(shape[:-2], dtype=np.int64))
 
 
+def _one_kernel(ctx, iters: int) -> bool:
+    """Whether a one-kernel form whose busiest invocation runs ``iters`` loop iterations may
+    be used on this target (else the stepped form)."""
+    cap = ctx.target.decomp_iters
+    if ctx.target.loop_limit:
+        cap = min(cap, ctx.target.loop_limit // 2)
+    return iters <= cap
+
+
+def _with_fns(src: str, *fns: str) -> str:
+    """``src`` (an elementwise kernel) with helper functions placed before its entry point."""
+    head, rest = src.split("@compute", 1)
+    return head + "".join(fns) + "@compute" + rest
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_U32 = np.dtype(np.uint32)
+_BW = 32                   # columns per thread of a stepped trailing update
+
+
+def _counter(ctx):
+    """The 2-word step counter of a stepped form (``st[0]``, ``st[1]``)."""
+    return ctx.scratch(ShapedArray((2,), _U32))
+
+
+def _stepped_group(kb, B: int, body: str, fns: str = "", shared: str = "") -> tuple[str, tuple]:
+    """A kernel of one ``_WG``-thread workgroup per matrix ``g`` (``base`` = its offset)."""
+    grid = W.grid_for(B, kb.max_groups)
+    src = f"""{kb.header()}
+{shared}
+{fns}
+@compute @workgroup_size({_WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+  let g = wid.x + wid.y * {grid[0]}u;
+  if (g >= {B}u) {{ return; }}
+{body}
+}}
+"""
+    return src, grid
+
+
+def _trailing_update(ctx, out, st, dt, B: int, M: int, N: int, cholesky: bool):
+    """The stepped forms' rank-1 update of column ``k = st[1] - 1`` (and ``st[0] = k + 1``):
+    ``X[r, q] -= X[r, k] * X[k, q]`` (LU) or ``X[r, k] * X[q, k]`` for ``q <= r`` (Cholesky),
+    rows and columns past ``k``.  One thread per (row, block of ``_BW`` columns): each loads
+    its row's multiplier once and walks contiguous columns (no division per element)."""
+    CB = _ceil(N, _BW)
+    ku = ctx.new_kb()
+    o = ku.bind(out, dt, "read_write")
+    c = ku.bind(st, _U32, "read_write")
+    X = lambda i, j: f"{o}[base + ({i}) * {N}u + ({j})]"  # noqa: E731
+    ku.emit(f"let rem = i % {M * CB}u;")
+    ku.emit(f"let r = rem / {CB}u;")
+    ku.emit(f"let cb = rem % {CB}u;")
+    ku.emit(f"let k = {c}[1] - 1u;")
+    ku.emit(f"if (i == 0u) {{ {c}[0] = k + 1u; }}")
+    other = X("q", "k") if cholesky else X("k", "q")
+    end = "r + 1u" if cholesky else f"{N}u"
+    upd = f"{_load(X('r', 'q'), dt)} - l * {_load(other, dt)}"
+    ku.emit(f"if (r > k) {{\n"
+            f"    let base = (i / {M * CB}u) * {M * N}u;\n"
+            f"    let l = {_load(X('r', 'k'), dt)};\n"
+            f"    let q1 = min(cb * {_BW}u + {_BW}u, {end});\n"
+            f"    for (var q = max(k + 1u, cb * {_BW}u); q < q1; q = q + 1u) {{\n"
+            f"      {X('r', 'q')} = {_store(upd, dt)};\n    }}\n  }}")
+    src, grid = ku.elementwise_kernel(B * M * CB)
+    return ku, src, grid
+
+
 # --------------------------------------------------------------------------- lu
 
 lu_p = Primitive("lu", multiple_results=True)
@@ -67,7 +153,7 @@ lu_p.fuse_inputs = (0,)
 def _lu_abstract(a):
     _check_float("lu", a)
     if a.ndim < 2:
-        raise ValueError(f"Argument to LU decomposition must have ndims >= 2, got shape {a.shape}")
+        raise TypeError(f"Input 0 to lu must have rank at least 2, but got shape={a.shape}")
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
@@ -75,8 +161,25 @@ def _lu_abstract(a):
             ShapedArray(batch + (m,), np.int32)]
 
 
+def _lu_iters(M: int, N: int) -> int:
+    """Loop iterations of the busiest invocation (thread 0) of the one-kernel LU."""
+    it = _ceil(M * N, _WG) + _ceil(M, _WG)
+    for k in range(min(M, N)):
+        it += 1 + (M - k - 1) + _ceil(N, _WG) + _ceil(M - k - 1, _WG)
+        it += _ceil((M - k - 1) * (N - k - 1), _WG)
+    return it
+
+
 @lu_p.def_kernel
 def _lu_kernel(ctx, a):
+    M, N = a.shape[-2:]
+    if _one_kernel(ctx, _lu_iters(M, N)):
+        _lu_one_kernel(ctx, a)
+    else:
+        _lu_stepped(ctx, a)
+
+
+def _lu_one_kernel(ctx, a):
     M, N = a.shape[-2:]
     K = min(M, N)
     B = _batch(a.shape)
@@ -141,6 +244,87 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }}
 """
     ctx.dispatch(kb, src, grid)
+
+
+def _lu_stepped(ctx, a):
+    """LU with partial pivoting, two dispatches per column (see the module docstring)."""
+    M, N = a.shape[-2:]
+    K = min(M, N)
+    B = _batch(a.shape)
+    dt = a.dtype
+    st = _counter(ctx)
+    out, piv, perm = ctx.out_key(0), ctx.out_key(1), ctx.out_key(2)
+
+    # copy in, identity permutation, counter = 0
+    kb = ctx.new_kb()
+    rd = _reader_fn(ctx, kb, 0, a, "rdA")
+    o = kb.bind(out, dt, "read_write")
+    pm = kb.bind(perm, np.int32, "read_write")
+    c = kb.bind(st, _U32, "read_write")
+    kb.emit(f"let g = i / {M * N}u;")
+    kb.emit(f"let t = i % {M * N}u;")
+    kb.emit(f"{o}[i] = {_store('rdA(g, t)', dt)};")
+    kb.emit(f"if (t < {M}u) {{ {pm}[g * {M}u + t] = i32(t); }}")
+    kb.emit(f"if (i == 0u) {{ {c}[0] = 0u; {c}[1] = 0u; }}")
+    src, grid = kb.elementwise_kernel(B * M * N)
+    ctx.dispatch(kb, _with_fns(src, rd), grid)
+
+    # column k = st[0]: arg-max pivot, row swap, multipliers; st[1] = k + 1
+    kp = ctx.new_kb()
+    o = kp.bind(out, dt, "read_write")
+    pv = kp.bind(piv, np.int32, "read_write")
+    pm = kp.bind(perm, np.int32, "read_write")
+    c = kp.bind(st, _U32, "read_write")
+    X = lambda i, j: f"{o}[base + ({i}) * {N}u + ({j})]"  # noqa: E731
+    body = f"""  let base = g * {M * N}u;
+  let k = {c}[0];
+  var best = -1.0;
+  var bi = k;
+  for (var i = k + lid; i < {M}u; i = i + {_WG}u) {{
+    let v = abs({_load(X("i", "k"), dt)});
+    if (v > best) {{ best = v; bi = i; }}
+  }}
+  sv[lid] = best;
+  si[lid] = bi;
+  workgroupBarrier();
+  for (var h = {_WG // 2}u; h > 0u; h = h >> 1u) {{
+    if (lid < h) {{
+      let v = sv[lid + h];
+      let j = si[lid + h];
+      if (v > sv[lid] || (v == sv[lid] && j < si[lid])) {{ sv[lid] = v; si[lid] = j; }}
+    }}
+    workgroupBarrier();
+  }}
+  let p = si[0];
+  if (p != k) {{
+    for (var j = lid; j < {N}u; j = j + {_WG}u) {{
+      let t = {X("k", "j")};
+      {X("k", "j")} = {X("p", "j")};
+      {X("p", "j")} = t;
+    }}
+  }}
+  storageBarrier();
+  if (lid == 0u) {{
+    {pv}[g * {K}u + k] = i32(p);
+    let tp = {pm}[g * {M}u + k];
+    {pm}[g * {M}u + k] = {pm}[g * {M}u + p];
+    {pm}[g * {M}u + p] = tp;
+    if (g == 0u) {{ {c}[1] = k + 1u; }}
+  }}
+  let d = {_load(X("k", "k"), dt)};
+  if (d != 0.0) {{
+    for (var i = k + 1u + lid; i < {M}u; i = i + {_WG}u) {{
+      {X("i", "k")} = {_store(f"{_load(X('i', 'k'), dt)} / d", dt)};
+    }}
+  }}"""
+    shared = (f"var<workgroup> sv: array<f32, {_WG}>;\n"
+              f"var<workgroup> si: array<u32, {_WG}>;")
+    piv_src, piv_grid = _stepped_group(kp, B, body, shared=shared)
+
+    ku, up_src, up_grid = _trailing_update(ctx, out, st, dt, B, M, N, cholesky=False)
+    for _ in range(K):
+        ctx.dispatch(kp, piv_src, piv_grid)
+        ctx.dispatch(ku, up_src, up_grid)
 
 
 def _lu_ref(a):
@@ -211,6 +395,94 @@ def _ts_abstract(a, b, left_side=False, lower=False, transpose_a=False, conjugat
 def _ts_kernel(ctx, a, b, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
                unit_diagonal=False):
     m = a.shape[-1]
+    form = _ts_one_kernel if _one_kernel(ctx, m * (m + 1) // 2 + m) else _ts_stepped
+    form(ctx, a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+         unit_diagonal=unit_diagonal)
+
+
+def _ts_system(a, b, left_side, lower, transpose_a):
+    """The effective system ``T x = c`` solved for each right-hand side ``sj`` of matrix
+    ``sg``: ``T(i, j)`` reads ``a`` (left: ``T = op(a)``, right: ``T = op(a)^T``), ``pos(r)``
+    is unknown ``r``'s offset within b's matrix, and whether ``T`` is lower triangular."""
+    m = a.shape[-1]
+    Cc = b.shape[-1]
+    tr = transpose_a != (not left_side)
+    if tr:
+        T = lambda i, j: f"rdA(sg, ({j}) * {m}u + ({i}))"  # noqa: E731
+    else:
+        T = lambda i, j: f"rdA(sg, ({i}) * {m}u + ({j}))"  # noqa: E731
+    if left_side:
+        pos = lambda r: f"({r}) * {Cc}u + sj"  # noqa: E731
+    else:
+        pos = lambda r: f"sj * {Cc}u + ({r})"  # noqa: E731
+    return T, pos, lower != tr
+
+
+def _ts_stepped(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    """Column-oriented substitution, one dispatch per unknown ``r``: every later row ``q`` of
+    every right-hand side subtracts ``T[q, r] / T[r, r] * c[r]`` (row ``r`` itself is not
+    written, so the dispatch has no races); a last dispatch divides by the diagonal."""
+    m = a.shape[-1]
+    R, Cc = b.shape[-2:]
+    B = _batch(a.shape)
+    nsys = Cc if left_side else R
+    dt = b.dtype
+    out = ctx.out_key(0)
+    st = _counter(ctx)
+    T, pos, eff_lower = _ts_system(a, b, left_side, lower, transpose_a)
+
+    kb = ctx.new_kb()
+    rdb = _reader_fn(ctx, kb, 1, b, "rdB")
+    o = kb.bind(out, dt, "read_write")
+    c = kb.bind(st, _U32, "read_write")
+    kb.emit(f"{o}[i] = {_store(f'rdB(i / {R * Cc}u, i % {R * Cc}u)', dt)};")
+    kb.emit(f"if (i == 0u) {{ {c}[0] = 0u; {c}[1] = 0u; }}")
+    src, grid = kb.elementwise_kernel(B * R * Cc)
+    ctx.dispatch(kb, _with_fns(src, rdb), grid)
+
+    NB = _ceil(nsys, _BW)      # a thread: one row q, a block of _BW right-hand sides
+
+    def thread(kb):
+        kb.emit(f"let sg = i / {m * NB}u;")
+        kb.emit(f"let q = (i % {m * NB}u) / {NB}u;")
+        kb.emit(f"let j0 = (i % {NB}u) * {_BW}u;")
+        kb.emit(f"let j1 = min(j0 + {_BW}u, {nsys}u);")
+
+    steps = []
+    for slot in (0, 1):                    # reads st[slot], writes st[1 - slot]
+        kb = ctx.new_kb()
+        rda = _reader_fn(ctx, kb, 0, a, "rdA")
+        o = kb.bind(out, dt, "read_write")
+        c = kb.bind(st, _U32, "read_write")
+        X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
+        thread(kb)
+        kb.emit(f"let step = {c}[{slot}];")
+        kb.emit(f"if (i == 0u) {{ {c}[{1 - slot}] = step + 1u; }}")
+        kb.emit(f"let r = {'step' if eff_lower else f'{m - 1}u - step'};")
+        f = T("q", "r") if unit_diagonal else f"{T('q', 'r')} / {T('r', 'r')}"
+        upd = f"{_load(X('q'), dt)} - f * {_load(X('r'), dt)}"
+        kb.emit(f"if ({'q > r' if eff_lower else 'q < r'}) {{\n    let f = {f};\n"
+                f"    for (var sj = j0; sj < j1; sj = sj + 1u) {{ {X('q')} = {_store(upd, dt)}; }}"
+                f"\n  }}")
+        src, grid = kb.elementwise_kernel(B * m * NB)
+        steps.append((kb, _with_fns(src, rda), grid))
+    for r in range(m):
+        ctx.dispatch(*steps[r % 2])
+    if not unit_diagonal:
+        kb = ctx.new_kb()
+        rda = _reader_fn(ctx, kb, 0, a, "rdA")
+        o = kb.bind(out, dt, "read_write")
+        X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
+        thread(kb)
+        quot = f"{_load(X('q'), dt)} / f"
+        kb.emit(f"let f = {T('q', 'q')};")
+        kb.emit(f"for (var sj = j0; sj < j1; sj = sj + 1u) {{ {X('q')} = {_store(quot, dt)}; }}")
+        src, grid = kb.elementwise_kernel(B * m * NB)
+        ctx.dispatch(kb, _with_fns(src, rda), grid)
+
+
+def _ts_one_kernel(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    m = a.shape[-1]
     R, Cc = b.shape[-2:]
     B = _batch(a.shape)
     nsys = Cc if left_side else R
@@ -219,16 +491,7 @@ def _ts_kernel(ctx, a, b, left_side=False, lower=False, transpose_a=False, conju
     rda = _reader_fn(ctx, kb, 0, a, "rdA")
     rdb = _reader_fn(ctx, kb, 1, b, "rdB")
     o = kb.bind(ctx.out_key(0), dt, "read_write")
-    # effective system T x = c with T[i][j]; left: T = op(a), right: T = op(a)^T
-    tr = transpose_a != (not left_side)
-    T = (
-        (lambda i, j: f"rdA(sg, ({j}) * {m}u + ({i}))")
-        if tr
-        else (lambda i, j: f"rdA(sg, ({i}) * {m}u + ({j}))")
-    )
-    eff_lower = lower != tr
-    # position of unknown r of system s within b's matrix
-    pos = (lambda r: f"({r}) * {Cc}u + sj") if left_side else (lambda r: f"sj * {Cc}u + ({r})")
+    T, pos, eff_lower = _ts_system(a, b, left_side, lower, transpose_a)
     X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
     div = "" if unit_diagonal else f"v = v / {T('r', 'r')};"
     if eff_lower:
@@ -289,8 +552,82 @@ def _chol_abstract(a):
     return ShapedArray(a.shape, a.dtype)
 
 
+def _chol_iters(n: int) -> int:
+    """Loop iterations of the busiest invocation (thread 0) of the one-kernel Cholesky."""
+    it = 2 * _ceil(n * n, _WG)
+    for k in range(n):
+        it += 1 + _ceil(n - k - 1, _WG) + _ceil((n - k - 1) ** 2, _WG)
+    return it
+
+
 @cholesky_p.def_kernel
 def _chol_kernel(ctx, a):
+    n = a.shape[-1]
+    (_chol_one_kernel if _one_kernel(ctx, _chol_iters(n)) else _chol_stepped)(ctx, a)
+
+
+_NAN = "bitcast<f32>(0x7fc00000u)"
+
+
+def _chol_stepped(ctx, a):
+    """Right-looking Cholesky, two dispatches per column (see the module docstring); a
+    matrix whose pivot is not positive gets NaN in its lower triangle, as the one kernel."""
+    n = a.shape[-1]
+    B = _batch(a.shape)
+    dt = a.dtype
+    out = ctx.out_key(0)
+    st = _counter(ctx)
+    bad = ctx.scratch(ShapedArray((B,), _U32))
+
+    kb = ctx.new_kb()
+    rd = _reader_fn(ctx, kb, 0, a, "rdA")
+    o = kb.bind(out, dt, "read_write")
+    c = kb.bind(st, _U32, "read_write")
+    bd = kb.bind(bad, _U32, "read_write")
+    kb.emit(f"let t = i % {n * n}u;")
+    kb.emit(f"{o}[i] = {_store(f'select(0.0, rdA(i / {n * n}u, t), t % {n}u <= t / {n}u)', dt)};")
+    kb.emit(f"if (t == 0u) {{ {bd}[i / {n * n}u] = 0u; }}")
+    kb.emit(f"if (i == 0u) {{ {c}[0] = 0u; {c}[1] = 0u; }}")
+    src, grid = kb.elementwise_kernel(B * n * n)
+    ctx.dispatch(kb, _with_fns(src, rd), grid)
+
+    # column k = st[0]: its square root and the column below it; st[1] = k + 1
+    kd = ctx.new_kb()
+    o = kd.bind(out, dt, "read_write")
+    c = kd.bind(st, _U32, "read_write")
+    bd = kd.bind(bad, _U32, "read_write")
+    X = lambda i, j: f"{o}[base + ({i}) * {n}u + ({j})]"  # noqa: E731
+    body = f"""  let base = g * {n * n}u;
+  let k = {c}[0];
+  let d = {_load(X("k", "k"), dt)};
+  storageBarrier();
+  let s = sqrt(max(d, 0.0));
+  if (lid == 0u) {{
+    if (!(d > 0.0)) {{ {bd}[g] = 1u; }}
+    {X("k", "k")} = {_store("s", dt)};
+    if (g == 0u) {{ {c}[1] = k + 1u; }}
+  }}
+  for (var i = k + 1u + lid; i < {n}u; i = i + {_WG}u) {{
+    {X("i", "k")} = {_store(f"{_load(X('i', 'k'), dt)} / s", dt)};
+  }}"""
+    d_src, d_grid = _stepped_group(kd, B, body)
+
+    ku, u_src, u_grid = _trailing_update(ctx, out, st, dt, B, n, n, cholesky=True)
+    for _ in range(n):
+        ctx.dispatch(kd, d_src, d_grid)
+        ctx.dispatch(ku, u_src, u_grid)
+
+    kb = ctx.new_kb()
+    o = kb.bind(out, dt, "read_write")
+    bd = kb.bind(bad, _U32, "read_write")
+    kb.emit(f"let t = i % {n * n}u;")
+    kb.emit(f"if ({bd}[i / {n * n}u] != 0u) {{ "
+            f"{o}[i] = {_store(f'select(0.0, {_NAN}, t % {n}u <= t / {n}u)', dt)}; }}")
+    src, grid = kb.elementwise_kernel(B * n * n)
+    ctx.dispatch(kb, src, grid)
+
+
+def _chol_one_kernel(ctx, a):
     n = a.shape[-1]
     B = _batch(a.shape)
     dt = a.dtype
@@ -450,3 +787,54 @@ def _lu_jvp(primals, tangents):
 
 cholesky_p.jvp = _chol_jvp
 lu_p.jvp = _lu_jvp
+
+
+# ----------------------------------------------------------------- lu_pivots_to_permutation
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+
+
+@lu_pivots_to_permutation_p.def_abstract_eval
+def _l2p_abstract(pivots, permutation_size):
+    if np.dtype(pivots.dtype) != np.int32 or pivots.ndim < 1:
+        raise TypeError(f"lu_pivots_to_permutation requires int32 pivots of rank >= 1, got "
+                        f"{np.dtype(pivots.dtype).name}{list(pivots.shape)}")
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(f"Output permutation size {permutation_size} has to exceed the trailing "
+                         f"dimension of the pivots. Got pivots size {pivots.shape[-1]}")
+    return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.int32)
+
+
+@lu_pivots_to_permutation_p.def_kernel
+def _l2p_kernel(ctx, pivots, permutation_size):
+    """One thread per matrix: the identity, then LAPACK's row swaps in order."""
+    P, K = permutation_size, pivots.shape[-1]
+    B = int(np.prod(pivots.shape[:-1], dtype=np.int64))
+    kb = ctx.new_kb()
+    pv = kb.bind(ctx.in_key(0), np.int32, "read")
+    o = kb.bind(ctx.out_key(0), np.int32, "read_write")
+    kb.emit(f"for (var t = 0u; t < {P}u; t = t + 1u) {{ {o}[i * {P}u + t] = i32(t); }}")
+    kb.emit(f"for (var k = 0u; k < {K}u; k = k + 1u) {{\n"
+            f"    let p = u32({pv}[i * {K}u + k]);\n"
+            f"    if (p < {P}u && p != k) {{\n"
+            f"      let t = {o}[i * {P}u + k];\n"
+            f"      {o}[i * {P}u + k] = {o}[i * {P}u + p];\n"
+            f"      {o}[i * {P}u + p] = t;\n    }}\n  }}")
+    src, grid = kb.elementwise_kernel(B, wg=64)
+    ctx.dispatch(kb, src, grid)
+
+
+def _l2p_ref(pivots, permutation_size):
+    piv = np.asarray(pivots)
+    piv = piv.reshape(int(np.prod(piv.shape[:-1], dtype=np.int64)), piv.shape[-1])
+    out = np.tile(np.arange(permutation_size, dtype=np.int32), (piv.shape[0], 1))
+    for b in range(piv.shape[0]):
+        for k, p in enumerate(piv[b]):
+            if 0 <= p < permutation_size:
+                out[b, [k, p]] = out[b, [p, k]]
+    return out.reshape(pivots.shape[:-1] + (permutation_size,))
+
+
+lu_pivots_to_permutation_p.reference = _l2p_ref
+_batching.deffront(lu_pivots_to_permutation_p)
+_ad.defjvp_zero(lu_pivots_to_permutation_p)

@@ -2,6 +2,7 @@
 GPUs, register blocking on CPU adapters), with a fused elementwise epilogue."""
 from __future__ import annotations
 
+from typing import NamedTuple
 
 import numpy as np
 
@@ -14,7 +15,6 @@ from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
 from ..transforms import ad as _ad
 from ..core import ops
-from ..backend.lower import EpilogueMismatch
 from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 from ..core.ir import Var
 
@@ -140,56 +140,150 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     return key
 
 
-# register blocking of the vec4 kernel: rows per thread, vec4 columns per thread, threads per
-# workgroup.  16 x 32 outputs per thread measured best on lavapipe at 1024^2 (10-20 GFLOP/s,
-# noisy); small products use smaller blocks to keep enough threads busy.
-MM_RM, MM_V, MM_WG = 16, 8, 16
-MM_MIN_THREADS = 16  # shrink the blocks only below this many threads (lavapipe: big blocks win)
+# The float32 matmul kernels.  GPUs: shaders/matmul_tiled.wgsl (64x64 workgroup tiles in
+# workgroup memory).  CPU adapters (lavapipe): shaders/matmul_vec4.wgsl, register blocking
+# straight from storage: each thread owns RM rows x V vec4 columns of C.  On lavapipe every
+# storage load is a per-lane loop, so big blocks (fewer loads per multiply-add) win, up to
+# where LLVM's compile time explodes (32 x 8 vec4 takes seconds, 32 x 16 a minute).  A
+# contraction may be split S ways (split-K: partial products summed by a second kernel), for
+# products with few output blocks and a long contraction (a weight gradient), and always in
+# chunks of at most K_CHUNK (lavapipe stops an invocation after 65535 loop iterations).
+# The variant is autotuned per adapter and size class (``backend/autotune.py``).
+_F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
+MM_RM, MM_V, MM_WG = 16, 8, 16       # the default block: rows, vec4 columns, threads/workgroup
+MM_MIN_THREADS = 16  # shrink blocks / split the contraction below this many threads
+K_CHUNK = 16384      # contraction steps per thread at most
 
 
-# contraction chunk per thread: lavapipe stops a shader invocation after 65535 loop iterations
-K_CHUNK = 16384
+class MMConfig(NamedTuple):
+    """A vec4 matmul variant: RM rows x V vec4 columns per thread, WG threads per workgroup,
+    the contraction split S ways; ``tiled`` (RM etc. unused): the workgroup-memory kernel."""
+    rm: int
+    v: int
+    wg: int
+    s: int
+    tiled: bool = False
 
-# The matmul kernel is the target's: workgroup-memory tiles on GPU adapters, register blocking
-# from global memory on CPU adapters (lavapipe), where the latter measured faster
-# (WJAX_MATMUL=tiled|vec4 forces it; the runtime reads it into the Target).
+    @property
+    def name(self) -> str:
+        return "tiled" if self.tiled else f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
 
 
-def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
-    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
-    kb = ctx.new_kb()
-    a_name = kb.bind(ka, lhs.dtype, "read")
-    b_name = kb.bind(kbk, rhs.dtype, "read")
-    c_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
-    epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
+def _pow2(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, 1 << max(0, int(n) - 1).bit_length()))
+
+
+def _mm_splits(K: int, s: int) -> int:
+    """The split count actually used for a contraction of K: at least ``s``, at least enough
+    for chunks of K_CHUNK, at most K."""
+    return max(1, min(K, max(s, -(-K // K_CHUNK))))
+
+
+def _mm_default(target, B, M, N4, K) -> MMConfig:
+    if target.matmul == "tiled" and (target.loop_limit is None or K <= K_CHUNK):
+        return MMConfig(0, 0, 0, 1, True)
+    RM, V, S = MM_RM, MM_V, 1
+    while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
+        RM, V = RM // 2, max(1, V // 2)
+    while S < 16 and K // (2 * S) >= 256 and S * B * (-(-M // RM)) * (-(-N4 // V)) < \
+            MM_MIN_THREADS:
+        S *= 2
+    return MMConfig(RM, V, MM_WG, S)
+
+
+def _mm_candidates(target, Mp, N4p, Kp) -> list:
+    """The variants tried on a proxy problem (Mp x 4 N4p x Kp, one batch)."""
+    out = []
+    if target.loop_limit is None or Kp <= K_CHUNK:
+        out.append(MMConfig(0, 0, 0, 1, True))
+    if target.is_cpu:
+        blocks = [(8, 4), (16, 4), (16, 8)]
+        if Mp >= 256 and N4p >= 32:
+            blocks.append((32, 8))
+        wg = MM_WG
+    else:
+        blocks, wg = [(4, 1), (4, 2), (8, 2), (4, 4)], 64
+    for rm, v in blocks:
+        if rm > 2 * Mp or v > 2 * N4p:
+            continue
+        tiles = (-(-Mp // rm)) * (-(-N4p // v))
+        for s in (1, 2, 4, 8, 16):
+            if s == 1 or (tiles * s <= 256 and Kp // s >= 64):
+                out.append(MMConfig(rm, v, wg, s))
+    return out
+
+
+def _mm_config(target, B, M, N, K) -> MMConfig:
+    """The variant for a float32 product: the tuned one for its size class, or the default."""
+    N4 = -(-N // 4)
+    default = _mm_default(target, B, M, N4, K)
+    Mp, Np, Kp = _pow2(B * M, 4, 512), _pow2(N, 4, 512), _pow2(K, 4, 1024)
+    cands = _mm_candidates(target, Mp, Np // 4, Kp)
+    if len(cands) < 2:
+        return default
+    key = f"matmul|{Mp}x{Np}x{Kp}"
+    by_name = {c.name: c for c in cands}
+    nb = [4 * Mp * Kp, 4 * Kp * Np, 4 * Mp * Np, 4 * 16 * Mp * Np]
+    name = target.tune(key, list(by_name),
+                       lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
+                       default.name)
+    c = by_name.get(name)
+    if c is None or (c.tiled and target.loop_limit is not None and K > K_CHUNK):
+        return default
+    return c
+    return default
+
+
+def _mm_proxy(target, cfg, M, N, K) -> list:
+    """The dispatches of variant ``cfg`` on buffers 0: A (M x K), 1: B (K x N), 2: C (M x N),
+    3: split-K partials."""
+    kb = W.KernelBuilder(int(target["max-compute-workgroups-per-dimension"]))
+    if cfg.tiled:
+        src, grid = _tiled_src(kb, "A", "B", "C", 1, M, N, K, "")
+        return [(src, [0, 1, 2], grid)]
+    S = _mm_splits(K, cfg.s)
+    out = "C" if S == 1 else "P"
+    src, grid = _vec4_src(kb, "A", "B", out, 1, M, N, K, cfg, S, [])
+    order = {"A": 0, "B": 1, "C": 2, "P": 3}
+    d = [(src, [order[k] for k, _, _ in kb.bindings], grid)]
+    if S > 1:
+        kb2 = W.KernelBuilder(int(target["max-compute-workgroups-per-dimension"]))
+        src2, grid2 = _split_sum_src(kb2, "P", "C", S, M * N, np.dtype(np.float32), [])
+        d.append((src2, [order[k] for k, _, _ in kb2.bindings], grid2))
+    return d
+
+
+def _tiled_src(kb, ka, kbk, kc, B, M, N, K, epi):
+    f32 = np.dtype(np.float32)
+    a_name = kb.bind(ka, f32, "read")
+    b_name = kb.bind(kbk, f32, "read")
+    c_name = kb.bind(kc, f32, "read_write")
     tiles = B * (-(-M // 64)) * (-(-N // 64))
     grid = W.grid_for(tiles, kb.max_groups)
     src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), A_NAME=a_name, B_NAME=b_name,
                    C_NAME=c_name, M=M, N=N, K=K, B=B, NX=grid[0], EPILOGUE="        " + epi)
-    ctx.dispatch(kb, src, grid)
+    return src, grid
 
 
-def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
-    N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
-    S = -(-K // K_CHUNK)                 # contraction splits
-    if S > 1 and ctx.epilogue:
-        raise EpilogueMismatch(None)
-    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
-    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
-    kb = ctx.new_kb()
-    a_name = kb.bind(ka, lhs.dtype, "read")
+def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32):
+    """shaders/matmul_vec4.wgsl for variant ``cfg`` (``S`` contraction splits: ``kc`` then
+    holds S partial products, float32); ``epi``: epilogue lines (S == 1 only).  ``in_dt``:
+    the operands' storage (float16 or float32; products accumulate in float32), ``out_dt``
+    the result's."""
+    N4 = -(-N // 4)
+    if S > 1:
+        out_dt = _F32
+    a_name = kb.bind(ka, in_dt, "read")
     kb.vec = 4
-    b_name = kb.bind(kbk, rhs.dtype, "read")
+    b_name = kb.bind(kbk, in_dt, "read")
     if N % 4 == 0:
-        c_name = kb.bind(out_key, out.dtype, "read_write")
+        c_name = kb.bind(kc, out_dt, "read_write")
     kb.vec = 1
     if N % 4:
-        c_name = kb.bind(out_key, out.dtype, "read_write")
-    RM, V, WG = MM_RM, MM_V, MM_WG
-    while RM > 2 and S * B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
-        RM, V = RM // 2, max(1, V // 2)
+        c_name = kb.bind(kc, out_dt, "read_write")
+    ct = W.storage_type(out_dt)
+    RM, V, WG = cfg.rm, cfg.v, cfg.wg
+    KC = -(-K // S)
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
     decl = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V))
@@ -197,25 +291,28 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
         f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM)
     )
     decl += "\n" + "\n".join(f"  let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V))
-    load_b = "\n".join(f"    let bv{j} = {b_name}[bbase + k * {N4}u + bc{j}];" for j in range(V))
-    fma = "\n".join(f"    let av{i} = vec4<f32>({a_name}[ar{i} + k]);\n" + "\n".join(
+    load_b = "\n".join(f"    let bv{j} = vec4<f32>({b_name}[bbase + k * {N4}u + bc{j}]);"
+                       for j in range(V))
+    fma = "\n".join(f"    let av{i} = vec4<f32>(f32({a_name}[ar{i} + k]));\n" + "\n".join(
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
+    # with splits the partial products go to [S, B, M, N]: bb = split * B + batch
+    row = "(bb * {M}u + m0 + {i}u)" if S > 1 else "(b * {M}u + m0 + {i}u)"
     if N % 4 == 0:
         store = "\n".join(
-            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}[(bb * {M}u + m0 + {i}u) "
-            f"* {N4}u + n0 + {j}u] = c{i}_{j}; }}"
+            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}["
+            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = vec4<{ct}>(c{i}_{j}); }}"
             for i in range(RM)
             for j in range(V)
         )
     else:   # scalar stores of the real columns
         store = "\n".join(
-            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}[(bb * {M}u + "
-            f"m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u] = c{i}_{j}[{q}]; }}"
+            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}["
+            + row.format(M=M, i=i)
+            + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = {ct}(c{i}_{j}[{q}]); }}"
             for i in range(RM)
             for j in range(V)
             for q in range(4)
         )
-    epi = ctx.epilogue_code(kb, "val", "o")
     if epi:
         cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
         body = "\n      ".join(epi)
@@ -224,19 +321,49 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
                   f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
-                  f"      let val = cs[ii / 4u][ii % 4u];\n      {body}\n    }}\n  }}")
-    src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K, B=B,
-                   BS=B * S, KC=K_CHUNK, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma, STORE=store)
+                  f"      let val = {ct}(cs[ii / 4u][ii % 4u]);\n      {body}\n    }}\n  }}")
+    src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
+                   B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
+                   STORE=store)
+    return src, grid
+
+
+def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
+    """The sum of S partial products (each ``total`` elements), then the epilogue."""
+    p = kb.bind(kp, np.float32, "read")
+    o = kb.bind(ko, out_dtype, "read_write")
+    kb.emit(f"var acc0 = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc0 = acc0 + {p}[s "
+            f"* {total}u + i]; }}\n  let acc = {W.storage_type(out_dtype)}(acc0);\n"
+            f"  {o}[i] = acc;")
+    for line in epi:
+        kb.emit(line)
+    return kb.elementwise_kernel(total)
+
+
+def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
+    kb = ctx.new_kb()
+    epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
+    src, grid = _tiled_src(kb, ka, kbk, ctx.out_key(0), B, M, N, K, epi)
+    ctx.dispatch(kb, src, grid)
+
+
+def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
+    """The register-blocked kernel (float32, or float16 operands accumulated in float32)."""
+    N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
+    S = _mm_splits(K, cfg.s)
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
+    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
+    kb = ctx.new_kb()
+    epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
+    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype)
     ctx.dispatch(kb, src, grid)
     if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
         kb = ctx.new_kb()
-        p = kb.bind(out_key, np.float32, "read")
-        o = kb.bind(ctx.out_key(0), out.dtype, "read_write")
-        kb.emit(
-            f"var acc = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc = acc + {p}[s "
-            f"* {B * M * N}u + i]; }}\n  {o}[i] = acc;"
-        )
-        src, grid = kb.elementwise_kernel(B * M * N)
+        epi = ctx.epilogue_code(kb, "acc", "i")
+        src, grid = _split_sum_src(kb, out_key, ctx.out_key(0), S, B * M * N, out.dtype, epi)
         ctx.dispatch(kb, src, grid)
 
 
@@ -276,6 +403,88 @@ def _dot_element(kb, idx, read, in_avals, out, dimension_numbers, precision=None
 dot_general_p.element = _dot_element
 
 
+def _dot_tile_shape(in_avals, dimension_numbers, rows, cols, **_):
+    """(B, M, N, K, R, C): the product's batch, rows, columns, contraction and the R x C block
+    of outputs one thread accumulates."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    prod = lambda a, ds: int(np.prod([a.shape[d] for d in ds], dtype=np.int64))  # noqa: E731
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K = prod(lhs, lb), prod(lhs, lfree), prod(rhs, rfree), prod(lhs, lc)
+    return B, M, N, K, max(1, min(rows, M)), max(1, min(cols, N))
+
+
+def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbers,
+              precision=None, preferred_element_type=None, out_sharding=None):
+    """Every element of the product, computed by ``wg`` threads (``lid``) of one workgroup,
+    each accumulating R x C blocks of outputs in registers: per contraction step it reads R
+    lhs and C rhs values for R * C products (the element rule reads 2 per product).  On CPU
+    adapters every load from storage or workgroup memory costs a per-lane loop, so this is
+    what makes a matmul inside a single-workgroup loop fast.  ``store(flat, value)`` emits
+    the store of one output element; returns the sequential steps per thread."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K, R, C = _dot_tile_shape(in_avals, dimension_numbers, rows, cols)
+    tm, tn = -(-M // R), -(-N // C)
+    tiles = B * tm * tn
+    if kb is None:
+        return -(-tiles // wg) * (K + 1)
+    acc_dt = _acc_dtype(out.dtype)
+    vt = W.value_type(acc_dt)
+    tt = kb.fresh("tt")
+    kb.emit(f"for (var {tt} = lid; {tt} < {tiles}u; {tt} = {tt} + {wg}u) {{")
+    b = kb.let(f"{tt} / {tm * tn}u", "u32")
+    m0 = kb.let(f"({tt} / {tn}u) % {tm}u * {R}u", "u32")
+    n0 = kb.let(f"{tt} % {tn}u * {C}u", "u32")
+
+    def coords(shape, flat):
+        return Index(kb, shape, flat=flat).dims() if shape else []
+
+    bsh = [lhs.shape[d] for d in lb]
+    bc = coords(bsh, b)
+    mrow = [coords([lhs.shape[d] for d in lfree], f"min({m0} + {r}u, {M - 1}u)")
+            for r in range(R)]
+    ncol = [coords([rhs.shape[d] for d in rfree], f"min({n0} + {c}u, {N - 1}u)")
+            for c in range(C)]
+    acc = [[kb.var(W.zero(acc_dt), vt) for _ in range(C)] for _ in range(R)]
+    k = kb.fresh("k")
+    kb.emit(f"for (var {k} = 0u; {k} < {K}u; {k} = {k} + 1u) {{")
+    kc = coords([lhs.shape[d] for d in lc], k)
+    xs, ys = [], []
+    for r in range(R):
+        dims = [None] * lhs.ndim
+        for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
+            for d, c in zip(ds, cs):
+                dims[d] = c
+        x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
+        xs.append(kb.let(x, vt))
+    for c in range(C):
+        dims = [None] * rhs.ndim
+        for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
+            for d, cc in zip(ds, cs):
+                dims[d] = cc
+        y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
+        ys.append(kb.let(y, vt))
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {xs[r]} * {ys[c]};")
+    kb.emit("}")
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"if ({m0} + {r}u < {M}u && {n0} + {c}u < {N}u) {{")
+            flat = f"({b} * {M}u + {m0} + {r}u) * {N}u + {n0} + {c}u"
+            store(flat, convert_expr(acc[r][c], acc_dt, out.dtype))
+            kb.emit("}")
+    kb.emit("}")
+    return -(-tiles // wg) * (K + 1)
+
+
+dot_general_p.element_tile = _dot_tile
+
+
 @dot_general_p.def_kernel
 def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 out_sharding=None):
@@ -289,9 +498,16 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
     if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
-        if ctx.target.matmul == "tiled" and (ctx.target.loop_limit is None or K <= K_CHUNK):
+        cfg = _mm_config(ctx.target, B, M, N, K)
+        if cfg.tiled:
             return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
-        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
+        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
+    if (lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16
+            and K > 0 and M * N * K >= 32768):
+        # float16 storage, float32 accumulation (``preferred_element_type=float32`` keeps the
+        # float32 result): the register-blocked kernel, its block tuned as float32's
+        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K)
+        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
     read_b = _operand_reader(ctx, kb, 1, rhs, rb, rfree, rc, ("b", "n", "k"))

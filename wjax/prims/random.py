@@ -718,13 +718,22 @@ _special_rules()
 # ----------------------------------------------------------------------- autodiff (gamma, digamma)
 
 def _random_gamma_jvp(primals, tangents, **params):
+    """d(sample)/da by implicit differentiation of the CDF (``random_gamma_grad``, as JAX); in
+    log space d(log sample) = d(sample) / sample, the sample kept above zero."""
     keys, a = primals
     ans = random_gamma_p.bind(keys, a, **params)
-    if not isinstance(tangents[1], Zero):
-        raise NotImplementedError(
-            "wjax: differentiating random.gamma samples with respect to the shape parameter `a` "
-            "(JAX's random_gamma_grad) is not implemented")
-    return ans, Zero(ShapedArray(ans.shape, ans.dtype))
+    if isinstance(tangents[1], Zero):
+        return ans, Zero(ShapedArray(ans.shape, ans.dtype))
+    sample = ans
+    if params.get("log_space"):
+        sample = ops.exp(ans)
+        tiny = np.asarray(np.finfo(np.dtype(ans.dtype)).tiny, ans.dtype)
+        sample = ops.select(ops.eq(sample, ops.zeros_like(sample)),
+                            ops.add(ops.zeros_like(sample), tiny), sample)
+    grad = ops.random_gamma_grad(a, sample)
+    if params.get("log_space"):
+        grad = ops.div(grad, sample)
+    return ans, ops.mul(tangents[1], grad)
 
 
 def _trigamma(x):

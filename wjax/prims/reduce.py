@@ -213,6 +213,9 @@ def emit_reductions(jobs: list, wg=256):
     """Emits several reductions over the same iteration space as ONE kernel (per pass):
     the state is a struct with one field per reduction (e.g. the sum and the sum of
     squares of a one-pass variance)."""
+    seq = _Sequential(jobs)
+    if seq.applies():
+        return seq.emit()
     r = _Reductions(jobs, wg)
     if r.N <= 512 and r.M >= 64:
         return _emit_thread_per_output(jobs, r.monos, r.M, r.N, r.element_index,
@@ -337,6 +340,277 @@ class _Reductions:
                     _loop([], states, self.cpu, self.wg, lifted_is_state=True),
                     self.write_outputs(kb))
         self.ctx.dispatch(kb, *src)
+
+
+class _Sequential:
+    """Reductions with one thread per output, folding its reduced elements sequentially.
+
+    The operand is viewed as ``[A, R, B]`` (kept dims before the reduced ones, the reduced
+    ones, kept dims after; size-1 dims ignored) when the reduced axes are adjacent, so an
+    element is ``base + r * B`` with ``base`` fixed per thread; other layouts index through
+    the reduced dims.  Thread ``t`` takes ``U`` adjacent outputs along ``B`` (4 when ``B`` is
+    a multiple of 4: each thread then reads 16 contiguous bytes of every row it visits) and
+    part ``p`` of the ``R`` reduced elements: when there are too few outputs to keep the
+    adapter busy, or a part would pass the adapter's loop limit, ``R`` is split into ``P``
+    parts whose states a second pass folds (one thread per output, or one workgroup per
+    output when few outputs have many parts).  A trailing reduction (``B == 1``) whose operand
+    is read at its flat position, or at positions the same for the whole row (a broadcast
+    shift), loads ``vec4``s of 4 consecutive elements instead.  Reads that do not depend on
+    the reduced index (a broadcast mean, the first row of a shifted variance) are computed
+    once per thread, before the loop (``wgsl.hoist_invariants``).  Each lane (output, or
+    element of a vec4) folds into its own accumulator, so the lanes' chains run side by side.
+    No workgroup trees or barriers in the first pass: on CPU adapters (lavapipe) a barrier
+    switches every invocation of the workgroup, which cost more than the folding itself.
+
+    Used for every reduction on CPU adapters, and on GPUs for reductions over leading or
+    middle axes (adjacent threads read adjacent addresses); trailing reductions on GPUs keep
+    the strided workgroup form (``_Reductions``)."""
+
+    WG = 64
+    BUSY = 1024     # threads that keep a CPU adapter busy
+    SPLIT_MIN = 1 << 18     # elements below which a reduction is not split for parallelism
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+        j0 = jobs[0]
+        self.ctx, self.x_aval, self.axes = j0.ctx, j0.x_aval, j0.axes
+        self.target = self.ctx.target
+        self.monos = [j.mono for j in jobs]
+        shape = self.x_aval.shape
+        self.kept = [d for d in range(len(shape)) if d not in self.axes]
+        self.kept_shape = [shape[d] for d in self.kept]
+        self.red_shape = [shape[d] for d in self.axes]
+        self.M = int(np.prod(self.kept_shape, dtype=np.int64))
+        self.N = int(np.prod(self.red_shape, dtype=np.int64))
+        nontriv = [d for d in range(len(shape)) if shape[d] != 1]
+        red = [d for d in nontriv if d in self.axes]
+        k = nontriv.index(red[0]) if red else 0
+        self.canon = bool(red) and nontriv[k:k + len(red)] == red
+        if self.canon:
+            self.A = int(np.prod([shape[d] for d in nontriv[:k]], dtype=np.int64))
+            self.B = int(np.prod([shape[d] for d in nontriv[k + len(red):]], dtype=np.int64))
+        else:
+            self.A, self.B = self.M, 1
+        self.words = [_words(m) for m in self.monos]
+        self.offs = [sum(self.words[:i]) for i in range(len(self.words))]
+        self.w_total = sum(self.words)
+
+    def applies(self) -> bool:
+        if self.M == 0:
+            return False
+        if self.target.is_cpu:
+            return True
+        return self.canon and self.B > 1
+
+    # ------------------------------------------------------------------ shape of the work
+    def _parts(self, outputs: int, units: int) -> int:
+        cpu = self.target.is_cpu
+        busy, min_part = (self.BUSY, 64) if cpu else (16384, 32)
+        P = 1
+        # splitting costs a second dispatch: worth it for parallelism on big reductions only
+        while (outputs * P < busy and units // (P * 2) >= min_part
+               and self.M * self.N >= self.SPLIT_MIN):
+            P *= 2
+        limit = self.target.loop_limit
+        max_iter = (limit // 2) if limit else (1 << 20)
+        while -(-units // P) > max_iter:
+            P *= 2
+        return P
+
+    def _index(self, kb, o: str, flat: str | None):
+        """The operand Index of element ``r`` of output ``o``."""
+        od = Index(kb, self.kept_shape, flat=o).dims() if self.kept_shape else []
+        if not hasattr(self, "_rd"):
+            self._rd = Index(kb, self.red_shape, flat="r").dims() if self.red_shape else []
+        dims = [None] * self.x_aval.ndim
+        for d, e in zip(self.kept, od):
+            dims[d] = e
+        for d, e in zip(self.axes, self._rd):
+            dims[d] = e
+        return Index(kb, self.x_aval.shape, flat=flat, dims=dims)
+
+    def _body(self, mode: str):
+        """(kernel builder, body lines, per lane the lifted states).  ``mode``: "rows" --
+        the lanes are 4 consecutive elements of one output (a vec4); "cols" -- the lanes are
+        4 adjacent outputs, read as a vec4 of each row; "scalar" -- the ``U`` outputs of the
+        thread, read one element at a time."""
+        kb = self.ctx.new_kb()
+        saved, kb.lines = kb.lines, []
+        fuser = self.ctx.fuser(kb)
+        self.__dict__.pop("_rd", None)
+        if mode == "cols":
+            od = Index(kb, self.kept_shape, flat="o").dims()
+            rd = Index(kb, self.red_shape, flat="r").dims() if self.red_shape else []
+            dims = [None] * self.x_aval.ndim
+            for d, e in zip(self.kept, od):
+                dims[d] = e
+            for d, e in zip(self.axes, rd):
+                dims[d] = e
+            kb.vec, kb.vec_ok = 4, True
+            kb.varying |= {"wj_vb"}
+            kb.lane_dim, kb.lane_base = "wj_vb", dims[-1]
+            dims[-1] = "wj_vb"
+            kb.emit(f"let i: u32 = (wj_base + r * {self.B}u) / 4u;")
+            idx = Index(kb, self.x_aval.shape, flat="i", dims=dims, lanes=True)
+            vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
+            lanes = [[m.lift(f"{v}.{c}", "r") for m, v in zip(self.monos, vals)] for c in "xyzw"]
+        elif mode == "rows":
+            # elements 4r .. 4r + 3 of one output's row: the vec4 at flat ``i``; the kept dims
+            # are the same for all lanes, the reduced ones (``wj_vr``) are not
+            od = Index(kb, self.kept_shape, flat="o").dims() if self.kept_shape else []
+            dims = ["wj_vr"] * self.x_aval.ndim
+            for d, e in zip(self.kept, od):
+                dims[d] = e
+            kb.vec, kb.vec_ok = 4, True
+            kb.varying |= {"r", "wj_vr"}
+            kb.emit("let i: u32 = wj_base + r;")
+            idx = Index(kb, self.x_aval.shape, flat="i", dims=dims, lanes=True)
+            vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
+            lanes = [[m.lift(f"{v}.{c}", f"(r * 4u + {q}u)") for m, v in zip(self.monos, vals)]
+                     for q, c in enumerate("xyzw")]
+        else:     # scalar
+            lanes = []
+            B = self.B
+            for q in range(self.U):
+                o = f"o{q}"
+                flat = None
+                if self.canon:
+                    flat = kb.let(f"wj_base + {q}u + r * {B}u" if B > 1 else "wj_base + r", "u32")
+                idx = self._index(kb, o, flat)
+                vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
+                lanes.append([m.lift(v, "r") for m, v in zip(self.monos, vals)])
+        body, kb.lines = kb.lines, saved
+        kb.vec = 1
+        return kb, body, lanes
+
+    def emit(self):
+        B = self.B
+        self.U = 4 if (self.canon and B % 4 == 0) else 2 if (self.canon and B % 2 == 0) else 1
+        mode = None
+        if self.canon and B == 1 and self.N % 4 == 0 and self.N >= 16:
+            mode, self.U = "rows", 1
+        elif self.canon and B % 4 == 0 and self.x_aval.shape[-1] % 4 == 0:
+            mode = "cols"
+        if mode is not None:
+            kb, body, lanes = self._body(mode)
+            if kb.vec_ok:
+                src = self._pass1(kb, body, lanes, mode)
+                if self.target.compiles(src[0]):
+                    self.ctx.dispatch(kb, *src)
+                    return self._pass2()
+        kb, body, lanes = self._body("scalar")
+        self.ctx.dispatch(kb, *self._pass1(kb, body, lanes, "scalar"))
+        self._pass2()
+
+    def _comb(self, a: str, b: str) -> str:
+        return "RState(" + ", ".join(f"combine{k}({a}.m{k}, {b}.m{k})"
+                                     for k in range(len(self.monos))) + ")"
+
+    def _pass1(self, kb, body, lanes, mode):
+        M, WG, B, U = self.M, self.WG, self.B, self.U
+        vec = mode == "rows"
+        units = self.N // 4 if vec else self.N
+        groups = M // U                    # threads per part
+        P = self.P = self._parts(M, units)
+        per = -(-units // P) if units else 0
+        if P > 1:
+            self.partial_key = self.ctx.scratch(ShapedArray((M * P * self.w_total,), np.uint32))
+        threads = groups * P
+        grid = W.grid_for(-(-threads // WG), kb.max_groups)
+        head = [f"let t = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;",
+                f"if (t >= {threads}u) {{ return; }}"]
+        if self.canon and B > 1:
+            head += [f"let wj_b = (t % {B // U}u) * {U}u;", f"let wj_q = t / {B // U}u;",
+                     f"let p = wj_q % {P}u;", f"let wj_a = wj_q / {P}u;",
+                     f"let o = wj_a * {B}u + wj_b;",
+                     f"let wj_base = wj_a * {self.N * B}u + wj_b;"]
+        else:
+            head += [f"let p = t % {P}u;", f"let o = t / {P}u;"]
+            if self.canon:
+                head.append(f"let wj_base = o * {units}u;")
+        head += [f"let o{q} = o + {q}u;" for q in range(U)]
+        head += [f"let lo = min(p * {per}u, {units}u);",
+                 f"let hi = min(lo + {per}u, {units}u);"]
+        pre, inside = W.hoist_invariants(body, ["r"])
+        _declare_state(kb, self.monos)
+        ident = "RState(" + ", ".join(m.identity for m in self.monos) + ")"
+        accs = [f"acc{q}" for q in range(len(lanes))]
+        step = "\n    ".join(f"{a} = {self._comb(a, 'RState(' + ', '.join(l) + ')')};"
+                              for a, l in zip(accs, lanes))
+        if vec:        # the element lanes fold into the one output's state
+            fold = accs
+            while len(fold) > 1:
+                fold = [self._comb(fold[k], fold[k + 1]) if k + 1 < len(fold) else fold[k]
+                        for k in range(0, len(fold), 2)]
+            results = [("o", fold[0])]
+        else:
+            results = [(f"o{q}", a) for q, a in enumerate(accs)]
+        out = []
+        if P > 1:
+            pn = kb.bind(self.partial_key, np.uint32, "read_write")
+            for o, a in results:
+                for k, m in enumerate(self.monos):
+                    for w, e in enumerate(_to_words(m, f"{a}.m{k}")):
+                        out.append(f"  {pn}[({o} * {P}u + p) * {self.w_total}u + "
+                                   f"{self.offs[k] + w}u] = {e};")
+        else:
+            for o, a in results:
+                out.append(f"  {{\n  let res = {a};")
+                out.append(self.write_outputs(kb, o))
+                out.append("  }")
+        inner = "\n    ".join(inside)
+        src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+               f"@builtin(local_invocation_index) lid: u32) {{\n  "
+               + "\n  ".join(head + pre)
+               + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
+               f"  for (var r = lo; r < hi; r = r + 1u) {{\n    {inner}\n    {step}\n  }}\n"
+               + "\n".join(out) + "\n}\n")
+        return src, grid
+
+    def write_outputs(self, kb, o="o"):
+        lines = []
+        for k, (j, m) in enumerate(zip(self.jobs, self.monos)):
+            name = kb.bind(j.out_key, j.out_dtype, "read_write")
+            val = W.wrap_narrow(m.result(f"res.m{k}"), j.out_dtype)
+            lines.append(f"  {name}[{o}] = {W.store_expr(val, j.out_dtype)};")
+        return "\n".join(lines)
+
+    def _pass2(self):
+        """Folds the P partial states of each output."""
+        P, M = self.P, self.M
+        if P == 1:
+            return
+        kb = self.ctx.new_kb()
+        inp = kb.bind(self.partial_key, np.uint32, "read")
+
+        def states(part):
+            at = f"(o * {P}u + {part}) * {self.w_total}u"
+            return [_from_words(m, [f"{inp}[{at} + {self.offs[k] + w}u]"
+                                    for w in range(self.words[k])])
+                    for k, m in enumerate(self.monos)]
+        if M < 64 and P >= 128:     # few outputs, many parts: a workgroup per output
+            wg = 64
+            src = _fill(kb, self.monos, wg, M, 1, P, P,
+                        _loop([], states("r"), self.target.is_cpu, wg, lifted_is_state=True),
+                        self.write_outputs(kb).replace("  ", "    ", 1))
+            self.ctx.dispatch(kb, *src)
+            return
+        _declare_state(kb, self.monos)
+        WG = self.WG
+        grid = W.grid_for(-(-M // WG), kb.max_groups)
+        write = self.write_outputs(kb)
+        src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
+               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+               f"@builtin(local_invocation_index) lid: u32) {{\n"
+               f"  let o = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
+               f"  if (o >= {M}u) {{ return; }}\n"
+               f"  var acc = RState({', '.join(m.identity for m in self.monos)});\n"
+               f"  for (var q = 0u; q < {P}u; q = q + 1u) {{\n"
+               f"    let x = RState({', '.join(states('q'))});\n"
+               f"    acc = {self._comb('acc', 'x')};\n  }}\n"
+               f"  let res = acc;\n{write}\n}}\n")
+        self.ctx.dispatch(kb, src, grid)
 
 
 def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=64):

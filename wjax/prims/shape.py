@@ -825,3 +825,36 @@ def _dus_batch(args, dims):
 
 
 dynamic_update_slice_p.batch = _dus_batch
+
+
+# --------------------------------------------------------------------------- optimization_barrier
+# The identity on any number of arrays, kept as one equation (lax.optimization_barrier).  It
+# has no kernel: eagerly it returns its operands, and lowering expands it to nothing.
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.abstract_eval = lambda *avals: list(avals)
+optimization_barrier_p.reference = lambda *xs: [np.asarray(x) for x in xs]
+optimization_barrier_p.impl = lambda *xs: list(xs)
+optimization_barrier_p.expand = lambda *xs: list(xs)
+
+
+def _barrier_jvp(primals, tangents):
+    # primals and tangents each behind a barrier of their own (linearize splits them apart)
+    outs = optimization_barrier_p.bind(*primals)
+    nz = [i for i, t in enumerate(tangents) if not isinstance(t, _ad.Zero)]
+    touts = list(tangents)
+    if nz:
+        for i, t in zip(nz, optimization_barrier_p.bind(*[tangents[i] for i in nz])):
+            touts[i] = t
+    return list(outs), touts
+
+
+def _barrier_transpose(cts, *args):
+    cts = [_ad.instantiate(c) for c in cts]
+    return list(optimization_barrier_p.bind(*cts))
+
+
+optimization_barrier_p.jvp = _barrier_jvp
+optimization_barrier_p.transpose = _barrier_transpose
+optimization_barrier_p.batch = lambda args, dims: (
+    list(optimization_barrier_p.bind(*args)), list(dims))

@@ -1,0 +1,239 @@
+"""The kernel autotuner (wjax/backend/autotune.py): every matmul variant it may choose computes
+NumPy's product (odd sizes, batch dimensions, transposed operands, a fused epilogue, split-K);
+the choice is timed once per size class and adapter, written to the cache file, read back by
+a fresh tuner, survives a corrupt or unwritable file, and is skipped with WJAX_AUTOTUNE=0."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import wjax as jax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax.backend import autotune, runtime
+from wjax.prims import linalg
+
+F = np.float32
+
+
+@pytest.fixture
+def tuner_file(tmp_path, monkeypatch):
+    """Tuning on, with a cache file of this test's own; compiled plans cleared around it."""
+    path = tmp_path / "autotune.json"
+    monkeypatch.setenv("WJAX_AUTOTUNE", "1")
+    monkeypatch.setenv("WJAX_AUTOTUNE_CACHE", str(path))
+    rt = runtime.get()
+    rt.tuner.forget()
+    jax.clear_caches()
+    yield path
+    rt.tuner.forget()
+    jax.clear_caches()
+
+
+def _problem():
+    rs = np.random.RandomState(0)
+    a = rs.randn(2, 37, 130).astype(F)        # batch 2, M 37, K 130
+    b = rs.randn(2, 22, 130).astype(F)        # used transposed: N 22 (not a multiple of 4)
+    c = rs.randn(130, 40).astype(F)           # N 40
+    return a, b, c
+
+
+def _run(a, b, c):
+    f = jax.jit(lambda a, b, c: (jnp.einsum("bmk,bnk->bmn", a, b), jnp.tanh(a @ c) + 1.0))
+    return [np.asarray(x) for x in f(a, b, c)]
+
+
+def _want(a, b, c):
+    a64 = a.astype(np.float64)
+    return [np.einsum("bmk,bnk->bmn", a64, b), np.tanh(a64 @ c) + 1.0]
+
+
+def _keys_and_names(a, b, c):
+    """The tuner keys of the two products and the variants it may choose for each."""
+    t = runtime.get().target()
+    out = []
+    for M, N, K in ((37, 22, 130), (37, 40, 130)):
+        Mp, Np, Kp = (linalg._pow2(2 * M, 4, 512), linalg._pow2(N, 4, 512),
+                      linalg._pow2(K, 4, 1024))
+        names = [cfg.name for cfg in linalg._mm_candidates(t, Mp, Np // 4, Kp)]
+        out.append((f"matmul|{Mp}x{Np}x{Kp}", names))
+    return out
+
+
+def test_every_matmul_variant_is_correct(tuner_file):
+    a, b, c = _problem()
+    want = _want(a, b, c)
+    (k1, n1), (k2, n2) = _keys_and_names(a, b, c)
+    adapter = runtime.get().tuner.adapter_key
+    assert len(n1) >= 4 and any("s2" in n for n in n1), n1      # split-K variants offered
+    tried = set()
+    for i in range(max(len(n1), len(n2))):
+        choice = {k1: n1[i % len(n1)], k2: n2[i % len(n2)]}
+        tuner_file.write_text(json.dumps({"version": 1, "adapters": {adapter: choice}}))
+        runtime.get().tuner.forget()
+        jax.clear_caches()
+        s0 = dict(runtime.get().tuner.stats)
+        got = _run(a, b, c)
+        assert runtime.get().tuner.stats["hits"] - s0["hits"] == 2       # the file's choices
+        assert runtime.get().tuner.stats["timed"] == s0["timed"]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-4, err_msg=str(choice))
+        tried.update(choice.values())
+    assert set(n1) | set(n2) <= tried
+
+
+def test_choices_are_timed_once_and_cached(tuner_file, monkeypatch):
+    a = np.random.RandomState(1).randn(64, 48).astype(F)
+    b = np.random.RandomState(2).randn(48, 64).astype(F)
+    rt = runtime.get()
+    s0 = dict(rt.tuner.stats)
+    np.testing.assert_allclose(np.asarray(jax.jit(jnp.matmul)(a, b)), a @ b, rtol=1e-5,
+                               atol=1e-4)
+    assert rt.tuner.stats["timed"] == s0["timed"] + 1
+    data = json.loads(tuner_file.read_text())
+    mine = data["adapters"][rt.tuner.adapter_key]
+    assert list(mine) == ["matmul|64x64x64"]
+    assert mine["matmul|64x64x64"] in rt.tuner.last_times
+    # a fresh process (a forgetful tuner, no compiled plans) reads the file: no timing
+    rt.tuner.forget()
+    jax.clear_caches()
+    np.asarray(jax.jit(jnp.matmul)(a, b))
+    assert rt.tuner.stats["timed"] == s0["timed"] + 1
+    assert rt.tuner.stats["hits"] >= s0["hits"] + 1
+    # a corrupt file is timed again and rewritten; an unwritable one still gives a choice
+    tuner_file.write_text("{not json")
+    rt.tuner.forget()
+    jax.clear_caches()
+    np.testing.assert_allclose(np.asarray(jax.jit(jnp.matmul)(a, b)), a @ b, rtol=1e-5,
+                               atol=1e-4)
+    assert rt.tuner.stats["timed"] == s0["timed"] + 2
+    assert json.loads(tuner_file.read_text())["version"] == autotune.VERSION
+    blocker = tuner_file.parent / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("WJAX_AUTOTUNE_CACHE", str(blocker / "sub" / "autotune.json"))
+    rt.tuner.forget()
+    jax.clear_caches()
+    np.testing.assert_allclose(np.asarray(jax.jit(jnp.matmul)(a, b)), a @ b, rtol=1e-5,
+                               atol=1e-4)
+
+
+def test_tuning_off_takes_defaults(tuner_file, monkeypatch):
+    monkeypatch.setenv("WJAX_AUTOTUNE", "0")
+    rt = runtime.get()
+    s0 = dict(rt.tuner.stats)
+    a = np.ones((64, 64), F)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jnp.matmul)(a, a)), a @ a)
+    assert rt.tuner.stats["timed"] == s0["timed"] and not os.path.exists(tuner_file)
+
+
+def test_split_k_with_epilogue():
+    """A long contraction with few outputs takes the split-K default (partial products, then a
+    sum that also runs the fused epilogue)."""
+    rs = np.random.RandomState(3)
+    a, b = rs.randn(8, 4096).astype(F), rs.randn(4096, 8).astype(F)
+    f = jax.jit(lambda a, b: jnp.maximum(a @ b, 0.0) * 2.0)
+    text = f.lower(a, b).as_text()
+    assert "for (var s = 0u; s <" in text          # the sum of the partial products
+    np.testing.assert_allclose(np.asarray(f(a, b)), np.maximum(a @ b, 0) * 2, rtol=1e-4,
+                               atol=1e-3)
+    g = jax.jit(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))))
+    np.testing.assert_allclose(np.asarray(g(a, b)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def _forcing(monkeypatch, prefix, pick_index):
+    """Makes the tuner choose variant ``pick_index`` (mod count) for keys starting ``prefix``
+    (and record what it offered)."""
+    rt = runtime.get()
+    offered = []
+
+    def pick(key, names, build, nb, default):
+        if not key.startswith(prefix):
+            return default
+        offered.append(list(names))
+        return names[pick_index % len(names)]
+    monkeypatch.setattr(rt.tuner, "pick", pick)
+    return offered
+
+
+@pytest.mark.parametrize("case", ["strided", "groups_dilated", "weight_grad"])
+def test_every_conv_variant_is_correct(case, monkeypatch):
+    """The direct (implicit GEMM) convolution in each variant the tuner offers -- register
+    blocks, split contractions whose pieces cross window positions -- against JAX: strides,
+    asymmetric padding, lhs/rhs dilation, feature groups, and a layer's value_and_grad (the
+    weight gradient contracts over batch x positions: 2 x 33 x 35 = 2310 terms a channel)."""
+    rj = pytest.importorskip("jax")
+    rs = np.random.RandomState(4)
+    if case == "strided":
+        x, w = rs.randn(2, 5, 13, 11).astype(F), rs.randn(8, 5, 3, 2).astype(F)
+        kw = dict(window_strides=(2, 1), padding=((1, 2), (0, 1)))
+    elif case == "groups_dilated":
+        x, w = rs.randn(3, 6, 19, 20).astype(F), rs.randn(16, 3, 2, 3).astype(F)
+        kw = dict(window_strides=(1, 2), padding=((2, 1), (1, 1)), lhs_dilation=(2, 1),
+                  rhs_dilation=(1, 2), feature_group_count=2)
+    else:
+        x, w = rs.randn(2, 3, 33, 35).astype(F), (rs.randn(4, 3, 3, 3) * 0.2).astype(F)
+        kw = dict(window_strides=(1, 1), padding="SAME")
+
+    def run(L, N, x, w):
+        if case != "weight_grad":
+            return L.conv_general_dilated(x, w, **kw)
+        loss = lambda w, x: N.sum(N.tanh(L.conv_general_dilated(x, w, **kw)) ** 2)  # noqa
+        g = rj.value_and_grad(loss, argnums=(0, 1)) if L is rj.lax else \
+            jax.value_and_grad(loss, argnums=(0, 1))
+        return g(w, x)
+    want = rj.tree_util.tree_leaves(rj.jit(lambda x, w: run(rj.lax, rj.numpy, x, w))(x, w))
+    n_variants, i = None, 0
+    while n_variants is None or i < n_variants:
+        offered = _forcing(monkeypatch, "conv|", i)
+        with runtime.get().options(name=f"conv variant {i}"):    # compile afresh
+            got = jax.tree_util.tree_leaves(jax.jit(lambda x, w: run(lax, jnp, x, w))(x, w))
+        assert offered, "the convolution offered the tuner no variants"
+        n_variants = max(len(o) for o in offered)
+        for g, wv in zip(got, want):
+            scale = max(1.0, float(np.abs(np.asarray(wv)).max()))
+            np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=2e-4,
+                                       atol=2e-4 * scale, err_msg=f"{case} {offered}")
+        i += 1
+    assert n_variants >= 3
+
+
+def test_float16_storage_float32_accumulation(target_options):
+    """float16 operands on the register-blocked kernel, products accumulated in float32:
+    ``preferred_element_type=float32`` gives JAX's float32 result, a float16 result is that
+    rounded once (within one float16 ulp of JAX's); batch dims, a transposed operand, a fused
+    epilogue and a split contraction included.  Without shader-f16 (wgpu's GL backend, or a
+    target without it) float16 is JAX's TypeError, never a silent float32."""
+    rj = pytest.importorskip("jax")
+    rs = np.random.RandomState(6)
+    a = rs.randn(3, 37, 130).astype(np.float16)
+    b = rs.randn(3, 22, 130).astype(np.float16)
+    c = rs.randn(8, 4096).astype(np.float16)
+    d = rs.randn(4096, 8).astype(np.float16)
+
+    def prog(L, N, a, b, c, d):
+        p = L.dot_general(a, b, (((2,), (2,)), ((0,), (0,))), preferred_element_type=N.float32)
+        q = N.tanh(N.einsum("bmk,bnk->bmn", a, b)) * 2                 # float16 out, epilogue
+        r = L.dot(c, d, preferred_element_type=N.float32)               # split contraction
+        return p, q, r
+
+    if not runtime.get().has_f16:
+        with pytest.raises(TypeError, match="shader-f16"):
+            jax.jit(lambda *x: prog(lax, jnp, *x))(a, b, c, d)
+        return
+    f = jax.jit(lambda *x: prog(lax, jnp, *x))
+    assert "vec4<f16>" in f.lower(a, b, c, d).as_text()
+    got = f(a, b, c, d)
+    want = rj.jit(lambda *x: prog(rj.lax, rj.numpy, *x))(a, b, c, d)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5, atol=1e-4)
+    ulp = np.spacing(np.abs(np.asarray(want[1])).astype(np.float16)).astype(np.float32)
+    assert np.all(np.abs(np.asarray(got[1], np.float32) - np.asarray(want[1], np.float32))
+                  <= ulp + 1e-3)
+    np.testing.assert_allclose(np.asarray(got[2]), np.asarray(want[2]), rtol=1e-4, atol=1e-2)
+    target_options(has_f16=False)
+    with pytest.raises(TypeError, match="shader-f16"):
+        jax.jit(lambda *x: prog(lax, jnp, *x))(a, b, c, d)

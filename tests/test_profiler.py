@@ -1,0 +1,143 @@
+"""wjax.profiler (jax.profiler's API): the trace file's structure and contents -- kernel
+names, counts, FLOPs and bytes, programs, host annotations -- and the summary; never timings.
+Against real JAX: the same API calls are accepted (and refused) the same way."""
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+
+N = 1 << 12
+
+
+def selu(x):
+    return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+
+@pytest.fixture(autouse=True)
+def no_peak(monkeypatch):
+    monkeypatch.setenv("WJAX_PROFILE_PEAK", "0")     # the peak benchmark is not under test
+
+
+def load(d):
+    files = glob.glob(os.path.join(d, "*.trace.json.gz"))
+    assert len(files) == 1, files
+    with gzip.open(files[0], "rt") as f:
+        return json.load(f)
+
+
+def kernels(tr):
+    return [e for e in tr["traceEvents"] if e.get("cat") == "kernel"]
+
+
+def run_traced(tmp_path, timer=None, monkeypatch=None):
+    if timer is not None:
+        monkeypatch.setenv("WJAX_PROFILE_TIMER", timer)
+    f = wjax.jit(selu)
+    x = jnp.asarray(np.linspace(-2, 2, N, dtype=np.float32))
+    want = np.asarray(f(x))                       # compiled before the trace
+    with wjax.profiler.trace(str(tmp_path)):
+        with wjax.profiler.TraceAnnotation("three steps", step=3):
+            for _ in range(3):
+                y = f(x)
+        total = float(jnp.sum(y))
+    np.testing.assert_allclose(np.asarray(y), want)
+    np.testing.assert_allclose(total, want.astype(np.float64).sum(), rtol=1e-5)
+    return load(wjax.profiler.last_trace_dir())
+
+
+@pytest.mark.parametrize("timer", ["default", "host"])
+def test_trace_records_each_kernel(tmp_path, monkeypatch, timer):
+    tr = run_traced(tmp_path, None if timer == "default" else timer, monkeypatch)
+    ks = kernels(tr)
+    selu_k = [k for k in ks if k["args"].get("program") == "selu"]
+    assert len(selu_k) == 3                       # one fused kernel per call
+    for k in selu_k:
+        assert k["name"].startswith("fused(")
+        assert {"exp", "select_n", "gt", "mul"} <= set(k["name"][6:-1].split(","))
+        assert k["args"]["bytes"] == 2 * N * 4    # reads x, writes y
+        assert k["args"]["flops"] >= 4 * N        # at least 4 arithmetic ops per element
+        assert k["ph"] == "X" and k["pid"] == 1 and k["dur"] >= 0
+    sums = [k for k in ks if k["name"].startswith("reduce_sum")]
+    assert len(sums) >= 1 and sums[0]["args"]["program"] == "reduce_sum"
+    assert sums[0]["args"]["flops"] == N
+    # kernels in recording order on the device timeline
+    assert [k["ts"] for k in ks] == sorted(k["ts"] for k in ks)
+    host = [e for e in tr["traceEvents"] if e.get("cat") == "host"]
+    ann = [e for e in host if e["name"] == "three steps"]
+    assert len(ann) == 1 and ann[0]["args"] == {"step": 3} and ann[0]["pid"] == 2
+    assert any(e["name"].startswith("readback") for e in host)     # float(...) waited
+    names = {e["args"]["name"] for e in tr["traceEvents"] if e.get("ph") == "M"
+             and e["name"] == "process_name"}
+    assert any(("timestamp" if timer == "default" else "host") in n for n in names)
+    summary = open(os.path.join(wjax.profiler.last_trace_dir(), "summary.txt")).read()
+    assert summary == wjax.profiler.last_summary()
+    row = next(line for line in summary.splitlines() if line.endswith(selu_k[0]["name"]))
+    assert row.split()[2] == "3"                  # launches column
+
+
+def test_start_stop_errors_and_annotations(tmp_path):
+    with pytest.raises(RuntimeError, match="No profile started"):
+        wjax.profiler.stop_trace()
+    wjax.profiler.start_trace(str(tmp_path))
+    with pytest.raises(RuntimeError, match="already been started"):
+        wjax.profiler.start_trace(str(tmp_path))
+
+    @wjax.profiler.annotate_function
+    def work(a):
+        return (a * 2).block_until_ready()
+
+    @wjax.profiler.annotate_function(name="named")
+    def other(a):
+        return a + 1
+    with wjax.profiler.StepTraceAnnotation("train", step_num=7):
+        work(jnp.ones(8))
+        other(jnp.ones(8))
+    wjax.profiler.stop_trace()
+    with pytest.raises(RuntimeError, match="No profile started"):
+        wjax.profiler.stop_trace()
+    tr = load(wjax.profiler.last_trace_dir())
+    host = {e["name"] for e in tr["traceEvents"] if e.get("cat") == "host"}
+    assert {"train 7", "named"} <= host
+    assert any(n.endswith("work") for n in host)
+    # outside a trace the annotations cost nothing and record nothing
+    with wjax.profiler.TraceAnnotation("idle"):
+        work(jnp.ones(8))
+    assert wjax.profiler.last_trace_dir() is not None
+
+
+def test_same_errors_as_jax(tmp_path):
+    rjax = pytest.importorskip("jax")
+    for prof in (wjax.profiler, rjax.profiler):
+        with pytest.raises(RuntimeError, match="No profile started"):
+            prof.stop_trace()
+
+
+def test_jax_profiler_through_the_import_hook(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(f"""
+        import jax, jax.numpy as jnp
+        f = jax.jit(lambda x: jnp.tanh(x) * 2)
+        x = jnp.ones(64)
+        f(x)
+        with jax.profiler.trace({str(tmp_path / 'tr')!r}):
+            f(x).block_until_ready()
+    """))
+    env = dict(os.environ, WJAX_PROFILE_PEAK="0",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-m", "wjax", "run", str(script)], check=True, env=env,
+                   timeout=300)
+    (d,) = glob.glob(str(tmp_path / "tr" / "plugins" / "profile" / "*"))
+    ks = kernels(load(d))
+    assert [k["args"]["program"] for k in ks] == ["<lambda>"]
+    assert set(ks[0]["name"][6:-1].split(",")) == {"tanh", "mul"}

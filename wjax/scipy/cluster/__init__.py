@@ -1,0 +1,2 @@
+"""wjax.scipy.cluster: ``vq``."""
+from . import vq  # noqa: F401
