@@ -634,7 +634,7 @@ def print_saved_residuals(fun: Callable, *args: Any, **kwargs: Any) -> None:
 # --------------------------------------------------------------------------- linear_transpose
 
 def _is_float_dtype(dt) -> bool:
-    return np.dtype(dt).kind == "f"
+    return dtypes.is_float(dt)
 
 
 def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:

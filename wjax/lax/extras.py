@@ -332,7 +332,7 @@ def _monoid(computation, init, dt):
         return None
     name, ident = hit
     if ident in ("min", "max"):
-        if dt.kind == "f":
+        if dtypes.is_float(dt):
             ident = -np.inf if ident == "min" else np.inf
         elif dt == np.bool_:
             ident = ident == "max"

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ops
+from ..core import dtypes, ops
 from ..prims import decomp as _D
 
 __all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation"]
 
 
 def _float_matrix(name, x):
-    if np.dtype(ops._aval(x).dtype).kind != "f":
+    if not dtypes.is_float(ops._aval(x).dtype):
         raise TypeError(f"{name} requires a floating-point operand, got "
                         f"{np.dtype(ops._aval(x).dtype).name}")
     return x

@@ -18,7 +18,7 @@ from ..prims import decomp as D
 from ._util import broadcast_shapes, result_type
 from . import creation
 from .creation import arange, asarray, astype, broadcast_to, ones, zeros
-from .scalars import issubdtype
+from .scalars import finfo, issubdtype
 from . import ufuncs
 from .ufuncs import _where_xy, log, power, sqrt
 from . import shapes
@@ -406,7 +406,7 @@ def _jacobi(x, gram):
     cols = arange(m, dtype=np.int32)
     eye_m = astype(cols[:, None] == cols[None, :], x.dtype)
     v0 = broadcast_to(eye_m, (*batch, m, m))
-    eps = float(np.finfo(np.dtype(x.dtype)).eps)
+    eps = float(finfo(x.dtype).eps)
     tol = eps * (8.0 * float(np.sqrt(rows)) if gram else 1.0)
     rounds = m - 1
     limit = _max_sweeps(m) * rounds
@@ -631,7 +631,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
                         f"two-dimensional")
     m, n = a.shape
-    eps = float(np.finfo(dt).eps)
+    eps = float(finfo(dt).eps)
     if a.size == 0:
         s = zeros((0,), dt)
         rank = asarray(0, np.int32)

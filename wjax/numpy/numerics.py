@@ -548,7 +548,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise TypeError("expected x and y to have same length")
     order = deg + 1
     if rcond is None:
-        rcond = len(x) * float(np.finfo(np.dtype(x.dtype)).eps)
+        rcond = len(x) * float(dtypes.finfo(x.dtype).eps)
     lhs = stack([x ** (deg - i) for i in builtins.range(order)], axis=1)
     rhs = y
     if w is not None:

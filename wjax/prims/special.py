@@ -14,7 +14,7 @@ from ..transforms import batching as _batching
 from .elementwise import (F, T, _check_kind, _fill_f16_via_f32, _helpers_in, _same_dtypes, binop,
                           elementwise_shape, unop)
 from ..transforms import ad as _ad
-from ..core import ops
+from ..core import dtypes, ops
 
 # Giles' single-precision erfinv, the approximation XLA uses.
 W.helper("wj_erfinv", """
@@ -484,6 +484,19 @@ fn wj_nextafter(x: f32, y: f32) -> f32 {
   let away = (ky > kx) == ((bx & 0x80000000u) == 0u);
   return bitcast<f32>(select(bx - 1u, bx + 1u, away));
 }""")
+# bfloat16 (an f32 with 16 zero low bits) steps by 1 << 16 of the f32 bits
+_wgsl("wj_nextafter_bf16", """
+fn wj_nextafter_bf16(x: f32, y: f32) -> f32 {
+  if (wj_isnan(x) || wj_isnan(y)) { return bitcast<f32>(0x7fc00000u); }
+  let bx = bitcast<u32>(x);
+  let by = bitcast<u32>(y);
+  let kx = wj_fkey(bx);
+  let ky = wj_fkey(by);
+  if (kx == ky) { return y; }
+  if ((bx & 0x7fffffffu) == 0u) { return bitcast<f32>((by & 0x80000000u) | 0x10000u); }
+  let away = (ky > kx) == ((bx & 0x80000000u) == 0u);
+  return bitcast<f32>(select(bx - 0x10000u, bx + 0x10000u, away));
+}""")
 # float16 steps on its own bits (packed through u32; the result's bits are unpacked, so a
 # signed zero keeps its sign)
 _wgsl("wj_nextafter16", """
@@ -614,7 +627,7 @@ def _erfc64(x):
     return np.vectorize(math.erfc, otypes=[np.float64])(x)
 
 
-# nextafter: float32 and float16 each step on their own bits
+# nextafter: float32, float16 and bfloat16 each step on their own bits
 nextafter_p = _float_op("nextafter", 2, "wj_nextafter({0}, {1})", np.nextafter)
 
 
@@ -624,6 +637,9 @@ def _nextafter_fuse(kb, idx, read, in_avals, out_aval):
     if np.dtype(in_avals[0].dtype) == np.float16:
         kb.use_helper("wj_nextafter16")
         return f"f16(wj_nextafter16(f32({a}), f32({b})))"
+    if np.dtype(in_avals[0].dtype) == dtypes.bfloat16:
+        kb.use_helper("wj_nextafter_bf16")
+        return f"wj_nextafter_bf16({a}, {b})"
     kb.use_helper("wj_nextafter")
     return _fill_f16_via_f32(kb, "wj_nextafter({0}, {1})", [a, b], in_avals[0].dtype,
                              out_aval.dtype)
