@@ -175,6 +175,7 @@ def test_elementwise_ops_as_jax():
         "logaddexp2": lambda m, a, b: m.logaddexp2(a, b),
         "frexp": lambda m, a, b: m.frexp(a)[0], "frexp_e": lambda m, a, b: m.frexp(a)[1],
         "ldexp": lambda m, a, b: m.ldexp(a, m.arange(a.size) % 7 - 3),
+        "nextafter": lambda m, a, b: m.nextafter(a, b), "spacing": lambda m, a, b: m.spacing(a),
     }
     # within an ulp: XLA expands these into several bf16 operations of its own
     close = {
