@@ -446,6 +446,8 @@ def _fma_fuse(kb, idx, read, in_avals, out_aval):
 
 
 def _fma_ref(x, y, z):
+    if x.dtype == dtypes.bfloat16:   # the product rounded, then the sum (as the kernel)
+        return ((x * y).astype(np.float32) + z.astype(np.float32)).astype(x.dtype)
     return (x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)).astype(x.dtype)
 
 
