@@ -292,10 +292,14 @@ def test_every_kernel_family_stores_bf16_exact_values():
     b = jnp.asarray(rng.normal(size=(40, 5)), BF)
     v = jnp.asarray(rng.normal(size=200) * 5, BF)
     m = jnp.asarray(np.eye(4) * 2.3 + 0.1, BF)
+    big_a = rng.normal(size=(32, 64)).astype(BF)
+    big_b = rng.normal(size=(64, 36)).astype(BF)
     lax_ = wjax.lax
     outs = {
         "reduce_sum": lax_.reduce_sum(a, (1,)), "reduce_prod": lax_.reduce_prod(a[:, :4], (1,)),
         "matmul": a @ b, "cumsum": jnp.cumsum(v), "cumlogsumexp": lax_.cumlogsumexp(v),
+        # the register-blocked kernel (M N K >= 32768)
+        "matmul_blocked": jnp.asarray(big_a) @ jnp.asarray(big_b),
         "sort": jnp.sort(v), "scatter_add": v.at[jnp.array([1, 1, 2])].add(BF(0.1)),
         "scatter_mul": v.at[jnp.array([1, 1, 2])].multiply(BF(1.1)),
         "conv": lax_.conv(a.reshape(1, 1, 6, 40), jnp.ones((2, 1, 3, 3), BF) * 0.3, (1, 1),
@@ -312,6 +316,7 @@ def test_every_kernel_family_stores_bf16_exact_values():
         assert x.dtype == BF, k
         words = np.frombuffer(rt.read(x.buffer, x.size * 4), np.uint32, count=x.size)
         assert not (words & 0xFFFF).any(), k
+    assert_exact(outs["matmul_blocked"], jax.jit(lambda x, y: x @ y)(big_a, big_b))
     want = np.linalg.solve(np.asarray(m, np.float64), np.full(4, 1.3))
     np.testing.assert_allclose(np.asarray(outs["solve"], np.float32), want, rtol=RTOL)
 

@@ -166,12 +166,19 @@ fn wj_bf16r(x: f32) -> f32 {
   return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);
 }"""
 
+_BF16R4 = """
+fn wj_bf16r4(v: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(wj_bf16r(v.x), wj_bf16r(v.y), wj_bf16r(v.z), wj_bf16r(v.w));
+}"""
+
 
 def finalize(src: str) -> str:
     """The last touch every kernel gets before compiling (``Runtime.pipeline`` calls it): a
     kernel rounding to bfloat16 (``wrap_narrow``) gets ``wj_bf16r``; a kernel using the opaque
     zero of ``wj_opq`` (see ``wgsl_math``) sets it at the start of ``main``, from
     ``num_workgroups`` -- never 0 in a running dispatch, unknown to the compiler."""
+    if "wj_bf16r4(" in src and "fn wj_bf16r4(" not in src:
+        src = src + _BF16R4 + "\n"
     if "wj_bf16r(" in src and "fn wj_bf16r(" not in src:
         src = src + _BF16R + "\n"
     if "var<private> wj_zero" not in src:

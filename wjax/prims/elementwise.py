@@ -926,6 +926,8 @@ def convert_expr(e: str, src, dst) -> str:
         if W.storage_type(src) == W.storage_type(dst):
             return W.wrap_narrow(e, dst)
         return W.wrap_narrow(f"bitcast<{tv}>({e})", dst)
+    if dst == dtypes.bfloat16:   # rounded here too: element rules return this unwrapped
+        return W.wrap_narrow(f"f32({e})", dst)
     return f"{tv}({e})"
 
 

@@ -149,7 +149,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 # products with few output blocks and a long contraction (a weight gradient), and always in
 # chunks of at most K_CHUNK (lavapipe stops an invocation after 65535 loop iterations).
 # The variant is autotuned per adapter and size class (``backend/autotune.py``).
-_F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
+_F32, _F16, _BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(dtypes.bfloat16)
 MM_RM, MM_V, MM_WG = 16, 8, 16       # the default block: rows, vec4 columns, threads/workgroup
 MM_MIN_THREADS = 16  # shrink blocks / split the contraction below this many threads
 K_CHUNK = 16384      # contraction steps per thread at most
@@ -282,6 +282,10 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
     if N % 4:
         c_name = kb.bind(kc, out_dt, "read_write")
     ct = W.storage_type(out_dt)
+    if out_dt == _BF16:   # an f32 lane rounded to bf16 (wgsl.wrap_narrow)
+        cv, cs_ = (lambda e: f"wj_bf16r4({e})"), (lambda e: f"wj_bf16r({e})")
+    else:
+        cv, cs_ = (lambda e: f"vec4<{ct}>({e})"), (lambda e: f"{ct}({e})")
     RM, V, WG = cfg.rm, cfg.v, cfg.wg
     KC = -(-K // S)
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
@@ -300,7 +304,7 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
     if N % 4 == 0:
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}["
-            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = vec4<{ct}>(c{i}_{j}); }}"
+            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = {cv(f'c{i}_{j}')}; }}"
             for i in range(RM)
             for j in range(V)
         )
@@ -308,7 +312,7 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}["
             + row.format(M=M, i=i)
-            + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = {ct}(c{i}_{j}[{q}]); }}"
+            + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = {cs_(f'c{i}_{j}[{q}]')}; }}"
             for i in range(RM)
             for j in range(V)
             for q in range(4)
@@ -321,11 +325,16 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
                   f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
-                  f"      let val = {ct}(cs[ii / 4u][ii % 4u]);\n      {body}\n    }}\n  }}")
+                  f"      let val = {cs_('cs[ii / 4u][ii % 4u]')};\n      {body}\n    }}\n  }}")
     src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
                    B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
                    STORE=store)
     return src, grid
+
+
+def _round_to(e, dt):
+    """An f32 accumulator as a value of ``dt`` (bfloat16: rounded, in its f32 lane)."""
+    return W.wrap_narrow(e, dt) if np.dtype(dt) == _BF16 else f"{W.storage_type(dt)}({e})"
 
 
 def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
@@ -333,7 +342,7 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     p = kb.bind(kp, np.float32, "read")
     o = kb.bind(ko, out_dtype, "read_write")
     kb.emit(f"var acc0 = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc0 = acc0 + {p}[s "
-            f"* {total}u + i]; }}\n  let acc = {W.storage_type(out_dtype)}(acc0);\n"
+            f"* {total}u + i]; }}\n  let acc = {_round_to('acc0', out_dtype)};\n"
             f"  {o}[i] = acc;")
     for line in epi:
         kb.emit(line)
@@ -502,10 +511,12 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
         if cfg.tiled:
             return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
-    if (lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16
+    if (((lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16)
+         or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
             and K > 0 and M * N * K >= 32768):
-        # float16 storage, float32 accumulation (``preferred_element_type=float32`` keeps the
-        # float32 result): the register-blocked kernel, its block tuned as float32's
+        # float16 storage (bfloat16: f32 lanes), float32 accumulation
+        # (``preferred_element_type=float32`` keeps the float32 result): the register-blocked
+        # kernel, its block tuned as float32's
         cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     kb = ctx.new_kb()
