@@ -22,9 +22,12 @@ if [ $# -gt 0 ]; then
   exec "$py" -m pytest tests -m "not slow" "$@"
 fi
 
+# Tests run on up to 4 workers (pytest-xdist; one per core): most of a test's time is
+# single-threaded Python and LLVM/XLA compiles, so two workers on two cores nearly halve it.
+workers="${WJAX_TEST_WORKERS:-$(n=$(nproc); echo $(( n < 4 ? n : 4 )))}"
 echo "[test] lint: ruff check (configuration in pyproject.toml)"
 .venv/bin/ruff check .
-"$py" -m pytest tests -m "not slow"
+"$py" -m pytest -n "$workers" tests -m "not slow"
 
 # The same WGSL through other compilers: a difference between drivers is a bug.
 DRIVER_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_random.py tests/test_loops.py
@@ -32,11 +35,11 @@ DRIVER_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_random.py test
               tests/test_big_arrays.py tests/test_kernel_forms.py tests/test_autotune.py"
 if "$py" -m wjax --has opengl; then
   echo "[test] driver run: wgpu's GL backend (naga -> GLSL -> llvmpipe)"
-  WJAX_BACKEND=gl "$py" -m pytest $DRIVER_TESTS
+  WJAX_BACKEND=gl "$py" -m pytest -n "$workers" $DRIVER_TESTS
 else
   echo "[test] no GL adapter here: the GL driver run is not possible on this machine"
 fi
 if "$py" -m wjax --has "vulkan llvmpipe"; then
   echo "[test] driver run: lavapipe with 128-bit vectors (LP_NATIVE_VECTOR_WIDTH=128)"
-  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest $DRIVER_TESTS
+  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest -n "$workers" $DRIVER_TESTS
 fi
