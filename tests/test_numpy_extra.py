@@ -623,3 +623,26 @@ def test_hypothesis_take_along_axis_and_quantile(shape, seed, keepdims):
         rtol=1e-5,
         atol=1e-5,
     )
+
+
+def test_vecdot_conjugates_and_keeps_the_dtype_as_jax():
+    jjnp = pytest.importorskip("jax.numpy")
+    r = np.random.RandomState(5)
+    c1 = (r.randn(2, 3) + 1j * r.randn(2, 3)).astype(np.complex64)
+    c2 = (r.randn(2, 3) + 1j * r.randn(2, 3)).astype(np.complex64)
+    u = np.array([[200, 100, 7]], np.uint8)
+    i8, f = np.ones((2, 3), np.int8), r.randn(2, 3).astype(np.float32)
+    for a, b in ((c1, c2), (u, u), (i8, f), (f, f)):
+        for mod_w, mod_j in ((jnp, jjnp), (jnp.linalg, jjnp.linalg)):
+            got, want = mod_w.vecdot(a, b), mod_j.vecdot(a, b)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
+    got = wjax.grad(lambda x: jnp.vecdot(x, f).sum())(f)
+    np.testing.assert_allclose(got, f, rtol=1e-6)
+
+
+def test_creation_functions_take_the_array_apis_device_keyword():
+    dev = wjax.devices()[0]
+    np.testing.assert_array_equal(jnp.eye(2, device=dev), np.eye(2))
+    np.testing.assert_array_equal(jnp.empty_like(np.ones(3), device=dev).shape, (3,))
+    np.testing.assert_allclose(jnp.linspace(0, 1, 3, device=dev), [0, 0.5, 1])

@@ -190,7 +190,7 @@ def _swap(like, v):
     return sh, v, dt, weak
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     return zeros_like(a, dtype, shape)
 
 
@@ -248,7 +248,7 @@ def _dim(name, n, m):
     return n, (n if m is None else m)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None, out_sharding=None):
     N, M = _dim("eye", N, M)
     k = operator.index(k)
     r = lax.broadcasted_iota(np.int32, (N, M), 0)

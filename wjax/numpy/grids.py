@@ -16,7 +16,8 @@ from .ufuncs import add, clip, log10, mod, multiply, power
 from .shapes import flip, reshape, stack
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """JAX's linspace: ``start * (1 - t) + stop * t`` in the computation dtype (the inexact
     form of ``dtype``, by default of the endpoints' dtypes), so bf16 and float16 grids have
     JAX's roundings; integer outputs are floored; ``retstep`` gives the step in the

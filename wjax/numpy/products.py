@@ -13,7 +13,7 @@ from ..core import dtypes
 from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
                     out_sharding_scope, result_type)
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
-from .ufuncs import multiply, not_equal, subtract
+from .ufuncs import conjugate, multiply, not_equal, subtract
 from .shapes import (
     _axis, diagonal, expand_dims, moveaxis, ravel, reshape, stack, swapaxes, transpose,
 )
@@ -184,7 +184,13 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     a1, a2 = _axis(axis, x1.ndim), _axis(axis, x2.ndim)
     if x1.shape[a1] != x2.shape[a2]:
         raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with axis={axis}")
-    return reductions.sum(multiply(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), axis=-1)
+    # the array API's (and JAX's) vecdot: conj(x1) . x2, in the operands' promoted dtype
+    dt = (dtypes.result_type(x1, x2) if preferred_element_type is None
+          else dtypes.canonicalize_dtype(preferred_element_type))
+    if dtypes.is_complex(x1.dtype):
+        x1 = conjugate(x1)
+    return reductions.sum(multiply(moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)), axis=-1,
+                          dtype=dt)
 
 
 def matrix_transpose(x, /):
