@@ -21,9 +21,8 @@
 # and the same skips file, scripts/array_api_skips.txt (tests that hang or crash the
 # interpreter on either module; empty today).  The version is pinned because each module
 # otherwise picks its own (wjax declares 2023.12, JAX 2024.12).  The default is 2021.12, the
-# last standard without complex dtypes: the suite's conftest evaluates asarray(complex()) at
-# import for any later version, so until wjax has complex64 a 2022.12+ run collects nothing
-# for wjax (AAT_VERSION=2023.12 measures that).
+# version the README's counts are for (the last standard without complex dtypes; later
+# versions collect complex tests too, which wjax's complex64 can now take).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 AAT_DIR="${AAT_DIR:-$ROOT/.array-api/suite}"
