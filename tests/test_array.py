@@ -457,6 +457,25 @@ def test_getitem_matches_real_jax():
         np.testing.assert_array_equal(got, want, err_msg=name)
 
 
+def test_scalar_boolean_indices_are_zero_dim_masks_as_jax():
+    jax = _jax()
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    cases = [lambda m, n: m[True], lambda m, n: m[False], lambda m, n: m[0, True],
+             lambda m, n: m[..., False], lambda m, n: m[1, ..., True, 2],
+             lambda m, n: m[:, False, 1:], lambda m, n: m[None, True, 0],
+             lambda m, n: m[False, ..., True], lambda m, n: m[True, :, np.array([0, 2])],
+             lambda m, n: m[n.array(True)], lambda m, n: m[n.array(False), 1]]
+    for k, f in enumerate(cases):
+        want = f(jax.numpy.asarray(x), jax.numpy)
+        got = f(jnp.asarray(x), jnp)
+        assert got.shape == want.shape, k
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=str(k))
+    got = wjax.jit(lambda m: m[True, 0])(x)
+    np.testing.assert_array_equal(np.asarray(got), x[None, 0])
+    g = wjax.grad(lambda m: m[0, True].sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), jax.grad(lambda m: m[0, True].sum())(x))
+
+
 def test_out_of_bounds_reads_clamp():
     x = jnp.arange(5)
     assert int(x[10]) == 4 and int(x[-10]) == 0

@@ -78,7 +78,7 @@ def _normalize(x, idx):
             f"Too many indices: {x.ndim}-dimensional array indexed with {used} regular indices."
         )
     if n_ell:
-        k = out.index(Ellipsis)
+        k = next(n for n, i in enumerate(out) if i is Ellipsis)
         out = out[:k] + [slice(None)] * (x.ndim - used) + out[k + 1:]
     else:
         out = out + [slice(None)] * (x.ndim - used)
@@ -112,8 +112,51 @@ def _is_advanced(i) -> bool:
     return isinstance(i, (Array, Tracer, np.ndarray))
 
 
+def _scalar_bool(i) -> bool | None:
+    """``True``/``False`` for a scalar boolean index (Python, NumPy or a concrete 0-d array),
+    else None."""
+    if isinstance(i, (bool, np.bool_)):
+        return bool(i)
+    if isinstance(i, (Array, Tracer, np.ndarray)) and i.dtype == np.bool_ and i.ndim == 0:
+        v = i.to_concrete_value() if isinstance(i, Tracer) else i
+        if v is not None and not isinstance(v, Tracer):
+            return bool(np.asarray(v))
+    return None
+
+
+def _scalar_bools(x, idx):
+    """A scalar boolean index is a 0-d mask, as in NumPy and JAX: a new axis of size 1 indexed
+    by ``[0]`` (``True``) or ``[]`` (``False``), an advanced index like any integer array.
+    Returns ``(x with those axes, the index with the bools made integer arrays)``, or None when
+    the index holds no scalar bool (or also holds an array mask)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    flags = [_scalar_bool(i) for i in items]
+    if all(f is None for f in flags):
+        return None
+    if any(f is None and _is_advanced(i) and i.dtype == np.bool_ for f, i in zip(flags, items)):
+        return None
+    used = sum(1 for f, i in zip(flags, items)
+               if f is None and i is not None and i is not Ellipsis)
+    n, new, dim = x.ndim, [], 0
+    for f, i in zip(flags, items):
+        if f is not None:
+            x = expand_dims(x, dim)
+            new.append(np.zeros(1 if f else 0, np.int32))
+            dim += 1
+        elif i is Ellipsis:
+            new.append(i)
+            dim += n - used         # the original dims the ellipsis stands for
+        else:
+            new.append(i)
+            dim += 0 if i is None else 1
+    return x, tuple(new)
+
+
 def getitem(x, idx, mode=None, fill_value=None):
     x = asarray(x)
+    sb = _scalar_bools(x, idx) if not isinstance(idx, list) else None
+    if sb is not None:
+        return getitem(sb[0], sb[1], mode, fill_value)
     items = _normalize(x, idx)
     advanced = any(_is_advanced(i) for i in items) or mode == "fill"
     # 1. basic indices: slices (with rev for negative steps), None; ints when no arrays
