@@ -472,31 +472,24 @@ fn wj_fkey(b: u32) -> i32 {
   let m = i32(b & 0x7fffffffu);
   return select(m, -m, (b & 0x80000000u) != 0u);
 }""")
+# one step of ``ulp`` in the f32 bits toward y: 1 for float32; bfloat16 (an f32 with 16 zero
+# low bits) steps by 1 << 16
+_wgsl("wj_nextafter_by", """
+fn wj_nextafter_by(x: f32, y: f32, ulp: u32) -> f32 {
+  if (wj_isnan(x) || wj_isnan(y)) { return bitcast<f32>(0x7fc00000u); }
+  let bx = bitcast<u32>(x);
+  let by = bitcast<u32>(y);
+  let kx = wj_fkey(bx);
+  let ky = wj_fkey(by);
+  if (kx == ky) { return y; }
+  if ((bx & 0x7fffffffu) == 0u) { return bitcast<f32>((by & 0x80000000u) | ulp); }
+  let away = (ky > kx) == ((bx & 0x80000000u) == 0u);
+  return bitcast<f32>(select(bx - ulp, bx + ulp, away));
+}""")
 _wgsl("wj_nextafter", """
-fn wj_nextafter(x: f32, y: f32) -> f32 {
-  if (wj_isnan(x) || wj_isnan(y)) { return bitcast<f32>(0x7fc00000u); }
-  let bx = bitcast<u32>(x);
-  let by = bitcast<u32>(y);
-  let kx = wj_fkey(bx);
-  let ky = wj_fkey(by);
-  if (kx == ky) { return y; }
-  if ((bx & 0x7fffffffu) == 0u) { return bitcast<f32>((by & 0x80000000u) | 1u); }
-  let away = (ky > kx) == ((bx & 0x80000000u) == 0u);
-  return bitcast<f32>(select(bx - 1u, bx + 1u, away));
-}""")
-# bfloat16 (an f32 with 16 zero low bits) steps by 1 << 16 of the f32 bits
+fn wj_nextafter(x: f32, y: f32) -> f32 { return wj_nextafter_by(x, y, 1u); }""")
 _wgsl("wj_nextafter_bf16", """
-fn wj_nextafter_bf16(x: f32, y: f32) -> f32 {
-  if (wj_isnan(x) || wj_isnan(y)) { return bitcast<f32>(0x7fc00000u); }
-  let bx = bitcast<u32>(x);
-  let by = bitcast<u32>(y);
-  let kx = wj_fkey(bx);
-  let ky = wj_fkey(by);
-  if (kx == ky) { return y; }
-  if ((bx & 0x7fffffffu) == 0u) { return bitcast<f32>((by & 0x80000000u) | 0x10000u); }
-  let away = (ky > kx) == ((bx & 0x80000000u) == 0u);
-  return bitcast<f32>(select(bx - 0x10000u, bx + 0x10000u, away));
-}""")
+fn wj_nextafter_bf16(x: f32, y: f32) -> f32 { return wj_nextafter_by(x, y, 0x10000u); }""")
 # float16 steps on its own bits (packed through u32; the result's bits are unpacked, so a
 # signed zero keeps its sign)
 _wgsl("wj_nextafter16", """
