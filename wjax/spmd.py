@@ -43,7 +43,6 @@ _COLLECTIVES = {C.psum_p, C.pmax_p, C.pmin_p, C.all_gather_p, C.all_to_all_p, C.
                 C.axis_index_p, pvary_p}
 
 
-
 def _run_inputs(run: list) -> list:
     """The variables a run of equations reads that none of them defines, in first-use order."""
     defined = {v.id for e in run for v in e.outvars}
