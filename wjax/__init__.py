@@ -217,17 +217,21 @@ def copy_to_host_async(x):
 
 def _from_pieces(shape, where, pieces: dict, dtype, what: str):
     """The global array of ``shape`` laid out by ``where`` from its addressable pieces
-    (device -> host value or Array)."""
+    (device -> host value or Array): a host piece is uploaded straight to its device, an
+    Array moved there (nothing to do when it is already there)."""
     shape = tuple(int(d) for d in shape)
     want = tuple(where.shard_shape(shape))
     shards, dt = {}, None
     for d, piece in pieces.items():
-        piece = numpy.asarray(piece, dtype)
+        if isinstance(piece, _Array):
+            piece = _array.on_device(numpy.asarray(piece, dtype), d)
+        else:
+            piece = _array.asarray_device(piece, dtype, device=d)
         if tuple(piece.shape) != want:
             raise ValueError(f"{what}: the piece for {d} has shape {tuple(piece.shape)}; the "
                              f"sharding {where!r} gives each device shape {want} of {shape}")
         dt = piece.dtype if dt is None else dt
-        shards[d.id] = _array.put(piece, d)
+        shards[d.id] = piece
     if len(where.device_set) == 1:
         return next(iter(shards.values()))
     return _Array.sharded(ShapedArray(shape, dt), where, shards)

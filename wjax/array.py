@@ -563,8 +563,10 @@ def put(x, where) -> Array:
 
 # --------------------------------------------------------------------------- upload
 
-def asarray_device(x, dtype=None, weak_type=None, guard: bool = True) -> Array:
-    """Uploads a host value (NumPy array, Python scalar, nested list) as an Array.
+def asarray_device(x, dtype=None, weak_type=None, guard: bool = True,
+                   device: Device | None = None) -> Array:
+    """Uploads a host value (NumPy array, Python scalar, nested list) as an Array (on
+    ``device``; the default device when None).
 
     64-bit values are narrowed to 32 bits as JAX does with x64 off.  The upload is a
     host-to-device transfer for the transfer guards (``guard=False``: the caller checked)."""
@@ -577,7 +579,7 @@ def asarray_device(x, dtype=None, weak_type=None, guard: bool = True) -> Array:
     if weak_type is not None:
         weak = weak_type
     dt = dtypes.check_supported(dt)
-    rt = runtime.get()
+    rt = runtime.get() if device is None else device._rt
     if dt == np.float16 and not rt.has_f16:
         raise TypeError(f"float16 needs the adapter feature 'shader-f16', which "
                         f"{rt.describe()} does not have")

@@ -37,6 +37,16 @@ x = np.arange(16.0, dtype=np.float32).reshape(8, 2)
 xs = jax.device_put(x, NamedSharding(mesh, P("i")))
 print("shards", len(xs.addressable_shards), [s.index for s in xs.addressable_shards][:2])
 print("shard data", np.asarray(xs.addressable_shards[3].data).tolist())
+# arrays made of per-device pieces: each piece lands on its own device
+sh = NamedSharding(mesh, P("i"))
+made = jax.make_array_from_callback((8, 2), sh, lambda idx: x[idx])
+print("from callback", np.asarray(made).tolist(),
+      [s.device == d for s, d in zip(made.addressable_shards, jax.devices())],
+      [list(s.data.devices())[0] == s.device for s in made.addressable_shards])
+pieces = [jax.device_put(x[2 * k:2 * k + 2] * 2, d) for k, d in enumerate(jax.devices())]
+made = jax.make_array_from_single_device_arrays((8, 2), sh, pieces)
+print("from arrays", np.asarray(made).tolist(),
+      [list(s.data.devices())[0] == s.device for s in made.addressable_shards])
 print("replica ids", [s.replica_id for s in
                       jax.device_put(x, NamedSharding(mesh2, P("a"))).addressable_shards])
 print("device_get", jax.device_get(xs).sum(), jax.typeof(xs), xs.sharding.spec)
