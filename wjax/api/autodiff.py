@@ -21,6 +21,7 @@ from .. import dispatch
 from .. import numpy as jnp
 from ..array import Array
 from ..core import dtypes, tree_util
+from ..core.tree import flatten_call
 from ..core import caches
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
 from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
@@ -645,16 +646,9 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes=()) -> Callable:
     leaves, in_tree = tree_util.tree_flatten(tuple(primals))
     in_avals = [abstractify(x) for x in leaves]
     in_float = [_is_float_dtype(a.dtype) for a in in_avals]
-    box = []
-
-    def flat(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
-        ol, ot = tree_util.tree_flatten(out)
-        box.append(ot)
-        return ol
-
+    flat, out_tree_of = flatten_call(fun, in_tree)
     closed = trace_flat(flat, in_avals, DebugInfo("linear_transpose", fun))
-    out_tree, out_avals = box[0], closed.out_avals
+    out_tree, out_avals = out_tree_of(), closed.out_avals
     out_float = [_is_float_dtype(a.dtype) for a in out_avals]
     if not ((all(in_float) and all(out_float)) or
             (not any(in_float) and not any(out_float))):

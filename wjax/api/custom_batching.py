@@ -11,6 +11,7 @@ from typing import Callable
 
 from .. import lax
 from ..core import tree_util
+from ..core.tree import flatten_call
 from ..core.ir import abstractify
 from ..core.tracing import DebugInfo, trace_flat
 from ..prims.calls import custom_vmap_call_p
@@ -47,18 +48,11 @@ class custom_vmap:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} "
                                  f"using def_vmap.")
         leaves, in_tree = tree_util.tree_flatten(args)
-        box = []
-
-        def flat(*xs):
-            out = self.fun(*tree_util.tree_unflatten(in_tree, list(xs)))
-            ol, ot = tree_util.tree_flatten(out)
-            box.append(ot)
-            return ol
-
+        flat, out_tree_of = flatten_call(self.fun, in_tree)
         closed = trace_flat(flat, [abstractify(x) for x in leaves],
                             DebugInfo("custom_vmap", self.fun))
         jaxpr, consts = lift_consts(closed)
-        out_tree = box[0]
+        out_tree = out_tree_of()
         outs = custom_vmap_call_p.bind(*consts, *leaves, jaxpr=jaxpr, rule=self.vmap_rule,
                                        num_consts=len(consts), in_tree=in_tree,
                                        out_tree=out_tree, name=name, jvp_rule=_jvp_rule)

@@ -29,6 +29,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes, tree_util
+from ..core.tree import flatten_call
 from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
 from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
                             trace_flat)
@@ -128,16 +129,9 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
     Returns ``(nd, dyn, leaves, in_tree, avals, full, closed, out_tree)``, ``full(dyn)`` putting
     the non-differentiable arguments back in place."""
     nd, dyn, leaves, in_tree, avals, full = _split_args(nondiff_argnums, args)
-    box = []
-
-    def primal_flat(*xs):
-        out = fun(*full(tree_util.tree_unflatten(in_tree, list(xs))))
-        ol, ot = tree_util.tree_flatten(out)
-        box.append(ot)
-        return ol
-
+    primal_flat, out_tree = flatten_call(lambda *a: fun(*full(a)), in_tree)
     closed = trace_flat(primal_flat, avals, DebugInfo(kind, fun), values=_known_values(leaves))
-    return nd, dyn, leaves, in_tree, avals, full, closed, box[0]
+    return nd, dyn, leaves, in_tree, avals, full, closed, out_tree()
 
 
 class SymbolicZero:
@@ -526,17 +520,10 @@ def closure_convert(fun, *example_args):
     """``(converted, consts)``: ``fun`` with its closed-over traced values made explicit trailing
     arguments (as JAX's ``jax.closure_convert``)."""
     leaves, in_tree = tree_util.tree_flatten(example_args)
-    box = []
-
-    def flat(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
-        ol, ot = tree_util.tree_flatten(out)
-        box.append(ot)
-        return ol
-
+    flat, out_tree_of = flatten_call(fun, in_tree)
     closed = trace_flat(flat, [abstractify(x) for x in leaves])
     j, tc, kc = _split_consts(closed)
-    out_tree = box[0]
+    out_tree = out_tree_of()
     n = len(tc)
 
     def converted(*args):

@@ -804,3 +804,17 @@ class PyTreeRegistry:
 default_registry = PyTreeRegistry()
 __all__ += ["flatten_one_level", "flatten_one_level_with_keys", "reduce_associative", "static",
             "default_registry"]
+
+
+def flatten_call(fun: Callable, in_tree: PyTreeDef):
+    """``(flat, out_tree)`` for tracing ``fun`` over flat leaves: ``flat(*leaves)`` calls
+    ``fun`` on the positional arguments ``in_tree`` rebuilds from ``leaves`` and returns the
+    leaves of its output; ``out_tree()`` is that output's structure (from the last call)."""
+    box = []
+
+    def flat(*leaves):
+        out_leaves, tree = flatten(fun(*unflatten(in_tree, list(leaves))))
+        box.append(tree)
+        return out_leaves
+
+    return flat, lambda: box[-1]
