@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 from common import real_jax, table
+from hand_wgsl import MATMUL_TILE16
 
 import wjax
 import wjax.numpy as jnp
@@ -32,28 +33,6 @@ from wjax.backend import autotune, runtime
 
 QUICK = "--quick" in sys.argv
 REPS = 3 if QUICK else 5
-
-HAND_TILE16 = """
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-var<workgroup> ta: array<array<f32, 16>, 16>;
-var<workgroup> tb: array<array<f32, 16>, 16>;
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let row = wid.y * 16u + lid.y;
-  let col = wid.x * 16u + lid.x;
-  var acc = 0.0;
-  for (var t = 0u; t < NNu; t = t + 16u) {
-    ta[lid.y][lid.x] = a[row * NNu + t + lid.x];
-    tb[lid.y][lid.x] = b[(t + lid.y) * NNu + col];
-    workgroupBarrier();
-    for (var k = 0u; k < 16u; k = k + 1u) { acc = acc + ta[lid.y][k] * tb[k][lid.x]; }
-    workgroupBarrier();
-  }
-  c[row * NNu + col] = acc;
-}
-"""
 
 # each thread: 8 rows x 8 columns of C (two vec4s per row) from global memory
 HAND_BLOCK8 = """
@@ -119,7 +98,7 @@ def matmuls(rt, jax, rng):
             os.environ["WJAX_AUTOTUNE"] = "1"
             dtarget = rt.target()
         out = rt.alloc(n * n * 4)
-        h16 = HAND_TILE16.replace("NNu", f"{n}u")
+        h16 = MATMUL_TILE16.replace("NNu", f"{n}u")
         h8 = HAND_BLOCK8.replace("NNu", f"{n}u")
 
         def hand(src, grid):

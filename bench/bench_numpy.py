@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 from common import ms, real_jax, table, timeit
+from hand_wgsl import MATMUL_TILE16
 
 import wjax
 import wjax.numpy as jnp
@@ -40,30 +41,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (lid == 0u) { y[wid.x] = s[0]; }
 }
 """
-
-HAND_MATMUL = """
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-var<workgroup> ta: array<array<f32, 16>, 16>;
-var<workgroup> tb: array<array<f32, 16>, 16>;
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  // the textbook 16x16 workgroup-memory tiled matmul
-  let row = wid.y * 16u + lid.y;
-  let col = wid.x * 16u + lid.x;
-  var acc = 0.0;
-  for (var t = 0u; t < NNu; t = t + 16u) {
-    ta[lid.y][lid.x] = a[row * NNu + t + lid.x];
-    tb[lid.y][lid.x] = b[(t + lid.y) * NNu + col];
-    workgroupBarrier();
-    for (var k = 0u; k < 16u; k = k + 1u) { acc = acc + ta[lid.y][k] * tb[k][lid.x]; }
-    workgroupBarrier();
-  }
-  c[row * NNu + col] = acc;
-}
-"""
-
 
 def main():
     rt = runtime.get()
@@ -110,7 +87,7 @@ def main():
         err = float(np.abs(np.asarray(f(a, b)) - an.astype(np.float64) @ bn).max())
         tn = timeit(lambda: an @ bn, reps=reps)
         out = rt.alloc(n * n * 4)
-        hsrc = HAND_MATMUL.replace("NNu", f"{n}u")
+        hsrc = MATMUL_TILE16.replace("NNu", f"{n}u")
 
         def hand():
             rt.dispatch(hsrc, [a.buffer, b.buffer, out], (n // 16, n // 16, 1))

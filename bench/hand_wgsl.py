@@ -21,6 +21,32 @@ from __future__ import annotations
 
 WG = 64
 
+# C = A B for NN x NN row-major float32 (NNu replaced by the size), one thread per element of
+# C: the comparison point of bench_matmul.py and bench_numpy.py
+MATMUL_TILE16 = """
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+var<workgroup> ta: array<array<f32, 16>, 16>;
+var<workgroup> tb: array<array<f32, 16>, 16>;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  // the textbook 16x16 workgroup-memory tiled matmul of two NN x NN matrices
+  let row = wid.y * 16u + lid.y;
+  let col = wid.x * 16u + lid.x;
+  var acc = 0.0;
+  for (var t = 0u; t < NNu; t = t + 16u) {
+    ta[lid.y][lid.x] = a[row * NNu + t + lid.x];
+    tb[lid.y][lid.x] = b[(t + lid.y) * NNu + col];
+    workgroupBarrier();
+    for (var k = 0u; k < 16u; k = k + 1u) { acc = acc + ta[lid.y][k] * tb[k][lid.x]; }
+    workgroupBarrier();
+  }
+  c[row * NNu + col] = acc;
+}
+"""
+
+
 
 def _split(A, R, B, vec):
     """(column groups per row, parts P, units per part): a unit is a vec4 (or element) along
