@@ -581,6 +581,10 @@ def test_complex_max_min_lexicographic_like_jax():
     w[0, 3] = complex(nan, 2)
     got = np.asarray(jnp.max(w, axis=1))
     assert np.isnan(got[0].real) and got[0].imag == 2 and (got[1:] == np.max(w[1:], 1)).all()
+    # nanmax/nanmin skip elements with a NaN part (NaN where all are), as JAX
+    w[2] = complex(0, nan)
+    for f in ("nanmax", "nanmin"):
+        close(getattr(jnp, f)(w, axis=1), getattr(jjnp, f)(w, axis=1), rtol=0, atol=0)
 
 
 def test_complex_max_min_gradients_like_jax():

@@ -3,8 +3,8 @@ decomposition primitives (``wjax.lax.linalg``), with JAX's conventions and resul
 
 Everything runs on the device: LU, Cholesky and triangular solves are WGSL kernels
 (``wjax/prims/decomp.py``; complex64 ones compositions of array operations, see
-``wjax.lax.linalg`` and ``wjax.numpy.linalg``), ``eigh``/``svd`` cyclic Jacobi and ``qr`` Householder
-compositions (``wjax/numpy/linalg.py``), ``expm`` JAX's Pade scaling and squaring.  The
+``wjax.lax.linalg`` and ``wjax.numpy.linalg``), ``eigh``/``svd`` cyclic Jacobi and ``qr``
+Householder compositions (``wjax/numpy/linalg.py``), ``expm`` JAX's Pade scaling and squaring.  The
 decompositions JAX itself runs only on the CPU through LAPACK (``schur``, ``sqrtm``,
 ``hessenberg``, ``rsf2csf``) raise ``NotImplementedError``.
 """
