@@ -745,3 +745,21 @@ def test_complex_scipy_linalg_like_jax():
     _close_tree(*_pair(lambda m: m.numpy.linalg.tensorsolve(A, B)), rtol=2e-5, atol=1e-5)
     A = crand(2, 3, 6, seed=94)
     _close_tree(*_pair(lambda m: m.numpy.linalg.tensorinv(A, ind=2)), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_complex_max_min_reduction_kernel_forms(cpu):
+    """The complex max/min fold in every reduction form (per-thread rows and columns, a
+    reduction split in parts with a second pass; the GPU forms with ``is_cpu=False``), one NaN
+    element per case (it wins, as in NumPy), against NumPy."""
+    from wjax.backend import runtime
+    rt = runtime.get()
+    with rt.options(is_cpu=cpu):
+        for k, (shape, ax) in enumerate([((64, 256), 1), ((256, 64), 0), ((4, 65536), 1)]):
+            x = crand(*shape, seed=100 + k)
+            x.flat[5] = complex(np.nan, 3)
+            got = wjax.jit(lambda a: (jnp.max(a, axis=ax), jnp.min(a, axis=ax)))(x)
+            for g, w in zip(got, (np.max(x, axis=ax), np.min(x, axis=ax))):
+                assert np.asarray(g).dtype == np.complex64
+                assert np.array_equal(np.asarray(g), w, equal_nan=True)
+    wjax.clear_caches()
