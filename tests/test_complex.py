@@ -301,6 +301,17 @@ def test_vmap_of_complex_functions_like_jax():
                              m.numpy.array([1.0], m.numpy.float16)), TypeError, "complex"),
     (lambda m: m.lax.add(m.numpy.float32(1), 1j), TypeError, "complex"),
     (lambda m: m.numpy.argmax(m.numpy.array([1j])), TypeError, "complex64"),
+    (lambda m: m.numpy.argmin(m.numpy.array([1j, 2])), TypeError, "complex64"),
+    (lambda m: m.numpy.clip(m.numpy.array([1.0]), 0j, 1), ValueError, "Complex values have no"),
+    (lambda m: m.numpy.max(m.numpy.zeros((0,), m.numpy.complex64)), ValueError, "zero-size"),
+    (lambda m: m.numpy.linalg.solve(m.numpy.ones((3, 3), m.numpy.complex64),
+                                    m.numpy.ones(2, m.numpy.complex64)), ValueError, "size|shape"),
+    (lambda m: m.numpy.linalg.det(m.numpy.ones((2, 3), m.numpy.complex64)), ValueError,
+     r"\(2, 3\)"),
+    (lambda m: m.lax.linalg.lu(m.numpy.ones(3, m.numpy.complex64)), TypeError, "rank"),
+    (lambda m: m.lax.linalg.triangular_solve(m.numpy.eye(2, dtype=m.numpy.complex64),
+                                             m.numpy.ones((2, 2)), left_side=True),
+     TypeError, "dtype"),
     (lambda m: m.lax.top_k(m.numpy.array([1j]), 1), ValueError, "top_k is not compatible"),
     (lambda m: m.numpy.interp(m.numpy.array([1j]), m.numpy.arange(2.0), m.numpy.arange(2.0)),
      ValueError, "complex x"),
@@ -314,12 +325,11 @@ def test_complex_errors_like_jax(call, exc, match):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: jnp.maximum(jnp.array([1j]), 0j), lambda: jnp.max(jnp.array([1j])),
     lambda: wjax.lax.clamp(0j, jnp.array([1j]), 1j), lambda: jnp.arctan2(jnp.array([1j]), 1j),
-    lambda: jnp.linalg.inv(jnp.eye(2) * 1j), lambda: jnp.linalg.eigh(jnp.eye(2) * 1j),
+    lambda: jnp.linalg.eigh(jnp.eye(2) * 1j),
 ])
 def test_complex_functions_wjax_lacks_raise_type_error(call):
-    # JAX computes these (complex order, complex decompositions); wjax refuses them cleanly
+    # JAX computes these (lax.clamp's complex order, complex eigh); wjax refuses them cleanly
     with pytest.raises(TypeError, match="complex64"):
         call()
 
@@ -529,3 +539,227 @@ def test_a_kernel_rule_reads_and_writes_complex_buffers():
     want = (x[::-1].astype(np.complex128) * (1 + 1j)) * np.exp(-2j * np.pi * k / 37) * 2j + 1
     close(y, want.astype(np.complex64), rtol=2e-6)
     assert W.storage_type(np.complex64) == "vec2<f32>" and W.storage_itemsize(np.complex64) == 8
+
+
+# --------------------------------------------------------------------------- max / min
+
+def test_complex_max_min_lexicographic_like_jax():
+    """XLA's order: real parts, then imaginary parts; elementwise max(a, b) is ``b`` unless
+    ``a`` compares greater (so a NaN part picks the second operand, and equal values of
+    different zero signs the second's).  Reductions agree with JAX without NaNs."""
+    nan = np.nan
+    x = np.array([1 + 2j, 1 + 3j, 2 - 1j, 2, complex(nan, 0), complex(1, nan), 3, -1j,
+                  0, complex(-0.0, 0)], np.complex64)
+    y = np.array([1 + 1j, 1 + 5j, 2 - 2j, 1 + 9j, 0, 1, complex(nan, 1), complex(0, nan),
+                  complex(-0.0, 0), 0], np.complex64)
+
+    def f(m, x, y):
+        jn = m.numpy
+        return (jn.maximum(x, y), jn.minimum(y, x), m.lax.max(y, x), m.lax.min(x, y),
+                jn.fmax(x, y), jn.fmin(y, x), jn.maximum(x, 2.0))
+
+    for a, b in zip(wjax.jit(lambda x, y: f(wjax, x, y))(x, y), f(jax, x, y)):
+        close(a, b, rtol=0, atol=0)
+        assert (np.signbit(np.asarray(a).real) == np.signbit(np.asarray(b).real)).all()
+    v = crand(3, 5, seed=30)
+    v[1, 2] = v[1, 0].real + 1j * (v[1, 0].imag + 1)   # a tie in the real parts
+
+    def g(m, v):
+        jn = m.numpy
+        return (jn.max(v), jn.min(v, axis=0), jn.amax(v, axis=1, keepdims=True),
+                jn.amin(v, axis=(0, 1)), jn.ptp(v, axis=1),
+                jn.max(v, axis=1, where=v.real > 0, initial=-5 + 0j),
+                jn.min(v, initial=0j), m.lax.reduce_max(v, (1,)))
+
+    for a, b in zip(wjax.jit(lambda v: g(wjax, v))(v), g(jax, v)):
+        close(a, b, rtol=0, atol=0)
+    ours = wjax.vmap(lambda r: g(wjax, r[None])[2])(v)
+    close(ours, jax.vmap(lambda r: g(jax, r[None])[2])(v), rtol=0, atol=0)
+    # an element with a NaN part wins a reduction (NumPy's rule; JAX's CPU fold keeps what its
+    # sequential comparisons leave, an order-dependent value)
+    w = v.copy()
+    w[0, 3] = complex(nan, 2)
+    got = np.asarray(jnp.max(w, axis=1))
+    assert np.isnan(got[0].real) and got[0].imag == 2 and (got[1:] == np.max(w[1:], 1)).all()
+    # nanmax/nanmin skip elements with a NaN part (NaN where all are), as JAX
+    w[2] = complex(0, nan)
+    for f in ("nanmax", "nanmin"):
+        close(getattr(jnp, f)(w, axis=1), getattr(jjnp, f)(w, axis=1), rtol=0, atol=0)
+
+
+def test_complex_max_min_gradients_like_jax():
+    z = np.array([1 + 2j, 3 + 1j, 3 - 1j, 0, 3 + 1j], np.complex64)
+    w = np.array([1 + 2j, 0, 3 + 1j, 5j, 2], np.complex64)
+    c = np.complex64(1 + 2j)
+
+    def fs(m):
+        jn = m.numpy
+        return [lambda z, w: jn.real(jn.sum(jn.maximum(z, w) * c)),
+                lambda z, w: jn.imag(jn.sum(jn.minimum(z, w) * c)),
+                lambda z, w: jn.abs(jn.max(z * w)),
+                lambda z, w: jn.real(jn.min(z) * jn.max(w))]
+
+    for ours, theirs in zip(fs(wjax), fs(jax)):
+        for a, b in zip(wjax.grad(ours, argnums=(0, 1))(z, w),
+                        jax.grad(theirs, argnums=(0, 1))(z, w)):
+            close(a, b, rtol=1e-6, atol=1e-6)
+    t = z * 1j
+    for a, b in zip(wjax.jvp(lambda z: jnp.max(z), (z,), (t,)),
+                    jax.jvp(lambda z: jjnp.max(z), (z,), (t,))):
+        close(a, b)
+
+
+def test_complex_dot_inside_a_loop():
+    """A complex matmul inside a loop body (the single-workgroup kernel loop's register-tiled
+    product, which once multiplied complex values componentwise)."""
+    t = crand(1, 3, seed=31)
+    x0 = crand(3, 1, seed=32)
+
+    def f(m, x):
+        return m.lax.fori_loop(0, 2, lambda i, x: x + m.numpy.matmul(t, x), x)
+
+    close(wjax.jit(lambda x: f(wjax, x))(x0), f(jax, x0))
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+def _pair(f, *args):
+    """``f(module, *args)`` with wjax and with JAX."""
+    return f(wjax, *args), f(jax, *args)
+
+
+def _close_tree(a, b, **kw):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for u, v in zip(la, lb):
+        close(u, v, **kw)
+
+
+def test_complex_lu_and_triangular_solve_like_jax():
+    """LAPACK's pivot is the first largest |re| + |im| (5 loses to 3.5 + 3.5j, 1 beats 1j);
+    factors, pivots and permutation as JAX's, rectangular and batched too; the triangular
+    solve under every flag."""
+    mats = [np.array([[5, 1], [3.5 + 3.5j, 2]], np.complex64),
+            np.array([[1, 1], [1j, 2]], np.complex64),
+            crand(2, 4, 4, seed=33), crand(3, 5, seed=34), crand(5, 3, seed=35)]
+    for a in mats:
+        ours, theirs = _pair(lambda m, a: m.lax.linalg.lu(a), a)
+        _close_tree(ours, theirs, rtol=2e-6, atol=2e-6)
+    a = crand(4, 4, seed=36) + 3 * np.eye(4, dtype=np.complex64)
+    b = crand(4, 3, seed=37)
+    for left in (True, False):
+        for lower in (True, False):
+            for tr, conj, unit in ((False, False, False), (True, False, True),
+                                   (False, True, False), (True, True, False)):
+                kw = dict(left_side=left, lower=lower, transpose_a=tr, conjugate_a=conj,
+                          unit_diagonal=unit)
+                rhs = b if left else b.T
+                ours, theirs = _pair(lambda m: m.lax.linalg.triangular_solve(a, rhs, **kw))
+                close(ours, theirs, rtol=2e-5, what=str(kw))
+
+
+def _linalg_fns(m):
+    la = m.numpy.linalg
+    return {
+        "det": la.det, "slogdet": la.slogdet, "inv": la.inv,
+        "solve": lambda a: la.solve(a[0], a[0, :, 0] * 2 + 1j),
+        "solve_mat": lambda a: la.solve(a, a[..., :, :2] - 1),
+    }
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
+def test_complex_linalg_values_like_jax(n):
+    a = crand(2, n, n, seed=40 + n)
+    for name, f in _linalg_fns(wjax).items():
+        ours = wjax.jit(f)(a)
+        theirs = _linalg_fns(jax)[name](a)
+        _close_tree(ours, theirs, rtol=2e-5, atol=1e-5)
+        if n == 4 and name != "solve":
+            _close_tree(wjax.vmap(f)(a), jax.vmap(_linalg_fns(jax)[name])(a), rtol=2e-5,
+                        atol=1e-5)
+    sign, logdet = jnp.linalg.slogdet(a)
+    assert sign.dtype == np.complex64 and logdet.dtype == np.float32
+
+
+def test_complex_singular_det_and_slogdet_like_jax():
+    a = crand(4, 4, seed=50)
+    a[:, 1] = 0                                        # rank 3, a zero pivot exactly
+    z = np.zeros((4, 4), np.complex64)
+    for x in (a, z):
+        ours, theirs = _pair(lambda m, x: m.numpy.linalg.slogdet(x), x)
+        close(ours[0], theirs[0], atol=0, rtol=0)      # sign 0
+        close(ours[1], theirs[1], atol=0, rtol=0)      # -inf
+        # the adjugate gradient at a rank-(n-1) matrix, 0 at rank < n-1
+        g = _pair(lambda m, x: m.grad(lambda x: m.numpy.abs(m.numpy.linalg.det(x) + 1))(x), x)
+        close(*g, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_complex_linalg_derivatives_like_jax(n):
+    """grad of real-valued functions of complex matrices (JAX's conjugate convention), and
+    jvps with complex tangents: det through the adjugate, slogdet (the sign's tangent i Im(tr)
+    sign), solve and inv."""
+    a = crand(n, n, seed=60 + n)
+    b = crand(n, 2, seed=70 + n)
+    da = crand(n, n, seed=80 + n)
+
+    def real_fns(m):
+        jn = m.numpy
+        return [lambda a: jn.abs(jn.linalg.det(a)),
+                lambda a: jn.real(jn.sum(jn.linalg.solve(a, b))),
+                lambda a: jn.imag(jn.linalg.slogdet(a)[0]) + jn.linalg.slogdet(a)[1],
+                lambda a: jn.sum(jn.abs(jn.linalg.inv(a)) ** 2),
+                lambda a: jn.real(jn.sum(m.scipy.linalg.lu(a)[2] * (1 + 1j)))]
+
+    for ours, theirs in zip(real_fns(wjax), real_fns(jax)):
+        close(wjax.grad(ours)(a), jax.grad(theirs)(a), rtol=1e-4, atol=1e-5)
+    fns = lambda m: [m.numpy.linalg.det, m.numpy.linalg.slogdet, m.numpy.linalg.inv,  # noqa
+                     lambda a: m.numpy.linalg.solve(a, b)]
+    for ours, theirs in zip(fns(wjax), fns(jax)):
+        _close_tree(wjax.jvp(ours, (a,), (da,)), jax.jvp(theirs, (a,), (da,)), rtol=1e-4,
+                    atol=1e-5)
+    # batched and under jit
+    ab = np.stack([a, a.T])
+    g = wjax.jit(wjax.vmap(wjax.grad(real_fns(wjax)[0])))(ab)
+    close(g, jax.vmap(jax.grad(real_fns(jax)[0]))(ab), rtol=1e-4, atol=1e-5)
+
+
+def test_complex_scipy_linalg_like_jax():
+    from jax.scipy import linalg as jsl
+    from wjax.scipy import linalg as wsl
+    a = crand(4, 4, seed=90)
+    b = crand(4, 2, seed=91)
+    h = a @ a.conj().T + 4 * np.eye(4, dtype=np.complex64)
+    pairs = [(lambda s: s.lu(a)), (lambda s: s.lu(a, permute_l=True)),
+             (lambda s: s.lu_factor(a)), (lambda s: s.inv(a)), (lambda s: s.det(a)),
+             (lambda s: s.solve(a, b)), (lambda s: s.solve(h, b, assume_a="pos")),
+             (lambda s: s.solve(h, b, assume_a="pos", lower=True))]
+    pairs += [lambda s, t=t: s.lu_solve(s.lu_factor(a), b, trans=t) for t in (0, 1, 2)]
+    pairs += [lambda s, t=t, lo=lo: s.solve_triangular(a, b, trans=t, lower=lo)
+              for t in (0, 1, 2, "C") for lo in (True, False)]
+    pairs += [lambda s, lo=lo: s.cho_solve(s.cho_factor(h, lower=lo), b) for lo in (True, False)]
+    pairs += [lambda s, lo=lo: s.cholesky(h, lower=lo) for lo in (True, False)]
+    for f in pairs:
+        _close_tree(f(wsl), f(jsl), rtol=2e-5, atol=1e-5)
+    A, B = crand(6, 2, 3, seed=92), crand(6, seed=93)
+    _close_tree(*_pair(lambda m: m.numpy.linalg.tensorsolve(A, B)), rtol=2e-5, atol=1e-5)
+    A = crand(2, 3, 6, seed=94)
+    _close_tree(*_pair(lambda m: m.numpy.linalg.tensorinv(A, ind=2)), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_complex_max_min_reduction_kernel_forms(cpu):
+    """The complex max/min fold in every reduction form (per-thread rows and columns, a
+    reduction split in parts with a second pass; the GPU forms with ``is_cpu=False``), one NaN
+    element per case (it wins, as in NumPy), against NumPy."""
+    from wjax.backend import runtime
+    rt = runtime.get()
+    with rt.options(is_cpu=cpu):
+        for k, (shape, ax) in enumerate([((64, 256), 1), ((256, 64), 0), ((4, 65536), 1)]):
+            x = crand(*shape, seed=100 + k)
+            x.flat[5] = complex(np.nan, 3)
+            got = wjax.jit(lambda a: (jnp.max(a, axis=ax), jnp.min(a, axis=ax)))(x)
+            for g, w in zip(got, (np.max(x, axis=ax), np.min(x, axis=ax))):
+                assert np.asarray(g).dtype == np.complex64
+                assert np.array_equal(np.asarray(g), w, equal_nan=True)
+    wjax.clear_caches()

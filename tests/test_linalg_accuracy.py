@@ -18,6 +18,7 @@ import jax.numpy as jjnp
 import numpy as np
 import pytest
 
+import wjax
 import wjax.numpy as jnp
 
 EPS = float(np.finfo(np.float32).eps)
@@ -85,3 +86,42 @@ def test_repeated_eigenvalues_and_singular_values():
     q, rr = (np.asarray(x, np.float64) for x in jnp.linalg.qr(low))
     assert np.abs(q @ rr - low).max() <= 8 * EPS * np.abs(low).max()
     assert np.abs(q.T @ q - np.eye(5)).max() <= 8 * EPS
+
+
+def test_complex_n40_moderately_ill_conditioned():
+    """complex64, n = 40, cond 1e4 (A = U diag(s) V^H, s log-spaced 1..1e-4), against NumPy in
+    complex128 on the rounded input and next to real JAX: the solve's backward error (the real
+    embedding's LU) and inverse residual within a few eps, the forward error within
+    ``cond * eps`` (times a small factor), the complex LU's factors reproduce ``P A`` within
+    ``n eps |A|``, and log|det| as close as JAX's."""
+    import jax
+    n = 40
+    r = np.random.RandomState(7)
+
+    def unitary():
+        q, _ = np.linalg.qr(r.randn(n, n) + 1j * r.randn(n, n))
+        return q
+
+    s = np.logspace(0, -4, n)
+    a = ((unitary() * s) @ unitary().conj().T).astype(np.complex64)
+    a64 = a.astype(np.complex128)
+    cond = np.linalg.cond(a64)
+    b = (r.randn(n) + 1j * r.randn(n)).astype(np.complex64)
+    x = np.asarray(jnp.linalg.solve(a, b), np.complex128)
+    x64 = np.linalg.solve(a64, b)
+    nrm = np.linalg.norm(a64, 2)
+    assert np.linalg.norm(a64 @ x - b) / (nrm * np.linalg.norm(x) + np.linalg.norm(b)) <= 2 * EPS
+    assert np.linalg.norm(x - x64) / np.linalg.norm(x64) <= 4 * cond * EPS
+    xi = np.asarray(jnp.linalg.inv(a), np.complex128)
+    assert np.linalg.norm(a64 @ xi - np.eye(n)) / (nrm * np.linalg.norm(xi, 2)) <= 4 * EPS
+    lu, piv, perm = (np.asarray(v) for v in wjax.lax.linalg.lu(a))
+    _, jpiv, jperm = jax.lax.linalg.lu(a)
+    assert (perm == np.asarray(jperm)).all() and (piv == np.asarray(jpiv)).all()
+    lo = np.tril(lu.astype(np.complex128), -1) + np.eye(n)
+    up = np.triu(lu.astype(np.complex128))
+    assert np.abs(lo @ up - a64[perm]).max() <= n * EPS * np.abs(a64).max()
+    want = np.linalg.slogdet(a64)
+    sign, logdet = jnp.linalg.slogdet(a)
+    jsign, jlogdet = jax.numpy.linalg.slogdet(a)
+    assert abs(float(logdet) - want[1]) <= 4 * abs(float(jlogdet) - want[1]) + n * EPS
+    assert abs(complex(sign) - want[0]) <= 4 * abs(complex(jsign) - want[0]) + n * EPS

@@ -574,8 +574,8 @@ record("dynamic_update_slice", per_dtype(lambda dt: [
 REDUCE_KINDS = {
     "reduce_sum": "fiuc",
     "reduce_prod": "fiuc",
-    "reduce_max": "fiub",
-    "reduce_min": "fiub",
+    "reduce_max": "fiubc",
+    "reduce_min": "fiubc",
     "reduce_and": "iub",
     "reduce_or": "iub",
 }

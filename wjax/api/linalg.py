@@ -171,6 +171,7 @@ def qr(a, mode: str = "reduced"):
 # --------------------------------------------------------------------------- det, slogdet
 
 def _square_float(name, a):
+    """``a`` as an inexact square matrix (stack); complex64 stays complex."""
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, np.inexact):
         a = a.astype(np.float32)
@@ -182,7 +183,8 @@ def _square_float(name, a):
 
 def _adjugate_solve(a, b):
     """``(det(a), adj(a) @ b)`` for square ``a`` and ``b`` of a's shape, defined at singular
-    ``a`` too (JAX's construction): from ``P a = L U``, ``adj(a) b = det(a) U^-1 L^-1 P b``;
+    ``a`` too (JAX's construction, the same complex arithmetic for complex64 -- no
+    conjugates): from ``P a = L U``, ``adj(a) b = det(a) U^-1 L^-1 P b``;
     the last diagonal entry of U is replaced by ``1 / prod(u_ii, i < n)`` and the other rows
     of ``L^-1 P b`` scaled by det(a), so a zero ``u_nn`` (rank n - 1) gives the rank-one
     adjugate instead of 0 * inf; where that still fails (rank < n - 1), the result is 0."""
@@ -251,6 +253,8 @@ def _slogdet_small(a):
 
 
 def _slogdet_jvp(primals, tangents):
+    """``d log|det| = Re tr(a^-1 da)``; the sign's tangent is zero for real ``a`` and
+    ``i Im(tr(a^-1 da)) sign`` for complex (the rotation of the unit sign), as JAX."""
     (a,), (da,) = primals, tangents
     sign, logdet = slogdet(a)
     if a.shape[-1] <= 2:      # the small cases' closed forms, as JAX
@@ -262,6 +266,9 @@ def _slogdet_jvp(primals, tangents):
                   - da[..., 1, 0] * a[..., 0, 1] + da[..., 1, 1] * a[..., 0, 0]) / d
     else:
         dl = jnp.trace(jnp.linalg.solve(a, da), axis1=-2, axis2=-1)
+    if jnp.iscomplexobj(a):
+        re = jnp.real(dl)
+        return (sign, logdet), ((dl - re.astype(dl.dtype)) * sign, re)
     return (sign, logdet), (jnp.zeros_like(sign), dl)
 
 
@@ -279,8 +286,8 @@ def slogdet(a, *, method=None):
                          "wjax: slogdet method='qr' is not implemented (use the default 'lu')")
     n = a.shape[-1]
     if n == 0:
-        return _la.SlogdetResult(jnp.ones(a.shape[:-2], a.dtype), jnp.zeros(a.shape[:-2],
-                                                                            a.dtype))
+        return _la.SlogdetResult(jnp.ones(a.shape[:-2], a.dtype),
+                                 jnp.zeros(a.shape[:-2], jnp.real(a).dtype))
     return _la.SlogdetResult(*(_slogdet_small(a) if n <= 2 else _slogdet_lu(a)))
 
 

@@ -3,7 +3,9 @@
 ``inv``, ``solve``, ``det``, ``slogdet`` go through the ``lu`` and
 ``triangular_solve`` primitives, ``cholesky`` through ``cholesky``
 (wjax/prims/decomp.py), all computed by WGSL kernels meant for small
-matrices.  Leading dimensions batch, as in JAX.
+matrices.  Leading dimensions batch, as in JAX.  complex64: ``lu_factor``, ``det``,
+``slogdet`` and triangular solves use ``wjax.lax.linalg``'s complex compositions; ``solve``
+and ``inv`` solve the real embedding on the real LU kernel (see ``solve``).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
+from ..lax import linalg as _lax_linalg
 from ..prims import decomp as D
 from ._util import broadcast_shapes, result_type
 from . import creation
@@ -144,19 +147,31 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 # --------------------------------------------------------------------------- decompositions
 
+def _is_complex(x) -> bool:
+    return issubdtype(x.dtype, np.complexfloating)
+
+
 def lu_factor(a):
-    """(lu, pivots, permutation) from the device LU kernel (partial pivoting)."""
-    a = _float(a)
+    """(lu, pivots, permutation) from the device LU kernel (partial pivoting); complex64
+    through ``lax.linalg.lu``'s composition (LAPACK's pivots)."""
+    a = _float(a, complex_ok=True)
     if a.ndim < 2:
         raise TypeError(f"Input 0 to lu must have rank at least 2, but got shape={a.shape}")
     if 0 in a.shape[-2:]:
         k = builtins.min(a.shape[-2:])
         return a, zeros(a.shape[:-2] + (k,), np.int32), \
             broadcast_to(arange(a.shape[-2], dtype=np.int32), a.shape[:-1])
+    if _is_complex(a):
+        return tuple(_lax_linalg.lu(a))
     return tuple(D.lu_p.bind(a))
 
 
-def _tri_solve(a, b, *, left_side=True, lower=False, transpose_a=False, unit_diagonal=False):
+def _tri_solve(a, b, *, left_side=True, lower=False, transpose_a=False, unit_diagonal=False,
+               conjugate_a=False):
+    if _is_complex(a) or _is_complex(b):
+        return _lax_linalg.triangular_solve(a, b, left_side=left_side, lower=lower,
+                                            transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                            unit_diagonal=unit_diagonal)
     return D.triangular_solve_p.bind(
         a,
         b,
@@ -176,10 +191,15 @@ def _lu_solve(lu, perm, b):
 
 
 def solve(a, b):
-    a = _square("solve", a)
+    """``x`` with ``a x = b`` by LU with partial pivoting on the device.  complex64 systems
+    are solved as their real embedding ``[[X, -Y], [Y, X]] [u; v] = [Re b; Im b]`` (``a = X +
+    iY``, ``x = u + iv``) by the real LU kernel: the embedding's singular values are a's
+    (each twice), so the condition number and LU's backward stability carry over, and its
+    derivatives, vmap and jit are the real primitives' rules."""
+    a = _square("solve", a, complex_ok=True)
     b = asarray(b)
     dt = result_type(a, b)
-    if not issubdtype(dt, np.floating):
+    if not issubdtype(dt, np.inexact):
         dt = np.dtype(np.float32)
     a, b = astype(a, dt), astype(b, dt)
     m = a.shape[-1]
@@ -196,6 +216,14 @@ def solve(a, b):
     b = broadcast_to(b, batch + b.shape[-2:])
     if m == 0 or b.shape[-1] == 0:
         x = zeros(b.shape, dt)
+    elif issubdtype(dt, np.complexfloating):
+        re, im = ufuncs.real(a), ufuncs.imag(a)
+        big = shapes.concatenate([shapes.concatenate([re, -im], axis=-1),
+                                  shapes.concatenate([im, re], axis=-1)], axis=-2)
+        rhs = shapes.concatenate([ufuncs.real(b), ufuncs.imag(b)], axis=-2)
+        lu, _, perm = lu_factor(big)
+        y = _lu_solve(lu, perm, rhs)
+        x = lax.complex(y[..., :m, :], y[..., m:, :])
     else:
         lu, _, perm = lu_factor(a)
         x = _lu_solve(lu, perm, b)
@@ -203,7 +231,7 @@ def solve(a, b):
 
 
 def inv(a):
-    a = _square("inv", a)
+    a = _square("inv", a, complex_ok=True)
     n = a.shape[-1]
     eye = broadcast_to(creation.eye(n, dtype=a.dtype), a.shape)
     return solve(a, eye)
@@ -216,7 +244,7 @@ def _parity(pivots):
 
 
 def det(a):
-    a = _square("det", a)
+    a = _square("det", a, complex_ok=True)
     n = a.shape[-1]
     if n == 0:
         return ones(a.shape[:-2], a.dtype)
@@ -231,13 +259,23 @@ class SlogdetResult(NamedTuple):
 
 
 def slogdet(a, *, method=None):
-    a = _square("slogdet", a)
+    """``(sign, log|det|)`` from the LU factors; complex64: ``sign`` is the complex unit
+    ``parity * prod(d / |d|)`` over the diagonal of U and ``logabsdet`` float32, as JAX."""
+    a = _square("slogdet", a, complex_ok=True)
     n = a.shape[-1]
+    real_dt = ufuncs.real(zeros((), a.dtype)).dtype
     if n == 0:
-        return SlogdetResult(ones(a.shape[:-2], a.dtype), zeros(a.shape[:-2], a.dtype))
+        return SlogdetResult(ones(a.shape[:-2], a.dtype), zeros(a.shape[:-2], real_dt))
     lu, piv, _ = lu_factor(a)
     d = shapes.diagonal(lu, 0, -2, -1)
     zero = reductions.any(d == 0, axis=-1)
+    if _is_complex(a):
+        mag = ufuncs.abs(d)
+        unit = d / astype(_where_xy(mag == 0, 1.0, mag), a.dtype)
+        sign = prod(unit, axis=-1) * astype(_parity(piv), a.dtype)
+        logdet = reductions.sum(log(mag), axis=-1)
+        return SlogdetResult(_where_xy(zero, zeros((), a.dtype), sign),
+                             _where_xy(zero, -np.inf, logdet))
     neg = reductions.sum(astype(d < 0, np.int32), axis=-1)
     sign = astype(_parity(piv), a.dtype) * _where_xy(neg % 2 == 1, -1.0, 1.0)
     logdet = reductions.sum(log(ufuncs.abs(d)), axis=-1)
@@ -281,12 +319,16 @@ def _complex_cholesky(a, upper, symmetrize_input):
 
 
 def solve_triangular(a, b, lower=False, unit_diagonal=False, trans=0):
-    a, b = _float(a), _float(b)
+    a, b = _float(a, complex_ok=True), _float(b, complex_ok=True)
+    if _is_complex(a) != _is_complex(b):
+        dt = result_type(a, b)
+        a, b = astype(a, dt), astype(b, dt)
     vec = b.ndim == a.ndim - 1
     if vec:
         b = b[..., None]
     tr = trans in (1, 2, "T", "C")
-    x = _tri_solve(a, b, lower=lower, transpose_a=tr, unit_diagonal=unit_diagonal)
+    x = _tri_solve(a, b, lower=lower, transpose_a=tr, unit_diagonal=unit_diagonal,
+                   conjugate_a=trans in (2, "C"))
     return x[..., 0] if vec else x
 
 

@@ -12,7 +12,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.ir import WeakScalar
 from ._util import (
-    _inexact, _int, _is_float, _select, _wrap_result, broadcast_shapes, promote_args,
+    _inexact, _int, _is_complex, _is_float, _select, _wrap_result, broadcast_shapes, promote_args,
     result_type,
 )
 from . import creation
@@ -307,7 +307,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
 def _nan_extreme(name, red, fill):
     def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         a = asarray(a)
-        if not _is_float(a):
+        if not (_is_float(a) or _is_complex(a)):   # complex: a NaN part is skipped, as JAX
             return red(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
         nan = lax.ne(a, a)
         r = red(_select(nan, full_like(a, fill), a), axis=axis, keepdims=keepdims, initial=initial,

@@ -565,12 +565,14 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def fmax(x1, x2):
     x1, x2 = promote_args("fmax", x1, x2)
-    return _wrap_result(_select(lax.bitwise_or(lax.gt(x1, x2), _isnan(x2)), x1, x2))
+    gt = _complex_comparison(lax.gt)(x1, x2)     # complex: lexicographic, as JAX
+    return _wrap_result(_select(lax.bitwise_or(gt, _isnan(x2)), x1, x2))
 
 
 def fmin(x1, x2):
     x1, x2 = promote_args("fmin", x1, x2)
-    return _wrap_result(_select(lax.bitwise_or(lax.lt(x1, x2), _isnan(x2)), x1, x2))
+    lt = _complex_comparison(lax.lt)(x1, x2)
+    return _wrap_result(_select(lax.bitwise_or(lt, _isnan(x2)), x1, x2))
 
 
 def logaddexp(x1, x2, /):

@@ -236,6 +236,21 @@ fn wj_min_f(a: f32, b: f32) -> f32 {
   if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
   return min(a, b);
 }""")
+# complex max/min: XLA's lexicographic order (real parts, then imaginary parts) as a select
+# of the second operand unless the first compares greater (less): a NaN part compares false,
+# so it picks ``b``; NaN is tested by the bits (drivers may fold ordered compares)
+W.helper("wj_cgt", """
+fn wj_cgt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x > b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y > b.y;
+}""")
+W.helper("wj_clt", """
+fn wj_clt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x < b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y < b.y;
+}""")
 W.helper(
     "wj_pow_f",
     """
@@ -621,9 +636,11 @@ rem_p = binop("rem", {"f": "wj_rem_f({0}, {1})", "i": "wj_rem_i({0}, {1})",
                       "u": "wj_rem_u({0}, {1})"}, lambda x, y: _rem_ref(x, y))
 pow_p = binop("pow", FC("wj_pow_f({0}, {1})", "wj_cpow({0}, {1})"), np.power, cref=C.pow)
 max_p = binop("max", {"f": "wj_max_f({0}, {1})", "i": "max({0}, {1})", "u": "max({0}, {1})",
-                      "b": "({0} || {1})"}, lambda x, y: _max_ref(x, y))
+                      "b": "({0} || {1})", "c": "select({1}, {0}, wj_cgt({0}, {1}))"},
+              lambda x, y: _max_ref(x, y))
 min_p = binop("min", {"f": "wj_min_f({0}, {1})", "i": "min({0}, {1})", "u": "min({0}, {1})",
-                      "b": "({0} && {1})"}, lambda x, y: _min_ref(x, y))
+                      "b": "({0} && {1})", "c": "select({1}, {0}, wj_clt({0}, {1}))"},
+              lambda x, y: _min_ref(x, y))
 atan2_p = binop("atan2", T(F, "wj_atan2({0}, {1})"), np.arctan2)
 nextafter_p = None
 and_p = binop("and", {"b": "({0} && {1})", "i": "({0} & {1})", "u": "({0} & {1})"},
@@ -685,7 +702,18 @@ ge_p = binop(
 )
 
 
+def complex_order(x, y, greater: bool):
+    """XLA's lexicographic order of complex values, ``x > y`` (``x < y``): real parts, then
+    imaginary parts; any comparison with a NaN part is false."""
+    x, y = np.asarray(x), np.asarray(y)
+    cmp = np.greater if greater else np.less
+    with np.errstate(invalid="ignore"):
+        return cmp(x.real, y.real) | ((x.real == y.real) & cmp(x.imag, y.imag))
+
+
 def _max_ref(x, y):
+    if kind(x.dtype) == "c":   # lexicographic; the second operand unless the first is greater
+        return np.where(complex_order(x, y, True), x, y).astype(x.dtype)
     r = np.maximum(x, y)
     if kind(x.dtype) == "f":   # XLA: max(-0.0, +0.0) is +0.0 in either order
         z = (x == 0) & (y == 0)
@@ -694,6 +722,8 @@ def _max_ref(x, y):
 
 
 def _min_ref(x, y):
+    if kind(x.dtype) == "c":
+        return np.where(complex_order(x, y, False), x, y).astype(x.dtype)
     r = np.minimum(x, y)
     if kind(x.dtype) == "f":   # XLA: min(-0.0, +0.0) is -0.0 in either order
         z = (x == 0) & (y == 0)

@@ -93,6 +93,17 @@ def _sum_monoid(dtype, k, vt) -> Monoid:
 
 def _extremum_monoid(op, dtype, k, vt) -> Monoid:
     """max / min."""
+    if k == "c":
+        # XLA's lexicographic order (real parts, then imaginary parts; wj_cgt/wj_clt of
+        # prims/elementwise.py); an element with a NaN part wins, as in NumPy (XLA's CPU fold
+        # keeps whatever its sequential comparisons leave, an order-dependent result)
+        better = "wj_cgt" if op == "max" else "wj_clt"
+        inf = -np.inf if op == "max" else np.inf
+        return Monoid(vt, f"vec2<f32>({W.literal(inf, np.float32)}, "
+                          f"{W.literal(inf, np.float32)})",
+                      "  if (wj_canynan(a)) { return a; }\n  if (wj_canynan(b)) { return b; }\n"
+                      f"  return select(b, a, {better}(a, b));",
+                      lambda v, r: v, lambda s: s, helpers=("wj_isnan", "wj_canynan", better))
     if k == "f":
         # float16 folds in f32 (the wj_ helpers are f32); max/min are exact either way
         ident = W.literal(-np.inf if op == "max" else np.inf, np.float32)
@@ -780,8 +791,8 @@ def _reducer(name, op, np_ref, accepts):
 
 reduce_sum_p = _reducer("reduce_sum", "sum", np.sum, "fiuc")
 reduce_prod_p = _reducer("reduce_prod", "prod", np.prod, "fiuc")
-reduce_max_p = _reducer("reduce_max", "max", np.max, "fiub")
-reduce_min_p = _reducer("reduce_min", "min", np.min, "fiub")
+reduce_max_p = _reducer("reduce_max", "max", np.max, "fiubc")
+reduce_min_p = _reducer("reduce_min", "min", np.min, "fiubc")
 reduce_and_p = _reducer("reduce_and", "and", lambda x, axis: np.all(x, axis=axis) if x.dtype == bool
                         else np.bitwise_and.reduce(x, axis=axis), "iub")
 reduce_or_p = _reducer("reduce_or", "or", lambda x, axis: np.any(x, axis=axis) if x.dtype == bool

@@ -2,8 +2,9 @@
 decomposition primitives (``wjax.lax.linalg``), with JAX's conventions and results.
 
 Everything runs on the device: LU, Cholesky and triangular solves are WGSL kernels
-(``wjax/prims/decomp.py``), ``eigh``/``svd`` cyclic Jacobi and ``qr`` Householder
-compositions (``wjax/numpy/linalg.py``), ``expm`` JAX's Pade scaling and squaring.  The
+(``wjax/prims/decomp.py``; complex64 ones compositions of array operations, see
+``wjax.lax.linalg`` and ``wjax.numpy.linalg``), ``eigh``/``svd`` cyclic Jacobi and ``qr``
+Householder compositions (``wjax/numpy/linalg.py``), ``expm`` JAX's Pade scaling and squaring.  The
 decompositions JAX itself runs only on the CPU through LAPACK (``schur``, ``sqrtm``,
 ``hessenberg``, ``rsf2csf``) raise ``NotImplementedError``.
 """
@@ -53,6 +54,10 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
     by default as SciPy, upper (``U^T U = a``).  Reads only the ``lower``/upper triangle."""
     a, = _inexact(a)
     _square("cholesky", a)
+    if jnp.iscomplexobj(a):      # Hermitian: L L^H = a, or U^H U = a with U = L^H of a^H
+        if lower:
+            return jnp.linalg.cholesky(a, symmetrize_input=False)
+        return jnp.conj(_mT(jnp.linalg.cholesky(jnp.conj(_mT(a)), symmetrize_input=False)))
     if lower:
         return lax_linalg.cholesky(a, symmetrize_input=False)
     return _mT(lax_linalg.cholesky(_mT(a), symmetrize_input=False))
@@ -96,9 +101,11 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     b, vec = _rhs("cho_solve", c, b)
     _check_rhs("cho_solve", c, b)
     c, b = _broadcast_system(c, b)
-    # lower: L L^T x = b; upper: U^T U x = b
-    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
-    x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+    # lower: L L^H x = b; upper: U^H U x = b (^H is ^T for real factors)
+    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower,
+                                    conjugate_a=not lower)
+    x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                                    conjugate_a=lower)
     return x[..., 0] if vec else x
 
 
@@ -131,10 +138,12 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
         x = jnp.take_along_axis(b, idx, axis=-2)
         x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
         x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
-    else:                         # a^T = U^T L^T P: x = P^T L^-T U^-T b
-        x = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True)
+    else:                         # a^T = U^T L^T P: x = P^T L^-T U^-T b (^H: conjugated)
+        conj = trans == 2
+        x = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True,
+                                        conjugate_a=conj)
         x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, transpose_a=True,
-                                        unit_diagonal=True)
+                                        conjugate_a=conj, unit_diagonal=True)
         inverse = jnp.argsort(perm, axis=-1)
         x = jnp.take_along_axis(x, jnp.broadcast_to(inverse[..., None], x.shape), axis=-2)
     return x[..., 0] if vec else x
@@ -152,7 +161,9 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     lu_, _, perm = jnp.linalg.lu_factor(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    p = (perm[..., None, :] == jnp.arange(m, dtype=perm.dtype)[:, None]).astype(a.dtype)
+    # the permutation matrix has a's real dtype (float32 for complex64), as JAX's
+    p = (perm[..., None, :] == jnp.arange(m, dtype=perm.dtype)[:, None]).astype(
+        jnp.real(a).dtype)
     l = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
     u = jnp.triu(lu_)[..., :k, :]
     if permute_l:
@@ -170,7 +181,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     if trans in (0, "N"):
         transpose_a = False
     elif trans in (1, "T", 2, "C"):
-        transpose_a = True
+        transpose_a = True       # 2/'C': conjugated too
     else:
         raise ValueError(f"Invalid 'trans' value {trans}")
     a, b = _inexact(a, b)
@@ -179,7 +190,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     _check_rhs("solve_triangular", a, b)
     a, b = _broadcast_system(a, b)
     x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=transpose_a,
-                                    unit_diagonal=unit_diagonal)
+                                    conjugate_a=trans in (2, "C"), unit_diagonal=unit_diagonal)
     return x[..., 0] if vec else x
 
 
