@@ -529,3 +529,18 @@ def test_a_kernel_rule_reads_and_writes_complex_buffers():
     want = (x[::-1].astype(np.complex128) * (1 + 1j)) * np.exp(-2j * np.pi * k / 37) * 2j + 1
     close(y, want.astype(np.complex64), rtol=2e-6)
     assert W.storage_type(np.complex64) == "vec2<f32>" and W.storage_itemsize(np.complex64) == 8
+
+
+def test_complex_matmul_inside_a_loop_kernel():
+    """A complex dot_general in a loop body (the single-workgroup loop kernel's register-tile
+    rule) multiplies as complex numbers, as in JAX."""
+    a = crand(4, 4, seed=11)
+    b = crand(4, 3, seed=12)
+    got = wjax.lax.fori_loop(0, 3, lambda i, c: (c[0] @ jnp.asarray(a) * 0.5,
+                                                 jnp.asarray(a) @ c[1]),
+                             (jnp.asarray(a), jnp.asarray(b)))
+    want = jax.lax.fori_loop(0, 3, lambda i, c: (c[0] @ jjnp.asarray(a) * 0.5,
+                                                 jjnp.asarray(a) @ c[1]),
+                             (jjnp.asarray(a), jjnp.asarray(b)))
+    for g, w in zip(got, want):
+        close(g, w, rtol=1e-5, atol=1e-5, what="fori_loop matmul")

@@ -459,6 +459,8 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
     ncol = [coords([rhs.shape[d] for d in rfree], f"min({n0} + {c}u, {N - 1}u)")
             for c in range(C)]
     acc = [[kb.var(W.zero(acc_dt), vt) for _ in range(C)] for _ in range(R)]
+    if W.is_complex(acc_dt):
+        kb.use_helper("wj_cmul")
     k = kb.fresh("k")
     kb.emit(f"for (var {k} = 0u; {k} < {K}u; {k} = {k} + 1u) {{")
     kc = coords([lhs.shape[d] for d in lc], k)
@@ -479,7 +481,7 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
         ys.append(kb.let(y, vt))
     for r in range(R):
         for c in range(C):
-            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {xs[r]} * {ys[c]};")
+            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {_mul_expr(acc_dt, xs[r], ys[c])};")
     kb.emit("}")
     for r in range(R):
         for c in range(C):
