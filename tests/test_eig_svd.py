@@ -113,3 +113,93 @@ def test_bad_calls_raise_like_jax():
     for mod in (jnp, jjnp):
         with pytest.raises(ValueError):
             mod.linalg.eig(np.ones((2, 3), np.float32))
+
+
+def _cplx(*shape, seed=3):
+    r = np.random.RandomState(seed)
+    return (r.randn(*shape) + 1j * r.randn(*shape)).astype(np.complex64)
+
+
+def _herm(n, batch=()):
+    a = _cplx(*batch, n, n)
+    return a + np.conj(np.swapaxes(a, -1, -2))
+
+
+def _hc(x):
+    return np.conj(np.swapaxes(np.asarray(x), -1, -2))
+
+
+@pytest.mark.parametrize("n,batch", [(1, ()), (3, ()), (6, ()), (4, (2,))])
+def test_complex_eigh(n, batch):
+    """Hermitian eigh by complex Jacobi rotations: real float32 eigenvalues as NumPy's and
+    JAX's, unitary eigenvectors (their phases are free) that diagonalize the matrix."""
+    a = _herm(n, batch)
+    w, v = jnp.linalg.eigh(a)
+    jw, jv = jjnp.linalg.eigh(a)
+    assert w.dtype == jw.dtype == np.float32 and v.dtype == jv.dtype == np.complex64
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a.astype(np.complex128)), rtol=1e-5,
+                               atol=3e-5)
+    eye = np.broadcast_to(np.eye(n), a.shape)
+    np.testing.assert_allclose(_hc(v) @ np.asarray(v), eye, atol=3e-5)
+    np.testing.assert_allclose(a @ np.asarray(v), np.asarray(v) * np.asarray(w)[..., None, :],
+                               atol=2e-4)
+    # the lower / upper triangle only (the diagonal's imaginary part ignored, as LAPACK)
+    h = np.tril(a) + 5j * np.eye(n, dtype=np.complex64)
+    for uplo in ("L", "U"):
+        t = h if uplo == "L" else _hc(h)
+        np.testing.assert_allclose(jnp.linalg.eigh(t, UPLO=uplo, symmetrize_input=False)[0],
+                                   jjnp.linalg.eigh(t, UPLO=uplo, symmetrize_input=False)[0],
+                                   rtol=1e-5, atol=3e-5)
+    np.testing.assert_allclose(jnp.linalg.eigvalsh(np.eye(3, dtype=np.complex64) * 2), [2, 2, 2])
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 3, 3)])
+def test_complex_svd(shape):
+    a = _cplx(*shape)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    assert s.dtype == np.float32 and u.dtype == vh.dtype == np.complex64
+    np.testing.assert_allclose(s, np.linalg.svd(a.astype(np.complex128), compute_uv=False),
+                               rtol=1e-5, atol=3e-5)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s)[..., None, :] @ np.asarray(vh), a,
+                               atol=2e-4)
+    uf, sf, vhf = jnp.linalg.svd(a)
+    ju, js, jvh = jjnp.linalg.svd(a)
+    assert uf.shape == ju.shape and vhf.shape == jvh.shape
+    for x in (uf, vhf):
+        k = x.shape[-1]
+        np.testing.assert_allclose(_hc(x) @ np.asarray(x),
+                                   np.broadcast_to(np.eye(k), x.shape[:-2] + (k, k)), atol=3e-5)
+    np.testing.assert_allclose(wjax.jit(jnp.linalg.svdvals)(a), js, rtol=1e-5, atol=3e-5)
+
+
+def _complex_derived(jx, m):
+    a, b = _cplx(5, 3, seed=4), _cplx(5, 2, seed=5)
+    sq = _cplx(4, 4, seed=6)
+    x, resid, rank, sv = m.linalg.lstsq(a, b)
+    return [m.linalg.pinv(a), x, resid, rank, sv, m.linalg.matrix_rank(sq),
+            m.linalg.cond(sq), m.linalg.norm(sq, 2), m.linalg.norm(sq, "nuc"),
+            m.linalg.norm(sq, -2), jx.vmap(m.linalg.eigvalsh)(_herm(3, (2,))),
+            jx.vmap(lambda t: m.linalg.svd(t, compute_uv=False))(_cplx(2, 3, 4))]
+
+
+def test_complex_derived_functions_match_jax():
+    for g, w in zip(_complex_derived(wjax, jnp), _complex_derived(jax, jjnp)):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=3e-5)
+
+
+def _complex_grads(jx, m):
+    """Gradients of real functions invariant under the eigen/singular vectors' phases."""
+    h, a = _herm(4), _cplx(4, 3, seed=7)
+    wts = m.arange(12.0).reshape(4, 3)
+    return [jx.grad(lambda x: m.linalg.eigh(x)[0] @ m.arange(4.0))(h),
+            jx.grad(lambda x: (m.abs(m.linalg.eigh(x)[1]) ** 2 * wts[:, :1]).sum())(h),
+            jx.grad(lambda x: m.linalg.svd(x, compute_uv=False) @ m.arange(1.0, 4.0))(a),
+            jx.grad(lambda x: (m.abs(m.linalg.svd(x, full_matrices=False)[0]) ** 2
+                               * wts).sum())(a),
+            jx.grad(lambda x: m.real(m.linalg.pinv(x)).sum())(a)]
+
+
+def test_complex_gradients_follow_jax_rules():
+    for g, w in zip(_complex_grads(wjax, jnp), _complex_grads(jax, jjnp)):
+        np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-3)

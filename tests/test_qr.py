@@ -63,3 +63,33 @@ def test_random_orthogonal_matches_jax(n, shape, m):
     want = jax.random.orthogonal(jax.random.key(5), n, shape, m=m)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+
+
+CMATS = {s: (RNG.randn(*s) + 1j * RNG.randn(*s)).astype(np.complex64)
+         for s in [(5, 3), (3, 5), (2, 4, 4)]}
+
+
+@pytest.mark.parametrize("shape", sorted(CMATS))
+def test_complex_qr_matches_jax(shape):
+    """complex64 QR: LAPACK's reflections (a real R diagonal), so Q and R equal JAX's."""
+    a = CMATS[shape]
+    for mode in ("reduced", "complete"):
+        (q, r), (jq, jr) = jnp.linalg.qr(a, mode=mode), jjnp.linalg.qr(a, mode=mode)
+        assert q.dtype == jq.dtype == np.complex64 and r.shape == jr.shape
+        np.testing.assert_allclose(q, jq, rtol=1e-4, atol=3e-5)
+        np.testing.assert_allclose(r, jr, rtol=1e-4, atol=3e-5)
+        assert (np.imag(np.diagonal(np.asarray(r), 0, -2, -1)) == 0).all()
+    np.testing.assert_allclose(wjax.jit(lambda x: jnp.linalg.qr(x, mode="r"))(a),
+                               jjnp.linalg.qr(a, mode="r"), rtol=1e-4, atol=3e-5)
+
+
+def test_complex_qr_gradient_and_vmap_match_jax():
+    a = CMATS[(5, 3)]
+
+    def loss(m):
+        return lambda x: (m.abs(m.linalg.qr(x)[1]) ** 2).sum() + m.real(m.linalg.qr(x)[0]).sum()
+    np.testing.assert_allclose(wjax.grad(loss(jnp))(a), jax.grad(loss(jjnp))(a), rtol=1e-3,
+                               atol=1e-4)
+    b = CMATS[(2, 4, 4)]
+    np.testing.assert_allclose(wjax.vmap(lambda x: jnp.linalg.qr(x)[1])(b),
+                               jax.vmap(lambda x: jjnp.linalg.qr(x)[1])(b), rtol=1e-4, atol=3e-5)

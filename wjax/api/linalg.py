@@ -27,6 +27,13 @@ def _t(x):
     return jnp.swapaxes(x, -1, -2)
 
 
+_H = _la._H       # the conjugate transpose (the transpose of a real matrix)
+
+
+def _real(x):
+    return jnp.real(x) if jnp.iscomplexobj(x) else x
+
+
 def _eye_like(x, n):
     return jnp.eye(n, dtype=x.dtype)
 
@@ -41,27 +48,22 @@ def _eigh_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     w, v = _eigh_core(a)
     n = a.shape[-1]
-    eye = _eye_like(a, n)
-    m = _t(v) @ da @ v
+    eye = _eye_like(w, n)
+    m = _H(v) @ da @ v
     f = 1.0 / (eye + w[..., None, :] - w[..., :, None]) - eye     # 1 / (w_j - w_i), 0 on diag
-    return (w, v), (jnp.diagonal(m, axis1=-2, axis2=-1), v @ (f * m))
+    return (w, v), (_real(jnp.diagonal(m, axis1=-2, axis2=-1)), v @ (f.astype(v.dtype) * m))
 
 
 def eigh(a, UPLO=None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices (Jacobi rotations on
-    the device), differentiable as in JAX."""
+    """Eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices (Jacobi
+    rotations on the device), differentiable as in JAX."""
     a = _la._float(jnp.asarray(a))
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise TypeError(f"eigh: argument must be a square matrix or a stack of them, got "
                         f"shape {a.shape}")
-    if symmetrize_input:
-        a = (a + _t(a)) / 2.0
-    else:
-        tri = jnp.tril(a) if UPLO in (None, "L") else jnp.triu(a)
-        a = tri + _t(tri) - tri * _eye_like(a, a.shape[-1])
-    return _la.EighResult(*_eigh_core(a))
+    return _la.EighResult(*_eigh_core(_la._hermitian_input(a, UPLO, symmetrize_input)))
 
 
 def eigvalsh(a, UPLO=None, *, symmetrize_input: bool = True):
@@ -77,28 +79,29 @@ def _svd_thin(a):
 def _svd_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     u, s, vt = _svd_thin(a)
-    ut, v = _t(u), _t(vt)
+    ut, v = _H(u), _H(vt)
     k = s.shape[-1]
+    dt = a.dtype
     s_row = s[..., None, :]
     ds_mat = ut @ da @ v
-    ds = jnp.diagonal(ds_mat, axis1=-2, axis2=-1)
-    eye = _eye_like(a, k)
+    ds = _real(jnp.diagonal(ds_mat, axis1=-2, axis2=-1))
+    eye = _eye_like(s, k)
     diffs = (s_row + _t(s_row)) * (s_row - _t(s_row))
-    f = 1.0 / (diffs + eye) - eye
-    dss, sds = s_row * ds_mat, _t(s_row) * ds_mat
+    f = (1.0 / (diffs + eye) - eye).astype(dt)
+    dss, sds = s_row.astype(dt) * ds_mat, _t(s_row).astype(dt) * ds_mat
     s_zero = (s == 0).astype(s.dtype)
     s_inv = 1.0 / (s + s_zero) - s_zero
-    du_dv_diag = 0.5 * (ds_mat - _t(ds_mat)) * (eye * s_inv[..., None, :])
-    du = u @ (f * (dss + _t(dss)) + du_dv_diag)
-    dv = v @ (f * (sds + _t(sds)))
+    du_dv_diag = 0.5 * (ds_mat - _H(ds_mat)) * (eye * s_inv[..., None, :]).astype(dt)
+    du = u @ (f * (dss + _H(dss)) + du_dv_diag)
+    dv = v @ (f * (sds + _H(sds)))
     rows, cols = a.shape[-2:]
     if rows > cols:
         dav = da @ v
-        du = du + (dav - u @ (ut @ dav)) / s_row
+        du = du + (dav - u @ (ut @ dav)) / s_row.astype(dt)
     if cols > rows:
-        dahu = _t(da) @ u
-        dv = dv + (dahu - v @ (vt @ dahu)) / s_row
-    return (u, s, vt), (du, ds, _t(dv))
+        dahu = _H(da) @ u
+        dv = dv + (dahu - v @ (vt @ dahu)) / s_row.astype(dt)
+    return (u, s, vt), (du, ds, _H(dv))
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -129,9 +132,12 @@ def _thin_qr_tangents(q, r, dx):
     """JAX's rule for ``x = q r`` with ``q`` (m, n), m >= n: ``dx r^-1`` split into the
     skew-symmetric part that rotates ``q`` and the upper-triangular part that changes ``r``."""
     dx_rinv = _la._tri_solve(r, dx, left_side=False, lower=False)
-    m = _t(q) @ dx_rinv
+    m = _H(q) @ dx_rinv
     low = jnp.tril(m, -1)
-    omega = low - _t(low)
+    omega = low - _H(low)
+    if jnp.iscomplexobj(m):   # the diagonal's imaginary part also rotates q (R stays real)
+        eye = _eye_like(_real(m), m.shape[-1]).astype(m.dtype)
+        omega = omega + eye * (m - jnp.real(m).astype(m.dtype))
     return q @ (omega - m) + dx_rinv, (m - omega) @ r
 
 
@@ -142,7 +148,7 @@ def _qr_jvp(complete, primals, tangents):
     m, n = x.shape[-2:]
     if m < n:                 # x = q [r1 r2]: the square part's rule, then r2 = q^T x2
         dq, dr1 = _thin_qr_tangents(q, r[..., :, :m], dx[..., :, :m])
-        dr2 = _t(dq) @ x[..., :, m:] + _t(q) @ dx[..., :, m:]
+        dr2 = _H(dq) @ x[..., :, m:] + _H(q) @ dx[..., :, m:]
         return (q, r), (dq, jnp.concatenate([dr1, dr2], axis=-1))
     q_mn, r_nn = q[..., :, :n], r[..., :n, :]
     dq_mn, dr_nn = _thin_qr_tangents(q_mn, r_nn, dx)
@@ -151,9 +157,9 @@ def _qr_jvp(complete, primals, tangents):
     # the complement's tangent (Roberts & Roberts, arXiv:2409.13374, eqs. 32-33):
     # z = q_pn (q_nn - I)^-1, dq_mp = dq_mn z^T - (q_mn + q_mp z)(dq_pn - z dq_nn)^T
     q_nn, q_pn, q_mp = q_mn[..., :n, :], q_mn[..., n:, :], q[..., :, n:]
-    z = _t(jnp.linalg.solve(_t(q_nn - _eye_like(q, n)), _t(q_pn)))
+    z = _H(jnp.linalg.solve(_H(q_nn - _eye_like(q, n)), _H(q_pn)))
     dq_nn, dq_pn = dq_mn[..., :n, :], dq_mn[..., n:, :]
-    dq_mp = dq_mn @ _t(z) - (q_mn + q_mp @ z) @ _t(dq_pn - z @ dq_nn)
+    dq_mp = dq_mn @ _H(z) - (q_mn + q_mp @ z) @ _H(dq_pn - z @ dq_nn)
     dr = jnp.concatenate([dr_nn, jnp.zeros(r.shape[:-2] + (m - n, n), r.dtype)], axis=-2)
     return (q, r), (jnp.concatenate([dq_mn, dq_mp], axis=-1), dr)
 

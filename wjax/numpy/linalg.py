@@ -42,16 +42,11 @@ from .reductions import prod
 from .products import cross, dot, matmul, matrix_transpose, outer, tensordot, vecdot
 
 
-def _float(x, name="jnp.linalg", complex_ok=False):
-    """``x`` as a float array; complex64 (where ``complex_ok``) stays complex, and is a
-    TypeError elsewhere: wjax's decompositions are real-valued."""
+def _float(x):
+    """``x`` as an inexact array: integers and booleans become float32; float and complex64
+    arrays are kept (every decomposition here takes both)."""
     x = asarray(x)
-    if issubdtype(x.dtype, np.complexfloating):
-        if complex_ok:
-            return x
-        raise TypeError(f"{name} does not support complex64 inputs in wjax (its decompositions "
-                        "are real-valued); norms and products of complex arrays are supported")
-    if not issubdtype(x.dtype, np.floating):
+    if not issubdtype(x.dtype, np.inexact):
         x = astype(x, np.float32)
     return x
 
@@ -63,8 +58,18 @@ def _abs2(x):
     return x * x
 
 
-def _square(name, a, complex_ok=False):
-    a = _float(a, f"jnp.linalg.{name}", complex_ok)
+def _is_complex(x) -> bool:
+    return issubdtype(x.dtype, np.complexfloating)
+
+
+def _H(x):
+    """The conjugate transpose of the last two axes (the transpose for real ``x``)."""
+    x = swapaxes(x, -1, -2)
+    return ufuncs.conj(x) if _is_complex(x) else x
+
+
+def _square(name, a):
+    a = _float(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(
             f"{name}: argument must be a square matrix or a stack of them, got shape {a.shape}"
@@ -75,7 +80,7 @@ def _square(name, a, complex_ok=False):
 # --------------------------------------------------------------------------- norms
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    x = _float(x, complex_ok=True)
+    x = _float(x)
     if axis is None:
         y = ravel(x)
         r = vector_norm(y, axis=0, ord=ord)
@@ -101,7 +106,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    x = _float(x, complex_ok=True)
+    x = _float(x)
     if axis is None:
         if ord is None:
             r = sqrt(reductions.sum(_abs2(x)))
@@ -134,7 +139,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
         out = (reductions.max if ord == np.inf else reductions.min)(s, axis=r, keepdims=True)
         out = out if keepdims else squeeze(out, (r, c))
     elif ord in (2, -2, "nuc"):
-        _float(x, "jnp.linalg.norm (ord=2, -2, 'nuc')")
         sv = svd(moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
         out = (reductions.max(sv, axis=-1) if ord == 2 else reductions.min(sv, axis=-1)
                if ord == -2 else reductions.sum(sv, axis=-1))
@@ -154,7 +158,7 @@ def _is_complex(x) -> bool:
 def lu_factor(a):
     """(lu, pivots, permutation) from the device LU kernel (partial pivoting); complex64
     through ``lax.linalg.lu``'s composition (LAPACK's pivots)."""
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     if a.ndim < 2:
         raise TypeError(f"Input 0 to lu must have rank at least 2, but got shape={a.shape}")
     if 0 in a.shape[-2:]:
@@ -196,7 +200,7 @@ def solve(a, b):
     iY``, ``x = u + iv``) by the real LU kernel: the embedding's singular values are a's
     (each twice), so the condition number and LU's backward stability carry over, and its
     derivatives, vmap and jit are the real primitives' rules."""
-    a = _square("solve", a, complex_ok=True)
+    a = _square("solve", a)
     b = asarray(b)
     dt = result_type(a, b)
     if not issubdtype(dt, np.inexact):
@@ -231,7 +235,7 @@ def solve(a, b):
 
 
 def inv(a):
-    a = _square("inv", a, complex_ok=True)
+    a = _square("inv", a)
     n = a.shape[-1]
     eye = broadcast_to(creation.eye(n, dtype=a.dtype), a.shape)
     return solve(a, eye)
@@ -244,7 +248,7 @@ def _parity(pivots):
 
 
 def det(a):
-    a = _square("det", a, complex_ok=True)
+    a = _square("det", a)
     n = a.shape[-1]
     if n == 0:
         return ones(a.shape[:-2], a.dtype)
@@ -261,7 +265,7 @@ class SlogdetResult(NamedTuple):
 def slogdet(a, *, method=None):
     """``(sign, log|det|)`` from the LU factors; complex64: ``sign`` is the complex unit
     ``parity * prod(d / |d|)`` over the diagonal of U and ``logabsdet`` float32, as JAX."""
-    a = _square("slogdet", a, complex_ok=True)
+    a = _square("slogdet", a)
     n = a.shape[-1]
     real_dt = ufuncs.real(zeros((), a.dtype)).dtype
     if n == 0:
@@ -285,7 +289,7 @@ def slogdet(a, *, method=None):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    a = _float(a, "jnp.linalg.cholesky", complex_ok=True)
+    a = _float(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:     # JAX's class (from its transpose/add)
         raise TypeError(f"cholesky: argument must be a square matrix or a stack of them, got "
                         f"shape {a.shape}")
@@ -319,7 +323,7 @@ def _complex_cholesky(a, upper, symmetrize_input):
 
 
 def solve_triangular(a, b, lower=False, unit_diagonal=False, trans=0):
-    a, b = _float(a, complex_ok=True), _float(b, complex_ok=True)
+    a, b = _float(a), _float(b)
     if _is_complex(a) != _is_complex(b):
         dt = result_type(a, b)
         a, b = astype(a, dt), astype(b, dt)
@@ -452,6 +456,7 @@ def _jacobi(x, gram):
     tol = eps * (8.0 * float(np.sqrt(rows)) if gram else 1.0)
     rounds = m - 1
     limit = _max_sweeps(m) * rounds
+    cplx = _is_complex(x)
 
     def cond(carry):
         _, _, k, _, done = carry
@@ -463,24 +468,39 @@ def _jacobi(x, gram):
         partner = lax.dynamic_index_in_dim(partner_t, r, keepdims=False)
         first = lax.dynamic_index_in_dim(first_t, r, keepdims=False)
         if gram:
-            d = reductions.sum(a * a, axis=-2)                          # column norms^2
-            off = reductions.sum(a * take(a, partner, axis=-1), axis=-2)
+            d = reductions.sum(_abs2(a), axis=-2)                       # column norms^2
+            a_c = ufuncs.conj(a) if cplx else a
+            off = reductions.sum(a_c * take(a, partner, axis=-1), axis=-2)
         else:
             d = shapes.diagonal(a, 0, -2, -1)
+            d = ufuncs.real(d) if cplx else d
             off = take_along_axis(a, broadcast_to(partner[:, None], a.shape[:-1] + (1,)),
                                   -1)[..., 0]                          # a[i, partner(i)]
+        size = ufuncs.abs(off)
         d_partner = take(d, partner, axis=-1)
-        rotate = ufuncs.abs(off) > tol * sqrt(ufuncs.abs(d * d_partner))
+        rotate = size > tol * sqrt(ufuncs.abs(d * d_partner))
         rotate = rotate & ~done[..., None]
+        pivot = size if cplx else off        # the (made real) entry the rotation zeroes
         gap = _where_xy(first, d_partner - d, d - d_partner)           # the pair's a_qq - a_pp
-        theta = gap / (2.0 * _where_xy(rotate, off, 1.0))
+        theta = gap / (2.0 * _where_xy(rotate, pivot, 1.0))
         t = _where_xy(theta >= 0, 1.0, -1.0) / (ufuncs.abs(theta) + sqrt(theta * theta + 1.0))
         t = _where_xy(rotate, t, 0.0)
         c = 1.0 / sqrt(t * t + 1.0)
-        sgn = _where_xy(first, t * c, -(t * c))                        # J[i, partner(i)]
+        s = t * c
+        if cplx:
+            # J = diag(1, conj(phase)) R on the pair, phase = a_pq / |a_pq|: the phase
+            # makes a_pq real, R is the real rotation of the 2x2 it leaves
+            phase = off / astype(_where_xy(rotate, size, 1.0), off.dtype)
+            phase = _where_xy(rotate, phase, 1.0)
+            c = _where_xy(first, astype(c, off.dtype), c * phase)       # J[i, i]
+            sgn = _where_xy(first, astype(s, off.dtype), -(s * phase))  # J[i, partner(i)]
+        else:
+            sgn = _where_xy(first, s, -s)                              # J[i, partner(i)]
         e = take(sgn, partner, axis=-1)                                 # J[partner(k), k]
         if gram:
             a = a * c[..., None, :] + take(a, partner, axis=-1) * e[..., None, :]
+        elif cplx:
+            a = _rotate_hermitian(a, partner, rotate, c, e, d - _where_xy(first, t, -t) * size)
         else:
             a = _rotate_symmetric(a, partner, rotate, c, e, t, first, off)
         v = v * c[..., None, :] + take(v, partner, axis=-1) * e[..., None, :]
@@ -515,6 +535,23 @@ def _rotate_symmetric(a, partner, rotate, c, e, t, first, off):
     return _where_xy(pair, 0.0, out)
 
 
+def _rotate_hermitian(a, partner, rotate, c, e, diag):
+    """``J^H a J`` for Hermitian ``a`` (complex Jacobi): the column rotation, then the row
+    one; the result is made exactly Hermitian (the lower triangle is the conjugate of the
+    upper), its diagonal real (``diag``: ``a_pp - t |a_pq|`` / ``a_qq + t |a_pq|``) and each
+    rotated pair's entries exact zeros."""
+    m = a.shape[-1]
+    aj = a * c[..., None, :] + take(a, partner, axis=-1) * e[..., None, :]
+    out = (ufuncs.conj(c)[..., :, None] * aj
+           + ufuncs.conj(e)[..., :, None] * take(aj, partner, axis=-2))
+    idx = arange(m, dtype=np.int32)
+    i, j = idx[:, None], idx[None, :]
+    out = _where_xy(i < j, out, ufuncs.conj(swapaxes(out, -1, -2)))
+    out = _where_xy(i == j, astype(diag, a.dtype)[..., :, None], out)
+    pair = (j == take(partner, i)) & take(rotate, i, axis=-1)
+    return _where_xy(pair, 0.0, out)
+
+
 def _pad_even(a, gram):
     """Pads the last axis (and, two-sided, the one before) to an even length with zeros: the
     padded index stays decoupled (its rotations are identities)."""
@@ -527,7 +564,7 @@ def _pad_even(a, gram):
 
 def _unit_columns(v):
     """``v`` with each column scaled to unit length (the rotations' rounding drifts them)."""
-    return v / sqrt(reductions.sum(v * v, axis=-2, keepdims=True))
+    return v / astype(sqrt(reductions.sum(_abs2(v), axis=-2, keepdims=True)), v.dtype)
 
 
 def _eigh_values_vectors(a):
@@ -538,10 +575,11 @@ def _eigh_values_vectors(a):
     ``sqrt(sweeps * n) * eps``)."""
     n = a.shape[-1]
     if n == 0:
-        return zeros(a.shape[:-1], a.dtype), a
+        return zeros(a.shape[:-1], ufuncs.real(a).dtype), a
     _, v = _jacobi(_pad_even(a, False), gram=False)
     v = _unit_columns(v[..., :n, :n])
-    w = reductions.sum(v * matmul(a, v), axis=-2)
+    w = reductions.sum((ufuncs.conj(v) if _is_complex(v) else v) * matmul(a, v), axis=-2)
+    w = ufuncs.real(w) if _is_complex(w) else w
     order = sorting.argsort(w, axis=-1)
     return take_along_axis(w, order, -1), take_along_axis(v, order[..., None, :], -1)
 
@@ -550,14 +588,20 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, by cyclic Jacobi
     rotations on the device (``wjax.api.linalg`` adds JAX's derivative rule)."""
     a = _square("eigh", a)
+    return EighResult(*_eigh_values_vectors(_hermitian_input(a, UPLO, symmetrize_input)))
+
+
+def _hermitian_input(a, UPLO, symmetrize_input):
+    """``(a + a^H) / 2``, or (``symmetrize_input=False``) the Hermitian matrix of ``a``'s
+    lower (``UPLO='L'``, the default) or upper triangle, its diagonal's imaginary part
+    ignored as LAPACK does."""
     if symmetrize_input:
-        a = (a + swapaxes(a, -1, -2)) / 2.0
-    else:
-        lower = UPLO is None or UPLO == "L"
-        tri = creation.tril(a) if lower else creation.triu(a)
-        a = tri + swapaxes(tri, -1, -2) - tri * astype(
-            arange(a.shape[-1])[:, None] == arange(a.shape[-1])[None, :], a.dtype)
-    return EighResult(*_eigh_values_vectors(a))
+        return (a + _H(a)) / 2.0
+    lower = UPLO is None or UPLO == "L"
+    tri = creation.tril(a) if lower else creation.triu(a)
+    eye = _eye_like(a.shape[-1], a.dtype)
+    diag = astype(ufuncs.real(tri), a.dtype) if _is_complex(a) else tri
+    return tri + _H(tri) - diag * eye
 
 
 class EighResult(NamedTuple):
@@ -585,7 +629,7 @@ def _svd_tall(a):
     _, v = _jacobi(_pad_even(a, True), gram=True)
     v = _unit_columns(v[..., :n, :n])
     b = matmul(a, v)
-    s = sqrt(reductions.sum(b * b, axis=-2))
+    s = sqrt(reductions.sum(_abs2(b), axis=-2))
     # columns by decreasing norm, so that zero columns (rank deficiency) come last and the QR
     # of these orthogonal columns is diagonal
     order = sorting.argsort(-s, axis=-1)
@@ -593,8 +637,9 @@ def _svd_tall(a):
     v = take_along_axis(v, order[..., None, :], -1)
     s = take_along_axis(s, order, -1)
     q, r = _householder_qr(b, "complete")
-    sign = _where_xy(shapes.diagonal(r, 0, -2, -1) < 0, -1.0, 1.0)
-    return q[..., :, :n] * sign[..., None, :], s, v, q[..., :, n:]
+    diag = shapes.diagonal(r, 0, -2, -1)
+    sign = _where_xy((ufuncs.real(diag) if _is_complex(diag) else diag) < 0, -1.0, 1.0)
+    return q[..., :, :n] * astype(sign, q.dtype)[..., None, :], s, v, q[..., :, n:]
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -606,9 +651,9 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     m, n = a.shape[-2:]
     wide = m < n
     if wide:
-        a = swapaxes(a, -1, -2)
+        a = _H(a)
     if min(m, n) == 0:
-        s = zeros(a.shape[:-2] + (0,), a.dtype)
+        s = zeros(a.shape[:-2] + (0,), ufuncs.real(a).dtype)
         if not compute_uv:
             return s
         eye_m, eye_n = (astype(arange(k)[:, None] == arange(k)[None, :], a.dtype)
@@ -622,7 +667,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         u = creation.asarray(shapes.concatenate([u, rest], axis=-1))
     if wide:
         u, v = v, u
-    return SVDResult(u, s, swapaxes(v, -1, -2))
+    return SVDResult(u, s, _H(v))
 
 
 def svdvals(x, /):
@@ -637,9 +682,9 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     if cutoff is None:
         cutoff = 10 * builtins.max(m, n) * float(np.finfo(np.float32).eps)
     u, s, vh = svd(a, full_matrices=False)
-    keep = s > asarray(cutoff, a.dtype) * reductions.max(s, axis=-1, keepdims=True)
+    keep = s > asarray(cutoff, s.dtype) * reductions.max(s, axis=-1, keepdims=True)
     s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
-    return matmul(swapaxes(vh, -1, -2) * s_inv[..., None, :], swapaxes(u, -1, -2))
+    return matmul(_H(vh) * astype(s_inv, a.dtype)[..., None, :], _H(u))
 
 
 def matrix_rank(M, rtol=None, *, tol=None):
@@ -660,9 +705,10 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     singular values below ``rcond * s_max`` (default ``eps * max(m, n)``) are dropped."""
     a, b = asarray(a), asarray(b)
     dt = result_type(a, b)
-    if not issubdtype(dt, np.floating):
+    if not issubdtype(dt, np.inexact):
         dt = np.dtype(np.float32)
     a, b = astype(a, dt), astype(b, dt)
+    rdt = ufuncs.real(a).dtype
     if a.shape[:1] != b.shape[:1]:
         raise ValueError("Leading dimensions of input arrays must match")
     vec = b.ndim == 1
@@ -673,9 +719,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
                         f"two-dimensional")
     m, n = a.shape
-    eps = float(finfo(dt).eps)
+    eps = float(finfo(rdt).eps)
     if a.size == 0:
-        s = zeros((0,), dt)
+        s = zeros((0,), rdt)
         rank = asarray(0, np.int32)
         x = zeros((n,) + b2.shape[1:], dt)
     else:
@@ -684,12 +730,12 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         else:
             rcond = _where_xy(asarray(rcond) < 0, eps, rcond)
         u, s, vh = svd(a, full_matrices=False)
-        keep = (s > 0) & (s >= astype(asarray(rcond), dt) * s[0])
+        keep = (s > 0) & (s >= astype(asarray(rcond), rdt) * s[0])
         rank = reductions.sum(keep, dtype=np.int32)
         s_inv = _where_xy(keep, 1.0 / _where_xy(keep, s, 1.0), 0.0)
-        x = matmul(swapaxes(vh, -1, -2), s_inv[:, None] * matmul(swapaxes(u, -1, -2), b2))
+        x = matmul(_H(vh), astype(s_inv, dt)[:, None] * matmul(_H(u), b2))
     if numpy_resid and (int(rank) < n or m <= n):
-        resid = zeros((0,), dt)
+        resid = zeros((0,), rdt)
     else:
         resid = norm(b2 - matmul(a, x), axis=0) ** 2
     return (ravel(x) if vec else x), resid, rank, s
@@ -736,6 +782,8 @@ def _householder_qr(a, mode):
     def step(j, carry):
         r, q = carry
         col = lax.dynamic_index_in_dim(r, j, axis=r.ndim - 1, keepdims=False)  # r[..., :, j]
+        if _is_complex(a):
+            return _complex_householder_step(r, q, col, rows == j, rows > j)
         below = _where_xy(rows > j, col, 0.0)
         x_j = reductions.sum(_where_xy(rows == j, col, 0.0), axis=-1)
         sub2 = reductions.sum(below * below, axis=-1)
@@ -749,10 +797,34 @@ def _householder_qr(a, mode):
         return r, q
     r, q = lax.fori_loop(0, k, step, (a, q0))
     r = _where_xy(rows[:, None] <= cols[None, :], r, 0.0)
+    if _is_complex(r):            # R's diagonal is real (beta), as LAPACK stores it
+        r = _where_xy(rows[:, None] == cols[None, :], astype(ufuncs.real(r), r.dtype), r)
     if mode == "complete":
         return QRResult(q, r)
     r = r[..., :k, :]
     return r if mode == "r" else QRResult(q[..., :, :k], r)
+
+
+def _complex_householder_step(r, q, col, at_j, below_j):
+    """One complex reflection as LAPACK's zlarfg: ``H = I - tau w w^H`` with ``H^H x = beta
+    e_j`` for the column ``x`` and a *real* ``beta = -sign(Re x_j) |x|``, so R's diagonal is
+    real as JAX's; with ``u = x - beta e_j`` (``w`` scaled so ``w_j = 1``) ``tau w w^H`` is
+    ``kappa u u^H``, ``kappa = 1 / (beta (beta - conj(x_j)))``.  No reflection (``H = I``)
+    where the column is already ``(real, 0, ..., 0)``."""
+    below = _where_xy(below_j, col, 0.0)
+    x_j = reductions.sum(_where_xy(at_j, col, 0.0), axis=-1)
+    sub2 = reductions.sum(_abs2(below), axis=-1)
+    re, im = ufuncs.real(x_j), ufuncs.imag(x_j)
+    norm = sqrt(re * re + im * im + sub2)
+    beta = -_where_xy(re >= 0, norm, -norm)
+    reflect = (sub2 > 0) | (im != 0)
+    u = below + _where_xy(at_j, (x_j - astype(beta, col.dtype))[..., None], 0.0)
+    denom = astype(beta, col.dtype) * (astype(beta, col.dtype) - ufuncs.conj(x_j))
+    kappa = _where_xy(reflect, 1.0 / _where_xy(reflect, denom, 1.0), 0.0)[..., None, None]
+    uh = ufuncs.conj(u)
+    r = r - ufuncs.conj(kappa) * u[..., :, None] * matmul(uh[..., None, :], r)
+    q = q - kappa * matmul(q, u[..., :, None]) * uh[..., None, :]
+    return r, q
 
 
 class QRResult(NamedTuple):
