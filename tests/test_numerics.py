@@ -240,3 +240,23 @@ def test_float_sums_are_compensated(shape, axis):
         assert float(jnp.sum(x)) == 100000.0
         rjax = pytest.importorskip("jax")
         assert float(rjax.numpy.sum(rjax.numpy.ones(10**6) * 0.1)) == 100000.0
+
+
+def test_select_of_a_comparison_keeps_nans():
+    """``where(a > b, a, b)`` is a select, not a max: a NaN operand picks the branch the
+    comparison (false with a NaN) gives.  wgpu's GL path folded it into a NaN-dropping max
+    (docs/DESIGN.md "Driver findings"); the float comparisons read an opaque operand since.
+    The scalar (odd length) and vec4 (multiple of 4) kernel forms both, against JAX."""
+    jax = pytest.importorskip("jax")
+    a = np.array([1, np.nan, 3, np.nan, -2, 5, 0.0, -0.0], F)
+    b = np.array([np.nan, 1, 2, np.nan, 7, np.inf, -0.0, 0.0], F)
+    for n in (7, 8):
+        x, y = a[:n], b[:n]
+        for op in ("greater", "less", "greater_equal", "less_equal"):
+            def f(m, x, y, op=op):
+                c = getattr(m.numpy, op)(x, y)
+                return m.numpy.where(c, x, y), m.numpy.where(c, y * 2, x * 2)
+            got = wjax.jit(lambda x, y: f(wjax, x, y))(x, y)
+            want = jax.jit(lambda x, y: f(jax, x, y))(x, y)
+            for g, w in zip(got, want):
+                assert np.array_equal(np.asarray(g), np.asarray(w), equal_nan=True), (op, n, g, w)

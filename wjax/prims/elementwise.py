@@ -676,27 +676,29 @@ eq_p = binop("eq", {**T(NUM + ("b",), "({0} == {1})"), "c": "wj_ceq({0}, {1})"},
 ne_p = binop("ne", {"f": "(({0} != {1}) || wj_isnan({0}) || wj_isnan({1}))", "i": "({0} != {1})",
                     "u": "({0} != {1})", "b": "({0} != {1})", "c": "wj_cne({0}, {1})"},
              np.not_equal, _bool)
+# a float comparison reads its second operand through wj_opq: wgpu's GL path (naga -> GLSL ->
+# llvmpipe) otherwise folds ``select(a > b, a, b)`` into a max that drops NaN operands
 lt_p = binop(
     "lt",
-    {"f": "({0} < {1})", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"},
+    {"f": "({0} < wj_opq({1}))", "i": "({0} < {1})", "u": "({0} < {1})", "b": "(!{0} && {1})"},
     np.less,
     _bool,
 )
 le_p = binop(
     "le",
-    {"f": "({0} <= {1})", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"},
+    {"f": "({0} <= wj_opq({1}))", "i": "({0} <= {1})", "u": "({0} <= {1})", "b": "(!{0} || {1})"},
     np.less_equal,
     _bool,
 )
 gt_p = binop(
     "gt",
-    {"f": "({0} > {1})", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"},
+    {"f": "({0} > wj_opq({1}))", "i": "({0} > {1})", "u": "({0} > {1})", "b": "({0} && !{1})"},
     np.greater,
     _bool,
 )
 ge_p = binop(
     "ge",
-    {"f": "({0} >= {1})", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"},
+    {"f": "({0} >= wj_opq({1}))", "i": "({0} >= {1})", "u": "({0} >= {1})", "b": "({0} || !{1})"},
     np.greater_equal,
     _bool,
 )
