@@ -366,6 +366,10 @@ def clamp_cases():
     out.append(Case([v - 1, v, v + 1], label="f32-arrays"))
     out.append(Case([np.float32(-0.5).reshape(()), np.array([np.nan, -0.0, 0.0, 3.0], np.float32),
                      np.float32(0.5).reshape(())], label="f32-nan"))
+    c = vals("complex64")   # XLA's complex clamp: by the real parts, NaN picks the bound
+    out.append(Case([np.complex64(-0.5 + 2j).reshape(()), c, np.complex64(1 - 1j).reshape(())],
+                    label="c64-scalar"))
+    out.append(Case([c[::-1].copy(), c, np.roll(c, 7)], label="c64-arrays"))
     out.append(
         Case(
             [np.array(0, np.int32), np.zeros((0,), np.int32), np.array(1, np.int32)], label="empty"
