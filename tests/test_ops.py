@@ -804,8 +804,7 @@ def scatter_cases(name):
     def cases():
         out = []
         dts = [d for d in ["float32", "int32", "int8", "uint8", "uint16", "bool", "complex64"]
-               if not (d == "bool" and name in ("scatter_add", "scatter_mul"))
-               and not (d == "complex64" and name in ("scatter_min", "scatter_max"))]
+               if not (d == "bool" and name in ("scatter_add", "scatter_mul"))]
         for dt in dts:
             x = arr((6,), dt)
             if name == "scatter_mul" and dt == "float32":
@@ -823,6 +822,13 @@ def scatter_cases(name):
                 idx = np.array([[1], [3], [0], [9], [-1]], np.int32)  # unique in-bounds positions
             out.append(Case([x, idx, u], dict(dimension_numbers=SC1, indices_are_sorted=False,
                                               unique_indices=False, mode="fill"), label=dt))
+        if name in ("scatter_min", "scatter_max"):   # complex order: real parts tie, NaN parts
+            x = np.array([1 + 1j, np.nan + 1j, 2 + np.nan * 1j, 0j, -1 - 1j], np.complex64)
+            u = np.array([1 + 2j, 1 - 5j, 0.5 + 9j, 2 - 1j, np.nan, 3j, -1 - 2j, -1 - 1j],
+                         np.complex64)
+            idx = np.array([[0], [0], [0], [2], [3], [1], [4], [4]], np.int32)
+            out.append(Case([x, idx, u], dict(dimension_numbers=SC1, indices_are_sorted=False,
+                                              unique_indices=False, mode="fill"), label="c64-ties"))
         x = arr((4, 3), "float32")
         u = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
         out.append(
