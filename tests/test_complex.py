@@ -551,7 +551,7 @@ def _same_bits_or_nan(got, want, what=""):
 def test_binary_functions_on_special_values_like_jax(name):
     """Every pair of components from 0, -0, +-1, 0.5, -2.5, +-inf, NaN, and random values, under
     jit.  arctan2 where its exact value lies on log's cut (a real part of +-pi): JAX's sign of
-    pi there is rounding noise of its fused multiply-adds, so those few points (14 of 6561,
+    pi there is rounding noise of its steps, so those few points (9 of 6561,
     cmath_ref.atan2) are compared up to that sign."""
     x, y = _PAIRS
     r = crand(2, 200, scale=3, seed=21)
@@ -561,7 +561,7 @@ def test_binary_functions_on_special_values_like_jax(name):
         if name == "arctan2":
             cut = (np.abs(np.abs(got.real) - np.float32(np.pi)) <= 2e-7) & (
                 np.abs(got.real + want.real) <= 4e-7)
-            assert cut.sum() <= 16, cut.sum()
+            assert cut.sum() <= 9, cut.sum()
             got.real[cut] = want.real[cut]
         close(got, want, rtol=3e-6, atol=1e-6, what=name)
 
