@@ -93,3 +93,21 @@ def test_complex_qr_gradient_and_vmap_match_jax():
     b = CMATS[(2, 4, 4)]
     np.testing.assert_allclose(wjax.vmap(lambda x: jnp.linalg.qr(x)[1])(b),
                                jax.vmap(lambda x: jjnp.linalg.qr(x)[1])(b), rtol=1e-4, atol=3e-5)
+
+
+def test_random_orthogonal_complex_is_jaxs_unitary():
+    """A complex dtype samples the unitary group: JAX's matrix (its complex normals, QR and
+    phases), unitary rows or columns; an integer dtype is normal's ValueError in both."""
+    for n, shape, m in ((3, (), None), (2, (2,), 4), (4, (), 2)):
+        got = wjax.random.orthogonal(wjax.random.key(6), n, shape, jnp.complex64, m=m)
+        want = jax.random.orthogonal(jax.random.key(6), n, shape, jjnp.complex64, m=m)
+        assert got.dtype == want.dtype == np.complex64 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5)
+        g = np.asarray(got)
+        gram = g @ np.conj(np.swapaxes(g, -1, -2)) if n <= (m or n) else \
+            np.conj(np.swapaxes(g, -1, -2)) @ g
+        np.testing.assert_allclose(gram, np.broadcast_to(np.eye(gram.shape[-1]), gram.shape),
+                                   atol=2e-6)
+    for mod in (wjax, jax):
+        with pytest.raises(ValueError, match="float or complex"):
+            mod.random.orthogonal(mod.random.key(0), 3, dtype=np.int32)

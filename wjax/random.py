@@ -543,14 +543,40 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     return _np_util.apply_out_sharding(_normal_key(key, shape, dtype), out_sharding)
 
 
+def _opaque(x):
+    """float32 ``x`` xor a zero the kernel compiler cannot see (1 only for a NaN ``x``, tested by
+    the bits), so ``sqrt(2) * e * (1 / sqrt(2))`` keeps its two roundings (a driver may otherwise
+    fold the constants into one product, see backend/wgsl_math.py)."""
+    z = lax.convert_element_type(lax.ne(x, x), np.uint32)
+    b = lax.bitwise_xor(lax.bitcast_convert_type(x, np.uint32), z)
+    return lax.bitcast_convert_type(b, np.float32)
+
+
+def _float_or_complex_dtype(name, dtype):
+    """A float or complex dtype (the samplers JAX lets make complex values: normal, lognormal)."""
+    dt = dtypes.check_supported(float if dtype is None else dtype)
+    if not dtypes.issubdtype(dt, np.inexact):
+        raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, got {dt}")
+    return dt
+
+
 def _normal_key(key, shape=(), dtype=None):
     """Standard normal floats (``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1))."""
     data, _ = _check_prng_key("normal", key)
-    dt = _float_dtype("normal", dtype)
+    dt = _float_or_complex_dtype("normal", dtype)
     return _normal_jit(data, _canon_shape(shape), dt, _partitionable())
 
 
 def _normal(data, shape, dtype):
+    """Complex: as JAX, ``(re + 1j im) / sqrt(2)`` with re and im standard normals from the
+    two halves of a split key (each part has variance 1/2); XLA divides by the constant as a
+    product by its float32 reciprocal, so each part is multiplied by ``1 / sqrt(2)`` here."""
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        keys = _split_data(data, (2,))
+        r = np.float32(1) / np.float32(np.sqrt(2))
+        re, im = (lax.mul(_opaque(_normal(k, shape, np.dtype(np.float32))), r)
+                  for k in (keys[0], keys[1]))
+        return lax.complex(re, im)
     _check_shape("normal", shape)
     lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
     hi = np.array(1., dtype)
@@ -613,7 +639,7 @@ _truncated_normal_jit = _named_jit(
 
 def lognormal(key, sigma=1., shape=None, dtype=None):
     data, _ = _check_prng_key("lognormal", key)
-    dt = _float_dtype("lognormal", dtype)
+    dt = _float_or_complex_dtype("lognormal", dtype)
     shape = _shape_of(sigma) if shape is None else _canon_shape(shape)
     _check_shape("lognormal", shape, _shape_of(sigma))
     return _lognormal_jit(data, sigma, shape, dt, _partitionable())
@@ -1311,9 +1337,9 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     n = int(concrete_or_error(n, "The error occurred in jax.random.orthogonal()"))
     m = n if m is None else int(concrete_or_error(m, "The error occurred in "
                                                      "jax.random.orthogonal()"))
-    dt = _float_dtype("orthogonal", dtype)
+    dt = dtypes.check_supported(float if dtype is None else dtype)   # normal checks it
     shape = tuple(_canon_shape(shape))
-    z = normal(key, (*shape, max(n, m), min(n, m)), dt)
+    z = normal(key, (*shape, max(n, m), min(n, m)), dt)                # complex: unitary
     q, r = jnp.linalg.qr(z)
     x = q * jnp.expand_dims(jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1)), -2)
     return jnp.swapaxes(x, -1, -2) if n < m else x

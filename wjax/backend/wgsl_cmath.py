@@ -218,6 +218,27 @@ fn wj_crsqrt(z: vec2<f32>) -> vec2<f32> {
   if (wj_canynan(z)) { return wj_cnan(); }
   return wj_cdiv(vec2<f32>(1.0, 0.0), wj_csqrt_s(z, true));
 }""")
+# XLA's sqrt inside its complex expansions (atan2): sqrt|z| (cos(t/2), sin(t/2)) for finite z
+W.helper("wj_csqrt_polar", """
+fn wj_csqrt_polar(z: vec2<f32>) -> vec2<f32> {
+  if (!wj_cfin(z)) { return wj_csqrt(z); }
+  if (z.x == 0.0 && z.y == 0.0) { return vec2<f32>(0.0, 0.0); }
+  let r = sqrt(wj_cabs(z));
+  let t = 0.5 * wj_atan2(z.y, z.x);
+  return vec2<f32>(r * wj_cos(t), r * wj_sin(t));
+}""")
+# XLA's atan2(y, x) = -i log(q), q = (x + i y) / sqrt(x^2 + y^2); the products by +-i written
+# out with the 0 * v terms by the bits (NaN for 0 * inf, as XLA's plain product); a q within
+# 2^-21 of log's cut (the negative reals) is on it, from above (cmath_ref.atan2)
+W.helper("wj_catan2", """
+fn wj_catan2(y: vec2<f32>, x: vec2<f32>) -> vec2<f32> {
+  let s = wj_csqrt_polar(wj_cmul(x, x) + wj_cmul(y, y));
+  let iy = vec2<f32>(wj_mulspec(0.0, y.x) - y.y, wj_mulspec(0.0, y.y) + y.x);
+  var q = wj_cdiv(x + iy, s);
+  if (q.x < 0.0 && q.y != 0.0 && abs(q.y) <= 4.7683716e-7 * -q.x) { q.y = 0.0; }
+  let l = wj_clog(q);
+  return vec2<f32>(wj_mulspec(0.0, l.x) + l.y, wj_mulspec(0.0, l.y) - l.x);
+}""")
 W.helper("wj_cpow", f"""
 fn wj_cpow(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {{
   if (y.x == 0.0 && y.y == 0.0) {{ return vec2<f32>(1.0, 0.0); }}

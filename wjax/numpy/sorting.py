@@ -129,7 +129,13 @@ def argpartition(a, kth, axis=-1):
 
 
 def _lt_total(x, y):
-    """x < y in sort order (NaN last, -0.0 == 0.0)."""
+    """x < y in sort order (NaN last, -0.0 == 0.0; complex values lexicographically, each part
+    in that order, as JAX's sort comparator)."""
+    if dtypes.is_complex(_aval(x).dtype):
+        xr, yr = lax.real(x), lax.real(y)
+        same_re = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(lax.ne(xr, xr), lax.ne(yr, yr)))
+        return lax.bitwise_or(_lt_total(xr, yr),
+                              lax.bitwise_and(same_re, _lt_total(lax.imag(x), lax.imag(y))))
     if dtypes.is_float(_aval(x).dtype):
         return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(lax.ne(y, y), lax.eq(x, x)))
     return lax.lt(x, y)

@@ -564,19 +564,40 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def fmax(x1, x2):
+    """x1 where it is greater (lexicographically for complex, as JAX) or x2 is NaN, else x2."""
     x1, x2 = promote_args("fmax", x1, x2)
-    gt = _complex_comparison(lax.gt)(x1, x2)     # complex: lexicographic, as JAX
-    return _wrap_result(_select(lax.bitwise_or(gt, _isnan(x2)), x1, x2))
+    return _wrap_result(_select(lax.bitwise_or(_gt(x1, x2), _isnan(x2)), x1, x2))
 
 
 def fmin(x1, x2):
     x1, x2 = promote_args("fmin", x1, x2)
-    lt = _complex_comparison(lax.lt)(x1, x2)
-    return _wrap_result(_select(lax.bitwise_or(lt, _isnan(x2)), x1, x2))
+    return _wrap_result(_select(lax.bitwise_or(_gt(x2, x1), _isnan(x2)), x1, x2))
+
+
+_gt = _complex_comparison(lax.gt)
+
+
+def _wrap_between(x, a):
+    """``x`` wrapped into [-a, a) (as JAX's logaddexp wraps a complex result's phase)."""
+    two_a = _const(x, 2 * a)
+    r = lax.rem(lax.add(x, _const(x, a)), two_a)
+    return lax.sub(_select(lax.lt(r, _const(x, 0)), lax.add(r, two_a), r), _const(x, a))
+
+
+def _logaddexp_complex(x1, x2, exp, scale, period):
+    """JAX's complex formula: m + scale log1p(exp(x1 + x2 - 2m)), m the lexicographic larger
+    (XLA's complex max: x1 where x1 > x2, else x2), the imaginary part wrapped into a period."""
+    amax = _select(_gt(x1, x2), x1, x2)
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
+    t = lax.log1p(exp(delta))
+    out = lax.add(amax, t if scale == 1 else lax.mul(_const(t, scale), t))
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
 
 
 def logaddexp(x1, x2, /):
     x1, x2 = _inexact("logaddexp", x1, x2)
+    if _is_complex(x1):
+        return _logaddexp_complex(x1, x2, lax.exp, 1, np.pi)
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     return _select(lax.ne(delta, delta), lax.add(x1, x2),
@@ -585,6 +606,8 @@ def logaddexp(x1, x2, /):
 
 def logaddexp2(x1, x2, /):
     x1, x2 = _inexact("logaddexp2", x1, x2)
+    if _is_complex(x1):
+        return _logaddexp_complex(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     return _select(lax.ne(delta, delta), lax.add(x1, x2),

@@ -327,3 +327,41 @@ def integer_pow(x, y):
     acc = _round(acc)
     return div(np.ones(np.shape(x), C64), acc) if y < 0 else acc
 
+
+
+def _plain_mul(x, y):
+    """XLA's complex product, the plain formula in float32 (NaN from inf * 0 included)."""
+    a, b = _parts(x)
+    c, d = _parts(y)
+    with np.errstate(all="ignore"):
+        return _mk(a * c - b * d, a * d + b * c)
+
+
+def _polar_sqrt(x):
+    """XLA's complex sqrt inside its expansions: sqrt|z| (cos(t/2), sin(t/2)), t = arg z, in
+    float32 for finite z (so sqrt(-1 + 0j) is (-4.4e-8, 1) as there); 0 at 0, and JAX's sqrt
+    where a component is not finite."""
+    a, b = _parts(x)
+    with np.errstate(all="ignore"):
+        r = np.sqrt(abs(x))
+        t = np.float32(0.5) * np.arctan2(b, a).astype(F32)
+        out = _mk(r * np.cos(t).astype(F32), r * np.sin(t).astype(F32))
+    out = _where(_fin(a) & _fin(b), out, sqrt(x))
+    return _where((a == 0) & (b == 0), _mk(0, 0), out)
+
+
+def atan2(y, x):
+    """XLA's complex atan2: -i log(q), q = (x + i y) / sqrt(x^2 + y^2), each step as XLA (plain
+    products, its division, the polar sqrt).  Where q is a negative real number (log's cut) the
+    rounding of the steps decides the sign of its imaginary part, so of the pi in the result
+    (JAX's sign there comes from its fused multiply-adds and its sin/cos): a nonzero imaginary
+    part within 2^-21 |q| of 0 is taken as +0 here, giving +pi as real arctan2(0, -1) does."""
+    y, x = np.broadcast_arrays(np.asarray(y, C64), np.asarray(x, C64))
+    s = _polar_sqrt(_plain_mul(x, x) + _plain_mul(y, y))
+    with np.errstate(all="ignore"):
+        iy = _plain_mul(np.full(y.shape, 1j, C64), y)
+        q = div(x + iy, s)
+        qr, qi = _parts(q)
+        near = (qr < 0) & (qi != 0) & (np.abs(qi) <= np.float32(2.0**-21) * -qr)
+        q = _where(near, _mk(qr, 0), q)
+        return _plain_mul(np.full(y.shape, -1j, C64), log(q))

@@ -641,7 +641,8 @@ max_p = binop("max", {"f": "wj_max_f({0}, {1})", "i": "max({0}, {1})", "u": "max
 min_p = binop("min", {"f": "wj_min_f({0}, {1})", "i": "min({0}, {1})", "u": "min({0}, {1})",
                       "b": "({0} && {1})", "c": "select({1}, {0}, wj_clt({0}, {1}))"},
               lambda x, y: _min_ref(x, y))
-atan2_p = binop("atan2", T(F, "wj_atan2({0}, {1})"), np.arctan2)
+atan2_p = binop("atan2", FC("wj_atan2({0}, {1})", "wj_catan2({0}, {1})"), np.arctan2,
+                cref=C.atan2)
 nextafter_p = None
 and_p = binop("and", {"b": "({0} && {1})", "i": "({0} & {1})", "u": "({0} & {1})"},
               lambda x, y: np.logical_and(x, y) if x.dtype == bool else np.bitwise_and(x, y))

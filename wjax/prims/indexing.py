@@ -372,11 +372,78 @@ def _scatter_complex(ctx, position, name, operand, updates, out_key):
     ctx.dispatch(fin, *fin.elementwise_kernel(n))
 
 
+# the order key of one f32 part for complex scatter_max (a u32, larger wins; -0 as +0): NaN
+# tops every value in an update and is below all in the operand (XLA folds max(old, update) =
+# old > update ? old : update, so a NaN part never keeps the old value and always yields)
+W.helper("wj_ckey", """
+fn wj_ckey(v: f32, upd: bool, neg: bool) -> u32 {
+  if (wj_isnan(v)) { return select(0u, 0xffffffffu, upd); }
+  let b = bitcast<u32>(select(v, 0.0, v == 0.0));
+  let k = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+  return select(k, 0xffffffffu - k, neg);
+}""")
+
+
+def _scatter_complex_extremal(ctx, position, name, operand, updates, out_key):
+    """complex64 scatter_max/min, lexicographic as XLA's complex max/min: the largest real-part
+    key at each position (atomicMax), then the largest imaginary-part key among the values with
+    that real part, then the last update holding both claims its position and is written
+    (XLA: a tie goes to the update).  ``wj_ckey`` orders a part (reversed for min)."""
+    u32, n = np.uint32, operand.size
+    neg = "true" if name == "scatter_min" else "false"
+    re_k, im_k, claim = (ctx.scratch(ShapedArray((n,), u32)) for _ in range(3))
+
+    def key(kb, v, part, upd):
+        kb.use_helper("wj_isnan")
+        kb.use_helper("wj_ckey")
+        return f"wj_ckey({v}.{part}, {upd}, {neg})"
+
+    init = ctx.new_kb()
+    o = init.bind(out_key, operand.dtype, "read")
+    r, c = init.bind(re_k, u32, "read_write"), init.bind(claim, u32, "read_write")
+    init.emit(f"{r}[i] = {key(init, f'{o}[i]', 'x', 'false')};\n  {c}[i] = 0u;")
+    ctx.dispatch(init, *init.elementwise_kernel(n))
+
+    def per_update(body, binds):
+        kb = ctx.new_kb()
+        flat, ok, upd = position(kb)
+        names = [kb.bind(k, u32, acc) for k, acc in binds]
+        u = kb.let(upd, "vec2<f32>")
+        kb.emit(body(kb, flat, ok, u, *names))
+        ctx.dispatch(kb, *kb.elementwise_kernel(updates.size))
+
+    per_update(lambda kb, flat, ok, u, r: f"if ({ok}) {{ atomicMax(&{r}[{flat}], "
+               f"{key(kb, u, 'x', 'true')}); }}", [(re_k, "atomic")])
+    mid = ctx.new_kb()
+    o = mid.bind(out_key, operand.dtype, "read")
+    r, m = mid.bind(re_k, u32, "read"), mid.bind(im_k, u32, "read_write")
+    mid.emit(f"{m}[i] = select(0u, {key(mid, f'{o}[i]', 'y', 'false')}, "
+             f"{key(mid, f'{o}[i]', 'x', 'false')} == {r}[i]);")
+    ctx.dispatch(mid, *mid.elementwise_kernel(n))
+    per_update(lambda kb, flat, ok, u, r, m: f"if ({ok} && {key(kb, u, 'x', 'true')} == "
+               f"{r}[{flat}]) {{ atomicMax(&{m}[{flat}], {key(kb, u, 'y', 'true')}); }}",
+               [(re_k, "read"), (im_k, "atomic")])
+    per_update(lambda kb, flat, ok, u, r, m, c: f"if ({ok} && {key(kb, u, 'x', 'true')} == "
+               f"{r}[{flat}] && {key(kb, u, 'y', 'true')} == {m}[{flat}]) {{ "
+               f"atomicMax(&{c}[{flat}], i + 1u); }}",
+               [(re_k, "read"), (im_k, "read"), (claim, "atomic")])
+    kb = ctx.new_kb()
+    flat, ok, upd = position(kb)
+    c = kb.bind(claim, u32, "read")
+    o = kb.bind(out_key, operand.dtype, "read_write")
+    kb.emit(f"if ({ok} && {c}[{flat}] == i + 1u) {{ {o}[{flat}] = {upd}; }}")
+    ctx.dispatch(kb, *kb.elementwise_kernel(updates.size))
+
+
 def _scatter_combine(ctx, position, comb, operand, updates, out_key):
     """scatter_add/mul/min/max: each update folds into its position with a compare-exchange
     loop on the 32-bit word (``comb`` is the fold's WGSL template, per dtype kind or not)."""
     if W.is_complex(operand.dtype):
-        name = "scatter_add" if comb == _COMBINE["scatter_add"] else "scatter_mul"
+        for name in ("scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
+            if comb == _COMBINE[name]:
+                break
+        if name in ("scatter_min", "scatter_max"):
+            return _scatter_complex_extremal(ctx, position, name, operand, updates, out_key)
         return _scatter_complex(ctx, position, name, operand, updates, out_key)
     kb = ctx.new_kb()
     flat, ok, upd = position(kb)
@@ -452,6 +519,11 @@ def _scatter_ref_for(name):
                 out[p] = out[p] + u
             elif name == "scatter_mul":
                 out[p] = out[p] * u
+            elif out.dtype.kind == "c":   # XLA's complex max/min: old if it wins, else u
+                o = out[p]
+                a, b = (o, u) if name == "scatter_max" else (u, o)
+                wins = a.real > b.real or (a.real == b.real and a.imag > b.imag)
+                out[p] = o if wins else u
             elif name == "scatter_min":
                 out[p] = np.minimum(out[p], u)
             else:
@@ -481,13 +553,6 @@ def _make_scatter(name):
     p = Primitive(name)
     p.fuse_inputs = (0, 1, 2)
     p.abstract_eval = _scatter_abstract
-    if name in ("scatter_min", "scatter_max"):
-        def abstract(operand, *args, **params):
-            if W.is_complex(operand.dtype):
-                raise TypeError(f"{name} does not accept dtype complex64: wjax orders no complex "
-                                "values")
-            return _scatter_abstract(operand, *args, **params)
-        p.abstract_eval = abstract
     p.kernel = _scatter_kernel_for(name)
     p.reference = _scatter_ref_for(name)
     p.batch = _scatter_batch_for(p)   # vmap

@@ -576,8 +576,6 @@ clamp_p = Primitive("clamp")
 @clamp_p.def_abstract_eval
 def _clamp_abstract(lo, x, hi):
     _same_dtypes("clamp", [lo, x, hi])
-    if np.dtype(x.dtype).kind == "c":
-        raise TypeError("clamp does not accept dtype complex64: wjax orders no complex values")
     for b, nm in ((lo, "min"), (hi, "max")):
         if b.ndim != 0 and b.shape != x.shape:
             raise TypeError(
@@ -590,6 +588,9 @@ def _clamp_abstract(lo, x, hi):
 @clamp_p.def_fuse
 def _clamp_fuse(kb, idx, read, in_avals, out_aval):
     lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
+    if kind(out_aval.dtype) == "c":   # XLA's complex clamp: by the real parts (_clamp_ref)
+        r = kb.let(f"select({x}, {lo}, {x}.x <= {lo}.x)", "vec2<f32>")
+        return f"select({hi}, {r}, {r}.x <= {hi}.x)"
     if kind(out_aval.dtype) == "f":
         for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
             kb.use_helper(helper)
@@ -599,7 +600,17 @@ def _clamp_fuse(kb, idx, read, in_avals, out_aval):
     return f"min(max({x}, {lo}), {hi})"
 
 
-clamp_p.reference = lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)
+def _clamp_ref(lo, x, hi):
+    """min(max(x, lo), hi); complex values (as XLA's clamp) by their real parts alone: ``lo``
+    where ``x.real <= lo.real``, then ``hi`` unless that value's real part is <= ``hi.real``
+    (so a NaN real part gives the bound that it is compared to)."""
+    if x.dtype.kind != "c":
+        return np.minimum(np.maximum(x, lo), hi)
+    r = np.where(x.real <= lo.real, lo, x)
+    return np.where(r.real <= hi.real, r, hi).astype(x.dtype)
+
+
+clamp_p.reference = _clamp_ref
 
 
 def _zero_of(x):
