@@ -16,6 +16,7 @@
 #   AAT_REV      the suite's commit                   (default: the one the counts in README are for)
 #   AAT_EXAMPLES hypothesis examples per test         (default: 20)
 #   AAT_VERSION  ARRAY_API_TESTS_VERSION              (default: 2021.12, see below)
+#   AAT_WORKERS  pytest-xdist workers                 (default: the cores, at most 4)
 # Both runs use --derandomize (the same examples every run), --disable-deadline (a first
 # call compiles a kernel, which is not what the suite measures), the same standard version
 # and the same skips file, scripts/array_api_skips.txt (tests that hang or crash the
@@ -32,6 +33,7 @@ AAT_SPEC_SRC="${AAT_SPEC_SRC:-https://github.com/data-apis/array-api}"
 AAT_REV="${AAT_REV:-55fcc60179efa2680ddd6cd926ddf17b83530e2b}"
 AAT_EXAMPLES="${AAT_EXAMPLES:-20}"
 AAT_VERSION="${AAT_VERSION:-2021.12}"
+AAT_WORKERS="${AAT_WORKERS:-$(n=$(nproc 2>/dev/null || echo 2); echo $(( n < 4 ? n : 4 )))}"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
 # --- the suite, at a pinned commit, with its spec submodule --------------------------------
@@ -51,10 +53,10 @@ fi
 
 # --- its own virtualenv: wjax (editable), the suite's requirements, real JAX on the CPU -----
 py="$AAT_VENV/bin/python"
-if [ ! -x "$py" ] || ! "$py" -c "import wjax, jax, pytest, hypothesis, ndindex" 2>/dev/null; then
+if [ ! -x "$py" ] || ! "$py" -c "import wjax, jax, pytest, hypothesis, ndindex, xdist" 2>/dev/null; then
   python3 -m venv "$AAT_VENV"
   "$py" -m pip install -q --upgrade pip
-  "$py" -m pip install -q -e "$ROOT" pytest pytest-json-report "hypothesis>=6.151.0" \
+  "$py" -m pip install -q -e "$ROOT" pytest pytest-json-report pytest-xdist "hypothesis>=6.151.0" \
     "ndindex>=1.8" numpy wgpu "jax[cpu]==0.10.2"
 fi
 
@@ -64,7 +66,7 @@ run_one() {   # module name ("wjax" or "jax"), extra pytest args
   local args=("$@")
   [ ${#args[@]} -gt 0 ] || args=(array_api_tests/)
   (cd "$AAT_DIR" && ARRAY_API_TESTS_MODULE="$name.numpy" ARRAY_API_TESTS_VERSION="$AAT_VERSION" \
-    "$py" -m pytest -p no:cacheprovider -q -rN --tb=line --max-examples="$AAT_EXAMPLES" \
+    "$py" -m pytest -n "$AAT_WORKERS" -p no:cacheprovider -q -rN --tb=line --max-examples="$AAT_EXAMPLES" \
       --derandomize --disable-deadline --skips-file "$ROOT/scripts/array_api_skips.txt" \
       --junitxml="$out.xml" "${args[@]}" > "$out.log" 2>&1) || true
   "$py" - "$name" "$out" <<'PY'
