@@ -589,8 +589,9 @@ def _clamp_abstract(lo, x, hi):
 def _clamp_fuse(kb, idx, read, in_avals, out_aval):
     lo, x, hi = read[0](idx), read[1](idx), read[2](idx)
     if kind(out_aval.dtype) == "c":   # XLA's complex clamp: by the real parts (_clamp_ref)
-        r = kb.let(f"select({x}, {lo}, {x}.x <= {lo}.x)", "vec2<f32>")
-        return f"select({hi}, {r}, {r}.x <= {hi}.x)"
+        kb.use_helper("wj_opq")       # an opaque bound: GL folds a select of a compare
+        r = kb.let(f"select({x}, {lo}, {x}.x <= wj_opq({lo}.x))", "vec2<f32>")
+        return f"select({hi}, {r}, {r}.x <= wj_opq({hi}.x))"
     if kind(out_aval.dtype) == "f":
         for helper in ("wj_isnan", "wj_max_f", "wj_min_f"):
             kb.use_helper(helper)
