@@ -13,6 +13,8 @@ import wjax.numpy as jnp
 RNG = np.random.RandomState(0)
 MATS = {f"{s}": RNG.randn(*s).astype(np.float32) for s in [(5, 3), (3, 5), (4, 4), (2, 4, 3)]}
 MATS["triangular"] = np.triu(RNG.randn(3, 3)).astype(np.float32)
+# a column starting with -0.0: LAPACK's sign(-0) is negative, so R's diagonal is +|x|
+MATS["negative zero"] = np.array([[-0.0, 1], [1, 2], [2, 0]], np.float32)
 
 
 @pytest.mark.parametrize("name", sorted(MATS))
@@ -81,6 +83,16 @@ def test_complex_qr_matches_jax(shape):
         assert (np.imag(np.diagonal(np.asarray(r), 0, -2, -1)) == 0).all()
     np.testing.assert_allclose(wjax.jit(lambda x: jnp.linalg.qr(x, mode="r"))(a),
                                jjnp.linalg.qr(a, mode="r"), rtol=1e-4, atol=3e-5)
+
+
+def test_complex_qr_of_imaginary_columns_matches_jax():
+    """Purely imaginary entries: a negative one has real part -0.0, which LAPACK's sign
+    treats as negative (R's diagonal then +|x|)."""
+    a = (np.array([[-1, 1], [1, 2], [2, -3]], np.float32) * 1j).astype(np.complex64)
+    for x in (a, a[::-1].copy()):
+        (q, r), (jq, jr) = jnp.linalg.qr(x), jjnp.linalg.qr(x)
+        np.testing.assert_allclose(r, jr, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(q, jq, rtol=1e-5, atol=1e-6)
 
 
 def test_complex_qr_gradient_and_vmap_match_jax():

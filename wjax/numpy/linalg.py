@@ -782,13 +782,13 @@ def _householder_qr(a, mode):
     def step(j, carry):
         r, q = carry
         col = lax.dynamic_index_in_dim(r, j, axis=r.ndim - 1, keepdims=False)  # r[..., :, j]
-        if _is_complex(a):
-            return _complex_householder_step(r, q, col, rows == j, rows > j)
+        x_j = lax.dynamic_index_in_dim(col, j, axis=col.ndim - 1, keepdims=False)  # its sign
+        if _is_complex(a):                                                # of zero too
+            return _complex_householder_step(r, q, col, x_j, rows == j, rows > j)
         below = _where_xy(rows > j, col, 0.0)
-        x_j = reductions.sum(_where_xy(rows == j, col, 0.0), axis=-1)
         sub2 = reductions.sum(below * below, axis=-1)
         norm = sqrt(x_j * x_j + sub2)
-        alpha = -_where_xy(x_j >= 0, norm, -norm)
+        alpha = _where_xy(ufuncs.signbit(x_j), norm, -norm)    # -sign(x_j) norm; -0 is negative
         v = below + _where_xy(rows == j, (x_j - alpha)[..., None], 0.0)
         v2 = reductions.sum(v * v, axis=-1)
         beta = _where_xy(sub2 > 0, 2.0 / _where_xy(v2 > 0, v2, 1.0), 0.0)[..., None, None]
@@ -805,18 +805,17 @@ def _householder_qr(a, mode):
     return r if mode == "r" else QRResult(q[..., :, :k], r)
 
 
-def _complex_householder_step(r, q, col, at_j, below_j):
+def _complex_householder_step(r, q, col, x_j, at_j, below_j):
     """One complex reflection as LAPACK's zlarfg: ``H = I - tau w w^H`` with ``H^H x = beta
     e_j`` for the column ``x`` and a *real* ``beta = -sign(Re x_j) |x|``, so R's diagonal is
     real as JAX's; with ``u = x - beta e_j`` (``w`` scaled so ``w_j = 1``) ``tau w w^H`` is
     ``kappa u u^H``, ``kappa = 1 / (beta (beta - conj(x_j)))``.  No reflection (``H = I``)
     where the column is already ``(real, 0, ..., 0)``."""
     below = _where_xy(below_j, col, 0.0)
-    x_j = reductions.sum(_where_xy(at_j, col, 0.0), axis=-1)
     sub2 = reductions.sum(_abs2(below), axis=-1)
     re, im = ufuncs.real(x_j), ufuncs.imag(x_j)
     norm = sqrt(re * re + im * im + sub2)
-    beta = -_where_xy(re >= 0, norm, -norm)
+    beta = _where_xy(ufuncs.signbit(re), norm, -norm)          # Fortran's SIGN: -0 negative
     reflect = (sub2 > 0) | (im != 0)
     u = below + _where_xy(at_j, (x_j - astype(beta, col.dtype))[..., None], 0.0)
     denom = astype(beta, col.dtype) * (astype(beta, col.dtype) - ufuncs.conj(x_j))
