@@ -1337,9 +1337,8 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     n = int(concrete_or_error(n, "The error occurred in jax.random.orthogonal()"))
     m = n if m is None else int(concrete_or_error(m, "The error occurred in "
                                                      "jax.random.orthogonal()"))
-    dt = dtypes.check_supported(float if dtype is None else dtype)   # normal checks it
     shape = tuple(_canon_shape(shape))
-    z = normal(key, (*shape, max(n, m), min(n, m)), dt)                # complex: unitary
+    z = normal(key, (*shape, max(n, m), min(n, m)), dtype)       # checks it; complex: unitary
     q, r = jnp.linalg.qr(z)
     x = q * jnp.expand_dims(jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1)), -2)
     return jnp.swapaxes(x, -1, -2) if n < m else x

@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from .. import numpy as jnp
+from ..core import dtypes
 from ..core.ir import ShapeDtypeStruct
 from ..numpy import linalg as _la
 from .callbacks import pure_callback
@@ -136,7 +137,7 @@ def _thin_qr_tangents(q, r, dx):
     low = jnp.tril(m, -1)
     omega = low - _H(low)
     if jnp.iscomplexobj(m):   # the diagonal's imaginary part also rotates q (R stays real)
-        eye = _eye_like(_real(m), m.shape[-1]).astype(m.dtype)
+        eye = _eye_like(m, m.shape[-1])
         omega = omega + eye * (m - jnp.real(m).astype(m.dtype))
     return q @ (omega - m) + dx_rinv, (m - omega) @ r
 
@@ -293,7 +294,7 @@ def slogdet(a, *, method=None):
     n = a.shape[-1]
     if n == 0:
         return _la.SlogdetResult(jnp.ones(a.shape[:-2], a.dtype),
-                                 jnp.zeros(a.shape[:-2], jnp.real(a).dtype))
+                                 jnp.zeros(a.shape[:-2], dtypes.real_dtype(a.dtype)))
     return _la.SlogdetResult(*(_slogdet_small(a) if n <= 2 else _slogdet_lu(a)))
 
 

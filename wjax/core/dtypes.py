@@ -494,6 +494,12 @@ def is_complex(dt: Any) -> bool:
     return issubdtype(dt, np.complexfloating)
 
 
+def real_dtype(dt: Any) -> np.dtype:
+    """The dtype of a value's real part (what ``real``/``imag``/``abs`` give): complex64 ->
+    float32, every other dtype unchanged."""
+    return np.dtype(np.float32) if is_complex(dt) else np.dtype(dt)
+
+
 def is_inexact(dt: Any) -> bool:
     """Floating or complex dtype (what JAX's ``promote_args_inexact`` keeps)."""
     return is_float(dt) or is_complex(dt)

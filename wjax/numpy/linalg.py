@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
+from ..core import dtypes
 from ..lax import linalg as _lax_linalg
 from ..prims import decomp as D
 from ._util import broadcast_shapes, result_type
@@ -92,7 +93,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(astype(x != 0, ufuncs.real(x).dtype), axis=axis, keepdims=keepdims)
+        return reductions.sum(astype(x != 0, dtypes.real_dtype(x.dtype)), axis=axis,
+                              keepdims=keepdims)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
@@ -151,10 +153,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 # --------------------------------------------------------------------------- decompositions
 
-def _is_complex(x) -> bool:
-    return issubdtype(x.dtype, np.complexfloating)
-
-
 def lu_factor(a):
     """(lu, pivots, permutation) from the device LU kernel (partial pivoting); complex64
     through ``lax.linalg.lu``'s composition (LAPACK's pivots)."""
@@ -165,26 +163,14 @@ def lu_factor(a):
         k = builtins.min(a.shape[-2:])
         return a, zeros(a.shape[:-2] + (k,), np.int32), \
             broadcast_to(arange(a.shape[-2], dtype=np.int32), a.shape[:-1])
-    if _is_complex(a):
-        return tuple(_lax_linalg.lu(a))
-    return tuple(D.lu_p.bind(a))
+    return tuple(_lax_linalg.lu(a))
 
 
 def _tri_solve(a, b, *, left_side=True, lower=False, transpose_a=False, unit_diagonal=False,
                conjugate_a=False):
-    if _is_complex(a) or _is_complex(b):
-        return _lax_linalg.triangular_solve(a, b, left_side=left_side, lower=lower,
-                                            transpose_a=transpose_a, conjugate_a=conjugate_a,
-                                            unit_diagonal=unit_diagonal)
-    return D.triangular_solve_p.bind(
-        a,
-        b,
-        left_side=left_side,
-        lower=lower,
-        transpose_a=transpose_a,
-        conjugate_a=False,
-        unit_diagonal=unit_diagonal,
-    )
+    return _lax_linalg.triangular_solve(a, b, left_side=left_side, lower=lower,
+                                        transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                        unit_diagonal=unit_diagonal)
 
 
 def _lu_solve(lu, perm, b):
@@ -267,7 +253,7 @@ def slogdet(a, *, method=None):
     ``parity * prod(d / |d|)`` over the diagonal of U and ``logabsdet`` float32, as JAX."""
     a = _square("slogdet", a)
     n = a.shape[-1]
-    real_dt = ufuncs.real(zeros((), a.dtype)).dtype
+    real_dt = dtypes.real_dtype(a.dtype)
     if n == 0:
         return SlogdetResult(ones(a.shape[:-2], a.dtype), zeros(a.shape[:-2], real_dt))
     lu, piv, _ = lu_factor(a)
@@ -575,7 +561,7 @@ def _eigh_values_vectors(a):
     ``sqrt(sweeps * n) * eps``)."""
     n = a.shape[-1]
     if n == 0:
-        return zeros(a.shape[:-1], ufuncs.real(a).dtype), a
+        return zeros(a.shape[:-1], dtypes.real_dtype(a.dtype)), a
     _, v = _jacobi(_pad_even(a, False), gram=False)
     v = _unit_columns(v[..., :n, :n])
     w = reductions.sum((ufuncs.conj(v) if _is_complex(v) else v) * matmul(a, v), axis=-2)
@@ -653,7 +639,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     if wide:
         a = _H(a)
     if min(m, n) == 0:
-        s = zeros(a.shape[:-2] + (0,), ufuncs.real(a).dtype)
+        s = zeros(a.shape[:-2] + (0,), dtypes.real_dtype(a.dtype))
         if not compute_uv:
             return s
         eye_m, eye_n = (astype(arange(k)[:, None] == arange(k)[None, :], a.dtype)
@@ -708,7 +694,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     if not issubdtype(dt, np.inexact):
         dt = np.dtype(np.float32)
     a, b = astype(a, dt), astype(b, dt)
-    rdt = ufuncs.real(a).dtype
+    rdt = dtypes.real_dtype(dt)
     if a.shape[:1] != b.shape[:1]:
         raise ValueError("Leading dimensions of input arrays must match")
     vec = b.ndim == 1

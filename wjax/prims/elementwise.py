@@ -183,9 +183,7 @@ def _bool(_):
     return np.dtype(np.bool_)
 
 
-def _real_of(dt):
-    """complex64 -> float32 (abs of a complex value), other dtypes unchanged."""
-    return np.dtype(np.float32) if np.dtype(dt).kind == "c" else np.dtype(dt)
+_real_of = dtypes.real_dtype     # complex64 -> float32 (abs of a complex value)
 
 
 F = "f"

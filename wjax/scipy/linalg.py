@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..core import dtypes
 from ..api.autodiff import jvp
 from ..api.custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
@@ -163,7 +164,7 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     k = min(m, n)
     # the permutation matrix has a's real dtype (float32 for complex64), as JAX's
     p = (perm[..., None, :] == jnp.arange(m, dtype=perm.dtype)[:, None]).astype(
-        jnp.real(a).dtype)
+        dtypes.real_dtype(a.dtype))
     l = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
     u = jnp.triu(lu_)[..., :k, :]
     if permute_l:
