@@ -8,13 +8,12 @@ per dimension, converting lazily (and emitting each conversion once).
 from __future__ import annotations
 
 import functools
+from importlib import resources
 import math
-import os
 import re
 
 import numpy as np
 
-SHADER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "shaders")
 
 # --------------------------------------------------------------------------- types
 
@@ -142,8 +141,9 @@ def helper(name: str, src: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def load_shader(name: str) -> str:
-    with open(os.path.join(SHADER_DIR, name)) as f:
-        return f.read()
+    """The text of ``wjax/backend/shaders/<name>`` (package data: read through importlib.resources,
+    so it works from a checkout, an editable install and a wheel alike)."""
+    return resources.files(__package__).joinpath("shaders", name).read_text()
 
 
 def render(name: str, **subs) -> str:
