@@ -161,7 +161,7 @@ def test_reverse_cumsum_in_xlas_order(k):
     jax = pytest.importorskip("jax")
     rng = np.random.default_rng(k)
     x = (rng.random((k, 7)) * 10.0 ** rng.integers(-4, 4, (k, 7))).astype(np.float32)
-    ours = wjax.jit(random._reverse_cumsum)(jnp.asarray(x))
+    ours = wjax.jit(random.discrete._reverse_cumsum)(jnp.asarray(x))
     same(ours, jax.jit(lambda v: jax.lax.cumsum(v, 0, reverse=True))(x))
 
 
