@@ -1,4 +1,4 @@
-"""Persistent compilation cache (issue 17, item 5): the MLP training step of
+"""Persistent compilation cache: the MLP training step of
 ``bench_mlp.py`` (784-512-10, batch 128, jit(value_and_grad + SGD)) in fresh processes --
 cold (empty cache directory), then warm (the cache the cold one wrote) -- for wjax and for
 real JAX on the CPU with its own persistent cache, in one run.

@@ -1,4 +1,4 @@
-"""Control-flow benchmarks (issue 8): a ``fori_loop`` of 1000 small iterations (time per
+"""Control-flow benchmarks: a ``fori_loop`` of 1000 small iterations (time per
 iteration; plain and with ``unroll=8``), a ``while_loop`` of 1000 iterations and a ``scan``
 RNN cell (hidden 64, 100 steps; forward and gradient), next to real JAX on the CPU, to the
 same loops with the in-kernel forms switched off
@@ -19,7 +19,7 @@ from wjax.backend import runtime
 
 N_ITER = 1000
 HIDDEN, STEPS, IN = 64, 100, 32
-BATCH = 8          # the issue's batched RNN: two 8 x 64 by 64 x 64 products per step
+BATCH = 8          # the batched RNN: two 8 x 64 by 64 x 64 products per step
 
 
 def fori(L, x, unroll=None):

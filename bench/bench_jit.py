@@ -1,4 +1,4 @@
-"""jit benchmarks (issue 4): selu on 2^23 floats (jit, eager, NumPy, real JAX, a
+"""jit benchmarks: selu on 2^23 floats (jit, eager, NumPy, real JAX, a
 hand-written WGSL kernel on the same adapter), norm(X) jit vs eager, and the
 cached-call overhead of a jit function next to one bare wgpu-py dispatch.
 

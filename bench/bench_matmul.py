@@ -1,4 +1,4 @@
-"""Matmul and convolution speed (issue 17, item 4), in one run on one adapter:
+"""Matmul and convolution speed in one run on one adapter:
 
 * float32 matmul 256 / 1024 / 2048: wjax with its autotuned kernel and with the default
   variant (``WJAX_AUTOTUNE=0``'s), next to the best of two hand-written WGSL kernels (the

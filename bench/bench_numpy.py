@@ -1,4 +1,4 @@
-"""jax.numpy benchmarks (issue 3): reductions, matmul 256/1024/2048 (GFLOP/s) and a
+"""jax.numpy benchmarks: reductions, matmul 256/1024/2048 (GFLOP/s) and a
 convolution, against NumPy, real JAX (CPU) and hand-written WGSL on the same adapter.
 
     .venv/bin/python bench/bench_numpy.py [--quick]

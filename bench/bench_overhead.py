@@ -1,4 +1,4 @@
-"""Call overhead and eager mode (issue 17, items 1 and 2), in one run.
+"""Call overhead and eager mode in one run.
 
 Call overhead: ``x + 1`` on 5 elements --
   * a cached ``jit`` call plus ``block_until_ready`` and the same call without waiting

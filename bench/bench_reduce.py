@@ -1,4 +1,4 @@
-"""Reductions next to hand-written WGSL (issue 17, item 0): sum, mean/std over leading,
+"""Reductions next to hand-written WGSL: sum, mean/std over leading,
 trailing and middle axes, norm(X) = (X - mean) / std, softmax and logsumexp, each run by
 wjax (jit), by the hand kernels of ``bench/hand_wgsl.py`` on the same adapter, by NumPy and
 by real JAX on the CPU, in one run.  Times are the minimum over interleaved repetitions (wall
@@ -8,8 +8,8 @@ columns are speed relative to each hand kernel (above 1: wjax faster).
 Softmax and logsumexp have two hand kernels: ``hand`` (online: one pass keeps a running max
 and rescales the running sum, the fastest by hand) and ``hand exact`` (the max first, then
 the sum of exp(x - max): the algorithm JAX defines, which wjax keeps, with wjax's accurate
-exp); norm has ``hand`` (one pass for the sum and sum of squares of X, as issue 17
-describes) and ``hand exact`` (the mean first, then the centered sum of squares of X - mean:
+exp); norm has ``hand`` (one pass for the sum and sum of squares of X, the obvious
+fast kernel) and ``hand exact`` (the mean first, then the centered sum of squares of X - mean:
 what the program computes).
 
     .venv/bin/python bench/bench_reduce.py [--reps N] [--only NAME]

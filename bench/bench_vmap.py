@@ -1,4 +1,4 @@
-"""vmap benchmark (issue 6): one function over 128 examples, batched by vmap against a
+"""vmap benchmark: one function over 128 examples, batched by vmap against a
 Python loop of 128 calls, counting the kernels dispatched and timing each way.
 
     .venv/bin/python bench/bench_vmap.py
