@@ -343,3 +343,216 @@ fn wj_round_away(x: f32) -> f32 {
 # result is made opaque first so no compiler shrinks the operation to native f16 and fuses it
 # with the next one (a fused f16 multiply-add rounds once, XLA rounds twice).
 W.helper("wj_f16r", "fn wj_f16r(x: f32) -> f16 { return f16(wj_opq(x)); }")
+
+
+# --------------------------------------------------------------------------- elementwise ops
+# The helpers of the elementwise primitives' templates (``wjax/prims/elementwise.py``): integer
+# division and remainder with XLA's results at zero divisors and overflow, NaN-propagating
+# max/min (and complex orderings), and the other functions whose WGSL needs more than one line.
+
+W.helper("wj_div_i", """
+fn wj_div_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return -1; }
+  if (a == i32(-2147483647 - 1) && b == -1) { return a; }
+  return a / b;
+}""")
+# on magnitudes, in u32: GLSL (wgpu's GL backend) leaves % of negative ints undefined
+W.helper("wj_rem_i", """
+fn wj_rem_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return a; }
+  let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+  return select(r, -r, a < 0);
+}""")
+W.helper(
+    "wj_div_u",
+    "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }",
+)
+W.helper(
+    "wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }"
+)
+W.helper("wj_max_f", """
+fn wj_max_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(b, a, bitcast<u32>(a) == 0u); }
+  return max(a, b);
+}""")
+W.helper("wj_min_f", """
+fn wj_min_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
+  return min(a, b);
+}""")
+# complex max/min: XLA's lexicographic order (real parts, then imaginary parts) as a select
+# of the second operand unless the first compares greater (less): a NaN part compares false,
+# so it picks ``b``; NaN is tested by the bits (drivers may fold ordered compares)
+W.helper("wj_cgt", """
+fn wj_cgt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x > b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y > b.y;
+}""")
+W.helper("wj_clt", """
+fn wj_clt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x < b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y < b.y;
+}""")
+W.helper(
+    "wj_pow_f",
+    """
+fn wj_pow_f(x: f32, y: f32) -> f32 {
+  if (y == 0.0) { return 1.0; }
+  if (x == 1.0) { return 1.0; }
+  if (wj_isnan(x) || wj_isnan(y)) { return x + y; }
+  let ay = abs(y);
+  let yi = floor(y);
+  let is_int = yi == y;
+  let odd = is_int && (abs(yi % 2.0) == 1.0);
+  if (x == 0.0) {
+    if (y < 0.0) {
+      let inf = bitcast<f32>(0x7f800000u);
+      let neg_inf = select(inf, bitcast<f32>(0xff800000u), bitcast<u32>(x) == 0x80000000u);
+      return select(inf, neg_inf, odd);
+    }
+    return select(0.0, x, odd);
+  }
+  if (wj_isinf(y)) {
+    let ax = abs(x);
+    if (ax == 1.0) { return 1.0; }
+    if ((ax > 1.0) == (y > 0.0)) { return bitcast<f32>(0x7f800000u); }
+    return 0.0;
+  }
+  if (wj_isinf(x)) {
+    if (y > 0.0) { return select(bitcast<f32>(0x7f800000u), x, odd); }
+    return select(0.0, bitcast<f32>(bitcast<u32>(x) & 0x80000000u), odd);
+  }
+  if (x < 0.0) {
+    if (!is_int) { return bitcast<f32>(0x7fc00000u); }
+    let m = exp2(y * wj_log2(-x));
+    return select(m, -m, odd);
+  }
+  return exp2(y * wj_log2(x));
+}""",
+)
+W.helper("wj_sign_f", """
+fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
+W.helper("wj_atan2", """
+fn wj_atan2(y: f32, x: f32) -> f32 {
+  if (wj_isnan(y) || wj_isnan(x)) { return bitcast<f32>(0x7fc00000u); }
+  let neg = (bitcast<u32>(y) & 0x80000000u) != 0u;
+  var r: f32;
+  if (wj_isinf(x)) {
+    if (wj_isinf(y)) { r = select(0.78539816, 2.3561945, x < 0.0); }
+    else { r = select(0.0, 3.1415927, x < 0.0); }
+  } else if (wj_isinf(y)) {
+    r = 1.5707964;
+  } else if (y == 0.0) {
+    r = select(0.0, 3.1415927, (bitcast<u32>(x) & 0x80000000u) != 0u);
+  } else if (x == 0.0) {
+    r = 1.5707964;
+  } else {
+    let a = wj_atan_pos(abs(y / x));
+    r = select(a, 3.1415927 - a, x < 0.0);
+  }
+  return bitcast<f32>(bitcast<u32>(r) | select(0u, 0x80000000u, neg));
+}""")
+# Cephes' atanf (|rel err| ~2e-7): the atan builtin of some drivers (lavapipe) is off by 1e-5
+W.helper("wj_atan_pos", """
+fn wj_atan_pos(x: f32) -> f32 {
+  var y = 0.0;
+  var z = x;
+  if (x > 2.4142137) { y = 1.5707964; z = -1.0 / x; }
+  else if (x > 0.41421357) { y = 0.7853982; z = (x - 1.0) / (x + 1.0); }
+  let zz = z * z;
+  return y + ((((0.0805374449538 * zz - 0.138776856032) * zz + 0.199777106478) * zz
+               - 0.333329491539) * zz * z + z);
+}""")
+W.helper("wj_atan", """
+fn wj_atan(x: f32) -> f32 {
+  if (wj_isnan(x) || x == 0.0) { return x; }
+  let a = wj_atan_pos(abs(x));
+  return select(a, -a, x < 0.0);
+}""")
+# asin/acos through atan2: some drivers' (lavapipe's) builtins are off by ~6e-5
+W.helper("wj_asin", """
+fn wj_asin(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+}""")
+W.helper("wj_acos", """
+fn wj_acos(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+}""")
+# fmod, exact like C's (musl's fmodf on the bits): float tricks such as x - y * trunc(x / y)
+# lose the low bits once x / y rounds, and drivers may not fuse fma
+W.helper("wj_rem_f", """
+fn wj_rem_f(x: f32, y: f32) -> f32 {
+  if (wj_isnan(x) || wj_isnan(y) || wj_isinf(x) || y == 0.0) { return bitcast<f32>(0x7fc00000u); }
+  if (wj_isinf(y)) { return x; }
+  let ux = bitcast<u32>(x);
+  let uy = bitcast<u32>(y);
+  let sx = ux & 0x80000000u;
+  if ((ux << 1u) <= (uy << 1u)) {
+    if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); }
+    return x;
+  }
+  var ex = i32((ux >> 23u) & 0xffu);
+  var ey = i32((uy >> 23u) & 0xffu);
+  var mx = ux;
+  var my = uy;
+  if (ex == 0) {
+    var t = mx << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ex = ex - 1; t = t << 1u; }
+    mx = mx << u32(1 - ex);
+  } else { mx = (mx & 0x7fffffu) | 0x800000u; }
+  if (ey == 0) {
+    var t = my << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ey = ey - 1; t = t << 1u; }
+    my = my << u32(1 - ey);
+  } else { my = (my & 0x7fffffu) | 0x800000u; }
+  loop {
+    if (ex <= ey) { break; }
+    let d = mx - my;
+    if ((d >> 31u) == 0u) {
+      if (d == 0u) { return bitcast<f32>(sx); }
+      mx = d;
+    }
+    mx = mx << 1u;
+    ex = ex - 1;
+  }
+  let d = mx - my;
+  if ((d >> 31u) == 0u) {
+    if (d == 0u) { return bitcast<f32>(sx); }
+    mx = d;
+  }
+  loop { if ((mx >> 23u) != 0u) { break; } mx = mx << 1u; ex = ex - 1; }
+  if (ex > 0) { mx = (mx - 0x800000u) | (u32(ex) << 23u); } else { mx = mx >> u32(1 - ex); }
+  return bitcast<f32>(mx | sx);
+}""")
+W.helper(
+    "wj_erf",
+    """
+fn wj_erf(x: f32) -> f32 {
+  // |x| < 0.5: the Maclaurin series to x^15; beyond, 1 - erfc with Numerical Recipes'
+  // Chebyshev fit of erfc (fractional error < 1.2e-7)
+  if (wj_isnan(x) || x == 0.0) { return x; }
+  let z = abs(x);
+  if (z > 4.0) { return wj_copysign(1.0, x); }   // 1 - erfc(4) rounds to 1
+  var e: f32;
+  if (z < 0.5) {
+    let z2 = z * z;
+    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706
+        + z2 * (0.0052239776 + z2 * (-0.00085483270
+        + z2 * (0.00012055332 + z2 * -1.4925650e-05)))))));
+  } else {
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let s = bitcast<f32>(bitcast<u32>(z) & 0xfffff000u);   // s*s exact: see scipy.special._erfc
+    let r = t * wj_exp(-(s * s)) * wj_exp(-(z - s) * (z + s) - 1.26551223 + t * (1.00002368
+            + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    e = 1.0 - r;
+  }
+  return wj_copysign(e, x);
+}""",
+)
