@@ -208,8 +208,8 @@ def cond_on_host(ctx, branches, static) -> None:
         i = static if static is not None else min(max(_read_scalar(rt, ins[0]), 0), n - 1)
         _copy_out(rt, subs[i].run(rt, ins[1:]), outs, nbytes)
 
-    label = "cond: read the index back, record the branch" if static is None \
-        else "cond: literal index"
+    label = ("cond: read the index back, record the branch" if static is None
+             else "cond: literal index")
     ctx.host_step(run, keys, out_keys, label=label)
 
 
@@ -243,11 +243,11 @@ def cond_on_device(ctx, branches, prepare, build_select) -> bool:
         ins, outs = split(rt, bufs)
         index, ops = ins[0], ins[1:]
         if table:
-            args = made.get(rt.index)
-            if args is None:
-                args = made[rt.index] = [upload(rt, np.array(table, np.uint32)),
-                                         rt.alloc(12 * len(table), indirect=True)]
-            tab, indirect = args
+            fixed = made.get(rt.index)
+            if fixed is None:
+                fixed = made[rt.index] = (upload(rt, np.array(table, np.uint32)),
+                                          rt.alloc(12 * len(table), indirect=True))
+            tab, indirect = fixed
             rt.dispatch(gate, [index, tab, indirect], (-(-len(table) // 64), 1, 1))
         results = [o for s, f in zip(subs, first)
                    for o in s.run(rt, ops, (indirect, f) if table else None)]
