@@ -624,6 +624,7 @@ def _scan_kernel(
             jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k),
         counter_values=lambda dtype: counter_values(dtype, length))
 
+
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
               _split_transpose=False):
     nc, ncar = num_consts, num_carry
