@@ -600,6 +600,8 @@ def _scan_reference(
     stacked = [np.stack([y[k] for _, y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
                for k, a in zip(range(ny), jaxpr.out_avals[num_carry:])]
     return list(carry) + stacked
+
+
 @scan_p.def_kernel
 def _scan_kernel(
     ctx, *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
