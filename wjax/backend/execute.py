@@ -33,6 +33,13 @@ def upload(rt: Runtime, value: np.ndarray) -> Buffer:
     return rt.upload(store) if value.size else rt.alloc(0)
 
 
+def upload_into(rt: Runtime, buffer: Buffer, value: np.ndarray) -> None:
+    """Writes ``value`` (already of its final dtype) into ``buffer``: uploaded, then copied in
+    the pending commands, so the write lands in program order."""
+    if value.size:
+        rt.copy(upload(rt, value), buffer, value.size * storage_itemsize(value.dtype))
+
+
 def download(rt: Runtime, buffer: Buffer, aval: ShapedArray) -> np.ndarray:
     """The value of a buffer holding ``aval``, as a read-only NumPy array (waits)."""
     store = host_storage_dtype(aval.dtype)

@@ -28,13 +28,14 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    a per-lane loop with a branch per lane; a uniform buffer with one gather).  Taken when an
    iteration is at most ``MAX_WORKGROUP_WORK`` element-steps: the batched RNN cell of issue
    17 (8 x 64 by 64 x 64 products) runs 100 steps in one dispatch, and so does its backward
-   pass once the scan is restructured (``_restructure_scan`` in ``wjax/prims/control.py``).
+   pass once the scan is restructured (``restructure_scan``,
+   ``wjax/prims/control_rewrites.py``).
    Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
    65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
    and no readback; a ``while`` reads the "running" word back once per chunk (once, for
    loops shorter than K).  Between chunks the carry ping-pongs between two buffer sets.
-3. *Recorded loop* (``wjax/prims/control.py``): any other body (a sort, a scatter, a nested
+3. *Recorded loop* (``wjax/backend/host_steps.py``): any other body (a sort, a scatter, a nested
    loop, too much work per step for one workgroup) is compiled once into a sub-plan that
    the host records per iteration into the same command stream: ``scan`` with no readback,
    ``while`` with a guarded body (``select(pred, body(c), c)``) in chunks of up to 64
@@ -43,7 +44,7 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    back every iteration (a guarded nested loop could spin on garbage).
 
 ``cond`` with a traced index picks its branch on the device with indirect dispatches
-(``_cond_kernel`` in ``wjax/prims/control.py``); inside loop bodies it becomes a select.
+(``cond_on_device`` in ``wjax/backend/host_steps.py``); inside loop bodies it becomes a select.
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ and ``pure_callback`` (results computed by Python on the host).
 Each lowers to a plan *host step*: when the program runs, the step reads its operands back
 (waiting for the device), calls the Python function with NumPy values, and -- for
 ``pure_callback`` -- uploads the results into the output buffers, all in program order.
-Loops whose body prints run host-driven (one iteration at a time, ``prims/control.py``), so
-a print runs once per real iteration.
+The step's buffers come from ``backend/host_steps.step_io`` (literal operands uploaded once
+per device), as control flow's do.  Loops whose body prints run host-driven (one iteration at
+a time, ``backend/host_steps.py``), so a print runs once per real iteration.
 
     debug_callback  operands: *args   params: callback                  (no results)
     io_callback     operands: *args   params: callback, result_avals    (effectful)
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.execute import download, nbytes_of, upload
+from ..backend.execute import download, upload_into
+from ..backend.host_steps import step_io
 from ..core import ops
 from ..core.errors import JaxRuntimeError
-from ..core.ir import Lit, ShapedArray
+from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import ad as _ad
 from ..transforms.batching import move_batch_axis
@@ -43,32 +45,8 @@ class HostCallback:
         return self.name
 
 
-def _io(ctx):
-    """Operand keys (literals uploaded on first use), output keys, and the split of buffers."""
-    keys, srcs, lits = [], [], {}
-    for a in ctx.eqn.invars:
-        if isinstance(a, Lit):
-            srcs.append(np.asarray(a.val, a.aval.dtype))
-        else:
-            srcs.append(len(keys))
-            keys.append(ctx.lowering.key_of(a))
-    out_keys = [ctx.out_key(j) for j in range(len(ctx.eqn.outvars))]
-
-    def split(rt, bufs):
-        ins = []
-        for i, s in enumerate(srcs):
-            if isinstance(s, int):
-                ins.append(bufs[s])
-            else:
-                if (rt.index, i) not in lits:       # per device
-                    lits[(rt.index, i)] = upload(rt, s)
-                ins.append(lits[(rt.index, i)])
-        return ins, list(bufs[len(keys):])
-    return keys, out_keys, split
-
-
 def _kernel(ctx, *avals, callback, result_avals=(), vmap_method=None, ordered=False):
-    keys, out_keys, split = _io(ctx)
+    keys, out_keys, split = step_io(ctx)
 
     def run(rt, bufs):
         ins, outs = split(rt, bufs)
@@ -78,9 +56,7 @@ def _kernel(ctx, *avals, callback, result_avals=(), vmap_method=None, ordered=Fa
         except Exception as err:        # as JAX: the running program fails with the cause
             raise JaxRuntimeError(f"{callback!r} raised {type(err).__name__}: {err}") from err
         for buf, r, a in zip(outs, results, result_avals):
-            if a.size:
-                tmp = upload(rt, np.asarray(r, a.dtype).reshape(a.shape))
-                rt.copy(tmp, buf, nbytes_of(a))
+            upload_into(rt, buf, np.asarray(r, a.dtype).reshape(a.shape))
     ctx.host_step(run, keys, out_keys, label=f"{callback!r} (runs on the host)")
 
 
