@@ -740,11 +740,11 @@ def test_complex_scipy_linalg_like_jax():
 @pytest.mark.parametrize("cpu", [True, False])
 def test_complex_max_min_reduction_kernel_forms(cpu):
     """The complex max/min fold in every reduction form (per-thread rows and columns, a
-    reduction split in parts with a second pass; the GPU forms with ``is_cpu=False``), one NaN
+    reduction split in parts with a second pass; the GPU forms, ``profiles.GPU_FORMS``), one NaN
     element per case (it wins, as in NumPy), against NumPy."""
-    from wjax.backend import runtime
+    from wjax.backend import profiles, runtime
     rt = runtime.get()
-    with rt.options(is_cpu=cpu):
+    with rt.options(**(profiles.CPU_FORMS if cpu else profiles.GPU_FORMS)):
         for k, (shape, ax) in enumerate([((64, 256), 1), ((256, 64), 0), ((4, 65536), 1)]):
             x = crand(*shape, seed=100 + k)
             x.flat[5] = complex(np.nan, 3)

@@ -3,7 +3,8 @@
 loads, columns with vec4 loads of 4 adjacent outputs, scalar lanes, reductions split in parts
 with a second pass, loop-invariant reads hoisted, lane-uniform and lane-contiguous reads, the
 scalar fallback when a lane placeholder leaks (iota along the vectorized dim), and the same
-programs with the GPU forms (``is_cpu=False``)."""
+programs with the GPU forms (``profiles.GPU_FORMS``: strided reductions, flat elementwise
+kernels)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax.backend import profiles, runtime
 
 RS = np.random.RandomState(0)
 
@@ -86,7 +87,7 @@ def test_lane_placeholders_fall_back_to_scalar_kernels():
 def test_gpu_forms(shape, ax):
     rt = runtime.get()
     x = RS.randn(*shape).astype(np.float32)
-    with rt.options(is_cpu=False):
+    with rt.options(**profiles.GPU_FORMS):
         got = wjax.jit(lambda a: stats(jnp, a, ax))(x)
         soft = wjax.jit(lambda a: wjax.nn.softmax(a, axis=ax))(x)
         check(got, stats(np, x.astype(np.float64), ax), 2e-5)

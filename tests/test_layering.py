@@ -9,11 +9,20 @@ read from the source (no import is executed), and two things are checked:
   ``__init__`` importing its children counts like any other import).
 
 Function-level imports of wjax modules are allowed only where ``LAZY`` lists them with a reason.
+
+Two more rules keep device facts and settings in one place each:
+
+* adapter names: a string naming an adapter or vendor ("llvmpipe", "nvidia", ...) compared with
+  or searched in something is allowed only in ``ADAPTER_NAME_OWNERS`` (the profiles say which
+  adapter is which; kernels read the Target's strategies);
+* the environment: ``os.environ``/``os.getenv`` (any use) only in ``core/config.py``, which
+  parses every setting once (``config.settings()``).
 """
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "wjax"
 
@@ -178,3 +187,89 @@ def test_the_checker_sees_what_it_must():
     assert ("wjax.array", "wjax.core.ir", False) in {(a, b, f) for a, b, _, f in EDGES}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ----------------------------------------------------------------------------- device facts
+
+ADAPTER_NAME_OWNERS = {"wjax.backend.runtime", "wjax.backend.target", "wjax.backend.profiles"}
+ENVIRONMENT_OWNER = "wjax.core.config"
+_ADAPTER_NAME = re.compile(r"\b(llvmpipe|lavapipe|nvidia|geforce|radeon|amd|intel|apple|adreno|"
+                           r"mali|swiftshader|warp)\b", re.IGNORECASE)
+_SEARCHES = {"find", "rfind", "index", "rindex", "count", "startswith", "endswith", "search",
+             "match", "fullmatch", "findall", "split", "partition"}
+_ENV_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def _adapter_name_checks(tree):
+    """(line, text) of each string naming an adapter that is compared or searched: an operand
+    of ``==``/``!=``/``in``/``not in``, or an argument (or receiver) of a string search."""
+    def named(node):
+        return (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and _ADAPTER_NAME.search(node.value))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left] + list(node.comparators)
+            for op in operands:
+                items = op.elts if isinstance(op, (ast.Tuple, ast.List, ast.Set)) else [op]
+                for item in items:
+                    if named(item):
+                        yield node.lineno, item.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _SEARCHES):
+            for arg in [node.func.value, *node.args]:
+                if named(arg):
+                    yield node.lineno, arg.value
+
+
+def _environment_uses(tree):
+    """(line, text) of each ``os.environ``/``os.getenv``/``environ.get`` and of each
+    ``from os import environ``."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr in _ENV_NAMES
+                and isinstance(node.value, ast.Name) and node.value.id == "os"):
+            yield node.lineno, f"os.{node.attr}"
+        elif (isinstance(node, ast.Attribute) and node.attr == "get"
+              and isinstance(node.value, ast.Name) and node.value.id == "environ"):
+            yield node.lineno, "environ.get"
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            for a in node.names:
+                if a.name in _ENV_NAMES:
+                    yield node.lineno, f"from os import {a.name}"
+
+
+TREES = {mod: ast.parse(path.read_text(), str(path)) for mod, path in MODS.items()}
+
+
+def test_adapter_names_only_in_the_profiles():
+    found = [f"{MODS[mod]}:{line}: {text!r}" for mod, tree in TREES.items()
+             if mod not in ADAPTER_NAME_OWNERS for line, text in _adapter_name_checks(tree)]
+    assert not found, (
+        "adapter names checked outside backend/runtime.py, target.py and profiles.py -- give "
+        "the Target a named strategy (set from the adapter's profile in "
+        "wjax/backend/profiles.py) and read that instead:\n" + "\n".join(found))
+
+
+def test_environment_read_only_by_config():
+    found = [f"{MODS[mod]}:{line}: {text}" for mod, tree in TREES.items()
+             if mod != ENVIRONMENT_OWNER for line, text in _environment_uses(tree)]
+    assert not found, (
+        "the environment is read outside wjax/core/config.py -- add the variable to "
+        "config.Settings (with its type, default and doc, and to the table in docs/DESIGN.md) "
+        "and read config.settings().<name>:\n" + "\n".join(found))
+
+
+def test_the_device_checks_see_what_they_must():
+    """Each rule catches the forms it names, and leaves docstrings and look-alikes alone."""
+    bad = ast.parse('''
+"""a docstring naming lavapipe and NVIDIA is fine"""
+if "llvmpipe" in info["device"].lower(): pass
+if info["vendor"] == "NVIDIA": pass
+if info["device"].startswith("Mali"): pass
+if name in ("adreno", "x"): pass
+if "normalize" in name: pass
+''')
+    assert [line for line, _ in _adapter_name_checks(bad)] == [3, 4, 5, 6]
+    env = ast.parse("import os\nfrom os import environ\na = os.environ['A']\n"
+                    "b = os.getenv('B')\nc = environ.get('C')\nd = os.path.join('e')\n")
+    assert [line for line, _ in _environment_uses(env)] == [2, 3, 4, 5]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax.backend import profiles, runtime
 
 F = np.float32
 
@@ -331,7 +331,7 @@ def test_scan_restructuring_against_jax(cpu, target_options):
     plain sum), a carry-independent product is hoisted, ys that are xs, repeats or the
     incoming carry are not written by the loop; forward and reverse, odd sizes, both tile
     shapes (CPU and GPU) -- against JAX."""
-    target_options(is_cpu=cpu)
+    target_options(**(profiles.CPU_FORMS if cpu else profiles.GPU_FORMS))
     rj = real_jax()
     import jax.numpy as rjnp
     rs = np.random.RandomState(5)
@@ -370,7 +370,7 @@ def test_products_in_workgroup_loops(cpu, target_options):
     """dot_general inside a single-workgroup loop (register blocks per thread): sizes that are
     not multiples of the block, 1-sized and batch dimensions, transposed operands, integer
     dtypes, a scalar and a big (> 64 KiB, storage-bound) constant -- against NumPy."""
-    target_options(is_cpu=cpu)
+    target_options(**(profiles.CPU_FORMS if cpu else profiles.GPU_FORMS))
     rs = np.random.RandomState(7)
     M = (rs.randn(2, 5, 9) * 0.3).astype(F)       # batch 2: (5 x 9) per batch
     Wt = (rs.randn(9, 5) * 0.3).astype(F)          # used transposed

@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from .backend import profiler as _prof
 from .backend import runtime
+from .core.config import settings
 
 logger = logging.getLogger("wjax")
 
@@ -98,7 +99,7 @@ def stop_trace() -> None:
             _state.session = None
         timer = "GPU timestamp" if sess.timestamps else "host"
         peak = None
-        if os.environ.get("WJAX_PROFILE_PEAK", "1") not in ("0", ""):
+        if settings().profile_peak:
             peak = _prof.measure_peak(rt)
         name = rt.describe()
         run = datetime.datetime.now().strftime("%Y_%m_%d_%H_%M_%S")

@@ -25,20 +25,21 @@ import time
 
 import numpy as np
 
+from ..core.config import settings
+
 VERSION = 1
 REPS = 3                      # timed runs per candidate (the fastest counts)
 
 
 def enabled() -> bool:
-    return os.environ.get("WJAX_AUTOTUNE", "1").strip().lower() not in ("0", "off", "false", "no")
+    return settings().autotune
 
 
 def cache_path() -> str:
-    p = os.environ.get("WJAX_AUTOTUNE_CACHE", "").strip()
-    if p:
-        return p
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(
-        os.path.expanduser("~"), ".cache")
+    env = settings()
+    if env.autotune_cache:
+        return env.autotune_cache
+    base = env.cache_home or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "wjax", "autotune.json")
 
 

@@ -59,8 +59,6 @@ from .target import Target
 from .wgsl import Index, KernelBuilder
 
 DEFAULT_CAP = 1 << 16           # iterations per dispatch where the adapter has no loop limit
-WORKGROUP = 256                 # threads of the single-workgroup form
-WORKGROUP_CPU = 64              # ... on CPU adapters (fewer coroutines to switch at a barrier)
 MAX_WORKGROUP_WORK = 1 << 17    # element-steps per iteration the single-workgroup form takes on
 _U32 = np.dtype(np.uint32)
 
@@ -315,11 +313,12 @@ class _LoopKernels:
         return src, (1, 1, 1)
 
     def _uniform_consts(self) -> dict:
-        """Constants bound as uniform buffers (key -> elements), on CPU adapters: lavapipe
-        reads a storage or workgroup buffer through a per-lane loop with a branch per lane,
-        a uniform buffer with one gather (the matmul weights of an RNN cell read ~2x
-        faster).  32-bit elements, 16 bytes to the adapter's uniform binding limit."""
-        if not self.target.is_cpu:
+        """Constants bound as uniform buffers (key -> elements), where the target's
+        ``loop_constants`` is "uniform" (CPU adapters): lavapipe reads a storage or workgroup
+        buffer through a per-lane loop with a branch per lane, a uniform buffer with one
+        gather (the matmul weights of an RNN cell read ~2x faster).  32-bit elements, 16
+        bytes to the adapter's uniform binding limit."""
+        if self.target.loop_constants != "uniform":
             return {}
         most = int(self.target.get("max-uniform-buffer-binding-size", 0))
         room = int(self.target.get("max-uniform-buffers-per-shader-stage", 0))
@@ -379,9 +378,11 @@ class _LoopKernels:
         return None
 
     def _tile_rc(self) -> dict:
-        """Rows and columns of the output block one thread computes: big blocks on CPU
-        adapters, where every memory load is a per-lane loop; small ones on GPUs."""
-        return {"rows": 4, "cols": 8} if self.target.is_cpu else {"rows": 2, "cols": 2}
+        """Rows and columns of the output block one thread computes (the target's
+        ``register_block``): "large" on CPU adapters, where every memory load is a per-lane
+        loop; "small" on GPUs."""
+        large = self.target.register_block == "large"
+        return {"rows": 4, "cols": 8} if large else {"rows": 2, "cols": 2}
 
     def _wg_budget(self, stages) -> bool:
         """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,
@@ -402,8 +403,8 @@ class _LoopKernels:
             self._in_storage.add(v.id)
             shared -= n
         biggest = max(v.aval.size for v in stages + carries + roots)
-        most = WORKGROUP_CPU if self.target.is_cpu else WORKGROUP
-        wg = self._wg = min(most, int(self.target["max-compute-invocations-per-workgroup"]),
+        wg = self._wg = min(int(self.target.loop_workgroup),
+                            int(self.target["max-compute-invocations-per-workgroup"]),
                             max(32, 1 << (biggest - 1).bit_length()))
 
         def trips(size, inn=0):

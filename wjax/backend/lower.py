@@ -634,7 +634,8 @@ class Lowering:
             return self._emit_chunked(current, level, kb, n)
         if kb.n_bindings() > self.max_storage:
             raise BindingOverflow(current[0], kb.n_bindings(), bool(kb.windowed))
-        if single and self.target.is_cpu and not kb.windowed and self._looped(current, level, kb):
+        if (single and self.target.elementwise == "looped" and not kb.windowed
+                and self._looped(current, level, kb)):
             return
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
@@ -647,14 +648,15 @@ class Lowering:
     _READ = __import__("re").compile(r"\bb\d+\[")
 
     def _looped(self, roots, level, flat_kb: KernelBuilder) -> bool:
-        """On CPU adapters, an elementwise kernel that reads broadcast operands (a row's mean,
-        a column's scale) may run as a loop instead: each thread takes a chunk of a range of
-        dims ``[k1, k2)`` at fixed outer and inner positions, so reads depending only on
-        those are made once per thread, before the loop (each read is a gather per SIMD lane
-        on lavapipe: a normalization reading three values per element costs three times one
-        reading one).  The range with the fewest reads left in the loop wins, if it has fewer
-        than the flat kernel; a range ending at the last dim (``I == 1``) also tries ``vec4``
-        loads along it.  Emits the kernel and returns True, or returns False."""
+        """Where the target's ``elementwise`` is "looped" (CPU adapters), an elementwise
+        kernel that reads broadcast operands (a row's mean, a column's scale) may run as a
+        loop instead: each thread takes a chunk of a range of dims ``[k1, k2)`` at fixed outer
+        and inner positions, so reads depending only on those are made once per thread,
+        before the loop (each read is a gather per SIMD lane on lavapipe: a normalization
+        reading three values per element costs three times one reading one).  The range
+        with the fewest reads left in the loop wins, if it has fewer than the flat kernel; a
+        range ending at the last dim (``I == 1``) also tries ``vec4`` loads along it.  Emits
+        the kernel and returns True, or returns False."""
         shape = roots[0].aval.shape
         n = roots[0].aval.size
         if len(shape) < 2 or n < 256:

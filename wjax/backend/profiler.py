@@ -20,11 +20,12 @@ evenly, and bytes count each bound buffer once.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import numpy as np
+
+from ..core.config import settings
 
 _QUERIES = 1024            # timestamps per query set (2 per dispatch)
 
@@ -34,7 +35,7 @@ class Session:
         self.rt = rt
         if timestamps is None:
             timestamps = ("timestamp-query" in rt.features
-                          and os.environ.get("WJAX_PROFILE_TIMER", "") != "host")
+                          and settings().profile_timer != "host")
         self.timestamps = timestamps
         self.kernels: list[dict] = []         # one per dispatch, in recording order
         self.host: list[dict] = []            # host-side events

@@ -11,19 +11,19 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import os
 import threading
 import time
 
 import numpy as np
 
-# set before wgpu loads its native library (drivers warn, or fail, without it)
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+from ..core import config as _cfg
+from ..core.config import config as _config
+
+_cfg.prepare_driver_environment()     # before wgpu loads its native library
 
 import wgpu  # noqa: E402
 
 from . import wgsl as W  # noqa: E402
-from ..core.config import config as _config  # noqa: E402
 from .autotune import Tuner  # noqa: E402
 from .target import Target  # noqa: E402
 
@@ -58,14 +58,15 @@ def choose_adapter(adapters=None, honour_env: bool = True):
     (unless ``honour_env`` is False: the set-up probe ``python -m wjax --check``).
     """
     adapters = list_adapters() if adapters is None else adapters
-    want_backend = os.environ.get("WJAX_BACKEND", "").strip().lower() if honour_env else ""
+    env = _cfg.settings()
+    want_backend = env.backend if honour_env else ""
     if want_backend:
         alias = {"gl": "opengl"}
         b = alias.get(want_backend, want_backend)
         adapters = [a for a in adapters if a.info["backend_type"].lower() == b]
         if not adapters:
             raise WjaxRuntimeError(f"WJAX_BACKEND={want_backend!r}: no adapter with that backend")
-    want = os.environ.get("WJAX_ADAPTER", "").strip() if honour_env else ""
+    want = env.adapter if honour_env else ""
     if want:
         if want.isdigit() and int(want) < len(adapters):
             return adapters[int(want)]
@@ -187,24 +188,22 @@ class Runtime:
             required_features=want, required_limits=limits, label="wjax")
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
-        self.max_storage = int(os.environ.get("WJAX_MAX_STORAGE_BUFFERS",
-                                              self.limits["max-storage-buffers-per-shader-stage"]))
+        env = _cfg.settings()
+        self.max_storage = int(env.max_storage_buffers or
+                               self.limits["max-storage-buffers-per-shader-stage"])
         self._target = None
         self._options: dict = {}       # Target options set by ``options`` (tests, benchmarks)
-        self.max_binding = int(os.environ.get("WJAX_MAX_BINDING",
-                                              self.limits["max-storage-buffer-binding-size"]))
+        self.max_binding = int(env.max_binding or self.limits["max-storage-buffer-binding-size"])
         self.max_buffer = int(self.limits["max-buffer-size"])
-        self.max_groups = int(os.environ.get("WJAX_MAX_WORKGROUPS",
-                                             self.limits["max-compute-workgroups-per-dimension"]))
-        # lavapipe (llvmpipe) silently stops a shader invocation after 65535 loop iterations
-        self.loop_limit = 65535 if "llvmpipe" in self.adapter.info["device"].lower() else None
+        self.max_groups = int(env.max_workgroups or
+                              self.limits["max-compute-workgroups-per-dimension"])
         # Every GPU buffer stays referenced in ``_owned`` until the pool releases it: a Buffer
         # handle that dies in a reference cycle (say, a traceback's frames) is finalized by the
         # cyclic GC together with its GPUBuffer, whose own __del__ would release the buffer
         # that the handle's __del__ just returned to the pool.  Reachable objects are never
         # finalized.
         self._owned: dict[int, object] = {}
-        budget = int(float(os.environ.get("WJAX_POOL_MB", "512")) * 2**20)
+        budget = int(env.pool_mb * 2**20)
         self._free = Pool(budget, self._owned, self._forget_buffer)
         self._free_indirect = Pool(budget // 8, self._owned, self._forget_buffer)  # INDIRECT
         # bind groups by (kernel, buffers, windows): a cached jit call binds the same pooled
@@ -251,24 +250,22 @@ class Runtime:
         self._target = None
 
     def target(self) -> Target:
-        """What the lowering may know of this device (``wjax/backend/target.py``)."""
+        """What the lowering may know of this device (``wjax/backend/target.py``): the
+        adapter's Target, with the limits this runtime lowered (``WJAX_MAX_*``, tests)."""
         if self._target is None:
             lim = dict(self.limits)
             lim["max-storage-buffers-per-shader-stage"] = self.max_storage
             lim["max-compute-workgroups-per-dimension"] = self.max_groups
             lim["max-storage-buffer-binding-size"] = self.max_binding
-            cpu = self.adapter.info["adapter_type"] == "CPU"
-            matmul = os.environ.get("WJAX_MATMUL", "auto")
-            if matmul not in ("tiled", "vec4"):
-                matmul = "vec4" if cpu else "tiled"
-            opts = dict(name=self.describe(), is_cpu=cpu, loop_limit=self.loop_limit,
-                        has_f16=self.has_f16, matmul=matmul,
-                        sort="registers" if cpu else "workgroup",
-                        fft="registers" if cpu else "workgroup", compiles=self.compiles,
-                        tune=self.tuner.pick)
-            opts.update(self._options)
-            self._target = Target(lim, **opts)
+            self._target = Target.for_adapter(
+                self.adapter.info, lim, self.features, settings=_cfg.settings(),
+                compiles=self.compiles, tune=self.tuner.pick, **self._options)
         return self._target
+
+    @property
+    def loop_limit(self) -> int | None:
+        """Iterations one shader invocation may run (the adapter's profile says)."""
+        return self.target().loop_limit
 
     @contextlib.contextmanager
     def options(self, **options):
@@ -492,6 +489,14 @@ class Runtime:
         bgl = self.device.create_bind_group_layout(entries=entries)
         return self.device.create_pipeline_layout(bind_group_layouts=[bgl])
 
+    def validate(self, wgsl: str) -> None:
+        """Raises ``WjaxRuntimeError`` unless ``wgsl`` is valid WGSL for this device (a shader
+        module only: no pipeline, so no check against this adapter's limits)."""
+        try:
+            self.device.create_shader_module(code=W.finalize(wgsl))
+        except Exception as e:
+            raise WjaxRuntimeError(f"wjax: invalid WGSL: {e}\n--- shader ---\n{wgsl}") from e
+
     def compiles(self, wgsl: str) -> bool:
         """Whether ``wgsl`` passes validation (and compiles): used to try optional variants."""
         try:
@@ -690,11 +695,11 @@ def device_adapters() -> list:
     if _plan is None:
         all_adapters = list_adapters()
         first = choose_adapter(all_adapters)
-        n = _requested if _requested is not None else (
-            int(os.environ.get("WJAX_NUM_DEVICES") or 0) or _xla_flag_count())
+        env = _cfg.settings()
+        n = _requested if _requested is not None else (env.num_devices or env.xla_device_count)
         if n >= 1:
             plan = [first] + [_same_adapter(first) for _ in range(n - 1)]
-        elif (os.environ.get("WJAX_ADAPTER") or first.info["adapter_type"] == "CPU"):
+        elif env.adapter or first.info["adapter_type"] == "CPU":
             plan = [first]
         else:
             b = first.info["backend_type"]
@@ -703,13 +708,6 @@ def device_adapters() -> list:
                               and a.info["adapter_type"] in ("DiscreteGPU", "IntegratedGPU")]
         _plan = plan
     return _plan
-
-
-def _xla_flag_count() -> int:
-    """``XLA_FLAGS=--xla_force_host_platform_device_count=N``, as JAX programs set it."""
-    import re
-    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-    return int(m.group(1)) if m else 0
 
 
 def _same_adapter(a):

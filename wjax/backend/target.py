@@ -1,38 +1,44 @@
 """What the lowering knows about the device it compiles for: a ``Target``.
 
-The runtime (the one owner of wgpu and of the device's configuration) makes the Target; the
-lowering and every kernel rule read it and nothing else -- never the live device, never the
-environment.  It is a mapping of the adapter's limits (``target["max-storage-buffers-per-
-shader-stage"]``) with a few derived facts as attributes.
+``Target.for_adapter(info, limits, features)`` is the one place an adapter becomes decisions:
+it finds the adapter's profile (``profiles.py``: limits, features and strategies as data) and
+sets the named kernel strategies below.  The runtime (the one owner of wgpu and of the
+device's configuration) calls it; the lowering and every kernel rule read the Target and
+nothing else -- never the live device, never the environment.  ``Target.for_profile(name)``
+builds one without the hardware.  It is a mapping of the adapter's limits
+(``target["max-storage-buffers-per-shader-stage"]``) with the decisions as attributes.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-# defaults for a target made from a bare limits mapping (tests that force limits)
-_WEBGPU_DEFAULTS = {
-    "max-storage-buffers-per-shader-stage": 8,
-    "max-storage-buffer-binding-size": 1 << 27,
-    "max-buffer-size": 1 << 28,
-    "max-compute-workgroups-per-dimension": 65535,
-    "max-compute-workgroup-storage-size": 16384,
-    "max-compute-invocations-per-workgroup": 256,
-    "min-storage-buffer-offset-alignment": 256,
-}
+from . import profiles
 
 
 class Target(dict):
     """The adapter's limits (a dict) and:
 
     ``name``             the adapter, for messages
-    ``is_cpu``           a CPU adapter (lavapipe): kernels favour contiguous per-thread work
+    ``profile``          the name of its profile (``profiles.py``)
     ``loop_limit``       iterations one shader invocation may run in total (lavapipe: 65535)
     ``has_f16``          the ``shader-f16`` feature
+    ``subgroup_size``    the profile's subgroup size where the adapter has ``subgroup``, else
+                         None
     ``matmul``           the matmul kernel: "vec4" (register blocks) or "tiled" (workgroup memory)
     ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
                          memory)
     ``fft``              the FFT passes: "registers" (CPU: every pass a short DFT in one
                          thread's registers) or "workgroup" (long passes in workgroup memory)
+    ``reduction``        "slices" (CPU: each thread folds a contiguous slice; one thread per
+                         output wherever that applies; few parts) or "strided" (GPU: threads
+                         stride over the elements, workgroup trees, many parts)
+    ``elementwise``      "looped" (CPU: an elementwise kernel reading broadcast operands may run
+                         as a per-thread loop reading them once, ``Lowering._looped``) or "flat"
+    ``register_block``   "large" (CPU: big output blocks per thread -- the matmul's tuning
+                         candidates, products in loops) or "small" (GPU register pressure)
+    ``loop_workgroup``   threads of a single-workgroup in-kernel loop (CPU 64, GPU 256)
+    ``loop_constants``   "uniform" (CPU: a loop's small constants bound as uniform buffers) or
+                         "storage"
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
@@ -42,28 +48,82 @@ class Target(dict):
     ``tune``             ``tune(key, names, build, buffer_bytes, default) -> name``: picks a
                          kernel variant (``backend/autotune.py``; without a runtime: default)
 
+    and ``workgroup_memory``, the bytes of workgroup storage a kernel may declare.  A bare
+    ``Target(limits)`` has the WebGPU default limits under ``limits`` and the GPU strategies.
+
     A Target is not changed once made: ``with_limits``/``replace`` make new ones.  ``key()``
     is what compiled executables are cached under, together with their jaxpr.
     """
 
-    OPTIONS = ("name", "is_cpu", "loop_limit", "has_f16", "matmul", "sort", "fft",
-               "in_kernel_loops", "loop_work", "decomp_iters", "compiles", "tune")
+    OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul", "sort",
+               "fft", "reduction", "elementwise", "register_block", "loop_workgroup",
+               "loop_constants", "in_kernel_loops", "loop_work", "decomp_iters", "compiles",
+               "tune")
 
-    def __init__(self, limits, *, name: str = "adapter", is_cpu: bool = False,
-                 loop_limit: int | None = None, has_f16: bool = True, matmul: str = "tiled",
-                 sort: str = "workgroup", fft: str = "workgroup", in_kernel_loops: bool = True,
-                 loop_work: int = 1 << 24, decomp_iters: int = 1 << 14,
-                 compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
-        super().__init__(_WEBGPU_DEFAULTS)
+    def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
+                 loop_limit: int | None = None, has_f16: bool = True,
+                 subgroup_size: int | None = None, matmul: str = "tiled",
+                 sort: str = "workgroup", fft: str = "workgroup", reduction: str = "strided",
+                 elementwise: str = "flat", register_block: str = "small",
+                 loop_workgroup: int = 256, loop_constants: str = "storage",
+                 in_kernel_loops: bool = True, loop_work: int = 1 << 24,
+                 decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
+                 tune: Callable | None = None):
+        super().__init__(profiles.WEBGPU_LIMITS)
         self.update(limits)
         self["shader-f16"] = has_f16
-        self.name, self.is_cpu, self.loop_limit = name, is_cpu, loop_limit
-        self.has_f16, self.matmul, self.sort, self.fft = has_f16, matmul, sort, fft
+        self.name, self.profile, self.loop_limit = name, profile, loop_limit
+        self.has_f16, self.subgroup_size = has_f16, subgroup_size
+        self.matmul, self.sort, self.fft = matmul, sort, fft
+        self.reduction, self.elementwise = reduction, elementwise
+        self.register_block, self.loop_workgroup = register_block, loop_workgroup
+        self.loop_constants = loop_constants
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
+
+    @classmethod
+    def for_adapter(cls, info, limits, features, *, settings=None, compiles=None, tune=None,
+                    **options) -> "Target":
+        """The target of a real adapter: its ``info`` dict (device, vendor, backend_type,
+        adapter_type, ...) finds its profile, whose strategies it takes; its own ``limits``
+        and ``features`` override the profile's typical ones.  ``settings``
+        (``core.config.Settings``) may force the matmul kernel (``WJAX_MATMUL``); ``options``
+        (``Target.OPTIONS``) override anything chosen."""
+        name = f"{info.get('device', '?')} [{info.get('backend_type', '?')}, " \
+               f"{info.get('adapter_type', '?')}]"
+        forced = {}
+        if settings is not None and settings.matmul in ("tiled", "vec4"):
+            forced["matmul"] = settings.matmul
+        return cls._build(profiles.find(info), name, limits, features, compiles, tune,
+                          dict(forced, **options))
+
+    @classmethod
+    def for_profile(cls, name: str, *, limits=None, features=None, compiles=None, tune=None,
+                    **options) -> "Target":
+        """The target of a typical adapter of profile ``name`` (``profiles.PROFILES``), with no
+        hardware: its typical limits and features, unless given."""
+        profile = profiles.get(name)
+        return cls._build(profile, f"{name} (profile)", limits or {},
+                          profile.features if features is None else features, compiles, tune,
+                          options)
+
+    @classmethod
+    def _build(cls, profile, name, limits, features, compiles, tune, options) -> "Target":
+        features = set(features)
+        opts = dict(profile.strategies, name=name, profile=profile.name,
+                    loop_limit=profile.loop_limit, has_f16="shader-f16" in features,
+                    subgroup_size=profile.subgroup_size if "subgroup" in features else None,
+                    compiles=compiles, tune=tune)
+        opts.update(options)
+        return cls(dict(profile.limits, **limits), **opts)
+
+    @property
+    def workgroup_memory(self) -> int:
+        """Bytes of workgroup storage one kernel may declare."""
+        return int(self["max-compute-workgroup-storage-size"])
 
     def replace(self, **options) -> "Target":
         """The same target with some options (attributes above) changed."""

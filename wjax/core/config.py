@@ -4,13 +4,19 @@ context managers (``with wjax.debug_nans(True): ...``, ``wjax.numpy_rank_promoti
 Each flag is a :class:`State`: ``config.update`` sets its global value; calling the state
 gives a context manager (also a decorator) that overrides it in the current thread, as JAX's
 ``config.State``.  ``config.jax_<name>`` and ``state.value`` read the effective value.
+
+It is also the one reader of the environment: ``settings()`` is every ``WJAX_*`` variable (and
+the few others wjax honours) parsed into a frozen :class:`Settings`; no other module of wjax
+reads ``os.environ`` (``tests/test_layering.py`` checks).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
+import re
 import threading
 from typing import Any, Callable
 
@@ -19,6 +25,119 @@ from .errors import JaxRuntimeError
 logger = logging.getLogger("wjax")
 
 _no_default = object()
+
+
+# --------------------------------------------------------------------------- the environment
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+def _lower(raw: str) -> str:
+    return raw.strip().lower()
+
+
+def _int_or_none(raw: str) -> int | None:
+    return int(raw) if raw.strip() else None
+
+
+def _count(raw: str) -> int:
+    return int(raw) if raw.strip() else 0
+
+
+def _on_unless_off(raw: str) -> bool:        # unset or anything but 0/off/false/no: on
+    return raw.strip().lower() not in ("0", "off", "false", "no")
+
+
+def _on_if_set(raw: str) -> bool:            # set to anything but "" or "0": on
+    return raw not in ("", "0")
+
+
+def _xla_device_count(raw: str) -> int:
+    """``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS`` (as JAX programs set it)."""
+    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", raw)
+    return int(m.group(1)) if m else 0
+
+
+def _env(name: str, default, parse: Callable[[str], Any], doc: str):
+    """A field of ``Settings``: read from ``name``; ``default`` when unset."""
+    return dataclasses.field(default=default,
+                             metadata={"env": name, "parse": parse, "doc": doc})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The environment variables wjax reads, parsed (docs/DESIGN.md has the table)."""
+
+    backend: str = _env("WJAX_BACKEND", "", _lower,
+                        "restrict adapters to one backend: vulkan, metal, d3d12, gl")
+    adapter: str = _env("WJAX_ADAPTER", "", _text,
+                        "pick an adapter: its index, or part of its device name")
+    max_storage_buffers: int | None = _env(
+        "WJAX_MAX_STORAGE_BUFFERS", None, _int_or_none,
+        "use fewer storage buffers per kernel than the adapter allows")
+    max_binding: int | None = _env("WJAX_MAX_BINDING", None, _int_or_none,
+                                   "bind at most this many bytes of one buffer")
+    max_workgroups: int | None = _env("WJAX_MAX_WORKGROUPS", None, _int_or_none,
+                                      "dispatch at most this many workgroups per dimension")
+    pool_mb: float = _env("WJAX_POOL_MB", 512.0, float,
+                          "MiB of freed buffers the pool keeps for reuse")
+    matmul: str = _env("WJAX_MATMUL", "auto", _lower,
+                       "force the float32 matmul kernel: tiled or vec4 (auto: the profile's)")
+    num_devices: int = _env("WJAX_NUM_DEVICES", 0, _count,
+                            "N logical devices on the chosen adapter (0: the default)")
+    xla_device_count: int = _env("XLA_FLAGS", 0, _xla_device_count,
+                                 "--xla_force_host_platform_device_count=N: as WJAX_NUM_DEVICES")
+    autotune: bool = _env("WJAX_AUTOTUNE", True, _on_unless_off,
+                          "time kernel variants per adapter (0: take the defaults)")
+    autotune_cache: str = _env("WJAX_AUTOTUNE_CACHE", "", _text,
+                               "the autotuner's file (default $XDG_CACHE_HOME/wjax/"
+                               "autotune.json)")
+    cache_home: str = _env("XDG_CACHE_HOME", "", _text,
+                           "where the autotuner's file goes by default (~/.cache when unset)")
+    profile_timer: str = _env("WJAX_PROFILE_TIMER", "", _lower,
+                              "host: time profiled kernels on the host, not by GPU timestamps")
+    profile_peak: bool = _env("WJAX_PROFILE_PEAK", True, _on_if_set,
+                              "measure peak bandwidth and FLOP rate when a trace stops (0: no)")
+    log_compiles: bool = _env("WJAX_LOG_COMPILES", False, _on_if_set,
+                              "the default of jax_log_compiles")
+    compilation_cache_dir: str | None = _env(
+        "JAX_COMPILATION_CACHE_DIR", None, lambda raw: raw or None,
+        "the default of jax_compilation_cache_dir (the persistent cache)")
+
+    @classmethod
+    def from_environ(cls, environ) -> "Settings":
+        values = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(f.metadata["env"])
+            if raw is None:
+                continue
+            try:
+                values[f.name] = f.metadata["parse"](raw)
+            except ValueError:
+                raise ValueError(f"wjax: {f.metadata['env']}={raw!r} is not valid: it should "
+                                 f"{f.metadata['doc']}") from None
+        return cls(**values)
+
+
+SETTING_VARIABLES = tuple(f.metadata["env"] for f in dataclasses.fields(Settings))
+_parsed: tuple | None = None     # (the raw values, their Settings)
+
+
+def settings() -> Settings:
+    """The environment's settings, parsed once -- and again only when one of its variables
+    changed (a test's ``monkeypatch.setenv``, a script setting one before first use)."""
+    global _parsed
+    raw = tuple(os.environ.get(name) for name in SETTING_VARIABLES)
+    if _parsed is None or _parsed[0] != raw:
+        _parsed = (raw, Settings.from_environ(os.environ))
+    return _parsed[1]
+
+
+def prepare_driver_environment() -> None:
+    """Called before wgpu loads its native library: drivers warn, or fail, without
+    ``XDG_RUNTIME_DIR``, so it defaults to /tmp."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 
 class _Local(threading.local):
@@ -179,7 +298,7 @@ _GUARDS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 enable_x64 = State("jax_enable_x64", False, "64-bit types (never on in wjax).", parser=bool,
                    default_context_manager_value=True, on_change=_no_x64)
 log_compiles = _bool("jax_log_compiles",
-                     os.environ.get("WJAX_LOG_COMPILES", "") not in ("", "0"),
+                     settings().log_compiles,
                      "Log a warning each time a function is traced and compiled.")
 disable_jit_state = _bool("jax_disable_jit", False, "Run jitted functions op by op.")
 threefry_partitionable = _bool("jax_threefry_partitionable", True,
@@ -235,7 +354,7 @@ auto_pcast = _bool("jax_auto_pcast", True, "Automatic pcast.")
 default_device = State("jax_default_device", None, "The default device.")
 # the persistent compilation cache (backend/disk_cache.py), with JAX's names
 compilation_cache_dir = State("jax_compilation_cache_dir",
-                              os.environ.get("JAX_COMPILATION_CACHE_DIR") or None,
+                              settings().compilation_cache_dir,
                               "Directory of the persistent compilation cache (None: off).")
 enable_compilation_cache = _bool("jax_enable_compilation_cache", True,
                                  "Use the persistent compilation cache when a directory is set.")

@@ -196,7 +196,7 @@ def _mm_candidates(target, Mp, N4p, Kp) -> list:
     out = []
     if target.loop_limit is None or Kp <= K_CHUNK:
         out.append(MMConfig(0, 0, 0, 1, True))
-    if target.is_cpu:
+    if target.register_block == "large":      # CPU adapters: fewer loads per multiply-add
         blocks = [(8, 4), (16, 4), (16, 8)]
         if Mp >= 256 and N4p >= 32:
             blocks.append((32, 8))

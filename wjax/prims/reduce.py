@@ -171,8 +171,11 @@ def _arg_monoid(op, dtype, k, vt, index_dtype) -> Monoid:
 # (wjax/backend/wgsl_math.py), an identity the compiler cannot see through.
 
 
-def _is_cpu(ctx) -> bool:
-    return ctx.target.is_cpu
+def _slices(target) -> bool:
+    """The ``reduction`` strategy (``Target``): "slices" -- each thread folds a contiguous
+    slice, one thread per output wherever that form applies, few parts (CPU adapters) --
+    or "strided" -- threads stride over the elements, many parts (GPUs)."""
+    return target.reduction == "slices"
 
 
 def _vec_len(state: str) -> int:
@@ -236,10 +239,10 @@ def emit_reductions(jobs: list, wg=256):
         r.second_pass()
 
 
-def _split_passes(M, N, wg, cpu):
+def _split_passes(M, N, wg, slices):
     """(parts, slice length): each output's N elements are split into ``parts`` slices, one
     workgroup each, when few outputs each reduce many elements (a second pass folds them)."""
-    target = 16 if cpu else 2048
+    target = 16 if slices else 2048
     parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))),
                                            -(-N // (wg * 4))))
     # keep each thread's loop well under lavapipe's 65535 iterations per invocation
@@ -262,8 +265,8 @@ class _Reductions:
         self.red_shape = [x_aval.shape[d] for d in axes]
         self.M = int(np.prod(self.kept_shape, dtype=np.int64))
         self.N = int(np.prod(self.red_shape, dtype=np.int64))
-        self.cpu = _is_cpu(self.ctx)
-        self.parts, self.slice_n = _split_passes(self.M, self.N, wg, self.cpu)
+        self.slices = _slices(self.ctx.target)
+        self.parts, self.slice_n = _split_passes(self.M, self.N, wg, self.slices)
         self.trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
         self.monos = [j.mono for j in jobs]
         self.words = [_words(m) for m in self.monos]
@@ -336,7 +339,7 @@ class _Reductions:
             write = self.write_outputs(kb)
         div = 4 if vec else 1
         return kb, _fill(kb, monos, self.wg, self.M * self.parts, self.parts,
-                         self.slice_n // div, N // div, _loop(body, lanes, self.cpu, self.wg),
+                         self.slice_n // div, N // div, _loop(body, lanes, self.slices, self.wg),
                          write)
 
     def second_pass(self):
@@ -348,7 +351,7 @@ class _Reductions:
                                   for w in range(self.words[k])])
                   for k, m in enumerate(self.monos)]
         src = _fill(kb, self.monos, self.wg, self.M, 1, self.parts, self.parts,
-                    _loop([], states, self.cpu, self.wg, lifted_is_state=True),
+                    _loop([], states, self.slices, self.wg, lifted_is_state=True),
                     self.write_outputs(kb))
         self.ctx.dispatch(kb, *src)
 
@@ -409,14 +412,13 @@ class _Sequential:
     def applies(self) -> bool:
         if self.M == 0:
             return False
-        if self.target.is_cpu:
+        if _slices(self.target):
             return True
         return self.canon and self.B > 1
 
     # ------------------------------------------------------------------ shape of the work
     def _parts(self, outputs: int, units: int) -> int:
-        cpu = self.target.is_cpu
-        busy, min_part = (self.BUSY, 64) if cpu else (16384, 32)
+        busy, min_part = (self.BUSY, 64) if _slices(self.target) else (16384, 32)
         P = 1
         # splitting costs a second dispatch: worth it for parallelism on big reductions only
         while (outputs * P < busy and units // (P * 2) >= min_part
@@ -603,7 +605,7 @@ class _Sequential:
         if M < 64 and P >= 128:     # few outputs, many parts: a workgroup per output
             wg = 64
             src = _fill(kb, self.monos, wg, M, 1, P, P,
-                        _loop([], states("r"), self.target.is_cpu, wg, lifted_is_state=True),
+                        _loop([], states("r"), _slices(self.target), wg, lifted_is_state=True),
                         self.write_outputs(kb).replace("  ", "    ", 1))
             self.ctx.dispatch(kb, *src)
             return
@@ -667,14 +669,15 @@ def _from_bits(expr, ty):
     )
 
 
-def _loop(body_lines, lanes, cpu, wg, lifted_is_state=False):
+def _loop(body_lines, lanes, slices, wg, lifted_is_state=False):
     """The per-thread loop: ``lanes`` is a list (one per element the iteration covers) of
-    lists (one per reduction) of lifted states."""
+    lists (one per reduction) of lifted states; ``slices``: each thread takes a contiguous
+    slice of ``[lo, hi)``, else the threads stride over it."""
     if lanes and not isinstance(lanes[0], list):
         lanes = [lanes]
     inner = "\n      ".join(body_lines)
     step = "\n      ".join(f"acc = combine(acc, RState({', '.join(l)}));" for l in lanes)
-    if cpu:
+    if slices:
         first, nxt = "lo + lid * per", "r + 1u"
         pre = (f"let per = (hi - lo + {wg - 1}u) / {wg}u;\n"
                "  let r1 = min(lo + lid * per + per, hi);\n  ")

@@ -1,0 +1,199 @@
+"""The one device model: adapter profiles (``wjax/backend/profiles.py``), ``Target.for_adapter``
+and ``Target.for_profile`` (``wjax/backend/target.py``), and the settings read from the
+environment (``wjax.core.config.settings``).
+
+Every profile builds a Target without its hardware; a Target of each GPU profile lowers a few
+programs whose kernels must all be valid WGSL (checked by this machine's device)."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax.backend import execute, profiles, runtime
+from wjax.backend.target import Target
+from wjax.core import config
+
+GPU_PROFILES = [p.name for p in profiles.PROFILES if p.strategies == profiles.GPU_STRATEGIES]
+
+
+def test_the_profiles():
+    names = [p.name for p in profiles.PROFILES]
+    for name in ("lavapipe", "llvmpipe-gl", "nvidia", "amd-rdna", "apple-m", "intel-xe",
+                 "adreno", "mali", "webgpu-default"):
+        assert name in names
+    assert len(set(names)) == len(names)
+    assert names[-1] == "webgpu-default"       # the fallback comes last: it matches anything
+    with pytest.raises(ValueError, match="no adapter profile 'tpu'.*nvidia"):
+        profiles.get("tpu")
+
+
+@pytest.mark.parametrize("name", [p.name for p in profiles.PROFILES])
+def test_every_profile_builds_a_target_without_hardware(name):
+    p = profiles.get(name)
+    t = Target.for_profile(name)
+    assert t.profile == name
+    for k, v in p.strategies.items():
+        assert getattr(t, k) == v
+    for k, v in p.limits.items():
+        assert t[k] == v
+    assert t.workgroup_memory == p.limits["max-compute-workgroup-storage-size"]
+    assert t.loop_limit == p.loop_limit
+    assert t.has_f16 == ("shader-f16" in p.features)
+    assert t.subgroup_size == (p.subgroup_size if "subgroup" in p.features else None)
+    assert t.key() != Target.for_profile(name, matmul="other").key()
+
+
+def _info(device, vendor="", vendor_id=0, backend="Vulkan", kind="DiscreteGPU"):
+    return {"device": device, "vendor": vendor, "vendor_id": vendor_id, "backend_type": backend,
+            "adapter_type": kind, "architecture": "", "description": ""}
+
+
+@pytest.mark.parametrize("info,name", [
+    (_info("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe", 0x10005, kind="CPU"), "lavapipe"),
+    (_info("llvmpipe (LLVM 15.0.6, 256 bits)", backend="OpenGL", kind="CPU"), "llvmpipe-gl"),
+    (_info("SwiftShader Device (Subzero)", "Google", 0x1AE0, kind="CPU"), "generic-cpu"),
+    (_info("NVIDIA GeForce RTX 4090", vendor_id=0x10DE), "nvidia"),
+    (_info("NVIDIA H100 80GB HBM3", backend="OpenGL", kind="Unknown"), "nvidia"),
+    (_info("AMD Radeon RX 7900 XTX (RADV NAVI31)", vendor_id=0x1002), "amd-rdna"),
+    (_info("Apple M2 Pro", vendor_id=0x106B, backend="Metal", kind="IntegratedGPU"), "apple-m"),
+    (_info("Intel(R) Arc(tm) A770 Graphics (DG2)", vendor_id=0x8086), "intel-xe"),
+    (_info("Adreno (TM) 740", vendor_id=0x5143, kind="IntegratedGPU"), "adreno"),
+    (_info("Mali-G78", vendor_id=0x13B5, kind="IntegratedGPU"), "mali"),
+    (_info("Some Future GPU", vendor_id=0x1234), "webgpu-default"),
+])
+def test_profile_matching(info, name):
+    assert profiles.find(info).name == name
+    t = Target.for_adapter(info, {}, [])
+    assert t.profile == name and info["device"] in t.name
+
+
+def test_the_adapter_overrides_its_profile():
+    """A real adapter's limits and features win over the profile's typical ones; options and
+    WJAX_MATMUL (the settings) override the profile's strategies."""
+    info = _info("NVIDIA GeForce RTX 3060", vendor_id=0x10DE)
+    t = Target.for_adapter(info, {"max-compute-workgroup-storage-size": 1234}, ["subgroup"])
+    assert t.workgroup_memory == 1234
+    assert t["max-compute-invocations-per-workgroup"] == 1024      # the profile's
+    assert not t.has_f16 and t.subgroup_size == 32
+    assert Target.for_adapter(info, {}, []).subgroup_size is None
+    forced = config.Settings(matmul="vec4")
+    assert Target.for_adapter(info, {}, [], settings=forced).matmul == "vec4"
+    assert Target.for_adapter(info, {}, [], settings=config.Settings()).matmul == "tiled"
+    assert Target.for_adapter(info, {}, [], reduction="slices").reduction == "slices"
+
+
+# what lavapipe has always been given (before profiles: the is_cpu switch and the
+# "llvmpipe" check of the runtime)
+LAVAPIPE_BEFORE = dict(reduction="slices", elementwise="looped", register_block="large",
+                       loop_workgroup=64, loop_constants="uniform", matmul="vec4",
+                       sort="registers", fft="registers", loop_limit=65535)
+
+
+def test_this_machines_adapter():
+    rt = runtime.get()
+    info = rt.info
+    if "llvmpipe" not in info["device"]:
+        pytest.skip(f"not a llvmpipe adapter: {rt.describe()}")
+    want = "lavapipe" if info["backend_type"] == "Vulkan" else "llvmpipe-gl"
+    assert profiles.find(info).name == want
+    t = rt.target()
+    assert t.profile == want and t.name == rt.describe()
+    for k, v in LAVAPIPE_BEFORE.items():
+        assert getattr(t, k) == v, k
+    assert rt.loop_limit == 65535
+    assert t.has_f16 == ("shader-f16" in rt.features)
+    assert t.workgroup_memory == rt.limits["max-compute-workgroup-storage-size"]
+    # the runtime's options() takes the strategy names
+    with rt.options(**profiles.GPU_FORMS) as g:
+        assert (g.reduction, g.elementwise, g.loop_workgroup) == ("strided", "flat", 256)
+        assert g.matmul == "vec4" and g.loop_limit == 65535        # the rest stays
+    assert rt.target().reduction == "slices"
+
+
+# ----------------------------------------------------------------------------- WGSL per profile
+
+RS = np.random.RandomState(0)
+X = RS.randn(64, 256).astype(np.float32)
+Y = RS.randn(256, 128).astype(np.float32)
+V = RS.randn(4096).astype(np.float32)
+
+PROGRAMS = {
+    "elementwise": (lambda a: jnp.sin(a) * 2.0 + a[:1], (X,)),
+    "reduction": (lambda a: (a.sum(1), a.std(0), a.argmax(0), jnp.sum(a)), (X,)),
+    "softmax": (lambda a: wjax.nn.softmax(a, axis=1), (X,)),
+    "matmul": (lambda a, b: (a @ b, a[:4, :16] @ b[:16, :8]), (X, Y)),
+    "cumsum": (lambda a: jnp.cumsum(a), (V,)),
+    "sort": (lambda a: jnp.sort(a), (V,)),
+    "fft": (lambda a: jnp.fft.fft(a), (V,)),
+    "fori_loop": (lambda a: lax.fori_loop(0, 100, lambda i, c: c * 0.99 + jnp.sin(c), a), (X,)),
+    "fori_loop_matmul": (lambda a, b: lax.fori_loop(      # one workgroup, register blocks
+        0, 10, lambda i, c: jnp.tanh(c @ b[:16, :16]), a[:4, :16]), (X, Y)),
+    "scan": (lambda a: lax.scan(lambda c, r: (c + r.sum() * c, c), a[0, :8], a[:, :8])[0],
+             (X,)),
+}
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+@pytest.mark.parametrize("name", GPU_PROFILES)
+def test_gpu_profiles_lower_valid_wgsl(name, program):
+    """The kernels lowered for a typical adapter of each GPU profile are valid WGSL (this
+    machine's device validates each shader module; its own limits are not checked)."""
+    f, args = PROGRAMS[program]
+    closed = wjax.make_jaxpr(f)(*args)
+    target = Target.for_profile(name)
+    plan = execute.Executable(closed.jaxpr, target).plan
+    # each dispatch's kernel; a loop's host step shows the one kernel it runs
+    kernels = [s.wgsl for s in plan.steps if "@compute" in s.wgsl]
+    assert kernels
+    rt = runtime.get()
+    for wgsl in kernels:
+        rt.validate(wgsl)
+        m = re.search(r"@workgroup_size\((\d+)", wgsl)
+        assert m and int(m.group(1)) <= target["max-compute-invocations-per-workgroup"]
+
+
+def test_validate_refuses_invalid_wgsl():
+    with pytest.raises(runtime.WjaxRuntimeError, match="invalid WGSL"):
+        runtime.get().validate("@compute @workgroup_size(1) fn main() { let x: f32 = 1u; }")
+
+
+# ----------------------------------------------------------------------------- settings
+
+def test_settings_come_from_the_environment(monkeypatch):
+    for name in config.SETTING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert config.settings() == config.Settings()
+    assert config.settings().pool_mb == 512 and config.settings().autotune
+    monkeypatch.setenv("WJAX_POOL_MB", "64")
+    monkeypatch.setenv("WJAX_MAX_BINDING", "1048576")
+    monkeypatch.setenv("WJAX_BACKEND", " Vulkan ")
+    monkeypatch.setenv("WJAX_AUTOTUNE", "off")
+    monkeypatch.setenv("WJAX_PROFILE_PEAK", "0")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=3")
+    s = config.settings()
+    assert (s.pool_mb, s.max_binding, s.backend) == (64.0, 1 << 20, "vulkan")
+    assert not s.autotune and not s.profile_peak and s.xla_device_count == 3
+    assert config.settings() is s                 # parsed once while the environment holds
+    monkeypatch.setenv("WJAX_POOL_MB", "lots")
+    with pytest.raises(ValueError, match="WJAX_POOL_MB='lots'"):
+        config.settings()
+
+
+def test_the_runtime_takes_its_settings(monkeypatch):
+    monkeypatch.setenv("WJAX_POOL_MB", "64")
+    monkeypatch.setenv("WJAX_MAX_STORAGE_BUFFERS", "6")
+    rt = runtime.Runtime(runtime.choose_adapter())
+    assert rt._free.budget == 64 << 20
+    assert rt.target()["max-storage-buffers-per-shader-stage"] == 6
+
+
+def test_every_setting_is_in_the_design_table():
+    design = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "DESIGN.md").read_text()
+    missing = [n for n in config.SETTING_VARIABLES if f"| `{n}`" not in design]
+    assert not missing, f"docs/DESIGN.md's settings table lacks {missing}"

@@ -1,0 +1,168 @@
+"""Adapter profiles: what wjax knows about a kind of adapter, as data.
+
+A ``Profile`` says how an adapter is recognised (``match``: predicates over its info dict),
+its typical limits and features (so a ``Target`` can be built without the hardware:
+``Target.for_profile("nvidia")``) and the kernel strategies it gets.  ``find(info)`` picks the
+profile of a real adapter: the first one in ``PROFILES`` that matches; a CPU adapter nobody
+named gets ``generic-cpu``, any other ``webgpu-default``.  A real adapter's own limits and
+features always override a profile's typical ones (``Target.for_adapter``).
+
+This module, ``target.py`` and ``runtime.py`` are the only places that look at an adapter's
+name (``tests/test_layering.py`` checks).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+# The kernel forms for CPU adapters and for GPUs (Target attributes; see target.py):
+#   reduction        "slices": each thread folds a contiguous slice, one thread per output
+#                    wherever that form applies, few parts; "strided": threads stride over
+#                    the elements (neighbours read neighbours), workgroup trees, many parts
+#   elementwise      "looped": an elementwise kernel reading broadcast operands may run as a
+#                    per-thread loop that reads them once (each load is a per-lane gather on
+#                    lavapipe); "flat": one element per thread
+#   register_block   "large": a thread computes a big output block (matmul candidates, products
+#                    in loops): fewer loads per multiply-add; "small": GPU register pressure
+#   loop_workgroup   threads of a single-workgroup loop (fewer on CPUs: each barrier switches
+#                    every thread's coroutine)
+#   loop_constants   "uniform": a loop's small constants bound as uniform buffers (one gather
+#                    on lavapipe); "storage": as storage buffers
+CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
+             "loop_workgroup": 64, "loop_constants": "uniform"}
+GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
+             "loop_workgroup": 256, "loop_constants": "storage"}
+#   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
+#   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
+#                    passes in workgroup memory
+CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", fft="registers")
+GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", fft="workgroup")
+
+# The WebGPU specification's default limits (what every adapter provides at least).
+WEBGPU_LIMITS = {
+    "max-storage-buffers-per-shader-stage": 8,
+    "max-storage-buffer-binding-size": 1 << 27,
+    "max-buffer-size": 1 << 28,
+    "max-compute-workgroups-per-dimension": 65535,
+    "max-compute-workgroup-storage-size": 16384,
+    "max-compute-invocations-per-workgroup": 256,
+    "max-compute-workgroup-size-x": 256,
+    "max-compute-workgroup-size-y": 256,
+    "max-compute-workgroup-size-z": 64,
+    "max-uniform-buffer-binding-size": 65536,
+    "max-uniform-buffers-per-shader-stage": 12,
+    "min-storage-buffer-offset-alignment": 256,
+    "min-uniform-buffer-offset-alignment": 256,
+}
+
+
+def _limits(storage_buffers, binding, buffer, wg_storage, invocations, alignment=256,
+            uniform_buffers=12):
+    return dict(WEBGPU_LIMITS, **{
+        "max-storage-buffers-per-shader-stage": storage_buffers,
+        "max-storage-buffer-binding-size": binding,
+        "max-buffer-size": buffer,
+        "max-compute-workgroup-storage-size": wg_storage,
+        "max-compute-invocations-per-workgroup": invocations,
+        "max-compute-workgroup-size-x": invocations,
+        "max-compute-workgroup-size-y": invocations,
+        "max-uniform-buffers-per-shader-stage": uniform_buffers,
+        "min-storage-buffer-offset-alignment": alignment,
+        "min-uniform-buffer-offset-alignment": alignment,
+    })
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """One kind of adapter.
+
+    ``match`` is a tuple of alternatives; an alternative is a dict from an adapter info field
+    (``device``, ``vendor``, ``vendor_id``, ``backend_type``, ``adapter_type``, ...) to the
+    values it may have: for a string field, substrings (case-insensitive), for a number, the
+    numbers themselves.  An adapter matches when every field of one alternative does; an empty
+    alternative matches any adapter.
+    """
+
+    name: str
+    about: str
+    match: tuple
+    limits: dict
+    features: frozenset
+    strategies: dict
+    loop_limit: int | None = None       # iterations one invocation may run in all
+    subgroup_size: int | None = None    # where the adapter has the ``subgroup`` feature
+
+    def matches(self, info) -> bool:
+        return any(all(_field_matches(info.get(field), values) for field, values in alt.items())
+                   for alt in self.match)
+
+
+def _field_matches(value, values) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return any(v.lower() in value.lower() for v in values)
+    return value in values
+
+
+_GPU_FEATURES = frozenset({"shader-f16", "subgroup", "timestamp-query"})
+_NVIDIA, _AMD, _INTEL, _APPLE, _QUALCOMM, _ARM = 0x10DE, 0x1002, 0x8086, 0x106B, 0x5143, 0x13B5
+
+PROFILES = (
+    Profile("lavapipe", "Mesa's Vulkan driver on the CPU (llvmpipe)",
+            ({"device": ("llvmpipe",), "backend_type": ("vulkan",)},),
+            _limits(32, 1 << 27, (1 << 31) - 1, 32768, 1024, alignment=32, uniform_buffers=15),
+            _GPU_FEATURES, CPU_STRATEGIES,
+            # llvmpipe silently stops a shader invocation after 65535 loop iterations; its
+            # subgroup size follows LP_NATIVE_VECTOR_WIDTH (8 lanes at 256 bits)
+            loop_limit=65535, subgroup_size=None),
+    Profile("llvmpipe-gl", "wgpu's GL backend over Mesa's llvmpipe (naga -> GLSL)",
+            ({"device": ("llvmpipe",)},),
+            _limits(16, 1 << 27, (1 << 31) - 1, 32768, 1024, alignment=32, uniform_buffers=15),
+            frozenset({"timestamp-query"}), CPU_STRATEGIES, loop_limit=65535),
+    Profile("generic-cpu", "any other CPU adapter (SwiftShader, WARP)",
+            ({"adapter_type": ("cpu",)},),
+            dict(WEBGPU_LIMITS), frozenset(), CPU_STRATEGIES),
+    Profile("nvidia", "NVIDIA GPUs",
+            ({"vendor_id": (_NVIDIA,)}, {"vendor": ("nvidia",)},
+             {"device": ("nvidia", "geforce", "quadro", "tesla")}),
+            _limits(16, (1 << 31) - 4, 1 << 32, 49152, 1024, alignment=32),
+            _GPU_FEATURES, GPU_STRATEGIES, subgroup_size=32),
+    Profile("amd-rdna", "AMD Radeon GPUs (RDNA: wave32, or wave64)",
+            ({"vendor_id": (_AMD,)}, {"vendor": ("amd",)}, {"device": ("radeon",)}),
+            _limits(16, (1 << 31) - 4, 1 << 32, 65536, 1024),
+            _GPU_FEATURES, GPU_STRATEGIES, subgroup_size=32),
+    Profile("apple-m", "Apple silicon GPUs (Metal)",
+            ({"vendor_id": (_APPLE,)}, {"vendor": ("apple",)}, {"device": ("apple",)}),
+            _limits(31, 1 << 30, 1 << 32, 32768, 1024),
+            _GPU_FEATURES, GPU_STRATEGIES, subgroup_size=32),
+    Profile("intel-xe", "Intel GPUs (Xe, Arc, UHD/Iris)",
+            ({"vendor_id": (_INTEL,)}, {"vendor": ("intel",)},
+             {"device": ("intel", "iris")}),
+            _limits(16, 1 << 30, 1 << 31, 32768, 1024, alignment=64),
+            _GPU_FEATURES, GPU_STRATEGIES, subgroup_size=16),
+    Profile("adreno", "Qualcomm Adreno GPUs (mobile)",
+            ({"vendor_id": (_QUALCOMM,)}, {"device": ("adreno",)}),
+            _limits(24, 1 << 27, 1 << 30, 32768, 1024, alignment=64),
+            frozenset({"shader-f16", "subgroup"}), GPU_STRATEGIES, subgroup_size=64),
+    Profile("mali", "Arm Mali GPUs (mobile)",
+            ({"vendor_id": (_ARM,)}, {"device": ("mali",)}),
+            _limits(8, 1 << 27, 1 << 30, 16384, 512),
+            frozenset({"shader-f16"}), GPU_STRATEGIES, subgroup_size=16),
+    Profile("webgpu-default", "any other adapter: the WebGPU specification's default limits",
+            ({},), dict(WEBGPU_LIMITS), frozenset(), GPU_STRATEGIES),
+)
+BY_NAME = {p.name: p for p in PROFILES}
+
+
+def find(info) -> Profile:
+    """The profile of an adapter, from its info dict (the first in ``PROFILES`` that
+    matches; ``webgpu-default`` matches any)."""
+    return next(p for p in PROFILES if p.matches(info))
+
+
+def get(name: str) -> Profile:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"wjax: no adapter profile {name!r}; there are "
+                         f"{', '.join(BY_NAME)}") from None
