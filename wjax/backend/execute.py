@@ -186,7 +186,7 @@ class Executable:
         self.in_avals: list[ShapedArray] = [v.aval for v in jaxpr.constvars + jaxpr.invars]
         self.out_avals: list[ShapedArray] = [a.aval for a in jaxpr.outvars]
         opened = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
-        flat, inner = flatten_closed(ClosedJaxpr(opened, []))
+        flat, inner = flatten_closed(ClosedJaxpr(opened, []), target)
         self._inner = [(c, v.aval) for c, v in zip(inner, flat.constvars)]
         self.plan: Plan = lower_jaxpr(flat, target)
         self.plan.name = name
