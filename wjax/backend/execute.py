@@ -173,8 +173,10 @@ class Program:
 class Executable:
     """A jaxpr lowered for a target; its inputs are the jaxpr's constvars, then its invars.
 
-    Calls inside it are inlined (``lower.flatten_closed``); constants of inner jaxprs become
-    buffers the executable holds itself.  ``run(rt, buffers)`` records it and returns one
+    Calls inside it are inlined, and so are the compositions the target's ``decompose``
+    choices give (``lower.flatten_closed``: a contraction split under a loop limit); constants
+    of inner jaxprs become buffers the executable holds itself.  ``run(rt, buffers)`` records
+    it and returns one
     Buffer per output; an output the plan knows as a literal comes from a constant buffer.
     Pipelines are compiled, and constants uploaded, on the first run (``prepare``)."""
 
