@@ -180,8 +180,10 @@ class Program:
 class Executable:
     """A jaxpr lowered for a target; its inputs are the jaxpr's constvars, then its invars.
 
-    Calls inside it are inlined (``lower.flatten_closed``); constants of inner jaxprs become
-    buffers the executable holds itself.  ``run(rt, buffers)`` records it and returns one
+    Calls inside it are inlined, and so are the compositions the target's ``decompose``
+    choices give (``lower.flatten_closed``: a contraction split under a loop limit); constants
+    of inner jaxprs become buffers the executable holds itself.  ``run(rt, buffers)`` records
+    it and returns one
     Buffer per output; an output the plan knows as a literal comes from a constant buffer.
     Pipelines are compiled, and constants uploaded, on the first run (``prepare``)."""
 
@@ -193,7 +195,7 @@ class Executable:
         self.in_avals: list[ShapedArray] = [v.aval for v in jaxpr.constvars + jaxpr.invars]
         self.out_avals: list[ShapedArray] = [a.aval for a in jaxpr.outvars]
         opened = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
-        flat, inner = flatten_closed(ClosedJaxpr(opened, []))
+        flat, inner = flatten_closed(ClosedJaxpr(opened, []), target)
         self._inner = [(c, v.aval) for c, v in zip(inner, flat.constvars)]
         self.plan: Plan = lower_jaxpr(flat, target)
         self.plan.name = name

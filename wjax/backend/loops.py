@@ -114,7 +114,7 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
     kernel form (see the module docstring)."""
     if not target.in_kernel_loops or (kind == "scan" and length == 0):
         return None
-    j, closed_consts = flatten_closed(step)
+    j, closed_consts = flatten_closed(step, target)
     g = _LoopKernels(
         dce_jaxpr(cse_and_fold(j))[0], kind, n_consts, n_carry, target, length, reverse
     )

@@ -77,21 +77,33 @@ class Plan:
 
 # --------------------------------------------------------------------------- jaxpr passes
 
-def _expansion(e: Eqn) -> ClosedJaxpr:
-    """The trace of a primitive's ``expand`` rule at its equation's operand avals."""
-    prim, params = e.prim, e.params
+def _expansion(e: Eqn, fn: Callable) -> ClosedJaxpr:
+    """The trace of ``fn`` (a function of the equation's operands) at their avals."""
 
     def flat(*xs):
-        out = prim.expand(*xs, **params)
-        return list(out) if prim.multiple_results else [out]
+        out = fn(*xs)
+        return list(out) if e.prim.multiple_results else [out]
     return trace_flat(flat, [a.aval for a in e.invars])
 
 
-def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
+def _composition(e: Eqn, target: Target | None) -> Callable | None:
+    """What equation ``e`` is inlined as, if anything (a function of its operands): its
+    ``expand`` rule, or the composition its ``decompose`` rule chooses for ``target`` (with
+    no target, none is chosen)."""
+    if e.prim.expand is not None:
+        return lambda *xs: e.prim.expand(*xs, **e.params)
+    if target is not None and e.prim.decompose is not None:
+        return e.prim.decompose(target, *[a.aval for a in e.invars], **e.params)
+    return None
+
+
+def inline_calls(jaxpr: Jaxpr, extra_consts: list, target: Target | None = None) -> Jaxpr:
     """Inlines nested ``pjit`` (and other call) equations, and expands primitives defined as
-    compositions, into one flat jaxpr; concrete consts of inner jaxprs are appended to
-    ``extra_consts`` as (new outer constvar, value)."""
-    if not any(e.prim.call or e.prim.expand is not None for e in jaxpr.eqns):
+    compositions, into one flat jaxpr; with a ``target``, also the equations whose
+    ``decompose`` rule picks a composition for it.  Concrete consts of inner jaxprs are
+    appended to ``extra_consts`` as (new outer constvar, value)."""
+    rules = {id(e): _composition(e, target) for e in jaxpr.eqns if not e.prim.call}
+    if not any(e.prim.call or rules.get(id(e)) is not None for e in jaxpr.eqns):
         return jaxpr
     eqns = []
     sub: dict[int, object] = {}
@@ -100,9 +112,10 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
         return sub.get(a.id, a) if isinstance(a, Var) else a
 
     for e in jaxpr.eqns:
-        if e.prim.call or e.prim.expand is not None:
-            closed = e.params["jaxpr"] if e.prim.call else _expansion(e)
-            inner = inline_calls(closed.jaxpr, extra_consts)
+        rule = rules.get(id(e))
+        if e.prim.call or rule is not None:
+            closed = e.params["jaxpr"] if e.prim.call else _expansion(e, rule)
+            inner = inline_calls(closed.jaxpr, extra_consts, target)
             env = {}
             consts = [
                 Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c
@@ -136,10 +149,11 @@ def inline_calls(jaxpr: Jaxpr, extra_consts: list) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
 
 
-def flatten_closed(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    """Inlines calls; concrete consts of inner jaxprs become extra outer constvars."""
+def flatten_closed(closed: ClosedJaxpr, target: Target | None = None) -> tuple[Jaxpr, list]:
+    """Inlines calls (and, for a ``target``, the compositions its ``decompose`` rules choose);
+    concrete consts of inner jaxprs become extra outer constvars."""
     extra: list = []
-    j = inline_calls(closed.jaxpr, extra)
+    j = inline_calls(closed.jaxpr, extra, target)
     consts = list(closed.consts) + [c for _, c in extra]
     j = Jaxpr(j.constvars + [v for v, _ in extra], j.invars, j.outvars, j.eqns)
     return j, consts
@@ -694,7 +708,9 @@ class Lowering:
         I = int(np.prod(shape[k2:], dtype=np.int64))
         threads = 4096
         C = max(1, min(-(-L // 16), -(-threads // max(O * I, 1))))
-        C = max(C, -(-L // 32768))
+        limit = self.target.loop_limit
+        if limit:       # each thread's loop within half the driver's loop limit
+            C = max(C, -(-L // -(-limit // 2)))
         chunk = -(-L // C)
         if vec > 1 and k2 == len(shape):
             chunk = -(-chunk // 4) * 4

@@ -525,13 +525,6 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         dt = pet if pet is not None else _dot_dtype(la.dtype, ra.dtype)
         lhs = convert_element_type(lhs, dt) if la.dtype != dt else lhs
         rhs = convert_element_type(rhs, dt) if ra.dtype != dt else rhs
-        la, ra = _aval(lhs), _aval(rhs)
-    K = int(np.prod([la.shape[i] for i in dn[0][0]], dtype=np.int64))
-    if K > _SPLIT_K:
-        _p("dot_general").abstract_eval(
-            la, ra, dimension_numbers=dn, preferred_element_type=pet
-        )  # checks
-        return _dot_split_k(lhs, rhs, dn, pet)
     return _p("dot_general").bind(lhs, rhs, dimension_numbers=dn, precision=None,
                                 preferred_element_type=pet, out_sharding=None)
 
@@ -549,68 +542,6 @@ def _dot_dtype(a, b):
             f"lax.dot_general argument type error: {np.dtype(a).name}, {np.dtype(b).name}"
         )
     return np.dtype(a) if pa > pb else np.dtype(b)
-
-
-# Long contractions are split into chunks that run as an extra batch dimension, then summed:
-# lavapipe stops every shader invocation after 65535 loop iterations in total (its loop
-# limiter), which silently truncated a matmul's K loop; one thread per chunk is also far more
-# parallel than one thread walking all of K (a dot of two 10^7-vectors).
-_SPLIT_K, _K_CHUNK = 32768, 16384
-
-
-def _dot_split_k(lhs, rhs, dn, pet):
-    # (eagerly, wjax.lax.dot_general runs this decomposition as one fused plan)
-    return _dot_split_k_impl(lhs, rhs, dn, pet)
-
-
-def _permute(x, perm):
-    """transpose, or a (cheaper) reshape when only size-1 axes move."""
-    shape = _aval(x).shape
-    if [p for p in perm if shape[p] != 1] == [i for i in range(len(shape)) if shape[i] != 1]:
-        return reshape(x, [shape[p] for p in perm])
-    return transpose(x, perm)
-
-
-def _dot_split_k_impl(lhs, rhs, dn, pet):
-    (lc, rc), (lb, rb) = dn
-    la, ra = _aval(lhs), _aval(rhs)
-    lfree = tuple(i for i in range(la.ndim) if i not in lc + lb)
-    rfree = tuple(i for i in range(ra.ndim) if i not in rc + rb)
-    bsh = [la.shape[i] for i in lb]
-    msh, nsh = [la.shape[i] for i in lfree], [ra.shape[i] for i in rfree]
-    K = int(np.prod([la.shape[i] for i in lc], dtype=np.int64))
-    nb, nm = len(bsh), len(msh)
-    if int(np.prod(bsh + msh + nsh, dtype=np.int64)) <= 64:
-        # few outputs (a dot of two vectors): a broadcast multiply fused into the (two-pass,
-        # compensated) reduction kernel, memory-bound and fully parallel
-        dt = pet if pet is not None else la.dtype
-        a = reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [1] * len(nsh) + [K])
-        b = reshape(_permute(rhs, rb + rfree + rc), bsh + [1] * nm + nsh + [K])
-        full = bsh + msh + nsh + [K]
-        nd = len(full)
-        a = broadcast_in_dim(convert_element_type(a, dt), full, tuple(range(nd)))
-        b = broadcast_in_dim(convert_element_type(b, dt), full, tuple(range(nd)))
-        if np.dtype(dt) == np.bool_:
-            return reduce_or(bitwise_and(a, b), (nd - 1,))
-        return reduce_sum(mul(a, b), (nd - 1,))
-    nS = -(-K // _K_CHUNK)
-    nS = next((d for d in range(nS, 2 * nS + 1) if K % d == 0), nS)   # no padding if it divides
-    Kc = -(-K // nS)
-    npad = nS * Kc - K
-    a = reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [K])
-    b = reshape(_permute(rhs, rb + rc + rfree), bsh + [K] + nsh)
-    if npad:
-        a = pad(a, np.zeros((), la.dtype), [(0, 0, 0)] * (nb + nm) + [(0, npad, 0)])
-        b = pad(
-            b, np.zeros((), ra.dtype), [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh)
-        )
-    a = reshape(a, bsh + msh + [nS, Kc])
-    b = reshape(b, bsh + [nS, Kc] + nsh)
-    dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
-    out = _p("dot_general").bind(a, b, dimension_numbers=dn2, precision=None,
-                               preferred_element_type=pet, out_sharding=None)
-    # out: batch dims, the chunk axis, lhs free dims, rhs free dims
-    return reduce_or(out, (nb,)) if _aval(out).dtype == np.bool_ else reduce_sum(out, (nb,))
 
 
 def _dot_dimension_numbers(lhs, rhs, dimension_numbers):

@@ -48,6 +48,10 @@ class Primitive:
     ``impl(*args, **params)``  an eager override (custom calls evaluate their jaxpr)
     ``expand(*operands, **params)``  a composition of other primitives: the backend traces it
         and inlines the result (user primitives lowered through ``mlir.lower_fun``)
+    ``decompose(target, *avals, **params) -> fn or None``  a choice made at lowering, for
+        one device: ``fn(*operands)``, a composition of other primitives that the backend
+        traces and inlines in the equation's place (a contraction too long for the driver's
+        loop limit, split into chunks), or None to keep the equation for its kernel
 
     Flags:
 
@@ -91,6 +95,7 @@ class Primitive:
         self.dce: Rule = None
         self.impl: Rule = None
         self.expand: Rule = None
+        self.decompose: Rule = None
         self.fuse_inputs: tuple[int, ...] = ()
         self.epilogue: bool = False
         self.table: dict | None = None

@@ -1,5 +1,5 @@
 """``jax.lax``: the functions over primitives (``wjax/core/ops.py``, re-exported here),
-control flow (``wjax/lax/control.py``), convolutions, and ``dot_general`` run fused when eager.
+control flow (``wjax/lax/control.py``) and convolutions.
 """
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from typing import Sequence as _Sequence
 
 import numpy as np
 
-from .. import dispatch
-from ..core import caches, dtypes, ops
+from ..core import dtypes, ops
 from ..core import ops as _ops
 from ..core.ir import raise_to_shaped
 from ..core.ops import *  # noqa: F403  (the lax-level functions)
 from ..core.ops import RoundingMethod, _const, _operands, convert_element_type, rev, transpose
 from ..core.primitive import REGISTRY
-from ..core.tracing import current_builder, trace_flat
 from ..prims import conv as _C
 from ..prims.fft import fft_p
 from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
@@ -51,34 +49,6 @@ class Precision(enum.Enum):
 
 def _aval(x):
     return raise_to_shaped(x)
-
-
-_fused_dots = caches.LRU(256)     # (dimension numbers, dtype, avals) -> dispatch.Compiled
-
-
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
-                out_sharding=None):
-    """``ops.dot_general``; eagerly, a long contraction (split into chunks there) runs as one
-    fused plan instead of one dispatch per piece."""
-    (lc, _), _ = dimension_numbers
-    K = int(np.prod([_aval(lhs).shape[i] for i in lc], dtype=np.int64))
-    if K <= ops._SPLIT_K or current_builder() is not None:
-        return ops.dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
-    avals = (raise_to_shaped(lhs), raise_to_shaped(rhs))
-    key = (str(dimension_numbers), str(preferred_element_type), avals)
-
-    def compile_dot():
-        closed = trace_flat(lambda a, b: [ops.dot_general(a, b, dimension_numbers, precision,
-                                                          preferred_element_type)], list(avals))
-        return dispatch.Compiled(closed, "dot_general")
-
-    return _fused_dots.get_or_make(key, compile_dot)([lhs, rhs])[0]
-
-
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
-        out_sharding=None):
-    return dot_general(lhs, rhs, ops._dot_dimension_numbers(lhs, rhs, dimension_numbers),
-                       precision=precision, preferred_element_type=preferred_element_type)
 
 
 # --------------------------------------------------------------------------- cumulative, sort, conv
@@ -121,7 +91,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     )
     if pet is not None and la.dtype != ra.dtype:
         lhs, rhs = convert_element_type(lhs, pet), convert_element_type(rhs, pet)
-    return _C.conv_bind(
+    return _C.conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),

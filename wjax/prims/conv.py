@@ -30,9 +30,8 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
-from .linalg import _acc_dtype, emit_generic_matmul
+from .linalg import _acc_dtype, emit_generic_matmul, k_chunk
 from ..transforms import ad as _ad
-from ..core.ir import raise_to_shaped
 from .elementwise import add_p
 from .shape import reshape_p, rev_p, slice_p, transpose_p
 
@@ -124,41 +123,48 @@ conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.fuse_inputs = (1,)
 
 
-# The kernels give each thread one contraction of (input channels x window) terms; lavapipe
-# stops an invocation after 65535 loop iterations, so longer contractions (e.g. the weight
-# gradient, which contracts over batch x output positions) are split over input channels
-# into several convolutions that are summed.  Every bind of the primitive goes through here.
-CONV_K_CHUNK = 16384
-
-
-def conv_bind(lhs, rhs, **params):
-    la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+def _conv_decompose(target, lhs, rhs, **params):
+    """At lowering: the convolution as several summed over slices of the input channels, or
+    None (its kernel).  The generic kernel gives each thread one contraction of (input channels
+    x window) terms; under the target's loop limit (lavapipe stops an invocation after 65535
+    loop iterations, silently) a longer one -- the weight gradient contracts over batch x
+    output positions -- is cut into channel slices of at most ``k_chunk(target)`` terms.  The
+    direct kernel (float32, output features per group a multiple of 4) splits its contraction
+    itself (``_conv_splits``); so do kernels on a driver without a limit."""
+    chunk = k_chunk(target)
     dn = params["dimension_numbers"]
     fgc, bgc = params.get("feature_group_count", 1), params.get("batch_group_count", 1)
-    C = ra.shape[dn.rhs_spec[1]]                       # input channels per group
-    window = int(np.prod([ra.shape[d] for d in dn.rhs_spec[2:]], dtype=np.int64))
-    O = ra.shape[dn.rhs_spec[0]]
-    direct = (la.dtype == ra.dtype == np.float32 and params.get("preferred_element_type")
+    C = rhs.shape[dn.rhs_spec[1]]                       # input channels per group
+    window = int(np.prod([rhs.shape[d] for d in dn.rhs_spec[2:]], dtype=np.int64))
+    O = rhs.shape[dn.rhs_spec[0]]
+    direct = (lhs.dtype == rhs.dtype == np.float32 and params.get("preferred_element_type")
               in (None, np.float32) and (O // max(fgc * bgc, 1)) % 4 == 0)
-    if C * window <= CONV_K_CHUNK or fgc != 1 or bgc != 1 or C == 1 or direct:
-        return conv_general_dilated_p.bind(lhs, rhs, **params)
-    step = max(1, CONV_K_CHUNK // max(window, 1))
-    out = None
-    for c0 in range(0, C, step):
-        c1 = min(c0 + step, C)
-        def cut(x, aval, axis):
-            start = [0] * aval.ndim
-            limit = list(aval.shape)
-            start[axis], limit[axis] = c0, c1
-            return slice_p.bind(
-                x, start_indices=tuple(start), limit_indices=tuple(limit), strides=None
-            )
+    if chunk is None or C * window <= chunk or fgc != 1 or bgc != 1 or C == 1 or direct:
+        return None
+    step = max(1, chunk // max(window, 1))
 
-        part = conv_general_dilated_p.bind(
-            cut(lhs, la, dn.lhs_spec[1]), cut(rhs, ra, dn.rhs_spec[1]), **params
-        )
-        out = part if out is None else add_p.bind(out, part)
-    return out
+    def sliced(lhs_, rhs_):
+        out = None
+        for c0 in range(0, C, step):
+            c1 = min(c0 + step, C)
+
+            def cut(x, aval, axis):
+                start = [0] * aval.ndim
+                limit = list(aval.shape)
+                start[axis], limit[axis] = c0, c1
+                return slice_p.bind(
+                    x, start_indices=tuple(start), limit_indices=tuple(limit), strides=None
+                )
+
+            part = conv_general_dilated_p.bind(
+                cut(lhs_, lhs, dn.lhs_spec[1]), cut(rhs_, rhs, dn.rhs_spec[1]), **params
+            )
+            out = part if out is None else add_p.bind(out, part)
+        return out
+    return sliced
+
+
+conv_general_dilated_p.decompose = _conv_decompose
 
 
 @conv_general_dilated_p.def_abstract_eval
@@ -414,7 +420,7 @@ class ConvConfig(NamedTuple):
 CONV_TUNE_FLOPS = 4 << 30     # tune on the problem itself up to this many FLOPs
 
 
-def _conv_default(G, M, N4, K) -> ConvConfig:
+def _conv_default(G, M, N4, K, chunk) -> ConvConfig:
     """16 x 8 blocks, halved while there are fewer than 512 threads; a long contraction with
     few output blocks is split (the weight gradient: K = batch x positions)."""
     RM, V, S = 16, 8, 1
@@ -423,14 +429,17 @@ def _conv_default(G, M, N4, K) -> ConvConfig:
     tiles = G * (-(-M // RM)) * (-(-N4 // V))
     while tiles * S < 512 and K // (2 * S) >= 256:
         S *= 2
-    return ConvConfig(RM, V, _conv_splits(K, S))
+    return ConvConfig(RM, V, _conv_splits(K, S, chunk))
 
 
-def _conv_splits(K, s) -> int:
-    return max(1, min(K, max(s, -(-K // CONV_K_CHUNK))))
+def _conv_splits(K, s, chunk) -> int:
+    """The split count used: at least ``s``, enough for chunks of ``chunk`` terms
+    (``k_chunk``; None: no limit), at most K."""
+    need = -(-K // chunk) if chunk else 1
+    return max(1, min(K, max(s, need)))
 
 
-def _conv_candidates(G, M, N4, K) -> list:
+def _conv_candidates(G, M, N4, K, chunk) -> list:
     out = []
     if N4 >= 8:
         blocks = ((8, 4), (16, 4), (16, 8), (32, 8))
@@ -442,7 +451,7 @@ def _conv_candidates(G, M, N4, K) -> list:
         tiles = G * (-(-M // rm)) * (-(-N4 // v))
         for sp in (1, 4, 16, 64):
             if sp == 1 or (tiles * sp <= 4096 and K // sp >= 128):
-                out.append(ConvConfig(rm, v, _conv_splits(K, sp)))
+                out.append(ConvConfig(rm, v, _conv_splits(K, sp, chunk)))
     return list({c.name: c for c in out}.values())
 
 
@@ -460,13 +469,14 @@ def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
     batch x output positions.  The block and split are autotuned per problem."""
     G, N4 = g["G"], N // 4
     weights = _conv_weights(ctx, rhs, dn, g, K, N)
-    default = _conv_default(G, M, N4, K)
+    chunk = k_chunk(ctx.target)
+    default = _conv_default(G, M, N4, K, chunk)
     cfg = default
     flops = 2 * G * M * N * K
     nb = [4 * lhs.size, 4 * G * K * N, 4 * int(np.prod(out.shape))]
     room = int(ctx.target["max-storage-buffer-binding-size"])
     if flops <= CONV_TUNE_FLOPS and max(nb) <= room:
-        cands = {c.name: c for c in _conv_candidates(G, M, N4, K) + [default]
+        cands = {c.name: c for c in _conv_candidates(G, M, N4, K, chunk) + [default]
                  if nb[2] * c.s <= room}
         key = ("conv|" + "x".join(map(str, lhs.shape)) + "*" + "x".join(map(str, rhs.shape))
                + f"|{params}|{tuple(map(tuple, dn))}")
@@ -799,7 +809,7 @@ def _conv_batch(
     n = _batching.axis_size(args, dims)
 
     def conv(l, r, fgc, bgc):
-        return conv_bind(l, r, dimension_numbers=dimension_numbers,
+        return conv_general_dilated_p.bind(l, r, dimension_numbers=dimension_numbers,
                                            feature_group_count=fgc, batch_group_count=bgc, **params)
 
     if ld is not None and rd is not None:
@@ -895,7 +905,7 @@ def _conv_transpose_lhs(
                            window_strides, [gshape[d] for d in out_spec[2:]], padding, lhs_dilation,
                            rhs_dilation)
     revd = rev_p.bind(rhs, dimensions=tuple(rhs_spec[2:])) if len(rhs_spec) > 2 else rhs
-    out = conv_bind(
+    out = conv_general_dilated_p.bind(
         g,
         revd,
         window_strides=tuple(lhs_dilation),
@@ -951,7 +961,7 @@ def _conv_transpose_rhs(
         lhs_dilation,
         rhs_dilation,
     )
-    return conv_bind(
+    return conv_general_dilated_p.bind(
         lhs, g, window_strides=tuple(rhs_dilation), padding=pad, lhs_dilation=tuple(lhs_dilation),
         rhs_dilation=tuple(window_strides), dimension_numbers=trans, feature_group_count=fgc,
         batch_group_count=bgc, precision=None, preferred_element_type=None, out_sharding=None)

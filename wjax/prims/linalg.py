@@ -9,7 +9,7 @@ import numpy as np
 from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..core.ir import ShapedArray
+from ..core.ir import ShapedArray, raise_to_shaped
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
@@ -146,13 +146,20 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
 # storage load is a per-lane loop, so big blocks (fewer loads per multiply-add) win, up to
 # where LLVM's compile time explodes (32 x 8 vec4 takes seconds, 32 x 16 a minute).  A
 # contraction may be split S ways (split-K: partial products summed by a second kernel), for
-# products with few output blocks and a long contraction (a weight gradient), and always in
-# chunks of at most K_CHUNK (lavapipe stops an invocation after 65535 loop iterations).
+# products with few output blocks and a long contraction (a weight gradient), and on a driver
+# with a loop limit always in chunks of at most ``k_chunk(target)`` steps.
 # The variant is autotuned per adapter and size class (``backend/autotune.py``).
 _F32, _F16, _BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(dtypes.bfloat16)
 MM_RM, MM_V, MM_WG = 16, 8, 16       # the default block: rows, vec4 columns, threads/workgroup
 MM_MIN_THREADS = 16  # shrink blocks / split the contraction below this many threads
-K_CHUNK = 16384      # contraction steps per thread at most
+
+
+def k_chunk(target) -> int | None:
+    """Contraction steps one thread may run under the target's loop limit: a quarter of it,
+    rounded up (16384 on lavapipe, whose invocations stop after 65535 loop iterations),
+    leaving room for the kernel's other loops; None on a driver without a limit."""
+    limit = target.loop_limit
+    return -(-limit // 4) if limit else None
 
 
 class MMConfig(NamedTuple):
@@ -173,14 +180,21 @@ def _pow2(n: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, 1 << max(0, int(n) - 1).bit_length()))
 
 
-def _mm_splits(K: int, s: int) -> int:
+def _mm_splits(K: int, s: int, chunk: int | None) -> int:
     """The split count actually used for a contraction of K: at least ``s``, at least enough
-    for chunks of K_CHUNK, at most K."""
-    return max(1, min(K, max(s, -(-K // K_CHUNK))))
+    for chunks of ``chunk`` steps (``k_chunk``; None: no limit), at most K."""
+    need = -(-K // chunk) if chunk else 1
+    return max(1, min(K, max(s, need)))
+
+
+def _fits_one_thread(target, K) -> bool:
+    """Whether one thread may walk the whole contraction (the tiled kernel does not split)."""
+    chunk = k_chunk(target)
+    return chunk is None or K <= chunk
 
 
 def _mm_default(target, B, M, N4, K) -> MMConfig:
-    if target.matmul == "tiled" and (target.loop_limit is None or K <= K_CHUNK):
+    if target.matmul == "tiled" and _fits_one_thread(target, K):
         return MMConfig(0, 0, 0, 1, True)
     RM, V, S = MM_RM, MM_V, 1
     while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
@@ -194,7 +208,7 @@ def _mm_default(target, B, M, N4, K) -> MMConfig:
 def _mm_candidates(target, Mp, N4p, Kp) -> list:
     """The variants tried on a proxy problem (Mp x 4 N4p x Kp, one batch)."""
     out = []
-    if target.loop_limit is None or Kp <= K_CHUNK:
+    if _fits_one_thread(target, Kp):
         out.append(MMConfig(0, 0, 0, 1, True))
     if target.register_block == "large":      # CPU adapters: fewer loads per multiply-add
         blocks = [(8, 4), (16, 4), (16, 8)]
@@ -228,10 +242,9 @@ def _mm_config(target, B, M, N, K) -> MMConfig:
                        lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
                        default.name)
     c = by_name.get(name)
-    if c is None or (c.tiled and target.loop_limit is not None and K > K_CHUNK):
+    if c is None or (c.tiled and not _fits_one_thread(target, K)):
         return default
     return c
-    return default
 
 
 def _mm_proxy(target, cfg, M, N, K) -> list:
@@ -241,7 +254,7 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
     if cfg.tiled:
         src, grid = _tiled_src(kb, "A", "B", "C", 1, M, N, K, "")
         return [(src, [0, 1, 2], grid)]
-    S = _mm_splits(K, cfg.s)
+    S = _mm_splits(K, cfg.s, k_chunk(target))
     out = "C" if S == 1 else "P"
     src, grid = _vec4_src(kb, "A", "B", out, 1, M, N, K, cfg, S, [])
     order = {"A": 0, "B": 1, "C": 2, "P": 3}
@@ -361,7 +374,7 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
     """The register-blocked kernel (float32, or float16 operands accumulated in float32)."""
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
-    S = _mm_splits(K, cfg.s)
+    S = _mm_splits(K, cfg.s, k_chunk(ctx.target))
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
     kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
     out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
@@ -553,6 +566,111 @@ def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
                    READ_B=read_b, WX=WX, WY=WY, RM=RM, RN=RN, TM=TM, TN=TN, M=M, N=N, K=K, B=B,
                    NX=grid[0], WRITE=write, MUL=_mul_expr(acc, "a[i]", "bb[j]"))
     ctx.dispatch(kb, src, grid)
+
+
+# --------------------------------------------------------------------------- long contractions
+# The jaxpr keeps one dot_general at every size (as JAX's); how a long contraction runs is
+# decided at lowering, for the target (``dot_general_p.decompose``, which the backend traces
+# and inlines in the equation's place).
+DOT_AS_REDUCTION_K = 32768   # tuning: a contraction longer than this with at most ...
+DOT_AS_REDUCTION_OUT = 64    # ... this many outputs runs as a multiply fused into a reduction
+
+
+def _dot_decompose(target, lhs, rhs, dimension_numbers, precision=None,
+                   preferred_element_type=None, out_sharding=None):
+    """The composition a long contraction runs as on ``target``, or None (the kernel).
+
+    * Few outputs (a dot of two long vectors), on any target: a broadcast multiply fused into
+      the (two-pass, compensated) reduction kernel -- memory-bound and fully parallel, where a
+      matmul kernel would leave one thread walking the whole contraction.
+    * Under a loop limit (lavapipe stops an invocation after 65535 loop iterations, silently),
+      a contraction past half of it is cut into chunks of ``k_chunk(target)`` steps that run
+      as an extra batch dimension of one dot_general, then summed.  Without a limit (GPUs)
+      the kernels take it whole."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    outputs = int(np.prod([lhs.shape[i] for i in lb + tuple(lfree)]
+                          + [rhs.shape[i] for i in rfree], dtype=np.int64))
+    dn, pet = dimension_numbers, preferred_element_type
+    if K > DOT_AS_REDUCTION_K and outputs <= DOT_AS_REDUCTION_OUT:
+        return lambda a, b: _dot_as_reduction(a, b, dn, pet)
+    chunk = k_chunk(target)
+    if chunk is not None and K > -(-target.loop_limit // 2):
+        return lambda a, b: _dot_in_chunks(a, b, dn, pet, chunk)
+    return None
+
+
+dot_general_p.decompose = _dot_decompose
+
+
+def _permute(x, perm):
+    """transpose, or a (cheaper) reshape when only size-1 axes move."""
+    shape = raise_to_shaped(x).shape
+    if [p for p in perm if shape[p] != 1] == [i for i in range(len(shape)) if shape[i] != 1]:
+        return ops.reshape(x, [shape[p] for p in perm])
+    return ops.transpose(x, perm)
+
+
+def _dot_layout(lhs, rhs, dn):
+    """(batch dims, lhs free dims, rhs free dims, batch shape, lhs free shape, rhs free shape,
+    contraction length) of a product."""
+    (lc, rc), (lb, rb) = dn
+    la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+    lfree = tuple(i for i in range(la.ndim) if i not in lc + lb)
+    rfree = tuple(i for i in range(ra.ndim) if i not in rc + rb)
+    bsh = [la.shape[i] for i in lb]
+    msh, nsh = [la.shape[i] for i in lfree], [ra.shape[i] for i in rfree]
+    K = int(np.prod([la.shape[i] for i in lc], dtype=np.int64))
+    return lfree, rfree, bsh, msh, nsh, K
+
+
+def _dot_as_reduction(lhs, rhs, dn, pet):
+    """The product as ``sum_k a[..., k] * b[..., k]``: both operands laid out as
+    [batch, lhs free, rhs free, K] (broadcast where they lack a dim), multiplied and reduced
+    over the last axis (``or`` of ``and`` for bool)."""
+    (lc, rc), (lb, rb) = dn
+    lfree, rfree, bsh, msh, nsh, K = _dot_layout(lhs, rhs, dn)
+    dt = pet if pet is not None else raise_to_shaped(lhs).dtype
+    a = ops.reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [1] * len(nsh) + [K])
+    b = ops.reshape(_permute(rhs, rb + rfree + rc), bsh + [1] * len(msh) + nsh + [K])
+    full = bsh + msh + nsh + [K]
+    nd = len(full)
+    a = ops.broadcast_in_dim(ops.convert_element_type(a, dt), full, tuple(range(nd)))
+    b = ops.broadcast_in_dim(ops.convert_element_type(b, dt), full, tuple(range(nd)))
+    if np.dtype(dt) == np.bool_:
+        return ops.reduce_or(ops.bitwise_and(a, b), (nd - 1,))
+    return ops.reduce_sum(ops.mul(a, b), (nd - 1,))
+
+
+def _dot_in_chunks(lhs, rhs, dn, pet, chunk):
+    """The product with its contraction cut into nS chunks of at most ``chunk`` steps (a
+    count that divides K when one is near, else the last chunk zero-padded): one dot_general
+    with the chunk index as an extra batch dimension, then the sum over it."""
+    (lc, rc), (lb, rb) = dn
+    lfree, rfree, bsh, msh, nsh, K = _dot_layout(lhs, rhs, dn)
+    nb, nm = len(bsh), len(msh)
+    nS = -(-K // chunk)
+    nS = next((d for d in range(nS, 2 * nS + 1) if K % d == 0), nS)   # no padding if it divides
+    Kc = -(-K // nS)
+    npad = nS * Kc - K
+    a = ops.reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [K])
+    b = ops.reshape(_permute(rhs, rb + rc + rfree), bsh + [K] + nsh)
+    if npad:
+        la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+        a = ops.pad(a, np.zeros((), la.dtype), [(0, 0, 0)] * (nb + nm) + [(0, npad, 0)])
+        b = ops.pad(b, np.zeros((), ra.dtype),
+                    [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh))
+    a = ops.reshape(a, bsh + msh + [nS, Kc])
+    b = ops.reshape(b, bsh + [nS, Kc] + nsh)
+    dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
+    out = dot_general_p.bind(a, b, dimension_numbers=dn2, precision=None,
+                             preferred_element_type=pet, out_sharding=None)
+    # out: batch dims, the chunk axis, lhs free dims, rhs free dims
+    if raise_to_shaped(out).dtype == np.bool_:
+        return ops.reduce_or(out, (nb,))
+    return ops.reduce_sum(out, (nb,))
 
 
 def _dot_ref(

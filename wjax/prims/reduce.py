@@ -239,14 +239,14 @@ def emit_reductions(jobs: list, wg=256):
         r.second_pass()
 
 
-def _split_passes(M, N, wg, slices):
+def _split_passes(M, N, wg, slices, loop_limit):
     """(parts, slice length): each output's N elements are split into ``parts`` slices, one
     workgroup each, when few outputs each reduce many elements (a second pass folds them)."""
-    target = 16 if slices else 2048
-    parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-target // max(M, 1))),
+    busy = 16 if slices else 2048      # tuning: workgroups wanted in flight
+    parts = 1 if N <= wg * 64 else int(min(256, max(1, -(-busy // max(M, 1))),
                                            -(-N // (wg * 4))))
-    # keep each thread's loop well under lavapipe's 65535 iterations per invocation
-    parts = max(parts, -(-N // (wg * 32768)))
+    if loop_limit:   # keep each thread's loop within half the driver's loop limit
+        parts = max(parts, -(-N // (wg * -(-loop_limit // 2))))
     slice_n = -(-N // parts) if N else 0
     if N % 4 == 0 and parts > 1:
         slice_n = -(-slice_n // 4) * 4          # vec4-aligned slices
@@ -266,7 +266,8 @@ class _Reductions:
         self.M = int(np.prod(self.kept_shape, dtype=np.int64))
         self.N = int(np.prod(self.red_shape, dtype=np.int64))
         self.slices = _slices(self.ctx.target)
-        self.parts, self.slice_n = _split_passes(self.M, self.N, wg, self.slices)
+        self.parts, self.slice_n = _split_passes(self.M, self.N, wg, self.slices,
+                                                 self.ctx.target.loop_limit)
         self.trailing = tuple(axes) == tuple(range(x_aval.ndim - len(axes), x_aval.ndim))
         self.monos = [j.mono for j in jobs]
         self.words = [_words(m) for m in self.monos]
