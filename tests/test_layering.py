@@ -35,9 +35,9 @@ LAYERS = [
     ("prims",),  # one block per primitive with all its rules and kernels
     ("array",),  # the device Array
     ("dispatch",),  # the compile cache and every way a program runs
-    ("lax",),  # the public lax namespace and control flow
-    ("numpy",),  # jax.numpy by topic; installs Array/Tracer methods
-    ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint
+    ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint, callbacks
+    ("lax",),  # the public lax namespace and control flow (custom_root on custom_jvp)
+    ("numpy",),  # jax.numpy by topic (vectorize on vmap, linalg's custom_jvp rules)
     ("random",),
     ("scipy",),
     ("nn",),

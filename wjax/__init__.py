@@ -56,11 +56,6 @@ from .jax_alias import install_as_jax
 from .experimental.shard_map import jax_shard_map as shard_map, pmap
 from . import distributed
 from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
-from .api.vectorize import apply_along_axis as _apply_along_axis
-from .api.vectorize import frompyfunc as _frompyfunc
-from .api.vectorize import vectorize as _vectorize
-from .api import linalg as _linalg_rules
-from .api.solves import custom_root as _custom_root
 
 # with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
 lax.with_sharding_constraint = _partition.with_sharding_constraint
@@ -72,18 +67,6 @@ def reshard(x, out_shardings):
     constraint inside)."""
     return _partition.with_sharding_constraint(x, out_shardings)
 
-
-# jnp.vectorize is built on vmap (the api layer), so it is installed into wjax.numpy from here
-numpy.vectorize = _vectorize
-numpy.frompyfunc = _frompyfunc
-numpy.apply_along_axis = _apply_along_axis
-numpy.__all__ += ["vectorize", "frompyfunc", "apply_along_axis"]
-# lax.custom_root is built on custom_jvp and linearize (the api layer), installed likewise
-lax.custom_root = _custom_root
-lax.__all__.append("custom_root")
-# so are eigh and svd with JAX's derivative rules (custom_jvp, the api layer)
-for _name in _linalg_rules.__all__:
-    setattr(numpy.linalg, _name, getattr(_linalg_rules, _name))
 
 __version__ = version.__version__               # the JAX API level (libraries branch on it)
 __version_info__ = version._version_as_tuple

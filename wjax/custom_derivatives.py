@@ -2,8 +2,7 @@
 ``wjax/api/custom_derivatives.py``, primitives in ``wjax/prims/calls.py``)."""
 from .api.custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,  # noqa: F401
                                      custom_gradient, custom_jvp, custom_vjp, linear_call)
-from .api.solves import custom_root  # noqa: F401
-from .lax.solves import custom_linear_solve  # noqa: F401
+from .lax.solves import custom_linear_solve, custom_root  # noqa: F401
 from .prims.calls import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 from .prims.elementwise import stop_gradient_p  # noqa: F401
 

@@ -18,9 +18,8 @@ import inspect
 import numpy as np
 
 from .. import dispatch
-from .. import numpy as jnp
 from ..array import Array
-from ..core import dtypes, tree_util
+from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
 from ..core import caches
 from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
@@ -507,11 +506,12 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         blocks = []
         for yv, j in zip(yl, jl):
             yshape = tuple(np.shape(yv))
-            j = jnp.moveaxis(j, 0, -1) if j.ndim > 1 else j     # (*y, N)
+            if j.ndim > 1:                                      # (*y, N)
+                j = ops.transpose(j, tuple(range(1, j.ndim)) + (0,))
             per, off = [], 0
             for x, s in zip(leaves, sizes):
                 b = j[..., off:off + s]
-                per.append(jnp.reshape(b, yshape + tuple(np.shape(x))))
+                per.append(ops.reshape(b, yshape + tuple(np.shape(x))))
                 off += s
             t = tree_util.tree_unflatten(in_tree, per)
             blocks.append(t[0] if isinstance(argnums, int) else t)
@@ -556,7 +556,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             per_x = []
             for x, c in zip(leaves, cts):
                 b = c[off:off + s]
-                per_x.append(jnp.reshape(b, tuple(np.shape(yv)) + tuple(np.shape(x))))
+                per_x.append(ops.reshape(b, tuple(np.shape(yv)) + tuple(np.shape(x))))
             t = tree_util.tree_unflatten(in_tree, per_x)
             per_y.append(t[0] if isinstance(argnums, int) else t)
             off += s

@@ -8,14 +8,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import numpy as jnp
+from ..array import asarray_device
 from ..core import tree_util
 from ..core.ir import ShapedArray
+from ..core.tracing import Tracer
 from ..prims.callback import HostCallback, debug_callback_p, io_callback_p, pure_callback_p
 
 
 def _as_arrays(leaves):
-    return [jnp.asarray(x) for x in leaves]
+    """Host values as Arrays (as ``jnp.asarray``: Arrays and tracers pass through)."""
+    return [x if isinstance(x, Tracer) else asarray_device(x) for x in leaves]
 
 
 def debug_callback(callback: Callable[..., None], *args: Any, ordered: bool = False,

@@ -26,11 +26,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import lax
-from .. import numpy as jnp
-from ..core import dtypes, tree_util
+from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
-from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, abstractify
+from ..array import asarray_device
+from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, WeakScalar, abstractify
 from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
                             trace_flat)
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
@@ -134,6 +133,21 @@ def _trace_primal(fun, nondiff_argnums, args, kind):
     return nd, dyn, leaves, in_tree, avals, full, closed, out_tree()
 
 
+
+def _zeros(shape, dtype, weak: bool):
+    """``jnp.zeros`` (``jnp.zeros_like`` with ``weak``): a broadcast zero, an Array eagerly."""
+    v = np.zeros((), dtype)
+    z = ops.broadcast_in_dim(WeakScalar(v) if weak else v, tuple(shape), ())
+    if isinstance(z, WeakScalar):
+        return asarray_device(z.val, weak_type=True)
+    return asarray_device(z) if isinstance(z, np.ndarray) else z
+
+
+def _zeros_like(x):
+    a = abstractify(x)
+    return _zeros(a.shape, a.dtype, a.weak_type)
+
+
 class SymbolicZero:
     """A zero tangent known without its values (JAX hands these to rules registered with
     ``symbolic_zeros=True``).  wjax's rules always receive arrays -- a zero tangent arrives as
@@ -147,7 +161,7 @@ class SymbolicZero:
     dtype = property(lambda self: self.aval.dtype)
 
     def instantiate(self):
-        return jnp.zeros(self.shape, self.dtype)
+        return _zeros(self.aval.shape, self.aval.dtype, False)
 
     def __repr__(self):
         return f"SymbolicZero({self.aval.str_short()})"
@@ -190,7 +204,7 @@ class custom_jvp:
                 c = fn(t, primal_out, *primals)
                 acc = c if acc is None else tree_util.tree_map(lambda a, b: a + b, acc, c)
             if acc is None:
-                acc = tree_util.tree_map(jnp.zeros_like, primal_out)
+                acc = tree_util.tree_map(_zeros_like, primal_out)
             return primal_out, acc
 
         self.defjvp(jvp)
@@ -304,7 +318,7 @@ class custom_jvp:
                         f"{ta.str_short()} respectively."
                     )
                 if np.dtype(ta.dtype) != np.dtype(a.dtype) and _ad.is_differentiable(a):
-                    t = lax.convert_element_type(t, a.dtype)
+                    t = ops.convert_element_type(t, a.dtype)
                 fixed.append(t)
             return ol + fixed
         return jvp_flat
@@ -510,9 +524,9 @@ def _cotangents_like(dyn, r) -> list:
                 cc = _ad.zeros(a)
             elif (np.dtype(abstractify(cc).dtype) != np.dtype(a.dtype)
                   and _ad.is_differentiable(a)):
-                cc = lax.convert_element_type(cc, a.dtype)
+                cc = ops.convert_element_type(cc, a.dtype)
             if abstractify(cc).shape != a.shape and abstractify(cc).ndim == 0:
-                cc = lax.broadcast_in_dim(cc, a.shape, ())
+                cc = ops.broadcast_in_dim(cc, a.shape, ())
             flat.append(cc)
     return flat
 

@@ -24,7 +24,7 @@ from .control import cond, fori_loop, map, scan, switch, while_loop
 from .windowed import reduce_window, reduce_window_shape_tuple
 from . import linalg
 from .extras import *  # noqa: F403  (constructors, shape helpers, reduce, associative_scan...)
-from .solves import custom_linear_solve
+from .solves import custom_linear_solve, custom_root
 from .parallel import (all_gather, all_to_all, axis_index, axis_size, pcast, pmax, pmean,
                        pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes, pvary)
 

@@ -10,6 +10,7 @@ and ``inv`` solve the real embedding on the real LU kernel (see ``solve``).
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 from typing import NamedTuple
 
@@ -35,38 +36,16 @@ from .shapes import (
     reshape,
     squeeze,
     swapaxes,
-    take,
     take_along_axis,
 )
 from . import reductions, sorting
 from .reductions import prod
 from .products import cross, dot, matmul, matrix_transpose, outer, tensordot, vecdot
-
-
-def _float(x):
-    """``x`` as an inexact array: integers and booleans become float32; float and complex64
-    arrays are kept (every decomposition here takes both)."""
-    x = asarray(x)
-    if not issubdtype(x.dtype, np.inexact):
-        x = astype(x, np.float32)
-    return x
-
-
-def _abs2(x):
-    """|x|^2 elementwise (real for a complex x)."""
-    if issubdtype(x.dtype, np.complexfloating):
-        return ufuncs.real(x * ufuncs.conj(x))
-    return x * x
-
-
-def _is_complex(x) -> bool:
-    return issubdtype(x.dtype, np.complexfloating)
-
-
-def _H(x):
-    """The conjugate transpose of the last two axes (the transpose for real ``x``)."""
-    x = swapaxes(x, -1, -2)
-    return ufuncs.conj(x) if _is_complex(x) else x
+from ..api.callbacks import pure_callback
+from ..api.custom_derivatives import custom_jvp
+from ..core.ir import ShapeDtypeStruct
+from .decompositions import (EighResult, QRResult, SVDResult, _abs2, _eye_like, _float, _H,
+                             _is_complex, eigh_jacobi, householder_qr, svd_jacobi)
 
 
 def _square(name, a):
@@ -77,8 +56,6 @@ def _square(name, a):
         )
     return a
 
-
-# --------------------------------------------------------------------------- norms
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     x = _float(x)
@@ -150,8 +127,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     return out
 
-
-# --------------------------------------------------------------------------- decompositions
 
 def lu_factor(a):
     """(lu, pivots, permutation) from the device LU kernel (partial pivoting); complex64
@@ -233,25 +208,14 @@ def _parity(pivots):
     return _where_xy(swaps % 2 == 1, -1.0, 1.0)
 
 
-def det(a):
-    a = _square("det", a)
-    n = a.shape[-1]
-    if n == 0:
-        return ones(a.shape[:-2], a.dtype)
-    lu, piv, _ = lu_factor(a)
-    d = shapes.diagonal(lu, 0, -2, -1)
-    return astype(prod(d, axis=-1) * astype(_parity(piv), a.dtype), a.dtype)
-
-
 class SlogdetResult(NamedTuple):
     sign: object
     logabsdet: object
 
 
-def slogdet(a, *, method=None):
+def _slogdet_lu_values(a):
     """``(sign, log|det|)`` from the LU factors; complex64: ``sign`` is the complex unit
     ``parity * prod(d / |d|)`` over the diagonal of U and ``logabsdet`` float32, as JAX."""
-    a = _square("slogdet", a)
     n = a.shape[-1]
     real_dt = dtypes.real_dtype(a.dtype)
     if n == 0:
@@ -395,186 +359,44 @@ def cond(x, p=None):
     return _where_xy(ufuncs.isnan(r) & ~nan_in, np.inf, r)
 
 
-# --------------------------------------------------------------------------- Jacobi
+# --------------------------------------------------------------------------- eigh, svd
+# JAX's derivative rules: differentiating the Jacobi rotations themselves would be slow and,
+# at repeated eigenvalues, wrong.
 
-def _max_sweeps(m: int) -> int:
-    """Cyclic Jacobi converges quadratically once the off-diagonal is small; from random
-    starts float32 needs about log2(m) + 4 sweeps (6 at m = 64, 8-10 at 256).  The loop stops
-    early after a sweep without a significant rotation, so this is only a bound."""
-    return 8 + 2 * max(m - 1, 1).bit_length()
-
-
-def _tournament(m: int) -> tuple[np.ndarray, np.ndarray]:
-    """A round-robin schedule of ``m`` (even) indices: ``m - 1`` rounds, each pairing every
-    index with one partner.  Returns ``(partner, is_first)``, both ``(m - 1, m)``."""
-    partner = np.zeros((m - 1, m), np.int32)
-    first = np.zeros((m - 1, m), bool)
-    others = list(range(1, m))
-    for r in range(m - 1):
-        ring = [0] + others[r:] + others[:r]
-        for i in range(m // 2):
-            p, q = sorted((ring[i], ring[m - 1 - i]))
-            partner[r, p], partner[r, q] = q, p
-            first[r, p] = True
-    return partner, first
+def _t(x):
+    return swapaxes(x, -1, -2)
 
 
-def _jacobi(x, gram):
-    """Cyclic Jacobi rotations over column pairs, in rounds of disjoint pairs (a round-robin
-    tournament: every pair once per sweep of ``m - 1`` rounds).
-
-    With ``gram=False`` ``x`` is symmetric and each round applies ``J^T x J`` (two-sided:
-    eigh); with ``gram=True`` each round applies ``x J``, orthogonalizing the columns (one-sided,
-    Hestenes: svd).  Each rotation zeroes the pair's entry of ``x`` (resp. of ``x^T x``).  A
-    round's ``J`` pairs index ``i`` with ``partner(i)``, so ``x J`` is ``x * c + x[:, partner] *
-    e`` -- two gathers and a fused elementwise kernel, O(rows * m) per round, no matmul.  A
-    rotation is skipped when its pair is already decoupled to working precision
-    (``|x_pq| <= tol * sqrt(|x_pp x_qq|)``, x_pq of ``x^T x`` one-sided), and the loop stops
-    after a sweep without a rotation, or after ``_max_sweeps``.
-    Returns the rotated ``x`` and the accumulated rotations ``V`` (``(..., m, m)``)."""
-    *batch, rows, m = x.shape
-    partner_t, first_t = _tournament(m)
-    partner_t, first_t = asarray(partner_t), asarray(first_t)
-    cols = arange(m, dtype=np.int32)
-    eye_m = astype(cols[:, None] == cols[None, :], x.dtype)
-    v0 = broadcast_to(eye_m, (*batch, m, m))
-    eps = float(finfo(x.dtype).eps)
-    tol = eps * (8.0 * float(np.sqrt(rows)) if gram else 1.0)
-    rounds = m - 1
-    limit = _max_sweeps(m) * rounds
-    cplx = _is_complex(x)
-
-    def cond(carry):
-        _, _, k, _, done = carry
-        return (k < limit) & ~reductions.all(done)
-
-    def step(carry):
-        a, v, k, active, done = carry
-        r = k % rounds
-        partner = lax.dynamic_index_in_dim(partner_t, r, keepdims=False)
-        first = lax.dynamic_index_in_dim(first_t, r, keepdims=False)
-        if gram:
-            d = reductions.sum(_abs2(a), axis=-2)                       # column norms^2
-            a_c = ufuncs.conj(a) if cplx else a
-            off = reductions.sum(a_c * take(a, partner, axis=-1), axis=-2)
-        else:
-            d = shapes.diagonal(a, 0, -2, -1)
-            d = ufuncs.real(d) if cplx else d
-            off = take_along_axis(a, broadcast_to(partner[:, None], a.shape[:-1] + (1,)),
-                                  -1)[..., 0]                          # a[i, partner(i)]
-        size = ufuncs.abs(off)
-        d_partner = take(d, partner, axis=-1)
-        rotate = size > tol * sqrt(ufuncs.abs(d * d_partner))
-        rotate = rotate & ~done[..., None]
-        pivot = size if cplx else off        # the (made real) entry the rotation zeroes
-        gap = _where_xy(first, d_partner - d, d - d_partner)           # the pair's a_qq - a_pp
-        theta = gap / (2.0 * _where_xy(rotate, pivot, 1.0))
-        t = _where_xy(theta >= 0, 1.0, -1.0) / (ufuncs.abs(theta) + sqrt(theta * theta + 1.0))
-        t = _where_xy(rotate, t, 0.0)
-        c = 1.0 / sqrt(t * t + 1.0)
-        s = t * c
-        if cplx:
-            # J = diag(1, conj(phase)) R on the pair, phase = a_pq / |a_pq|: the phase
-            # makes a_pq real, R is the real rotation of the 2x2 it leaves
-            phase = off / astype(_where_xy(rotate, size, 1.0), off.dtype)
-            phase = _where_xy(rotate, phase, 1.0)
-            c = _where_xy(first, astype(c, off.dtype), c * phase)       # J[i, i]
-            sgn = _where_xy(first, astype(s, off.dtype), -(s * phase))  # J[i, partner(i)]
-        else:
-            sgn = _where_xy(first, s, -s)                              # J[i, partner(i)]
-        e = take(sgn, partner, axis=-1)                                 # J[partner(k), k]
-        if gram:
-            a = a * c[..., None, :] + take(a, partner, axis=-1) * e[..., None, :]
-        elif cplx:
-            a = _rotate_hermitian(a, partner, rotate, c, e, d - _where_xy(first, t, -t) * size)
-        else:
-            a = _rotate_symmetric(a, partner, rotate, c, e, t, first, off)
-        v = v * c[..., None, :] + take(v, partner, axis=-1) * e[..., None, :]
-        active = active | reductions.any(rotate, axis=-1)
-        end = r == rounds - 1                                           # a sweep ends
-        done = done | (end & ~active)
-        active = active & ~end
-        return a, v, k + 1, active, done
-
-    flags = zeros(tuple(batch), bool)
-    a, v, *_ = lax.while_loop(cond, step, (x, v0, asarray(0, np.int32), flags, flags))
-    return a, v
+def _real(x):
+    return ufuncs.real(x) if _is_complex(x) else x
 
 
-def _rotate_symmetric(a, partner, rotate, c, e, t, first, off):
-    """``J^T a J`` for symmetric ``a``, kept exactly symmetric: entry ``(i, j)`` is computed
-    from ``(min, max)`` of the two, so both halves evaluate one expression on the same inputs
-    (drivers may reassociate, but never differently for equal code and data); each rotated
-    pair's diagonal gets ``a_pp - t a_pq`` / ``a_qq + t a_pq`` and its ``a_pq`` an exact zero."""
-    m = a.shape[-1]
-    idx = np.arange(m)
-    lo, hi = (asarray(f(idx[:, None], idx[None, :]).astype(np.int32))
-              for f in (np.minimum, np.maximum))
-    p_lo, p_hi = take(partner, lo), take(partner, hi)
-    c_lo, c_hi, e_lo, e_hi = take(c, lo, axis=-1), take(c, hi, axis=-1), take(e, lo, axis=-1), \
-        take(e, hi, axis=-1)
-    out = (c_lo * c_hi * a[..., lo, hi] + c_lo * e_hi * a[..., lo, p_hi]
-           + e_lo * c_hi * a[..., p_lo, hi] + e_lo * e_hi * a[..., p_lo, p_hi])
-    d = shapes.diagonal(a, 0, -2, -1) - _where_xy(first, t, -t) * off     # rotated diagonal
-    out = _where_xy(lo == hi, d[..., :, None], out)
-    pair = (hi == p_lo) & take(rotate, lo, axis=-1)
-    return _where_xy(pair, 0.0, out)
+@custom_jvp
+def _eigh_core(a):
+    return tuple(eigh_jacobi(a))
 
 
-def _rotate_hermitian(a, partner, rotate, c, e, diag):
-    """``J^H a J`` for Hermitian ``a`` (complex Jacobi): the column rotation, then the row
-    one; the result is made exactly Hermitian (the lower triangle is the conjugate of the
-    upper), its diagonal real (``diag``: ``a_pp - t |a_pq|`` / ``a_qq + t |a_pq|``) and each
-    rotated pair's entries exact zeros."""
-    m = a.shape[-1]
-    aj = a * c[..., None, :] + take(a, partner, axis=-1) * e[..., None, :]
-    out = (ufuncs.conj(c)[..., :, None] * aj
-           + ufuncs.conj(e)[..., :, None] * take(aj, partner, axis=-2))
-    idx = arange(m, dtype=np.int32)
-    i, j = idx[:, None], idx[None, :]
-    out = _where_xy(i < j, out, ufuncs.conj(swapaxes(out, -1, -2)))
-    out = _where_xy(i == j, astype(diag, a.dtype)[..., :, None], out)
-    pair = (j == take(partner, i)) & take(rotate, i, axis=-1)
-    return _where_xy(pair, 0.0, out)
-
-
-def _pad_even(a, gram):
-    """Pads the last axis (and, two-sided, the one before) to an even length with zeros: the
-    padded index stays decoupled (its rotations are identities)."""
+@_eigh_core.defjvp
+def _eigh_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    w, v = _eigh_core(a)
     n = a.shape[-1]
-    if n % 2 == 0:
-        return a
-    cfg = [(0, 0, 0)] * (a.ndim - 2) + [(0, 0 if gram else 1, 0), (0, 1, 0)]
-    return lax.pad(a, np.zeros((), a.dtype), cfg)
-
-
-def _unit_columns(v):
-    """``v`` with each column scaled to unit length (the rotations' rounding drifts them)."""
-    return v / astype(sqrt(reductions.sum(_abs2(v), axis=-2, keepdims=True)), v.dtype)
-
-
-def _eigh_values_vectors(a):
-    """Jacobi eigenvectors ``V``, then each eigenvalue as the Rayleigh quotient
-    ``v^T A v`` of its unit eigenvector with the original ``A``: the quotient is stationary at
-    an eigenvector, so its error is quadratic in the vectors' and only the matmul's rounding
-    is left -- the rotated diagonal itself carries every rotation's rounding (about
-    ``sqrt(sweeps * n) * eps``)."""
-    n = a.shape[-1]
-    if n == 0:
-        return zeros(a.shape[:-1], dtypes.real_dtype(a.dtype)), a
-    _, v = _jacobi(_pad_even(a, False), gram=False)
-    v = _unit_columns(v[..., :n, :n])
-    w = reductions.sum((ufuncs.conj(v) if _is_complex(v) else v) * matmul(a, v), axis=-2)
-    w = ufuncs.real(w) if _is_complex(w) else w
-    order = sorting.argsort(w, axis=-1)
-    return take_along_axis(w, order, -1), take_along_axis(v, order[..., None, :], -1)
+    eye = _eye_like(n, w.dtype)
+    m = _H(v) @ da @ v
+    f = 1.0 / (eye + w[..., None, :] - w[..., :, None]) - eye     # 1 / (w_j - w_i), 0 on diag
+    return (w, v), (_real(shapes.diagonal(m, 0, -2, -1)), v @ (f.astype(v.dtype) * m))
 
 
 def eigh(a, UPLO=None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices, by cyclic Jacobi
-    rotations on the device (``wjax.api.linalg`` adds JAX's derivative rule)."""
-    a = _square("eigh", a)
-    return EighResult(*_eigh_values_vectors(_hermitian_input(a, UPLO, symmetrize_input)))
+    """Eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices (Jacobi
+    rotations on the device), differentiable as in JAX."""
+    a = _float(asarray(a))
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise TypeError(f"eigh: argument must be a square matrix or a stack of them, got "
+                        f"shape {a.shape}")
+    return EighResult(*_eigh_core(_hermitian_input(a, UPLO, symmetrize_input)))
 
 
 def _hermitian_input(a, UPLO, symmetrize_input):
@@ -590,70 +412,55 @@ def _hermitian_input(a, UPLO, symmetrize_input):
     return tri + _H(tri) - diag * eye
 
 
-class EighResult(NamedTuple):
-    eigenvalues: object
-    eigenvectors: object
-
-
 def eigvalsh(a, UPLO=None, *, symmetrize_input: bool = True):
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-class SVDResult(NamedTuple):
-    U: object
-    S: object
-    Vh: object
+@custom_jvp
+def _svd_thin(a):
+    return tuple(svd_jacobi(a, full_matrices=False))
 
 
-def _svd_tall(a):
-    """``(u, s, vt)`` of ``a`` (..., m, n) with m >= n: one-sided Jacobi on the columns gives
-    ``V``; the singular values are the norms of ``A v`` for the unit columns ``v`` of ``V`` (as
-    for eigh, stationary at a singular vector, so free of the rotations' accumulated rounding),
-    and U comes from the QR of ``A V`` (orthogonal columns already), which also completes U
-    where a singular value is zero."""
-    n = a.shape[-1]
-    _, v = _jacobi(_pad_even(a, True), gram=True)
-    v = _unit_columns(v[..., :n, :n])
-    b = matmul(a, v)
-    s = sqrt(reductions.sum(_abs2(b), axis=-2))
-    # columns by decreasing norm, so that zero columns (rank deficiency) come last and the QR
-    # of these orthogonal columns is diagonal
-    order = sorting.argsort(-s, axis=-1)
-    b = take_along_axis(b, order[..., None, :], -1)
-    v = take_along_axis(v, order[..., None, :], -1)
-    s = take_along_axis(s, order, -1)
-    q, r = _householder_qr(b, "complete")
-    diag = shapes.diagonal(r, 0, -2, -1)
-    sign = _where_xy((ufuncs.real(diag) if _is_complex(diag) else diag) < 0, -1.0, 1.0)
-    return q[..., :, :n] * astype(sign, q.dtype)[..., None, :], s, v, q[..., :, n:]
+@_svd_thin.defjvp
+def _svd_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    u, s, vt = _svd_thin(a)
+    ut, v = _H(u), _H(vt)
+    k = s.shape[-1]
+    dt = a.dtype
+    s_row = s[..., None, :]
+    ds_mat = ut @ da @ v
+    ds = _real(shapes.diagonal(ds_mat, 0, -2, -1))
+    eye = _eye_like(k, s.dtype)
+    diffs = (s_row + _t(s_row)) * (s_row - _t(s_row))
+    f = (1.0 / (diffs + eye) - eye).astype(dt)
+    dss, sds = s_row.astype(dt) * ds_mat, _t(s_row).astype(dt) * ds_mat
+    s_zero = (s == 0).astype(s.dtype)
+    s_inv = 1.0 / (s + s_zero) - s_zero
+    du_dv_diag = 0.5 * (ds_mat - _H(ds_mat)) * (eye * s_inv[..., None, :]).astype(dt)
+    du = u @ (f * (dss + _H(dss)) + du_dv_diag)
+    dv = v @ (f * (sds + _H(sds)))
+    rows, cols = a.shape[-2:]
+    if rows > cols:
+        dav = da @ v
+        du = du + (dav - u @ (ut @ dav)) / s_row.astype(dt)
+    if cols > rows:
+        dahu = _H(da) @ u
+        dv = dv + (dahu - v @ (vt @ dahu)) / s_row.astype(dt)
+    return (u, s, vt), (du, ds, _H(dv))
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular value decomposition by one-sided Jacobi rotations on the device (singular
-    values descending; ``wjax.api.linalg`` adds JAX's derivative rule)."""
+    """Singular value decomposition (one-sided Jacobi on the device), differentiable as in
+    JAX (the thin factors and the singular values)."""
     a = _float(asarray(a))
     if a.ndim < 2:
         raise TypeError(f"Input 0 to svd must have rank at least 2, but got shape={a.shape}")
-    m, n = a.shape[-2:]
-    wide = m < n
-    if wide:
-        a = _H(a)
-    if min(m, n) == 0:
-        s = zeros(a.shape[:-2] + (0,), dtypes.real_dtype(a.dtype))
-        if not compute_uv:
-            return s
-        eye_m, eye_n = (astype(arange(k)[:, None] == arange(k)[None, :], a.dtype)
-                        for k in (m, n))
-        return SVDResult(broadcast_to(eye_m, a.shape[:-2] + (m, m)), s,
-                         broadcast_to(eye_n, a.shape[:-2] + (n, n)))
-    u, s, v, rest = _svd_tall(a)
-    if not compute_uv:
-        return s
-    if full_matrices:
-        u = creation.asarray(shapes.concatenate([u, rest], axis=-1))
-    if wide:
-        u, v = v, u
-    return SVDResult(u, s, _H(v))
+    rows, cols = a.shape[-2:]
+    if min(rows, cols) == 0 or (full_matrices and compute_uv and rows != cols):
+        return svd_jacobi(a, full_matrices, compute_uv)
+    u, s, vt = _svd_thin(a)
+    return s if not compute_uv else SVDResult(u, s, vt)
 
 
 def svdvals(x, /):
@@ -727,17 +534,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     return (ravel(x) if vec else x), resid, rank, s
 
 
-def _cpu_only(name):
-    def f(*a, **k):
-        raise NotImplementedError(f"wjax: jnp.linalg.{name} (non-symmetric eigenproblems) is "
-                                  f"not implemented")
-    f.__name__ = name
-    return f
-
-
-eig = _cpu_only("eig")
-eigvals = _cpu_only("eigvals")
-
+# --------------------------------------------------------------------------- qr
 
 def _qr_args(a, mode):
     a = _float(asarray(a))
@@ -749,76 +546,217 @@ def _qr_args(a, mode):
     return a
 
 
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _qr_core(a, complete):
+    return tuple(householder_qr(a, "complete" if complete else "reduced"))
+
+
+def _thin_qr_tangents(q, r, dx):
+    """JAX's rule for ``x = q r`` with ``q`` (m, n), m >= n: ``dx r^-1`` split into the
+    skew-symmetric part that rotates ``q`` and the upper-triangular part that changes ``r``."""
+    dx_rinv = _tri_solve(r, dx, left_side=False, lower=False)
+    m = _H(q) @ dx_rinv
+    low = creation.tril(m, -1)
+    omega = low - _H(low)
+    if _is_complex(m):   # the diagonal's imaginary part also rotates q (R stays real)
+        eye = _eye_like(m.shape[-1], m.dtype)
+        omega = omega + eye * (m - ufuncs.real(m).astype(m.dtype))
+    return q @ (omega - m) + dx_rinv, (m - omega) @ r
+
+
+@_qr_core.defjvp
+def _qr_jvp(complete, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    q, r = _qr_core(x, complete)
+    m, n = x.shape[-2:]
+    if m < n:                 # x = q [r1 r2]: the square part's rule, then r2 = q^T x2
+        dq, dr1 = _thin_qr_tangents(q, r[..., :, :m], dx[..., :, :m])
+        dr2 = _H(dq) @ x[..., :, m:] + _H(q) @ dx[..., :, m:]
+        return (q, r), (dq, shapes.concatenate([dr1, dr2], axis=-1))
+    q_mn, r_nn = q[..., :, :n], r[..., :n, :]
+    dq_mn, dr_nn = _thin_qr_tangents(q_mn, r_nn, dx)
+    if not complete or m == n:
+        return (q, r), (dq_mn, dr_nn)
+    # the complement's tangent (Roberts & Roberts, arXiv:2409.13374, eqs. 32-33):
+    # z = q_pn (q_nn - I)^-1, dq_mp = dq_mn z^T - (q_mn + q_mp z)(dq_pn - z dq_nn)^T
+    q_nn, q_pn, q_mp = q_mn[..., :n, :], q_mn[..., n:, :], q[..., :, n:]
+    z = _H(solve(_H(q_nn - _eye_like(n, q.dtype)), _H(q_pn)))
+    dq_nn, dq_pn = dq_mn[..., :n, :], dq_mn[..., n:, :]
+    dq_mp = dq_mn @ _H(z) - (q_mn + q_mp @ z) @ _H(dq_pn - z @ dq_nn)
+    dr = shapes.concatenate([dr_nn, zeros(r.shape[:-2] + (m - n, n), r.dtype)], axis=-2)
+    return (q, r), (shapes.concatenate([dq_mn, dq_mp], axis=-1), dr)
+
+
 def qr(a, mode: str = "reduced"):
-    """QR by Householder reflections (LAPACK's sign conventions: a column already zero below
-    the diagonal is left as it is); ``mode`` is ``reduced``, ``complete`` or ``r``
-    (``wjax.api.linalg`` adds JAX's derivative rule)."""
-    return _householder_qr(_qr_args(a, mode), mode)
+    """QR by Householder reflections on the device (LAPACK's signs), differentiable with
+    JAX's rule; ``mode`` is ``reduced``, ``complete`` or ``r``."""
+    a = _qr_args(a, mode)
+    q, r = _qr_core(a, mode == "complete")
+    if mode == "r":
+        return r
+    return QRResult(q, r)
 
 
-def _householder_qr(a, mode):
-    """One Householder reflection per column, in a ``fori_loop`` of array operations; the
-    column is read with a dynamic index (a gather), so a step is O(m * (m + n))."""
-    *batch, m, n = a.shape
-    k = builtins.min(m, n)
-    rows = arange(m)
-    cols = arange(n)
-    q0 = broadcast_to(_eye_like(m, a.dtype), (*batch, m, m))
+# --------------------------------------------------------------------------- det, slogdet
 
-    def step(j, carry):
-        r, q = carry
-        col = lax.dynamic_index_in_dim(r, j, axis=r.ndim - 1, keepdims=False)  # r[..., :, j]
-        x_j = lax.dynamic_index_in_dim(col, j, axis=col.ndim - 1, keepdims=False)  # its sign
-        if _is_complex(a):                                                # of zero too
-            return _complex_householder_step(r, q, col, x_j, rows == j, rows > j)
-        below = _where_xy(rows > j, col, 0.0)
-        sub2 = reductions.sum(below * below, axis=-1)
-        norm = sqrt(x_j * x_j + sub2)
-        alpha = _where_xy(ufuncs.signbit(x_j), norm, -norm)    # -sign(x_j) norm; -0 is negative
-        v = below + _where_xy(rows == j, (x_j - alpha)[..., None], 0.0)
-        v2 = reductions.sum(v * v, axis=-1)
-        beta = _where_xy(sub2 > 0, 2.0 / _where_xy(v2 > 0, v2, 1.0), 0.0)[..., None, None]
-        r = r - beta * v[..., :, None] * matmul(v[..., None, :], r)
-        q = q - beta * matmul(q, v[..., :, None]) * v[..., None, :]
-        return r, q
-    r, q = lax.fori_loop(0, k, step, (a, q0))
-    r = _where_xy(rows[:, None] <= cols[None, :], r, 0.0)
-    if _is_complex(r):            # R's diagonal is real (beta), as LAPACK stores it
-        r = _where_xy(rows[:, None] == cols[None, :], astype(ufuncs.real(r), r.dtype), r)
-    if mode == "complete":
-        return QRResult(q, r)
-    r = r[..., :k, :]
-    return r if mode == "r" else QRResult(q[..., :, :k], r)
+def _square_float(name, a):
+    """``a`` as an inexact square matrix (stack); complex64 stays complex."""
+    a = asarray(a)
+    if not issubdtype(a.dtype, np.inexact):
+        a = a.astype(np.float32)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: argument must be a square matrix or a stack of them, got "
+                         f"shape {a.shape}")
+    return a
 
 
-def _complex_householder_step(r, q, col, x_j, at_j, below_j):
-    """One complex reflection as LAPACK's zlarfg: ``H = I - tau w w^H`` with ``H^H x = beta
-    e_j`` for the column ``x`` and a *real* ``beta = -sign(Re x_j) |x|``, so R's diagonal is
-    real as JAX's; with ``u = x - beta e_j`` (``w`` scaled so ``w_j = 1``) ``tau w w^H`` is
-    ``kappa u u^H``, ``kappa = 1 / (beta (beta - conj(x_j)))``.  No reflection (``H = I``)
-    where the column is already ``(real, 0, ..., 0)``."""
-    below = _where_xy(below_j, col, 0.0)
-    sub2 = reductions.sum(_abs2(below), axis=-1)
-    re, im = ufuncs.real(x_j), ufuncs.imag(x_j)
-    norm = sqrt(re * re + im * im + sub2)
-    beta = _where_xy(ufuncs.signbit(re), norm, -norm)          # Fortran's SIGN: -0 negative
-    reflect = (sub2 > 0) | (im != 0)
-    u = below + _where_xy(at_j, (x_j - astype(beta, col.dtype))[..., None], 0.0)
-    denom = astype(beta, col.dtype) * (astype(beta, col.dtype) - ufuncs.conj(x_j))
-    kappa = _where_xy(reflect, 1.0 / _where_xy(reflect, denom, 1.0), 0.0)[..., None, None]
-    uh = ufuncs.conj(u)
-    r = r - ufuncs.conj(kappa) * u[..., :, None] * matmul(uh[..., None, :], r)
-    q = q - kappa * matmul(q, u[..., :, None]) * uh[..., None, :]
-    return r, q
+def _adjugate_solve(a, b):
+    """``(det(a), adj(a) @ b)`` for square ``a`` and ``b`` of a's shape, defined at singular
+    ``a`` too (JAX's construction, the same complex arithmetic for complex64 -- no
+    conjugates): from ``P a = L U``, ``adj(a) b = det(a) U^-1 L^-1 P b``;
+    the last diagonal entry of U is replaced by ``1 / prod(u_ii, i < n)`` and the other rows
+    of ``L^-1 P b`` scaled by det(a), so a zero ``u_nn`` (rank n - 1) gives the rank-one
+    adjugate instead of 0 * inf; where that still fails (rank < n - 1), the result is 0."""
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu, piv, perm = lu_factor(a)
+    diag = shapes.diagonal(lu, 0, -2, -1)
+    swaps = reductions.sum(piv != arange(n, dtype=piv.dtype), axis=-1)
+    sign = sorting.where(swaps % 2 == 1, -1.0, 1.0).astype(a.dtype)
+    partial = reductions.cumprod(diag, axis=-1) * sign[..., None]
+    lu = lu.at[..., -1, -1].set(1.0 / partial[..., -2])
+    probe = _tri_solve(lu, ones(lu.shape[:-1] + (1,), a.dtype), lower=False)
+    bad = reductions.any(~ufuncs.isfinite(probe), axis=(-2, -1))[..., None, None]
+    x = sorting.where(bad, 0.0, b)
+    x = take_along_axis(x, broadcast_to(perm[..., :, None], x.shape), axis=-2)
+    x = _tri_solve(lu, x, lower=True, unit_diagonal=True)
+    x = shapes.concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]],
+                        axis=-2)
+    x = _tri_solve(lu, x, lower=False)
+    return partial[..., -1], sorting.where(bad, 0.0, x)
 
 
-class QRResult(NamedTuple):
-    Q: object
-    R: object
+@custom_jvp
+def _det_lu(a):
+    sign, logdet = _slogdet_lu(a)
+    return sign * ufuncs.exp(logdet)
 
 
-def _eye_like(n: int, dtype):
-    return astype(arange(n)[:, None] == arange(n)[None, :], dtype)
+@_det_lu.defjvp
+def _det_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    d, z = _adjugate_solve(a, da)
+    return d, reductions.trace(z, 0, -2, -1)
+
+
+def det(a):
+    """The determinant: closed forms for 2x2 and 3x3 (as JAX), else from the LU factors;
+    differentiable through the adjugate, also at singular matrices."""
+    a = _square_float("det", a)
+    n = a.shape[-1]
+    if n == 0:
+        return ones(a.shape[:-2], a.dtype)
+    if n == 1:
+        return a[..., 0, 0]
+    if n == 2:
+        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    if n == 3:
+        x = [[a[..., i, j] for j in range(3)] for i in range(3)]
+        return (x[0][0] * x[1][1] * x[2][2] + x[0][1] * x[1][2] * x[2][0]
+                + x[0][2] * x[1][0] * x[2][1] - x[0][2] * x[1][1] * x[2][0]
+                - x[0][0] * x[1][2] * x[2][1] - x[0][1] * x[1][0] * x[2][2])
+    return _det_lu(a)
+
+
+@custom_jvp
+def _slogdet_lu(a):
+    return tuple(_slogdet_lu_values(a))
+
+
+@custom_jvp
+def _slogdet_small(a):
+    d = a[..., 0, 0] if a.shape[-1] == 1 else \
+        a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    return ufuncs.sign(d), log(ufuncs.abs(d))
+
+
+def _slogdet_jvp(primals, tangents):
+    """``d log|det| = Re tr(a^-1 da)``; the sign's tangent is zero for real ``a`` and
+    ``i Im(tr(a^-1 da)) sign`` for complex (the rotation of the unit sign), as JAX."""
+    (a,), (da,) = primals, tangents
+    sign, logdet = slogdet(a)
+    if a.shape[-1] <= 2:      # the small cases' closed forms, as JAX
+        if a.shape[-1] == 1:
+            dl = da[..., 0, 0] / a[..., 0, 0]
+        else:
+            d = a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+            dl = (da[..., 0, 0] * a[..., 1, 1] - da[..., 0, 1] * a[..., 1, 0]
+                  - da[..., 1, 0] * a[..., 0, 1] + da[..., 1, 1] * a[..., 0, 0]) / d
+    else:
+        dl = reductions.trace(solve(a, da), 0, -2, -1)
+    if _is_complex(a):
+        re = ufuncs.real(dl)
+        return (sign, logdet), ((dl - re.astype(dl.dtype)) * sign, re)
+    return (sign, logdet), (creation.zeros_like(sign), dl)
+
+
+_slogdet_lu.defjvp(_slogdet_jvp)
+
+
+_slogdet_small.defjvp(_slogdet_jvp)
+
+
+def slogdet(a, *, method=None):
+    """``(sign, log|det|)`` from the LU factors (closed forms for 1x1 and 2x2, as JAX); the
+    derivative of ``log|det|`` is ``trace(solve(a, da))``, the sign's is zero."""
+    a = _square_float("slogdet", a)
+    if method not in (None, "lu"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         f"(`None`), and 'qr'." if method != "qr" else
+                         "wjax: slogdet method='qr' is not implemented (use the default 'lu')")
+    n = a.shape[-1]
+    if n == 0:
+        return SlogdetResult(ones(a.shape[:-2], a.dtype),
+                                 zeros(a.shape[:-2], dtypes.real_dtype(a.dtype)))
+    return SlogdetResult(*(_slogdet_small(a) if n <= 2 else _slogdet_lu(a)))
+
+
+# --------------------------------------------------------------------------- eig (host)
+
+def _eig_host(a, vectors: bool):
+    w, v = np.linalg.eig(np.asarray(a))
+    w = w.astype(np.complex64)
+    return (w, v.astype(np.complex64)) if vectors else w
+
+
+def _eig_call(name, a, vectors):
+    a = asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Argument to {name} must have shape [..., n, n], got shape {a.shape}")
+    if not issubdtype(a.dtype, np.inexact):
+        a = a.astype(np.float32)
+    w = ShapeDtypeStruct(a.shape[:-1], np.complex64)
+    v = ShapeDtypeStruct(a.shape, np.complex64)
+    return pure_callback(functools.partial(_eig_host, vectors=vectors), (w, v) if vectors else w,
+                         a, vmap_method="expand_dims")
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix (complex64), computed
+    **on the host** by NumPy's LAPACK (``geev``) through a ``pure_callback`` step.  JAX itself
+    runs this decomposition only on the CPU: a non-symmetric eigensolver (Hessenberg
+    reduction, shifted QR with deflation, complex conjugate pairs, back-substitution for
+    the vectors) is inherently sequential and branchy, and a WebGPU port would be slow and
+    hard to make robust.  Works under ``jit`` and ``vmap``; not differentiable (as a
+    ``pure_callback``)."""
+    return tuple(_eig_call("eig", a, True))
+
+
+def eigvals(a):
+    """Eigenvalues of a general square matrix (complex64), on the host as ``eig``."""
+    return _eig_call("eigvals", a, False)
+
 
 # array-API linalg re-exports
 cross = cross
@@ -837,3 +775,4 @@ matrix_transpose = matrix_transpose
 outer = outer
 tensordot = tensordot
 vecdot = vecdot
+

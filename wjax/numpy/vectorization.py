@@ -1,7 +1,7 @@
 """``jnp.vectorize``: a function on core dimensions mapped over broadcast loop dimensions.
 
-Built on ``vmap`` (this layer), so the package installs it into ``wjax.numpy`` (as the numpy
-layer installs array methods on ``Array``)."""
+Built on ``vmap`` (``wjax/api``, the layer below), as are ``frompyfunc`` and
+``apply_along_axis``."""
 from __future__ import annotations
 
 import functools
@@ -10,9 +10,13 @@ from typing import Callable
 
 import numpy as np
 
-from .. import numpy as jnp
 from ..core import tree_util
-from .vmap import vmap
+from ..api.vmap import vmap
+from .creation import asarray, broadcast_to
+from .shapes import ndim as _ndim, shape as _shape
+from .ufunc_objects import ufunc
+
+__all__ = ["vectorize", "frompyfunc", "apply_along_axis"]
 
 _DIM = r"\w+"
 _CORE = rf"\((?:{_DIM}(?:,{_DIM})*)?\)"
@@ -58,7 +62,7 @@ def vectorize(pyfunc: Callable, *, excluded=frozenset(), signature: str | None =
     def wrapped(*args, **kwargs):
         mapped_pos = [i for i in range(len(args)) if i not in excluded and
                       i - len(args) not in excluded]
-        xs = [jnp.asarray(args[i]) for i in mapped_pos]
+        xs = [asarray(args[i]) for i in mapped_pos]
         if signature is None:
             in_core, out_core = [()] * len(xs), None
         else:
@@ -68,7 +72,7 @@ def vectorize(pyfunc: Callable, *, excluded=frozenset(), signature: str | None =
                                 f"{len(in_core)}, got {len(xs)}")
         _core_sizes(xs, in_core)
         loop = np.broadcast_shapes(*[x.shape[:x.ndim - len(c)] for x, c in zip(xs, in_core)])
-        xs = [jnp.broadcast_to(x, loop + x.shape[x.ndim - len(c):]) for x, c in zip(xs, in_core)]
+        xs = [broadcast_to(x, loop + x.shape[x.ndim - len(c):]) for x, c in zip(xs, in_core)]
 
         def core_fn(*core_args):
             full = list(args)
@@ -92,8 +96,8 @@ def _check_outputs(out, out_core):
     if len(out_core) > 1 and (not isinstance(out, tuple) or len(out) != len(out_core)):
         raise ValueError(f"output must be a tuple of {len(out_core)} arrays, got {out!r}")
     for o, core in zip(outs, out_core):
-        if jnp.ndim(o) != len(core):
-            raise ValueError(f"output shape {jnp.shape(o)} does not match core dimensions "
+        if _ndim(o) != len(core):
+            raise ValueError(f"output shape {_shape(o)} does not match core dimensions "
                              f"{core} of the signature")
     return tree_util.tree_leaves(out)
 
@@ -101,13 +105,13 @@ def _check_outputs(out, out_core):
 def frompyfunc(func, /, nin: int, nout: int, *, identity=None):
     """A ``jnp.ufunc`` of the scalar function ``func`` (vectorized), with ``reduce``,
     ``accumulate``, ``outer``, ``at`` and ``reduceat``."""
-    return jnp.ufunc(func, nin, nout, identity=identity, call=vectorize(func))
+    return ufunc(func, nin, nout, identity=identity, call=vectorize(func))
 
 
 def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
     """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (vmapped over the other
     axes); the slices' results take the place of that axis."""
-    arr = jnp.asarray(arr)
+    arr = asarray(arr)
     nd = arr.ndim
     if not -nd <= axis < nd:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")
