@@ -50,7 +50,7 @@ _, update = B.make(jax)
 params = jax.tree_util.tree_map(jax.numpy.asarray, params)
 x, y = jax.numpy.asarray(x), jax.numpy.asarray(y)
 if lib == "wjax":
-    from wjax.backend import execute, runtime
+    from wjax._src.backend import execute, runtime
     rt = runtime.get()
     l0, c0 = execute.stats["lowered"], rt.stats["compiles"]
 t1 = time.perf_counter()

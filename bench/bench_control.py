@@ -15,7 +15,7 @@ from common import ms, real_jax, table, timeit, us
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 N_ITER = 1000
 HIDDEN, STEPS, IN = 64, 100, 32

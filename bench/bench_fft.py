@@ -16,7 +16,7 @@ from common import real_jax, table
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 QUICK = "--quick" in sys.argv
 

@@ -11,7 +11,7 @@ from common import ms, real_jax, table, timeit, us
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 N = 2 ** 23
 

@@ -29,7 +29,7 @@ from hand_wgsl import MATMUL_TILE16
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import autotune, runtime
+from wjax._src.backend import autotune, runtime
 
 QUICK = "--quick" in sys.argv
 REPS = 3 if QUICK else 5

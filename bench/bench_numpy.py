@@ -14,7 +14,7 @@ from hand_wgsl import MATMUL_TILE16
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 QUICK = "--quick" in sys.argv
 

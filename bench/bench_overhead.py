@@ -24,7 +24,7 @@ from common import interleaved, ms, ratio, real_jax, table, us
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 N = 2 ** 23
 BARE = ("@group(0) @binding(0) var<storage, read> x: array<f32>;\n"

@@ -24,7 +24,7 @@ from common import interleaved, ms, ratio, real_jax, table
 import hand_wgsl as H
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 from wjax.scipy.special import logsumexp
 
 

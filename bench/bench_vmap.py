@@ -10,7 +10,7 @@ from common import ms, real_jax, table, timeit
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 N_EX, D_IN, D_HID, D_OUT = 128, 64, 32, 10
 

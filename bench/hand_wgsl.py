@@ -265,8 +265,8 @@ def online(A, R, B, kind):
 def _accurate_exp() -> str:
     """wjax's own exp (``backend/wgsl_math.py``: within 2 ulp, where lavapipe's builtin is
     not) as WGSL helpers, with ``exp4`` for vec4s."""
-    from wjax.backend import wgsl as W
-    from wjax.backend import wgsl_math  # noqa: F401  (registers the helpers)
+    from wjax._src.backend import wgsl as W
+    from wjax._src.backend import wgsl_math  # noqa: F401  (registers the helpers)
     kb = W.KernelBuilder()
     kb.use_helper("wj_exp")
     return (kb.header() + "\nfn exp4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>("

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 
 import wjax as jax  # noqa: E402
 import wjax.numpy as jnp  # noqa: E402
-from wjax.backend import runtime  # noqa: E402
+from wjax._src.backend import runtime  # noqa: E402
 
 if not hasattr(jax, "grad"):
     sys.exit("per_example_grads: wjax.grad is not available yet (issue: autodiff); nothing to run")

@@ -64,7 +64,7 @@ def against_jax(build, *args, rtol=1e-5, atol=1e-6):
 def has_f16() -> bool:
     """Whether the adapter has ``shader-f16`` (wgpu's GL backend has not): float16 cases run
     where it does; where it does not, float16 must raise TypeError naming the feature."""
-    from wjax.backend import runtime
+    from wjax._src.backend import runtime
     return runtime.get().has_f16
 
 

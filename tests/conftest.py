@@ -51,8 +51,8 @@ import pytest  # noqa: E402
 @pytest.fixture
 def target_options():
     """``target_options(matmul="tiled", loop_work=64, ...)`` sets options of the device's
-    ``Target`` (``wjax/backend/target.py``) for the rest of the test: tests exercise every
+    ``Target`` (``wjax/_src/backend/target.py``) for the rest of the test: tests exercise every
     kernel form on any adapter.  Executables are cached per target, so none leaks across."""
-    from wjax.backend import runtime
+    from wjax._src.backend import runtime
     with contextlib.ExitStack() as stack:
         yield lambda **options: stack.enter_context(runtime.get().options(**options))

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import wjax
-from wjax.core.ir import typecheck
-from wjax.core.primitive import REGISTRY
-from wjax.transforms.jvp import jvp_jaxpr
-from wjax.transforms.partial_eval import partial_eval_jaxpr
-from wjax.transforms.transpose import transpose_jaxpr
+from wjax._src.core.ir import typecheck
+from wjax._src.core.primitive import REGISTRY
+from wjax._src.transforms.jvp import jvp_jaxpr
+from wjax._src.transforms.partial_eval import partial_eval_jaxpr
+from wjax._src.transforms.transpose import transpose_jaxpr
 
 
 class Op:

@@ -10,10 +10,10 @@ import pytest
 
 import wjax as jax
 import wjax.numpy as jnp
-from wjax.core.ir import typecheck
-from wjax.transforms.jvp import jvp_jaxpr
-from wjax.transforms.partial_eval import partial_eval_jaxpr
-from wjax.transforms.transpose import transpose_jaxpr
+from wjax._src.core.ir import typecheck
+from wjax._src.transforms.jvp import jvp_jaxpr
+from wjax._src.transforms.partial_eval import partial_eval_jaxpr
+from wjax._src.transforms.transpose import transpose_jaxpr
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
@@ -453,7 +453,7 @@ def _mlp_loss_np(m, p, x):
 
 
 def test_eager_grad_is_one_compiled_plan_cached_by_structure(monkeypatch):
-    from wjax.backend import execute
+    from wjax._src.backend import execute
     made = []
     orig = execute.Executable.__init__
 

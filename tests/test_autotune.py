@@ -1,4 +1,4 @@
-"""The kernel autotuner (wjax/backend/autotune.py): every matmul variant it may choose computes
+"""The kernel autotuner (wjax/_src/backend/autotune.py): every matmul variant it may choose computes
 NumPy's product (odd sizes, batch dimensions, transposed operands, a fused epilogue, split-K);
 the choice is timed once per size class and adapter, written to the cache file, read back by
 a fresh tuner, survives a corrupt or unwritable file, and is skipped with WJAX_AUTOTUNE=0."""
@@ -13,8 +13,8 @@ import pytest
 import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import autotune, runtime
-from wjax.prims import linalg
+from wjax._src.backend import autotune, runtime
+from wjax._src.prims import linalg
 
 F = np.float32
 

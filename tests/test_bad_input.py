@@ -15,7 +15,7 @@ import pytest
 
 import wjax
 from bad_inputs import CASES
-from wjax.backend.runtime import WjaxRuntimeError
+from wjax._src.backend.runtime import WjaxRuntimeError
 
 # JAX itself crashes inside its compiler on these (an MLIRError, not a user-facing exception);
 # wjax gives the TypeError that JAX's own shape rules give for the same negative sizes

@@ -15,7 +15,7 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 jax = pytest.importorskip("jax")
 import jax.numpy as rjnp  # noqa: E402

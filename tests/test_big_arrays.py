@@ -1,7 +1,7 @@
 """Arrays larger than one storage binding, for every kernel family.
 
 A buffer over the adapter's ``max-storage-buffer-binding-size`` is bound as several windows
-(``wjax/backend/wgsl.py``: accessors pick the window); elementwise kernels over such arrays
+(``wjax/_src/backend/wgsl.py``: accessors pick the window); elementwise kernels over such arrays
 run in chunks that keep the global index.  Here the binding limit is forced down to 1 MiB so
 every path runs on a few MiB, against NumPy (and JAX for random bits); the same at real sizes
 (> 128 MiB, lavapipe's limit) is ``tests/test_big_arrays_slow.py`` (``scripts/test.sh --slow``).
@@ -14,7 +14,7 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 LIMIT = 1 << 20
 N = 3 * 2**18 + 123                   # 3 MiB of float32: four windows

@@ -16,7 +16,7 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import disk_cache, execute
+from wjax._src.backend import disk_cache, execute
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,7 +51,7 @@ PROGRAM = textwrap.dedent("""
         losses.append(float(v))
     out = {{"losses": losses, "w2": np.asarray(params[1][0]).tolist()}}
     if "{jax}" == "wjax":
-        from wjax.backend import disk_cache, execute
+        from wjax._src.backend import disk_cache, execute
         out["lowered"] = execute.stats["lowered"]
         out["disk"] = disk_cache.stats
     print(json.dumps(out))

@@ -5,7 +5,7 @@ under ``jit`` (and ``vmap``) next to JAX; autodiff as JAX defines it (the conjug
 of ``grad``, ``holomorphic=True``); the accuracy of the elementwise math over a wide range of
 magnitudes; and a hand-written kernel rule reading and writing complex buffers.  The per-op
 special values (inf/NaN components, branch cuts) are checked op by op in tests/test_ops.py
-(WGSL against the references in wjax/prims/cmath_ref.py, the references against JAX).
+(WGSL against the references in wjax/_src/prims/cmath_ref.py, the references against JAX).
 
 Accuracy (documented in README.md): finite results agree with NumPy's complex128 value within
 a normwise relative error of 3e-6 (|got - want| <= 3e-6 |want|), except ``exp2`` and ``pow``,
@@ -137,7 +137,7 @@ def test_complex_predicates_like_jax():
 
 
 def test_float16_and_complex_promote_as_jax():
-    if not wjax.backend.runtime.get().has_f16:
+    if not wjax._src.backend.runtime.get().has_f16:
         pytest.skip("the adapter has no shader-f16")
     h = np.array([1.5, -2.0], np.float16)
     for got, want in ((jnp.asarray(h) * 1j, jjnp.asarray(h) * 1j),
@@ -468,7 +468,7 @@ def test_elementwise_accuracy_against_numpy_complex128():
                      (0, 1e-7, -1e-3, 0.5, -1)], np.complex64)
     unit = np.exp(1j * r.uniform(-np.pi, np.pi, 300)).astype(np.complex64)
     z = np.concatenate([z, near, unit, 1j * unit * 1.0001])
-    from wjax.core.primitive import REGISTRY
+    from wjax._src.core.primitive import REGISTRY
     got = wjax.jit(lambda a: {p: REGISTRY[p].bind(a) for p in UNARY})(z)
     bad = []
     for p in UNARY:
@@ -502,10 +502,10 @@ def test_a_kernel_rule_reads_and_writes_complex_buffers():
     """A primitive with a hand-written ``kernel`` rule (as jnp.fft will have) over complex64
     buffers: bound as ``array<vec2<f32>>``, one element a (re, im) vec2; its operand's fused
     producer is inlined into the read, and its output feeds later fused kernels."""
-    from wjax.backend import wgsl as W
-    from wjax.backend.wgsl import Index
-    from wjax.core.ir import ShapedArray
-    from wjax.core.primitive import Primitive
+    from wjax._src.backend import wgsl as W
+    from wjax._src.backend.wgsl import Index
+    from wjax._src.core.ir import ShapedArray
+    from wjax._src.core.primitive import Primitive
 
     p = Primitive("twiddle_reverse", register=False)   # y[k] = x[n-1-k] * exp(-2 pi i k / n)
     p.abstract_eval = lambda x: ShapedArray(x.shape, np.complex64)
@@ -742,7 +742,7 @@ def test_complex_max_min_reduction_kernel_forms(cpu):
     """The complex max/min fold in every reduction form (per-thread rows and columns, a
     reduction split in parts with a second pass; the GPU forms, ``profiles.GPU_FORMS``), one NaN
     element per case (it wins, as in NumPy), against NumPy."""
-    from wjax.backend import profiles, runtime
+    from wjax._src.backend import profiles, runtime
     rt = runtime.get()
     with rt.options(**(profiles.CPU_FORMS if cpu else profiles.GPU_FORMS)):
         for k, (shape, ax) in enumerate([((64, 256), 1), ((256, 64), 0), ((4, 65536), 1)]):

@@ -124,7 +124,7 @@ def test_values_are_the_paths_taken():
 
 
 def test_concrete_value_runs_only_what_is_needed():
-    from wjax.backend import runtime
+    from wjax._src.backend import runtime
     x = np.linspace(0, 1, 1000, dtype=F)
 
     def f(x):

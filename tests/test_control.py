@@ -8,9 +8,9 @@ import pytest
 import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
-from wjax.core.ir import typecheck
-from wjax.prims.control import cond_p, eval_jaxpr_reference, scan_p, while_p
+from wjax._src.backend import runtime
+from wjax._src.core.ir import typecheck
+from wjax._src.prims.control import cond_p, eval_jaxpr_reference, scan_p, while_p
 from checks import against_jax, close, f16_unsupported
 
 F = np.float32
@@ -526,8 +526,8 @@ def test_disable_jit_runs_python_loops():
 
 
 def test_dce_prunes_unused_outputs_of_control_flow():
-    from wjax.core.tracing import eval_jaxpr
-    from wjax.transforms.dce import dce_jaxpr
+    from wjax._src.core.tracing import eval_jaxpr
+    from wjax._src.transforms.dce import dce_jaxpr
     xs = np.linspace(0, 1, 5).astype(F)
     j = jax.make_jaxpr(
         lambda xs: lax.scan(

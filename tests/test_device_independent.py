@@ -17,9 +17,9 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import execute, runtime
-from wjax.prims import conv as C
-from wjax.prims import linalg as L
+from wjax._src.backend import execute, runtime
+from wjax._src.prims import conv as C
+from wjax._src.prims import linalg as L
 
 from checks import close
 

@@ -13,7 +13,7 @@ import wjax
 import wjax.numpy as jnp
 from checks import has_f16
 from wjax import lax
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 
 # --------------------------------------------------------------------------- shapes

@@ -7,8 +7,8 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import execute, lower, runtime
-from wjax.core.ir import typecheck
+from wjax._src.backend import execute, lower, runtime
+from wjax._src.core.ir import typecheck
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -35,7 +35,7 @@ def run_with_limits(f, args, **limits):
     rt = runtime.get()
     exe = execute.Executable(closed.jaxpr, rt.target().with_limits(**limits))
     outs = execute.Bound(exe, closed.consts).run(rt, [jnp.asarray(a).buffer for a in args])
-    res = [wjax.array.Array(o, a) for o, a in zip(outs, exe.out_avals)]
+    res = [wjax._src.array.Array(o, a) for o, a in zip(outs, exe.out_avals)]
     return res, exe.plan
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import profiles, runtime
+from wjax._src.backend import profiles, runtime
 
 RS = np.random.RandomState(0)
 

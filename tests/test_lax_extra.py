@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.core.ir import typecheck
-from wjax.prims import conv as CV
-from wjax.prims import cumulative as CU
-from wjax.prims import decomp as DC
-from wjax.prims import sort as SO
-from wjax.prims import special as SP
+from wjax._src.core.ir import typecheck
+from wjax._src.prims import conv as CV
+from wjax._src.prims import cumulative as CU
+from wjax._src.prims import decomp as DC
+from wjax._src.prims import sort as SO
+from wjax._src.prims import special as SP
 
 F = np.float32
 
@@ -338,7 +338,7 @@ def test_decomp_primitives_against_reference():
 
 
 def test_registry_rules_present():
-    from wjax.core.primitive import REGISTRY
+    from wjax._src.core.primitive import REGISTRY
     for name in [
         "cumsum",
         "cumprod",

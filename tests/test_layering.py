@@ -44,7 +44,7 @@ LAYERS = [
     ("image",),
     ("dtypes", "errors", "tree", "tree_util", "custom_derivatives", "ad_checkpoint",  # public
      "flatten_util", "sharding", "test_util", "typing", "version", "experimental", "api_util",
-     "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref",
+     "debug", "debugger", "stages", "extend", "interpreters", "_src", "ref", "core",
      "example_libraries", "spmd", "partition", "distributed", "custom_batching", "ops",
      "dlpack", "monitoring", "profiler"),
     ("jax_alias",),                 # `import jax` resolving to wjax (imports by name only)
@@ -103,9 +103,17 @@ def _imports(mods):
         yield from visit(tree, False)
 
 
+# The engines live under wjax/_src/ (as JAX's under jax/_src): a module there takes the layer
+# of its engine (``wjax._src.core.ir`` is in "core"); the rest of _src is JAX's private names.
+ENGINES = {"core", "transforms", "backend", "prims", "array", "dispatch", "api", "spmd",
+           "partition"}
+
+
 def _layer(mod):
     parts = mod.split(".")
     key = parts[1] if len(parts) > 1 else "__init__"
+    if key == "_src" and len(parts) > 2 and parts[2] in ENGINES:
+        key = parts[2]
     for i, group in enumerate(LAYERS):
         if key in group:
             return i
@@ -184,15 +192,16 @@ def test_function_level_imports_are_documented():
 
 def test_the_checker_sees_what_it_must():
     """The parser finds a known module-level import and a cycle in a made-up graph."""
-    assert ("wjax.array", "wjax.core.ir", False) in {(a, b, f) for a, b, _, f in EDGES}
+    assert ("wjax._src.array", "wjax._src.core.ir", False) in {(a, b, f) for a, b, _, f in EDGES}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 # ----------------------------------------------------------------------------- device facts
 
-ADAPTER_NAME_OWNERS = {"wjax.backend.runtime", "wjax.backend.target", "wjax.backend.profiles"}
-ENVIRONMENT_OWNER = "wjax.core.config"
+ADAPTER_NAME_OWNERS = {"wjax._src.backend.runtime", "wjax._src.backend.target",
+                       "wjax._src.backend.profiles"}
+ENVIRONMENT_OWNER = "wjax._src.core.config"
 _ADAPTER_NAME = re.compile(r"\b(llvmpipe|lavapipe|nvidia|geforce|radeon|amd|intel|apple|adreno|"
                            r"mali|swiftshader|warp)\b", re.IGNORECASE)
 _SEARCHES = {"find", "rfind", "index", "rindex", "count", "startswith", "endswith", "search",
@@ -247,14 +256,14 @@ def test_adapter_names_only_in_the_profiles():
     assert not found, (
         "adapter names checked outside backend/runtime.py, target.py and profiles.py -- give "
         "the Target a named strategy (set from the adapter's profile in "
-        "wjax/backend/profiles.py) and read that instead:\n" + "\n".join(found))
+        "wjax/_src/backend/profiles.py) and read that instead:\n" + "\n".join(found))
 
 
 def test_environment_read_only_by_config():
     found = [f"{MODS[mod]}:{line}: {text}" for mod, tree in TREES.items()
              if mod != ENVIRONMENT_OWNER for line, text in _environment_uses(tree)]
     assert not found, (
-        "the environment is read outside wjax/core/config.py -- add the variable to "
+        "the environment is read outside wjax/_src/core/config.py -- add the variable to "
         "config.Settings (with its type, default and doc, and to the table in docs/DESIGN.md) "
         "and read config.settings().<name>:\n" + "\n".join(found))
 
@@ -273,3 +282,65 @@ if "normalize" in name: pass
     env = ast.parse("import os\nfrom os import environ\na = os.environ['A']\n"
                     "b = os.getenv('B')\nc = environ.get('C')\nd = os.path.join('e')\n")
     assert [line for line, _ in _environment_uses(env)] == [2, 3, 4, 5]
+
+
+# ----------------------------------------------------------------------------- one definition
+
+# (module, assigned name) -> why a module assigns into another at import.  Everything else is
+# defined once, in the module that owns it.  Hooks are slots a lower layer declares (None until
+# filled) and a higher one fills: the lower layer calls up without importing up.
+PATCHES = {
+    ("wjax", "lax.with_sharding_constraint"): "the partitioner sits above lax",
+    ("wjax", "sharding.auto_axes"): "the partitioner sits above sharding",
+    ("wjax", "sharding.explicit_axes"): "the partitioner sits above sharding",
+    ("wjax._src.partition", "dispatch._sharded_hook"): "hook: jit over sharded arguments",
+    ("wjax._src.partition", "dispatch._text_hook"): "hook: the partitioned program's text",
+    ("wjax._src.partition", "dispatch._program_hook"): "hook: programs with sharding constraints",
+    ("wjax._src.partition", "_np_util.out_sharding_hook"): "hook: jnp's out_sharding= arguments",
+    ("wjax._src.spmd", "dispatch._program_hook"): "hook: programs holding shard_map",
+    ("wjax._src.spmd", "shard_map_p.impl"): "a rule slot of the primitive, filled where its "
+                                            "evaluation (over devices) lives",
+    ("wjax.sharding", "_ShapedArray.sharding"): "jax.ShapedArray.sharding: the sharding types "
+                                                "are defined in the public module",
+}
+
+
+def _module_level_patches(tree):
+    """(line, "module.name") of each module-level assignment into an imported module, and of
+    each module-level ``setattr(module, ...)``."""
+    imported = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+
+    def targets(node):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            ts = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in ts:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                            and e.value.id in imported):
+                        yield node.lineno, f"{e.value.id}.{e.attr}"
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+              and isinstance(node.value.func, ast.Name) and node.value.func.id == "setattr"
+              and isinstance(node.value.args[0], ast.Name)
+              and node.value.args[0].id in imported):
+            yield node.lineno, f"{node.value.args[0].id}.<setattr>"
+
+    for node in tree.body:
+        for stmt in ([node] + (node.body if isinstance(node, (ast.For, ast.If)) else [])):
+            yield from targets(stmt)
+
+
+def test_no_module_patches_another_at_import():
+    found = [f"{MODS[mod]}:{line}: {text}" for mod, tree in TREES.items()
+             for line, text in _module_level_patches(tree) if (mod, text) not in PATCHES]
+    assert not found, (
+        "a module assigns into another at import -- define the function once where it belongs "
+        "(docs/DESIGN.md, 'Layers'):\n" + "\n".join(found))
+
+
+def test_the_patch_check_sees_what_it_must():
+    tree = ast.parse("from . import numpy\nfrom .api import v\nnumpy.vectorize = v\n"
+                     "for n in ('a',):\n    setattr(numpy, n, v)\nx = 1\n")
+    assert list(_module_level_patches(tree)) == [(3, "numpy.vectorize"), (5, "numpy.<setattr>")]

@@ -1,6 +1,6 @@
 """Decompositions past one workgroup's memory and the driver's loop limit.
 
-``lu``, ``cholesky`` and ``triangular_solve`` (``wjax/prims/decomp.py``) have a one-kernel
+``lu``, ``cholesky`` and ``triangular_solve`` (``wjax/_src/prims/decomp.py``) have a one-kernel
 form for small matrices and a stepped form (a few dispatches per column) for large ones; here
 the stepped form runs on small matrices (``Target.decomp_iters = 0`` forces it) against the
 NumPy references, and both forms at a size the one-kernel form could not do on lavapipe
@@ -13,8 +13,8 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax.backend import runtime
-from wjax.prims import decomp as D
+from wjax._src.backend import runtime
+from wjax._src.prims import decomp as D
 
 RNG = np.random.RandomState(11)
 
@@ -90,7 +90,7 @@ def test_beyond_the_one_kernel_budget():
     """n = 192: the default choice is the stepped form for lu, cholesky and a one-column
     triangular solve (each past half of lavapipe's loop limit in one invocation)."""
     n = 192
-    budget = wjax.backend.target.Target({}).decomp_iters
+    budget = wjax._src.backend.target.Target({}).decomp_iters
     assert D._lu_iters(n, n) > budget and D._chol_iters(n) > budget
     assert n * (n + 1) // 2 + n > budget
     a = (RNG.randn(n, n) + 3 * np.sqrt(n) * np.eye(n)).astype(np.float32)

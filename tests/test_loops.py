@@ -1,4 +1,4 @@
-"""Loops that run inside one kernel (wjax/backend/loops.py): the per-element form (an
+"""Loops that run inside one kernel (wjax/_src/backend/loops.py): the per-element form (an
 elementwise body, carry in registers) and the single-workgroup form (reductions and
 dot_general in the body, carry in workgroup memory).  Values against NumPy loops and real
 JAX; the kernel form actually chosen, dispatch and readback counts; chunking over the
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import profiles, runtime
+from wjax._src.backend import profiles, runtime
 
 F = np.float32
 

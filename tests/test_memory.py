@@ -10,7 +10,7 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 
 def rss_mb() -> float:

@@ -1,4 +1,4 @@
-"""Float numerics that a driver's fast-math could break (``wjax/backend/wgsl_math.py``).
+"""Float numerics that a driver's fast-math could break (``wjax/_src/backend/wgsl_math.py``).
 
 Each function is checked at the hard points -- ±0, subnormals, tiny, huge, ±inf, NaN, exact
 halves, integers above 2^23 -- and on dense random samples, in ulps of float32 against NumPy in
@@ -210,7 +210,7 @@ def test_float16_rounds_after_every_op():
     f = wjax.jit(lambda a, b, c: a * b + c)
     np.testing.assert_array_equal(np.asarray(f(a, b, c)), want)
     np.testing.assert_array_equal(np.asarray(jnp.asarray(a) * b + c), want)
-    from wjax.prims.random import fma_p
+    from wjax._src.prims.random import fma_p
 
     np.testing.assert_array_equal(
         np.asarray(fma_p.bind(jnp.asarray(a), jnp.asarray(b), jnp.asarray(c))), want

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 import wjax
-from wjax.array import asarray_device
-from wjax.backend import runtime
-from wjax.prims.indexing import GatherDimensionNumbers as GDN
-from wjax.prims.indexing import ScatterDimensionNumbers as SDN
-from wjax.core.primitive import REGISTRY
+from wjax._src.array import asarray_device
+from wjax._src.backend import runtime
+from wjax._src.prims.indexing import GatherDimensionNumbers as GDN
+from wjax._src.prims.indexing import ScatterDimensionNumbers as SDN
+from wjax._src.core.primitive import REGISTRY
 
 # Call-like primitives: their "operation" is a nested jaxpr (or rule jaxprs), not an array op
 # with a NumPy meaning; the tests of jit, checkpoint and custom derivatives cover them.
@@ -55,7 +55,7 @@ EXCLUDED.update({n: "collective over a named vmap axis; tests/test_collectives.p
 
 # many devices: tests/test_devices.py and the tutorial programs run them against real JAX
 EXCLUDED.update({
-    "shard_map": "per-device program (wjax/spmd.py); tests/programs/*_tutorial.py, "
+    "shard_map": "per-device program (wjax/_src/spmd.py); tests/programs/*_tutorial.py, "
                  "tests/programs/sharding_checks.py",
     "pvary": "marks a value varying over mesh axes (identity); "
              "tests/programs/shard_map_tutorial.py",
@@ -1135,7 +1135,7 @@ record("optimization_barrier", lambda: [
     Case([np.zeros((0,), np.float32)], label="empty")], signed_zero=True)
 
 
-# ---- lax's special functions (wjax/prims/special.py), against SciPy's float64 references
+# ---- lax's special functions (wjax/_src/prims/special.py), against SciPy's float64 references
 
 def _special_cases(make, f16_make=None):
     """A float32 case from ``make(dtype)``, float16 where the adapter has it, 0-d and empty."""
@@ -1498,7 +1498,7 @@ def test_primitive_has_required_rules(name):
 )
 def test_rejected_dtypes_raise_type_error(name):
     """A dtype kind missing from an elementwise op's WGSL table is rejected at abstract eval."""
-    from wjax.core.ir import ShapedArray
+    from wjax._src.core.ir import ShapedArray
     p = REGISTRY[name]
     nargs = p.abstract_eval.__code__.co_argcount
     rejected = [k for k in "fiubc" if k not in p.table]
@@ -1509,7 +1509,7 @@ def test_rejected_dtypes_raise_type_error(name):
 
 
 def test_binary_ops_require_equal_dtypes_and_shapes():
-    from wjax.core.ir import ShapedArray
+    from wjax._src.core.ir import ShapedArray
     with pytest.raises(TypeError, match="int32.*float32|same dtypes"):
         REGISTRY["add"].abstract_eval(ShapedArray((2,), "int32"), ShapedArray((2,), "float32"))
     with pytest.raises(TypeError, match=r"\(2,\).*\(3,\)"):

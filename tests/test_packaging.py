@@ -1,6 +1,6 @@
 """A wheel of wjax holds the package and nothing beside it, and runs from where it is installed.
 
-The WGSL templates are package data (``wjax/backend/shaders``, read with importlib.resources):
+The WGSL templates are package data (``wjax/_src/backend/shaders``, read with importlib.resources):
 a wheel that put a top-level ``shaders/`` folder into site-packages, or a loader that found the
 templates through the checkout's layout, would fail here.
 """
@@ -42,8 +42,8 @@ def test_wheel_holds_only_the_package(wheel):
     dist_info = {t for t in tops if t.endswith(".dist-info")}
     assert tops - dist_info == {"wjax"}, sorted(tops)
     shaders = sorted(n for n in names if n.endswith(".wgsl"))
-    want = sorted(f"wjax/backend/shaders/{p.name}"
-                  for p in (ROOT / "wjax" / "backend" / "shaders").glob("*.wgsl"))
+    want = sorted(f"wjax/_src/backend/shaders/{p.name}"
+                  for p in (ROOT / "wjax" / "_src" / "backend" / "shaders").glob("*.wgsl"))
     assert want and shaders == want
     assert not any("/tests/" in n or n.startswith("tests/") for n in names)
 
@@ -59,7 +59,7 @@ def test_installed_wheel_runs_from_another_directory(wheel, tmp_path):
     code = (
         "import numpy as np, wjax, wjax.numpy as jnp\n"
         "assert wjax.__file__.startswith(%r), wjax.__file__\n"
-        "from wjax.backend import wgsl\n"
+        "from wjax._src.backend import wgsl\n"
         "assert 'fn main' in wgsl.load_shader('matmul_tiled.wgsl')\n"
         "a = np.arange(12, dtype=np.float32).reshape(3, 4)\n"
         "print(float(abs(np.asarray(jnp.dot(a, a.T)) - a @ a.T).max()))\n" % str(site))

@@ -14,7 +14,7 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from wjax import random
-from wjax.prims.random import threefry2x32_np
+from wjax._src.prims.random import threefry2x32_np
 
 
 @contextlib.contextmanager
@@ -226,7 +226,7 @@ def test_uniform_and_integers_vs_jax(partitionable):
             exact(random.bernoulli(k, jnp.array([0.1, 0.9]), mode="high"),
                   jr.bernoulli(kj, np.array([0.1, 0.9], np.float32), mode="high"))
             exact(random.rademacher(k, (7,)), jr.rademacher(kj, (7,)))
-        if wjax.backend.runtime.get().has_f16:
+        if wjax._src.backend.runtime.get().has_f16:
             k, kj = random.key(3), jr.key(3)
             exact(
                 random.uniform(k, (6,), jnp.float16, -2, 3), jr.uniform(kj, (6,), np.float16, -2, 3)

@@ -13,7 +13,7 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from checks import has_f16
-from wjax.backend import runtime
+from wjax._src.backend import runtime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -193,7 +193,7 @@ def test_long_contractions_are_exact(m, k, n):
 
 
 def test_dot_general_primitive_with_long_contraction():
-    from wjax.prims.linalg import dot_general_p
+    from wjax._src.prims.linalg import dot_general_p
     x = jnp.ones((1, 70000))
     r = dot_general_p.bind(x, x, dimension_numbers=(((1,), (1,)), ((), ())), precision=None,
                            preferred_element_type=None, out_sharding=None)

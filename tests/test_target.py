@@ -1,6 +1,6 @@
-"""The one device model: adapter profiles (``wjax/backend/profiles.py``), ``Target.for_adapter``
-and ``Target.for_profile`` (``wjax/backend/target.py``), and the settings read from the
-environment (``wjax.core.config.settings``).
+"""The one device model: adapter profiles (``wjax/_src/backend/profiles.py``), ``Target.for_adapter``
+and ``Target.for_profile`` (``wjax/_src/backend/target.py``), and the settings read from the
+environment (``wjax._src.core.config.settings``).
 
 Every profile builds a Target without its hardware; a Target of each GPU profile lowers a few
 programs whose kernels must all be valid WGSL (checked by this machine's device)."""
@@ -15,8 +15,8 @@ import pytest
 import wjax
 import wjax.numpy as jnp
 from wjax import lax
-from wjax.backend import execute, profiles, runtime
-from wjax.backend.target import Target
+from wjax._src.backend import execute, profiles, runtime
+from wjax._src.backend.target import Target
 from wjax.core import config
 
 GPU_PROFILES = [p.name for p in profiles.PROFILES if p.strategies == profiles.GPU_STRATEGIES]

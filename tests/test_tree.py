@@ -10,7 +10,7 @@ from checks import examples
 
 from wjax.core import tree
 from wjax.core import tree_util as tu
-from wjax.core.tree_util import (
+from wjax._src.core.tree_util import (
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,

@@ -12,9 +12,9 @@ import wjax
 import wjax.numpy as jnp
 import wjax.random  # noqa: F401
 from wjax import lax
-from wjax.core.ir import typecheck
-from wjax.core.primitive import REGISTRY
-from wjax.transforms.vmap import vmap_jaxpr
+from wjax._src.core.ir import typecheck
+from wjax._src.core.primitive import REGISTRY
+from wjax._src.transforms.vmap import vmap_jaxpr
 
 B = 3
 
@@ -181,7 +181,7 @@ OPS = {
 
 
 def _chol_solve(a, b):
-    from wjax.prims.decomp import cholesky_p, triangular_solve_p
+    from wjax._src.prims.decomp import cholesky_p, triangular_solve_p
     spd = a @ a.T + 3.0 * jnp.eye(3)
     c = cholesky_p.bind(spd)
     return triangular_solve_p.bind(c, b, left_side=True, lower=True, transpose_a=False,
@@ -189,7 +189,7 @@ def _chol_solve(a, b):
 
 
 def _lu(a):
-    from wjax.prims.decomp import lu_p
+    from wjax._src.prims.decomp import lu_p
     lu, piv, perm = lu_p.bind(a + 3.0 * jnp.eye(3))
     return lu * 2.0 + piv[0] + perm[2]
 
@@ -414,7 +414,7 @@ def test_jit_of_vmap_and_vmap_of_jit():
 
 
 def test_eager_vmap_is_one_plan():
-    from wjax.backend import runtime
+    from wjax._src.backend import runtime
     rt = runtime.get()
     xs = np.random.default_rng(4).normal(size=(128, 16)).astype(np.float32)
     w = np.random.default_rng(5).normal(size=(16, 8)).astype(np.float32)

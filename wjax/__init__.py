@@ -12,52 +12,53 @@ import contextlib as _contextlib
 
 import numpy as _np
 
-from . import prims as _prims
-from . import dispatch as _dispatch
-from . import spmd as _spmd
-from . import partition as _partition
+from ._src import prims as _prims
+from ._src import dispatch as _dispatch
+from ._src import spmd as _spmd
+from ._src import partition as _partition
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
 from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
 from . import debug, profiler, stages, typing, version
-from . import api_util, extend, interpreters
-from .api.callbacks import pure_callback
-from .api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
-                  custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
-                  remat, value_and_grad, vjp, vmap)
-from . import array as _array
-from .api.autodiff import fwd_and_bwd, linear_transpose
-from .api.custom_derivatives import custom_gradient
+from . import api_util, core, extend, interpreters
+from ._src.api.callbacks import pure_callback
+from ._src.api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
+                       custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
+                       remat, value_and_grad, vjp, vmap)
+from ._src import array as _array
+from ._src.api.autodiff import fwd_and_bwd, linear_transpose
+from ._src.api.custom_derivatives import custom_gradient
 from . import custom_batching, dlpack, image, monitoring, ops
-from .array import Array as _Array
-from .array import BaseArray as Array, Device, default_device, live_arrays
-from .backend import runtime
-from .core.config import config, disable_jit, numpy_dtype_promotion
-from .core.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
-                          check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
-                          debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
-                          enable_custom_prng, enable_x64, explain_cache_misses,
-                          jax2tf_associative_scan_reductions, legacy_prng_key, log_compiles,
-                          no_execution, no_tracing, numpy_rank_promotion,
-                          remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
-                          threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
-                          transfer_guard_device_to_host, transfer_guard_host_to_device)
-from .core.config import explicit_transfer as _explicit_transfer
-from .core.config import make_user_context
-from .core.dtypes import float0
-from .core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
-                          TracerArrayConversionError, TracerBoolConversionError,
-                          TracerIntegerConversionError, UnexpectedTracerError)
-from .core.ir import ShapedArray, ShapeDtypeStruct
-from .core.ir import abstractify as _abstractify
-from .core.tracing import ensure_compile_time_eval, make_jaxpr
+from ._src.array import Array as _Array
+from ._src.array import BaseArray as Array, Device, default_device, live_arrays
+from ._src.backend import runtime
+from ._src.core.config import config, disable_jit, numpy_dtype_promotion
+from ._src.core.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
+                               check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                               debug_nans, default_matmul_precision, default_prng_impl,
+                               enable_checks, enable_custom_prng, enable_x64, explain_cache_misses,
+                               jax2tf_associative_scan_reductions, legacy_prng_key, log_compiles,
+                               no_execution, no_tracing, numpy_rank_promotion,
+                               remove_size_one_mesh_axis_from_type, softmax_custom_jvp,
+                               thread_guard, threefry_partitionable, transfer_guard,
+                               transfer_guard_device_to_device, transfer_guard_device_to_host,
+                               transfer_guard_host_to_device)
+from ._src.core.config import explicit_transfer as _explicit_transfer
+from ._src.core.config import make_user_context
+from ._src.core.dtypes import float0
+from ._src.core.errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,
+                               TracerArrayConversionError, TracerBoolConversionError,
+                               TracerIntegerConversionError, UnexpectedTracerError)
+from ._src.core.ir import ShapedArray, ShapeDtypeStruct
+from ._src.core.ir import abstractify as _abstractify
+from ._src.core.tracing import ensure_compile_time_eval, make_jaxpr
 from .jax_alias import install_as_jax
 from .experimental.shard_map import jax_shard_map as shard_map, pmap
 from . import distributed
 from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
 
-# with_sharding_constraint is the partitioner's (wjax/partition.py), installed into lax here
+# with_sharding_constraint is the partitioner's (wjax/_src/partition.py), installed into lax here
 lax.with_sharding_constraint = _partition.with_sharding_constraint
 sharding.auto_axes, sharding.explicit_axes = _partition.auto_axes, _partition.explicit_axes
 

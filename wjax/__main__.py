@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from . import jax_alias
-from .backend import runtime
+from ._src.backend import runtime
 
 
 def main(argv):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-from .core import tree_util
-from .core.ir import ShapedArray, abstractify
+from ._src.core import tree_util
+from ._src.core.ir import ShapedArray, abstractify
 from .extend.linear_util import Store, WrappedFun
 
 __all__ = ["DebugInfo", "argnums_partial", "debug_info", "donation_vector", "flatten_axes",

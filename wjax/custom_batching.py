@@ -1,7 +1,7 @@
 """``jax.custom_batching``: functions with their own vmap rule (``custom_vmap``) and
 ``sequential_vmap`` (a function vmapped as a loop over the batch).
 
-A ``custom_vmap`` call binds ``custom_vmap_call`` (``wjax/prims/calls.py``) carrying the
+A ``custom_vmap`` call binds ``custom_vmap_call`` (``wjax/_src/prims/calls.py``) carrying the
 function's jaxpr and the rule; ``vmap`` calls the rule, everything else runs the function.
 """
 from __future__ import annotations
@@ -10,13 +10,13 @@ import functools
 from typing import Callable
 
 from . import lax
-from .core import tree_util
-from .core.tree import flatten_call
-from .core.ir import abstractify
-from .core.tracing import DebugInfo, trace_flat
-from .prims.calls import custom_vmap_call_p
-from .prims.control import lift_consts
-from .api.autodiff import jvp
+from ._src.core import tree_util
+from ._src.core.tree import flatten_call
+from ._src.core.ir import abstractify
+from ._src.core.tracing import DebugInfo, trace_flat
+from ._src.prims.calls import custom_vmap_call_p
+from ._src.prims.control import lift_consts
+from ._src.api.autodiff import jvp
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 

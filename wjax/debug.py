@@ -1,8 +1,8 @@
 """``jax.debug``: prints, callbacks and the debugger inside traced code, and drawings of how
 arrays are laid out over devices."""
-from .api.callbacks import debug_callback as callback
-from .api.callbacks import debug_log as log
-from .api.callbacks import debug_print as print  # noqa: A001
+from ._src.api.callbacks import debug_callback as callback
+from ._src.api.callbacks import debug_log as log
+from ._src.api.callbacks import debug_print as print  # noqa: A001
 from .debugger import breakpoint  # noqa: A004
 
 _print = __builtins__["print"] if isinstance(__builtins__, dict) else __builtins__.print

@@ -19,10 +19,10 @@ import threading
 import traceback
 from typing import Any
 
-from .api.callbacks import debug_callback, pure_callback
-from .core import tree_util
-from .core.ir import ShapeDtypeStruct
-from .core.tracing import Tracer
+from ._src.api.callbacks import debug_callback, pure_callback
+from ._src.core import tree_util
+from ._src.core.ir import ShapeDtypeStruct
+from ._src.core.tracing import Tracer
 from .numpy import asarray
 from ._src import traceback_util
 

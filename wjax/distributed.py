@@ -5,19 +5,19 @@ train.py``; mpi4py with an MPI such as the ``mpich`` wheel) makes the device lis
 process ``p``'s devices follow process ``p - 1``'s, each process drives only its own
 (``jax.local_devices()``), and ``jax.devices()`` lists them all, so a mesh spans every host.
 A ``shard_map`` runs its body on each process' devices; its collectives exchange the
-host-staged blocks of every device by ``MPI_Allgather`` (``wjax/spmd.py``).  There is no
+host-staged blocks of every device by ``MPI_Allgather`` (``wjax/_src/spmd.py``).  There is no
 network layer of wjax's own: MPI carries every byte.  Call it before any other use of wjax.
 """
 from __future__ import annotations
 
-from . import array as _array
-from . import spmd as _spmd
+from ._src import array as _array
+from ._src import spmd as _spmd
 
 _state: dict = {"comm": None}
 
 
 class MPIComm:
-    """The communicator ``wjax/spmd.py`` exchanges host blocks through."""
+    """The communicator ``wjax/_src/spmd.py`` exchanges host blocks through."""
 
     def __init__(self, comm):
         self.comm = comm

@@ -1,6 +1,6 @@
-"""``jax.dtypes`` (public names; the implementation is ``wjax/core/dtypes.py``)."""
-from .core import dtypes as _impl
-from .core.dtypes import *  # noqa: F401,F403
+"""``jax.dtypes`` (public names; the implementation is ``wjax/_src/core/dtypes.py``)."""
+from ._src.core import dtypes as _impl
+from ._src.core.dtypes import *  # noqa: F401,F403
 
 
 def __getattr__(name):

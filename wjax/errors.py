@@ -1,6 +1,6 @@
-"""``jax.errors`` (public names; the implementation is ``wjax/core/errors.py``)."""
-from .core import errors as _impl
-from .core.errors import *  # noqa: F401,F403
+"""``jax.errors`` (public names; the implementation is ``wjax/_src/core/errors.py``)."""
+from ._src.core import errors as _impl
+from ._src.core.errors import *  # noqa: F401,F403
 
 
 def __getattr__(name):

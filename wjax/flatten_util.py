@@ -6,7 +6,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import numpy as jnp
-from .core import dtypes, ops, tree_util
+from ._src.core import dtypes, ops, tree_util
 
 
 def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:

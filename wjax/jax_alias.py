@@ -19,7 +19,7 @@ import sys
 _PREFIXES = ("jax", "jaxlib")
 # JAX's private modules that libraries patch, and the wjax module that plays their part (also
 # an attribute of wjax._src, for ``from jax._src import compiler``)
-_RENAMED = {"jax._src.compiler": "wjax.backend.compiler", "jax._src.core": "wjax.core"}
+_RENAMED = {"jax._src.compiler": "wjax._src.backend.compiler"}
 
 
 def _wjax_name(fullname: str) -> str | None:

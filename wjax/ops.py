@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import numpy as jnp
-from .core import dtypes
-from .core.tracing import ConcretizationTypeError, Tracer
+from ._src.core import dtypes
+from ._src.core.tracing import ConcretizationTypeError, Tracer
 
 __all__ = ["segment_sum", "segment_max", "segment_min", "segment_prod"]
 

@@ -33,9 +33,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from .backend import profiler as _prof
-from .backend import runtime
-from .core.config import settings
+from ._src.backend import profiler as _prof
+from ._src.backend import runtime
+from ._src.core.config import settings
 
 logger = logging.getLogger("wjax")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .core.ir import ShapedArray, abstractify
-from .core.tracing import Tracer, current_builder
+from ._src.core.ir import ShapedArray, abstractify
+from ._src.core.tracing import Tracer, current_builder
 from . import lax
 from .numpy import asarray, zeros
 

@@ -3,7 +3,7 @@
 A ``Mesh`` arranges devices (``jax.devices()``: logical devices made by ``jax_num_cpu_devices``,
 or every GPU adapter) in named axes; a ``NamedSharding(mesh, P(...))`` says which block of an
 array each device holds (``devices_indices_map``).  ``jax.device_put(x, sharding)`` makes an
-``Array`` of per-device shards (``wjax/array.py``); ``wjax/spmd.py`` runs programs over them."""
+``Array`` of per-device shards (``wjax/_src/array.py``); ``wjax/_src/spmd.py`` runs programs over them."""
 from __future__ import annotations
 
 import collections
@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import array as _array_mod
-from .array import Device, Sharding, SingleDeviceSharding, all_devices, default_device
-from .core.ir import ShapedArray as _ShapedArray
-from .core.partition_spec import P, PartitionSpec, _trim, spec_axes  # noqa: F401
+from ._src import array as _array_mod
+from ._src.array import Device, Sharding, SingleDeviceSharding, all_devices, default_device
+from ._src.core.ir import ShapedArray as _ShapedArray
+from ._src.core.partition_spec import P, PartitionSpec, _trim, spec_axes  # noqa: F401
 
 
 class IndivisibleError(ValueError):

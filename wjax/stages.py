@@ -1,6 +1,6 @@
 """``jax.stages``: the stages of a jitted call (``jit(f)`` -> ``.trace`` -> ``.lower`` ->
 ``.compile``)."""
-from .api.jit import JitWrapped as Wrapped, Lowered, Traced
-from .dispatch import Compiled
+from ._src.api.jit import JitWrapped as Wrapped, Lowered, Traced
+from ._src.dispatch import Compiled
 
 __all__ = ["Compiled", "Lowered", "Traced", "Wrapped"]

@@ -13,8 +13,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .api.autodiff import jvp, linearize, vjp
-from .core import tree_util
+from ._src.api.autodiff import jvp, linearize, vjp
+from ._src.core import tree_util
 
 EPS = 1e-4
 _GRAD_TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3, np.dtype(np.float64): 1e-5}

@@ -1,6 +1,6 @@
-"""``jax.tree`` (public names; the implementation is ``wjax/core/tree.py``)."""
-from .core import tree as _impl
-from .core.tree import *  # noqa: F401,F403
+"""``jax.tree`` (public names; the implementation is ``wjax/_src/core/tree.py``)."""
+from ._src.core import tree as _impl
+from ._src.core.tree import *  # noqa: F401,F403
 
 # typed PRNG keys are leaves here (wjax's transformations see them as nodes over their data)
 flatten = _impl.public_view(_impl.flatten)

@@ -1,7 +1,7 @@
-"""``jax.tree_util`` (public names; the implementation is ``wjax/core/tree_util.py``)."""
-from .core import tree as _tree
-from .core import tree_util as _impl
-from .core.tree_util import *  # noqa: F401,F403
+"""``jax.tree_util`` (public names; the implementation is ``wjax/_src/core/tree_util.py``)."""
+from ._src.core import tree as _tree
+from ._src.core import tree_util as _impl
+from ._src.core.tree_util import *  # noqa: F401,F403
 
 # typed PRNG keys are leaves here (wjax's transformations see them as nodes over their data):
 # the public views are wjax.tree's
@@ -11,7 +11,7 @@ from .tree import (flatten as tree_flatten, leaves as tree_leaves,  # noqa: E402
                    leaves_with_path as tree_leaves_with_path,
                    map_with_path as tree_map_with_path,
                    reduce_associative as tree_reduce_associative)
-from .core.tree import (default_registry, flatten_one_level,  # noqa: E402,F401
+from ._src.core.tree import (default_registry, flatten_one_level,  # noqa: E402,F401
                         flatten_one_level_with_keys)
 
 

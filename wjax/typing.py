@@ -5,7 +5,7 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from .array import BaseArray as Array
+from ._src.array import BaseArray as Array
 
 
 class SupportsDType(Protocol):

@@ -1,7 +1,259 @@
-"""``jax._src.dispatch``: ``wait_for_tokens`` waits for the device work that effects ordered."""
-from ..backend import runtime
+"""From Arrays to the backend and back: the one compile cache, and every way a program runs.
+
+    jit(f)(x)            api traces f -> ClosedJaxpr -> ``Compiled(closed)`` -> ``executable``
+    jnp.sin(x) (eager)   primitive.bind -> ``eager`` (a one-equation jaxpr, compiled likewise)
+    grad(f)(x), vmap     the rewritten jaxpr -> ``run_closed``
+
+``executable`` looks the jaxpr up in ``_executables``, a bounded LRU keyed by the jaxpr's
+*structure* (``core.ir.jaxpr_key``: variables renumbered, literals and parameters by value)
+and the device's ``Target``: a program traced again (an eager ``grad`` or ``vmap`` call
+traces its function on every call) is lowered once.  Constants are inputs of the executable,
+bound per ClosedJaxpr (``execute.Bound``), so equal programs over different constants share
+one executable.  Eager primitives are keyed by (primitive, operand avals, parameters) in the
+same cache.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .array import Array, asarray_device, device_of_runtime, on_device
+from .backend import compiler, runtime
+from .backend.execute import Bound, Executable, build
+from .core import caches, dtypes
+from .core.config import check_transfer
+from .core.config import config as _cfg
+from .core.ir import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var, WeakScalar, jaxpr_key, params_key
+from .core.primitive import Primitive
+from .core.tracing import Tracer, current_builder, eval_jaxpr, set_eager
+
+logger = logging.getLogger("wjax")
+
+_executables = caches.LRU(2048)
+
+
+def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None, rt=None) -> Executable:
+    """The executable of ``jaxpr`` (its constvars then invars are the inputs) for the device
+    of ``rt`` (the default device when None), from the cache when a program of the same
+    structure was compiled before.  ``key`` (with ``keep``, the objects it names by identity)
+    replaces the structural key.  Devices on one adapter share their executables (equal
+    targets); each compiles its own pipelines on first use."""
+    rt = rt or runtime.get()
+    target = rt.target()
+    if key is None:
+        keep = []
+        key = jaxpr_key(jaxpr, keep)
+    full = (key, target.key())
+    hit = _executables.get(full)
+    if hit is None:
+        exe = compiler.backend_compile_and_load(
+            compiler.BACKEND, lambda: build(jaxpr, target, name, rt.adapter.info))
+        if _cfg.jax_log_compiles:
+            logger.warning("Compiling %s with %d kernels for args %s took %.3f s", name,
+                           len(exe.plan.steps), [a.str_short() for a in exe.in_avals],
+                           exe.compile_s)
+        hit = _executables.put(full, (exe, keep))
+    return hit[0]
+
+
+class Compiled:
+    """A closed jaxpr compiled for the device: ``compiled(arrays) -> arrays``."""
+
+    def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
+        self.name, self.closed = name, closed
+        # a program holding shard_map equations runs them on their meshes (wjax/_src/spmd.py)
+        self.program = _program_hook(closed, name) if _program_hook is not None else None
+        if self.program is None:
+            self.bound = Bound(executable(closed.jaxpr, name), list(closed.consts))
+
+    def as_text(self) -> str:
+        """The compiled program: over sharded inputs the per-device program and its
+        collectives (``wjax/_src/partition.py``), else the WGSL of every kernel."""
+        text = _text_hook(self.closed) if _text_hook is not None else None
+        return text if text is not None else self.plan.wgsl_text()
+
+    exe = property(lambda self: self.bound.exe)
+    plan = property(lambda self: self.bound.exe.plan)
+    in_avals = property(lambda self: self.bound.exe.in_avals[len(self.bound.consts):])
+    out_avals = property(lambda self: self.bound.exe.out_avals)
+    compile_s = property(lambda self: self.bound.exe.compile_s)
+
+    def __call__(self, args: list) -> list[Array]:
+        arrays = [a if type(a) is Array else device_array(a) for a in args]
+        if self.program is not None:
+            return self.program(arrays)
+        if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+            res = _sharded_hook(self.closed, arrays, self.name)
+            if res is not None:
+                return res
+        _check_execution(self.name)
+        rt, bufs = placed(arrays)
+        outs = self.bound.run(rt, bufs)
+        res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
+        if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+            _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
+        return res
+
+
+def _check_execution(name: str) -> None:
+    if _cfg.jax_no_execution:
+        raise RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                           f"option is set")
+
+
+def run_closed(closed: ClosedJaxpr, args, name: str = "fun") -> list:
+    """Evaluates a closed jaxpr: into the current trace, or on the device as one program."""
+    if current_builder() is not None or any(isinstance(a, Tracer) for a in args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return Compiled(closed, name)(list(args))
+
+
+# --------------------------------------------------------------------------- operands
+
+# jit over sharded arrays (``wjax/_src/spmd.py`` installs it): (closed, arrays, name) -> outputs,
+# or None to run the program on one device over the arrays' gathered values
+_sharded_hook = None
+# programs with shard_map equations (``wjax/_src/spmd.py`` installs it): (closed, name) -> a
+# callable over arrays, or None for an ordinary program
+_program_hook = None
+# the text of a program over sharded inputs (``wjax/_src/partition.py`` installs it)
+_text_hook = None
+
+
+def placed(arrays: list):
+    """The runtime a program over ``arrays`` runs on -- the one device they live on; arrays on
+    the default device (uncommitted in JAX's terms) follow the others -- and their buffers
+    there.  Arrays on two different non-default devices are JAX's ValueError."""
+    rt = None
+    for a in arrays:
+        b = a._buffer
+        if b is None:
+            continue
+        r = b.pool.owner
+        if r.index and r is not rt:
+            if rt is not None:
+                raise ValueError(
+                    "Received incompatible devices for jitted computation. Got argument on "
+                    f"device {device_of_runtime(rt)} and argument on device "
+                    f"{device_of_runtime(r)}")
+            rt = r
+    if rt is None:
+        return runtime.get(), [a.buffer for a in arrays]
+    dev = device_of_runtime(rt)
+    return rt, [a._buffer if a._buffer is not None and a._buffer.pool.owner is rt
+                else on_device(a, dev).buffer for a in arrays]
+
+
+_scalars = caches.LRU(4096)
+
+
+def device_array(x) -> Array:
+    """An operand as an Array: host values are uploaded (0-d ones once, cached)."""
+    if isinstance(x, Array):
+        return x
+    weak = None
+    if isinstance(x, WeakScalar):
+        x, weak = x.val, True
+    if np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
+        dt, w = dtypes.dtype_and_weak(x)
+        weak = weak if weak is not None else w
+        check_transfer("host_to_device", ShapedArray((), dtypes.check_supported(dt), weak))
+        key = (np.asarray(x).tobytes(), dt, weak)
+        return _scalars.get_or_make(key, lambda: asarray_device(x, weak_type=weak, guard=False))
+    return asarray_device(x, weak_type=weak)
+
+
+# --------------------------------------------------------------------------- eager
+
+def eager(prim: Primitive, args, params: dict):
+    """Runs one primitive on concrete operands: a one-equation jaxpr through ``executable``
+    (jaxpr parameters -- a ``cond``'s branches -- are keyed by structure)."""
+    _check_execution(prim.name)
+    arrays = [device_array(a) for a in args]
+    avals = tuple(a.aval for a in arrays)
+    if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+        res = _sharded_eager(prim, arrays, params)
+        if res is not None:
+            return res
+    keep: list = []
+    key = ("eqn", prim.key, avals, params_key(params, keep))
+    rt, bufs = placed(arrays)
+    hit = _executables.get((key, rt.target().key()))
+    if hit is None:
+        out = prim.abstract_eval(*avals, **params)
+        out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in out_avals]
+        jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
+        exe = executable(jaxpr, prim.name, key=key, keep=keep, rt=rt)
+    else:
+        exe = hit[0]
+    outs = exe.run(rt, bufs)
+    res = [Array(b, a) for b, a in zip(outs, exe.out_avals)]
+    if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+        inner = params.get("jaxpr")
+        if (prim.call or prim.transparent_call) and isinstance(inner, ClosedJaxpr):
+            _check_program(prim.name, inner.jaxpr, inner.consts, arrays, res)
+        else:
+            _check_op(prim.name, res)
+    return res if prim.multiple_results else res[0]
+
+
+def _sharded_eager(prim, arrays, params):
+    """One primitive over sharded arrays: the one-equation program through the sharded path."""
+    avals = [a.aval for a in arrays]
+    out = prim.abstract_eval(*avals, **params)
+    out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
+    invars = [Var(a) for a in avals]
+    outvars = [Var(a) for a in out_avals]
+    closed = ClosedJaxpr(Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)]), [])
+    res = _sharded_hook(closed, arrays, prim.name, eager=True)
+    if res is None:
+        return None
+    return res if prim.multiple_results else res[0]
+
+
+# --------------------------------------------------------------------------- debug_nans
+
+def _invalid(arrays) -> str | None:
+    """'nan' or 'inf' when an output holds one that the debug flags ask about."""
+    for a in arrays:
+        if not dtypes.is_float(a.dtype):
+            continue
+        host = np.asarray(a)
+        if _cfg.jax_debug_nans and np.isnan(host).any():
+            return "nan"
+        if _cfg.jax_debug_infs and np.isinf(host).any():
+            return "inf"
+    return None
+
+
+def _check_op(name: str, outs) -> None:
+    kind = _invalid(outs)
+    if kind is not None:
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")
+
+
+def _check_program(name: str, jaxpr: Jaxpr, consts, args, outs) -> None:
+    """A compiled program made a NaN/inf: run it again op by op (eagerly, so each op checks
+    its outputs) to raise at the op that made it, as JAX's de-optimized re-run does."""
+    kind = _invalid(outs)
+    if kind is None:
+        return
+    logger.warning("Invalid %s value encountered in the output of a jit-compiled function. "
+                   "Calling the de-optimized version.", kind)
+    eval_jaxpr(jaxpr, consts, *args)
+    raise FloatingPointError(
+        f"invalid value ({kind}) encountered in {name}. The de-optimized function (the "
+        f"function run op by op, as if not compiled) did not produce invalid values, so the "
+        f"{kind} comes from an input or differs between the compiled and op-by-op runs.")
+
+
+set_eager(eager)
 
 
 def wait_for_tokens() -> None:
-    """Waits until every submitted program (and its host callbacks) has run."""
+    """``jax._src.dispatch.wait_for_tokens``: waits until every submitted program (and its
+    host callbacks) has run."""
     runtime.synchronize_all()

@@ -1,9 +1,9 @@
 """``jax._src.dtypes``: JAX's private dtype module, as libraries use it (wjax's dtype rules:
-``wjax/core/dtypes.py``)."""
+``wjax/_src/core/dtypes.py``)."""
 import numpy as np
 
-from ..core.dtypes import (DType, ExtendedDType, TypePromotionError, canonicalize_dtype,
-                           extended, finfo, iinfo, issubdtype, prng_key)
+from .core.dtypes import (DType, ExtendedDType, TypePromotionError, canonicalize_dtype, extended,
+                          finfo, iinfo, issubdtype, prng_key)
 
 __all__ = ["DType", "ExtendedDType", "TypePromotionError", "canonicalize_dtype", "extended",
            "finfo", "iinfo", "issubdtype", "prng_key", "supports_inf"]

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import numpy as jnp
-from ..core import tree_util
-from ..core.tracing import Tracer, is_concrete
+from .._src.core import tree_util
+from .._src.core.tracing import Tracer, is_concrete
 
 
 class JaxRuntimeError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.ir import AbstractValue, ShapedArray
+from .._src.core.ir import AbstractValue, ShapedArray
 from ..interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from ..ref import AbstractRef
 

@@ -4,7 +4,7 @@ devices of a mesh.
 ``shard_map(f, mesh=..., in_specs=..., out_specs=...)`` traces ``f`` once over the blocks its
 ``in_specs`` give each device (the mesh's axes bound as named axes, so ``lax.psum(x, 'i')``
 and the other collectives name them) and binds one ``shard_map`` equation
-(``wjax/prims/shard_map.py``); it runs on every device of the mesh (``wjax/spmd.py``), eagerly
+(``wjax/_src/prims/shard_map.py``); it runs on every device of the mesh (``wjax/_src/spmd.py``), eagerly
 or inside ``jit``, and differentiates as JAX's.  ``pmap`` is a ``shard_map`` over a mesh of
 the first ``n`` devices that maps the leading axis away.
 """
@@ -15,15 +15,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..api.jit import jit
-from ..api.vmap import _check_axes_types
-from ..array import Array, ShardedAval, all_devices
-from ..core import ops, tree_util
-from ..core.ir import abstractify
-from ..core.tracing import DebugInfo, Tracer, current_builder
-from ..prims.shard_map import block_aval, global_aval, mentioned, shard_map_p
+from .._src.api.jit import jit
+from .._src.api.vmap import _check_axes_types
+from .._src.array import Array, ShardedAval, all_devices
+from .._src.core import ops, tree_util
+from .._src.core.ir import abstractify
+from .._src.core.tracing import DebugInfo, Tracer, current_builder
+from .._src.prims.shard_map import block_aval, global_aval, mentioned, shard_map_p
 from ..sharding import AxisType, IndivisibleError, Mesh, PartitionSpec, get_mesh, spec_axes
-from ..spmd import gather, run_eager, trace_body, vma_of
+from .._src.spmd import gather, run_eager, trace_body, vma_of
 
 P = PartitionSpec
 

@@ -14,15 +14,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..api.callbacks import pure_callback
-from ..core.errors import ConcretizationTypeError, TracerArrayConversionError
-from ..core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as Literal,
-                       ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
-from ..core.ir import typecheck as check_jaxpr
-from ..core.primitive import Primitive as _CorePrimitive
-from ..core.tracing import (Trace, TraceTag, Tracer, concrete_or_error,
-                            current_builder, eval_jaxpr, set_current_trace,
-                            take_current_trace, trace_flat)
+from .._src.api.callbacks import pure_callback
+from .._src.core.errors import ConcretizationTypeError, TracerArrayConversionError
+from .._src.core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as
+                            Literal, ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
+from .._src.core.ir import typecheck as check_jaxpr
+from .._src.core.primitive import Primitive as _CorePrimitive
+from .._src.core.tracing import (Trace, TraceTag, Tracer, concrete_or_error, current_builder,
+                                 eval_jaxpr, set_current_trace, take_current_trace, trace_flat)
 
 __all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "JaxprTypeError",
            "Literal", "Primitive", "ShapedArray", "Trace", "TraceTag", "Tracer", "Var",

@@ -4,7 +4,7 @@ are library internals rather than user code."""
 from __future__ import annotations
 
 from .._src.traceback_util import register_exclusion
-from ..core.tracing import SourceInfo, current_source
+from .._src.core.tracing import SourceInfo, current_source
 
 __all__ = ["SourceInfo", "current", "register_exclusion"]
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core.tracing import Tracer
+from .._src.core.tracing import Tracer
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
 

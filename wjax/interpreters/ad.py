@@ -4,15 +4,15 @@
 (a tangent may be a symbolic :class:`Zero`); ``primitive_transposes[p] = rule`` with
 ``rule(cotangent, *args, **params) -> one cotangent per arg`` (linear args are
 :class:`UndefinedPrimal`; ``None`` for the others).  wjax's autodiff is a rewrite of jaxprs
-(``wjax/transforms/``), and these are the same rules it uses for its own primitives."""
+(``wjax/_src/transforms/``), and these are the same rules it uses for its own primitives."""
 from __future__ import annotations
 
 from typing import Callable
 
-from ..core.tracing import Tracer
-from ..transforms import ad as _ad
-from ..transforms.ad import (UndefinedPrimal, Zero, add_tangents, defbilinear, defjvp, defjvp2,
-                             is_undefined_primal, zeros as zeros_like_aval)
+from .._src.core.tracing import Tracer
+from .._src.transforms import ad as _ad
+from .._src.transforms.ad import (UndefinedPrimal, Zero, add_tangents, defbilinear, defjvp, defjvp2,
+                                  is_undefined_primal, zeros as zeros_like_aval)
 from ._rules import RuleTable
 
 __all__ = ["JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals", "add_tangents", "defbilinear",

@@ -4,13 +4,13 @@
 dim is None for an operand shared by all examples); the older
 ``axis_primitive_batchers[p] = rule(axis_size, axis_name, trace_type, args, dims, **params)``
 and ``fancy_primitive_batchers[p] = rule(axis_data, args, dims, **params)`` receive the axis
-being vmapped.  wjax's vmap is a rewrite of jaxprs (``wjax/transforms/vmap.py``) calling
+being vmapped.  wjax's vmap is a rewrite of jaxprs (``wjax/_src/transforms/vmap.py``) calling
 these same rules."""
 from __future__ import annotations
 
-from ..transforms import batching as _b
-from ..transforms.batching import bdim_at_front, move_batch_axis
-from ..transforms.vmap import AxisData, current_axis
+from .._src.transforms import batching as _b
+from .._src.transforms.batching import bdim_at_front, move_batch_axis
+from .._src.transforms.vmap import AxisData, current_axis
 from ._rules import RuleTable
 
 __all__ = ["AxisData", "axis_primitive_batchers", "bdim_at_front", "broadcast",

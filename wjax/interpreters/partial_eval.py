@@ -1,12 +1,12 @@
 """``jax.interpreters.partial_eval``: tracing a function to a jaxpr, and partial evaluation
 of a function of known values and unknown (abstract) ones, as JAX names them -- over wjax's
-tracer (``wjax/core/tracing.py``), which runs the equations that only need known values."""
+tracer (``wjax/_src/core/tracing.py``), which runs the equations that only need known values."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..core.ir import Jaxpr, Lit, ShapedArray, raise_to_shaped
-from ..core.tracing import DebugInfo, new_builder
+from .._src.core.ir import Jaxpr, Lit, ShapedArray, raise_to_shaped
+from .._src.core.tracing import DebugInfo, new_builder
 from ..numpy import asarray
 
 __all__ = ["PartialVal", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits"]

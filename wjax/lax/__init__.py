@@ -1,4 +1,4 @@
-"""``jax.lax``: the functions over primitives (``wjax/core/ops.py``, re-exported here),
+"""``jax.lax``: the functions over primitives (``wjax/_src/core/ops.py``, re-exported here),
 control flow (``wjax/lax/control.py``) and convolutions.
 """
 from __future__ import annotations
@@ -10,23 +10,24 @@ from typing import Sequence as _Sequence
 
 import numpy as np
 
-from ..core import dtypes, ops
-from ..core import ops as _ops
-from ..core.ir import raise_to_shaped
-from ..core.ops import *  # noqa: F403  (the lax-level functions)
-from ..core.ops import RoundingMethod, _const, _operands, convert_element_type, rev, transpose
-from ..core.primitive import REGISTRY
-from ..prims import conv as _C
-from ..prims.fft import fft_p
-from ..prims.conv import ConvDimensionNumbers, conv_dimension_numbers, conv_general_permutations
-from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+from .._src.core import dtypes, ops
+from .._src.core import ops as _ops
+from .._src.core.ir import raise_to_shaped
+from .._src.core.ops import *  # noqa: F403  (the lax-level functions)
+from .._src.core.ops import RoundingMethod, _const, _operands, convert_element_type, rev, transpose
+from .._src.core.primitive import REGISTRY
+from .._src.prims import conv as _C
+from .._src.prims.fft import fft_p
+from .._src.prims.conv import (ConvDimensionNumbers, conv_dimension_numbers,
+                               conv_general_permutations)
+from .._src.prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .control import cond, fori_loop, map, scan, switch, while_loop
 from .windowed import reduce_window, reduce_window_shape_tuple
 from . import linalg
 from .extras import *  # noqa: F403  (constructors, shape helpers, reduce, associative_scan...)
 from .solves import custom_linear_solve, custom_root
-from .parallel import (all_gather, all_to_all, axis_index, axis_size, pcast, pmax, pmean,
-                       pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes, pvary)
+from .parallel import (all_gather, all_to_all, axis_index, axis_size, pcast, pmax, pmean, pmin,
+                       ppermute, pshuffle, psum, psum_scatter, pswapaxes, pvary)
 
 
 class Precision(enum.Enum):

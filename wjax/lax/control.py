@@ -1,7 +1,7 @@
 """Control flow (JAX's ``lax.cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``).
 
 Each function traces its Python callables into jaxprs (closed-over values, traced or not,
-become explicit operands, as in JAX) and binds one primitive of ``wjax/prims/control.py``,
+become explicit operands, as in JAX) and binds one primitive of ``wjax/_src/prims/control.py``,
 whose comments describe how the loops run on the device.
 """
 from __future__ import annotations
@@ -12,16 +12,16 @@ import inspect
 
 import numpy as np
 
-from ..core import dtypes, tree_util
-from ..core.config import config as _cfg
-from .. import dispatch
-from ..array import Array
-from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray, Var, abstractify
-from ..core.tracing import eval_jaxpr
-from ..transforms.vmap import vmap_closed_jaxpr
-from ..core import ops as lax
-from ..prims.control import cond_p, lift_consts, scan_p, while_p
-from ..core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
+from .._src.core import dtypes, tree_util
+from .._src.core.config import config as _cfg
+from .._src import dispatch
+from .._src.array import Array
+from .._src.core.ir import ClosedJaxpr, Jaxpr, ShapedArray, Var, abstractify
+from .._src.core.tracing import eval_jaxpr
+from .._src.transforms.vmap import vmap_closed_jaxpr
+from .._src.core import ops as lax
+from .._src.prims.control import cond_p, lift_consts, scan_p, while_p
+from .._src.core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 

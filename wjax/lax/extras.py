@@ -2,7 +2,7 @@
 helpers (``broadcast_shapes``, ``collapse``, ``split``, ``tile``, ``stack``...), generic
 ``reduce``, ``associative_scan``, patch convolutions, ``approx_max_k``, the optimization
 barrier, tokens, ``platform_dependent`` and the enums/aliases JAX exports -- compositions of
-the primitives (``optimization_barrier`` is one of its own, in ``wjax/prims/shape.py``).
+the primitives (``optimization_barrier`` is one of its own, in ``wjax/_src/prims/shape.py``).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
-from ..core import dtypes, ops, tree_util
-from ..core.ir import WeakScalar, abstractify, raise_to_shaped
-from ..core.primitive import REGISTRY
-from ..prims.conv import ConvDimensionNumbers
+from .._src.core import dtypes, ops, tree_util
+from .._src.core.ir import WeakScalar, abstractify, raise_to_shaped
+from .._src.core.primitive import REGISTRY
+from .._src.prims.conv import ConvDimensionNumbers
 from .control import while_loop
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``jax.lax.linalg``: the decomposition primitives of ``wjax/prims/decomp.py`` with JAX's
+"""``jax.lax.linalg``: the decomposition primitives of ``wjax/_src/prims/decomp.py`` with JAX's
 signatures (``cholesky``, ``lu``, ``triangular_solve``, ``lu_pivots_to_permutation``).  The
 Jacobi and Householder decompositions are compositions of array operations and live in
 ``wjax.numpy.linalg`` (``eigh``, ``svd``, ``qr``).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes, ops
-from ..core.ir import ShapedArray
-from ..prims import decomp as _D
+from .._src.core import dtypes, ops
+from .._src.core.ir import ShapedArray
+from .._src.prims import decomp as _D
 from .control import fori_loop
 
 __all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation"]

@@ -1,5 +1,5 @@
 """``lax.psum`` and the other collectives over named axes (``vmap(f, axis_name=...)``), on
-pytrees as in JAX.  The primitives and how ``vmap`` rewrites them: ``wjax/prims/collective.py``.
+pytrees as in JAX.  The primitives and how ``vmap`` rewrites them: ``wjax/_src/prims/collective.py``.
 """
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes, ops, tree_util
-from ..core.ir import raise_to_shaped
-from ..core.tracing import bound_axis_size
-from ..prims.collective import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
-                                ppermute_p, psum_p)
-from ..prims.shard_map import pvary_p
+from .._src.core import dtypes, ops, tree_util
+from .._src.core.ir import raise_to_shaped
+from .._src.core.tracing import bound_axis_size
+from .._src.prims.collective import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
+                                     ppermute_p, psum_p)
+from .._src.prims.shard_map import pvary_p
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean",
            "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes", "pvary"]

@@ -1,6 +1,6 @@
 """Solves differentiated implicitly, never through the solver: ``lax.custom_linear_solve``, a
 matrix-free linear solve whose derivatives are defined at the solution (the
-``custom_linear_solve`` primitive of ``wjax/prims/solves.py``), and ``lax.custom_root``, a root
+``custom_linear_solve`` primitive of ``wjax/_src/prims/solves.py``), and ``lax.custom_root``, a root
 finder differentiated by the implicit function theorem (a ``custom_jvp`` over the
 closure-converted functions; its tangent system is solved by the user's ``tangent_solve``)."""
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..api.autodiff import jvp, linearize
-from ..api.custom_derivatives import closure_convert, custom_jvp
-from ..core import tree_util
-from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
-from ..core.tracing import DebugInfo, eval_jaxpr, trace_flat
-from ..prims.control import lift_consts
-from ..prims.solves import linear_solve_p
-from ..transforms.dce import dce_closed
-from ..transforms.transpose import transpose_jaxpr
+from .._src.api.autodiff import jvp, linearize
+from .._src.api.custom_derivatives import closure_convert, custom_jvp
+from .._src.core import tree_util
+from .._src.core.ir import ClosedJaxpr, Jaxpr, abstractify
+from .._src.core.tracing import DebugInfo, eval_jaxpr, trace_flat
+from .._src.prims.control import lift_consts
+from .._src.prims.solves import linear_solve_p
+from .._src.transforms.dce import dce_closed
+from .._src.transforms.transpose import transpose_jaxpr
 
 __all__ = ["custom_linear_solve", "custom_root"]
 

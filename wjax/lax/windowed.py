@@ -15,10 +15,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import ops, tree_util
-from ..core.ir import raise_to_shaped
-from ..core.tracing import Tracer
-from ..prims import conv as _C
+from .._src.core import ops, tree_util
+from .._src.core.ir import raise_to_shaped
+from .._src.core.tracing import Tracer
+from .._src.prims import conv as _C
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple"]
 

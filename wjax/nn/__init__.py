@@ -10,10 +10,10 @@ import operator
 
 import numpy as np
 
-from ..core import dtypes
+from .._src.core import dtypes
 from .. import lax
 from .. import numpy as jnp
-from ..api.custom_derivatives import custom_jvp
+from .._src.api.custom_derivatives import custom_jvp
 from ..scipy import special as _special
 from ..scipy.special import _erfc, _inexact, logsumexp
 from . import initializers  # noqa: F401

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from .._src.core import dtypes
 from .. import numpy as jnp
 from .. import random
 

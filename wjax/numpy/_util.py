@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 
 from .. import lax
-from ..array import Array, asarray_device
-from ..core import dtypes
-from ..core.config import config as _config
-from ..core.ir import WeakScalar, raise_to_shaped
-from ..core.tracing import ConcretizationTypeError, Tracer
+from .._src.array import Array, asarray_device
+from .._src.core import dtypes
+from .._src.core.config import config as _config
+from .._src.core.ir import WeakScalar, raise_to_shaped
+from .._src.core.tracing import ConcretizationTypeError, Tracer
 
 
 def result_type(*args):
@@ -178,7 +178,7 @@ __all__ = [
 ]
 
 
-# ``out_sharding=`` of jnp functions: lays the result out by a sharding (``wjax/spmd.py``
+# ``out_sharding=`` of jnp functions: lays the result out by a sharding (``wjax/_src/spmd.py``
 # installs it: concrete arrays are resharded, traced values constrained)
 out_sharding_hook = None
 

@@ -7,8 +7,8 @@ import types
 
 import numpy as np
 
-from ..array import Array
-from ..core.tracing import Tracer
+from .._src.array import Array
+from .._src.core.tracing import Tracer
 from .indexing import _IndexUpdateHelper, getitem
 
 _jnp = None      # the wjax.numpy namespace, given to install_all by wjax/numpy/__init__.py

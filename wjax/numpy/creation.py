@@ -11,13 +11,11 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..array import asarray_device
-from ..core import dtypes
-from ..core.ir import WeakScalar
-from ..core.tracing import ConcretizationTypeError, Tracer
-from ._util import (
-    _aval, _check_arg, _const, _f32, _is_array, _select, _wrap_result, result_type,
-)
+from .._src.array import asarray_device
+from .._src.core import dtypes
+from .._src.core.ir import WeakScalar
+from .._src.core.tracing import ConcretizationTypeError, Tracer
+from ._util import _aval, _check_arg, _const, _f32, _is_array, _select, _wrap_result, result_type
 
 
 def _arraylike(name, x, pos=0):

@@ -11,18 +11,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from . import creation
 from .creation import arange, asarray, astype, broadcast_to, zeros
 from .scalars import finfo, issubdtype
 from . import ufuncs
 from .ufuncs import _where_xy, sqrt
 from . import shapes
-from .shapes import (
-    swapaxes,
-    take,
-    take_along_axis,
-)
+from .shapes import swapaxes, take, take_along_axis
 from . import reductions, sorting
 from .products import matmul
 

@@ -1,4 +1,4 @@
-"""wjax.numpy.fft: JAX's ``jax.numpy.fft`` over the ``fft`` primitive (wjax/prims/fft.py).
+"""wjax.numpy.fft: JAX's ``jax.numpy.fft`` over the ``fft`` primitive (wjax/_src/prims/fft.py).
 
 Every transform moves its axes last, crops or zero-pads them to ``s``/``n``, and calls
 ``lax.fft`` (at most three axes at a time, as JAX does); ``norm`` scales the result.
@@ -12,8 +12,8 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.ops import FftType
+from .._src.core import dtypes
+from .._src.core.ops import FftType
 from ._util import _check_arg
 from .creation import arange, array, asarray
 from .manipulation import pad

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from ._util import _f32, broadcast_shapes
 from .creation import _arraylike, _dt, asarray, astype, broadcast_to, ones_like, zeros
 from . import ufuncs

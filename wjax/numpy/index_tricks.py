@@ -11,8 +11,8 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.tracing import Tracer
+from .._src.core import dtypes
+from .._src.core.tracing import Tracer
 from ._util import _aval, _concrete
 from .creation import (_arraylike, arange, array, asarray, astype, concrete_error_for, ones,
                        tril_indices, triu_indices, unravel_index)

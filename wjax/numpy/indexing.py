@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes
+from .._src.core import dtypes
 from .. import lax
-from ..array import Array
-from ..prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers, _mode
-from ..core.tracing import NonConcreteBooleanIndexError, Tracer
+from .._src.array import Array
+from .._src.prims.indexing import GatherDimensionNumbers, ScatterDimensionNumbers, _mode
+from .._src.core.tracing import NonConcreteBooleanIndexError, Tracer
 from ._util import broadcast_shapes
 from .creation import asarray, broadcast_to
 from .ufuncs import _where_xy, add, less, negative, power, reciprocal

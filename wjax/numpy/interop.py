@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import Array, default_device
+from .._src.array import Array, default_device
 from .creation import array, asarray
 
 __all__ = ["from_dlpack"]

@@ -2,7 +2,7 @@
 
 ``inv``, ``solve``, ``det``, ``slogdet`` go through the ``lu`` and
 ``triangular_solve`` primitives, ``cholesky`` through ``cholesky``
-(wjax/prims/decomp.py), all computed by WGSL kernels meant for small
+(wjax/_src/prims/decomp.py), all computed by WGSL kernels meant for small
 matrices.  Leading dimensions batch, as in JAX.  complex64: ``lu_factor``, ``det``,
 ``slogdet`` and triangular solves use ``wjax.lax.linalg``'s complex compositions; ``solve``
 and ``inv`` solve the real embedding on the real LU kernel (see ``solve``).
@@ -17,9 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from ..lax import linalg as _lax_linalg
-from ..prims import decomp as D
+from .._src.prims import decomp as D
 from ._util import broadcast_shapes, result_type
 from . import creation
 from .creation import arange, asarray, astype, broadcast_to, ones, zeros
@@ -27,23 +27,14 @@ from .scalars import finfo, issubdtype
 from . import ufuncs
 from .ufuncs import _where_xy, log, power, sqrt
 from . import shapes
-from .shapes import (
-    _axis,
-    expand_dims,
-    moveaxis,
-    ndim,
-    ravel,
-    reshape,
-    squeeze,
-    swapaxes,
-    take_along_axis,
-)
+from .shapes import (_axis, expand_dims, moveaxis, ndim, ravel, reshape, squeeze, swapaxes,
+                     take_along_axis)
 from . import reductions, sorting
 from .reductions import prod
 from .products import cross, dot, matmul, matrix_transpose, outer, tensordot, vecdot
-from ..api.callbacks import pure_callback
-from ..api.custom_derivatives import custom_jvp
-from ..core.ir import ShapeDtypeStruct
+from .._src.api.callbacks import pure_callback
+from .._src.api.custom_derivatives import custom_jvp
+from .._src.core.ir import ShapeDtypeStruct
 from .decompositions import (EighResult, QRResult, SVDResult, _abs2, _eye_like, _float, _H,
                              _is_complex, eigh_jacobi, householder_qr, svd_jacobi)
 

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from ._util import _concrete, _f32, _is_array
 from .creation import _arraylike, arange, asarray, astype, broadcast_to, zeros
 from . import ufuncs

@@ -10,10 +10,10 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from ._util import _aval, promote_args
-from .creation import (_arraylike, _promote_dtypes, arange, asarray, astype, full, ones_like,
-                       zeros, zeros_like)
+from .creation import (_arraylike, _promote_dtypes, arange, asarray, astype, full, ones_like, zeros,
+                       zeros_like)
 from .grids import linspace
 from .products import dot, outer
 from .reductions import average, cumsum, max as amax, mean, min as amin, sum

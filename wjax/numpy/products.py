@@ -9,14 +9,13 @@ import string
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from .._src.core import dtypes
 from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
                     out_sharding_scope, result_type)
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import conjugate, multiply, not_equal, subtract
-from .shapes import (
-    _axis, diagonal, expand_dims, moveaxis, ravel, reshape, stack, swapaxes, transpose,
-)
+from .shapes import (_axis, diagonal, expand_dims, moveaxis, ravel, reshape, stack, swapaxes,
+                     transpose)
 from . import reductions
 
 

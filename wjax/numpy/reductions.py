@@ -9,23 +9,18 @@ import builtins
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.ir import WeakScalar
-from ._util import (
-    _inexact, _int, _is_complex, _is_float, _select, _wrap_result, broadcast_shapes, promote_args,
-    result_type,
-)
+from .._src.core import dtypes
+from .._src.core.ir import WeakScalar
+from ._util import (_inexact, _int, _is_complex, _is_float, _select, _wrap_result, broadcast_shapes,
+                    promote_args, result_type)
 from . import creation
-from .creation import (
-    _arraylike, _promote_dtypes, asarray, astype, broadcast_to, full, full_like, zeros_like,
-)
-from .ufuncs import (
-    _where_xy, add, ceil, clip, equal, floor, isclose, less_equal, logical_and, logical_not,
-    logical_or, maximum, minimum, multiply, not_equal, sqrt, subtract, true_divide,
-)
-from .shapes import (
-    _axes, _axis, concatenate, diagonal, ravel, reshape, squeeze, take_along_axis, transpose,
-)
+from .creation import (_arraylike, _promote_dtypes, asarray, astype, broadcast_to, full, full_like,
+                       zeros_like)
+from .ufuncs import (_where_xy, add, ceil, clip, equal, floor, isclose, less_equal, logical_and,
+                     logical_not, logical_or, maximum, minimum, multiply, not_equal, sqrt, subtract,
+                     true_divide)
+from .shapes import (_axes, _axis, concatenate, diagonal, ravel, reshape, squeeze, take_along_axis,
+                     transpose)
 
 
 def _is_half(dt) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..array import BaseArray
-from ..core import dtypes
+from .._src.array import BaseArray
+from .._src.core import dtypes
 from .creation import asarray
 
 

@@ -8,7 +8,7 @@ import builtins
 import numpy as np
 
 from .. import lax
-from ..core.ir import WeakScalar
+from .._src.core.ir import WeakScalar
 from ._util import _int
 from .creation import _arraylike, asarray, astype, full, zeros
 from .ufuncs import equal, less, logical_not, minimum, subtract

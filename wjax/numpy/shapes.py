@@ -9,10 +9,10 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.ir import WeakScalar
-from ..core.tracing import ConcretizationTypeError, Tracer
-from ..prims.indexing import GatherDimensionNumbers
+from .._src.core import dtypes
+from .._src.core.ir import WeakScalar
+from .._src.core.tracing import ConcretizationTypeError, Tracer
+from .._src.prims.indexing import GatherDimensionNumbers
 from ._util import _aval, _concrete, _int, _is_array, _wrap_result, broadcast_shapes, promote_args
 from .creation import _arraylike, asarray, astype, broadcast_to, full, zeros, zeros_like
 from .ufuncs import _where_xy, add, clip, less, mod, negative, not_equal, subtract

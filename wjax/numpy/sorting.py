@@ -10,23 +10,18 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.ir import WeakScalar
-from ..core.tracing import ConcretizationTypeError, Tracer
+from .._src.core import dtypes
+from .._src.core.ir import WeakScalar
+from .._src.core.tracing import ConcretizationTypeError, Tracer
 from ._util import _aval, _f32, _int, _is_array, _is_float
-from .creation import (
-    _arraylike, _promote_dtypes, asarray, astype, full, full_like, ones, ones_like,
-    unravel_index, zeros, zeros_like,
-)
+from .creation import (_arraylike, _promote_dtypes, asarray, astype, full, full_like, ones,
+                       ones_like, unravel_index, zeros, zeros_like)
 from . import ufuncs
-from .ufuncs import (
-    _where_xy, add, clip, equal, greater, greater_equal, isnan, less, less_equal, logical_and,
-    logical_not, minimum, mod, multiply, negative, not_equal, subtract, true_divide,
-)
-from .shapes import (
-    _axis, _take_axis, concatenate, diff, flip, moveaxis, put_along_axis, ravel, reshape, stack,
-    take,
-)
+from .ufuncs import (_where_xy, add, clip, equal, greater, greater_equal, isnan, less, less_equal,
+                     logical_and, logical_not, minimum, mod, multiply, negative, not_equal,
+                     subtract, true_divide)
+from .shapes import (_axis, _take_axis, concatenate, diff, flip, moveaxis, put_along_axis, ravel,
+                     reshape, stack, take)
 from . import reductions
 from .reductions import cumsum
 from .grids import linspace

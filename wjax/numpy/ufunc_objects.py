@@ -11,8 +11,8 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.tracing import Tracer
+from .._src.core import dtypes
+from .._src.core.tracing import Tracer
 from ._util import _aval
 from .creation import asarray, astype, full, zeros
 from .reductions import all as _all, any as _any, cumprod, cumsum, max as _max, min as _min

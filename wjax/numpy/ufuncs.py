@@ -8,13 +8,11 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.ir import WeakScalar
-from ..core.tracing import to_concrete_value
-from ._util import (
-    _aval, _broadcast_to_shape, _const, _f32, _inexact, _is_array, _is_complex, _is_float,
-    _no_complex, _select, _wrap_result, broadcast_shapes, promote_args,
-)
+from .._src.core import dtypes
+from .._src.core.ir import WeakScalar
+from .._src.core.tracing import to_concrete_value
+from ._util import (_aval, _broadcast_to_shape, _const, _f32, _inexact, _is_array, _is_complex,
+                    _is_float, _no_complex, _select, _wrap_result, broadcast_shapes, promote_args)
 from .creation import _arraylike, _isnan, astype, full_like, ones_like, zeros_like
 
 

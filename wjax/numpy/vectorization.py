@@ -10,8 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import tree_util
-from ..api.vmap import vmap
+from .._src.core import tree_util
+from .._src.api.vmap import vmap
 from .creation import asarray, broadcast_to
 from .shapes import ndim as _ndim, shape as _shape
 from .ufunc_objects import ufunc

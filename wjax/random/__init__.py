@@ -7,7 +7,7 @@ so keys pass through ``jit`` and ``vmap`` (a batch of keys is a batch of key
 data along the same leading axes).
 
 Every sampler is written the way JAX writes it (``jax/_src/random/core.py``)
-on top of three primitives computed on the device (``wjax/prims/random.py``):
+on top of three primitives computed on the device (``wjax/_src/prims/random.py``):
 ``random_bits``, ``random_split`` and ``random_fold_in``.  Bits, integers and
 uniforms are bit-identical to JAX for the same key, shape and dtype in both
 of JAX's modes (``jax_threefry_partitionable``, default True); normals and the

@@ -11,16 +11,16 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..array import Array
-from ..core import dtypes
-from ..core.tracing import Tracer, concrete_or_error
+from .._src.array import Array
+from .._src.core import dtypes
+from .._src.core.tracing import Tracer, concrete_or_error
 from ..numpy._util import _check_arg
-from ..prims.cumulative import cumsum_p
-from ..prims.random import lgamma_p
-from ..prims.sort import sort_p, top_k_p
+from .._src.prims.cumulative import cumsum_p
+from .._src.prims.random import lgamma_p
+from .._src.prims.sort import sort_p, top_k_p
 from .keys import _bits_data, _check_prng_key, _named_jit, _partitionable, _split_data
-from .samplers import (_broadcast_shapes, _canon_shape, _check_shape, _const, _float_dtype,
-                       _gumbel, _shape_of, _uniform, gumbel, randint, uniform)
+from .samplers import (_broadcast_shapes, _canon_shape, _check_shape, _const, _float_dtype, _gumbel,
+                       _shape_of, _uniform, gumbel, randint, uniform)
 
 
 # --------------------------------------------------------------------------- categorical, choice

@@ -8,17 +8,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from .._src.core import dtypes
 from .. import lax
 from .. import numpy as jnp
-from ..api.jit import jit
-from ..array import Array, BaseArray
-from ..core.config import config
-from ..prims.random import random_bits_p, random_fold_in_p, random_split_p
-from ..core.tracing import Tracer, tracer_repr
-from ..core import tree as _tree
-from ..core.tree_util import register_pytree_node
-from ..core.ir import ShapedArray
+from .._src.api.jit import jit
+from .._src.array import Array, BaseArray
+from .._src.core.config import config
+from .._src.prims.random import random_bits_p, random_fold_in_p, random_split_p
+from .._src.core.tracing import Tracer, tracer_repr
+from .._src.core import tree as _tree
+from .._src.core.tree_util import register_pytree_node
+from .._src.core.ir import ShapedArray
 
 _IMPL_NAME = "threefry2x32"
 

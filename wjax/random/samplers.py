@@ -9,14 +9,14 @@ import operator
 
 import numpy as np
 
-from ..core import dtypes
+from .._src.core import dtypes
 from .. import lax
 from .. import numpy as jnp
 from ..numpy import _util as _np_util
-from ..prims.random import fma_p
-from ..core.tracing import concrete_or_error
-from ..prims.random import random_gamma_p
-from ..prims.special import erf_inv_p
+from .._src.prims.random import fma_p
+from .._src.core.tracing import concrete_or_error
+from .._src.prims.random import random_gamma_p
+from .._src.prims.special import erf_inv_p
 from .keys import _bits_data, _check_prng_key, _named_jit, _partitionable, _split_data, split
 
 # --------------------------------------------------------------------------- checks

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 from .. import numpy as jnp
-from ..core.tree_util import register_pytree_node
+from .._src.core.tree_util import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]
 

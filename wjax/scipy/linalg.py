@@ -2,7 +2,7 @@
 decomposition primitives (``wjax.lax.linalg``), with JAX's conventions and results.
 
 Everything runs on the device: LU, Cholesky and triangular solves are WGSL kernels
-(``wjax/prims/decomp.py``; complex64 ones compositions of array operations, see
+(``wjax/_src/prims/decomp.py``; complex64 ones compositions of array operations, see
 ``wjax.lax.linalg`` and ``wjax.numpy.linalg``), ``eigh``/``svd`` cyclic Jacobi and ``qr``
 Householder compositions (``wjax/numpy/linalg.py``), ``expm`` JAX's Pade scaling and squaring.  The
 decompositions JAX itself runs only on the CPU through LAPACK (``schur``, ``sqrtm``,
@@ -18,9 +18,9 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core import dtypes
-from ..api.autodiff import jvp
-from ..api.custom_derivatives import custom_jvp
+from .._src.core import dtypes
+from .._src.api.autodiff import jvp
+from .._src.api.custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh",

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..api.autodiff import value_and_grad
+from .._src.api.autodiff import value_and_grad
 
 __all__ = ["OptimizeResults", "minimize"]
 

@@ -2,7 +2,7 @@
 
 Everything is elementwise lax operations (fused into one kernel under jit) except
 ``logsumexp`` (a max and a sum reduction).  ``gammaln`` and ``digamma`` use
-XLA's Lanczos approximations (WGSL helpers in ``wjax/prims/random.py``),
+XLA's Lanczos approximations (WGSL helpers in ``wjax/_src/prims/random.py``),
 ``erfinv`` Giles' approximation (``lax.erf_inv``).
 """
 from __future__ import annotations
@@ -15,15 +15,15 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..array import asarray_device
-from ..api.autodiff import jvp as _jvp
-from ..api.custom_derivatives import custom_jvp
-from ..core.ir import WeakScalar
-from ..core.tracing import ConcretizationTypeError as ConcretizationTypeError_
-from ..core.tracing import Tracer as Tracer_
+from .._src.array import asarray_device
+from .._src.api.autodiff import jvp as _jvp
+from .._src.api.custom_derivatives import custom_jvp
+from .._src.core.ir import WeakScalar
+from .._src.core.tracing import ConcretizationTypeError as ConcretizationTypeError_
+from .._src.core.tracing import Tracer as Tracer_
 from ..numpy._util import promote_args
 from ..numpy.shapes import _axes
-from ..prims.random import digamma_p, lgamma_p
+from .._src.prims.random import digamma_p, lgamma_p
 
 __all__ = ["logsumexp", "erf", "erfc", "erfinv", "expit", "logit", "gammaln", "digamma",
            "xlogy", "xlog1py", "ndtr", "ndtri", "log_ndtr", "entr", "softmax", "log_softmax",

@@ -1,9 +1,9 @@
 """``jax.experimental.compilation_cache.compilation_cache``: ``set_cache_dir(path)`` is
-``config.update("jax_compilation_cache_dir", path)`` (``wjax/backend/disk_cache.py``)."""
+``config.update("jax_compilation_cache_dir", path)`` (``wjax/_src/backend/disk_cache.py``)."""
 from __future__ import annotations
 
-from ...backend import disk_cache as _disk_cache
-from ...core.config import config as _config
+from ..._src.backend import disk_cache as _disk_cache
+from ..._src.core.config import config as _config
 
 
 def set_cache_dir(path) -> None:

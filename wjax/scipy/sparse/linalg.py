@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...core import tree_util
+from ..._src.core import tree_util
 
 __all__ = ["cg", "bicgstab", "gmres"]
 

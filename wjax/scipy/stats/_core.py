@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...core.tracing import Tracer
+from ..._src.core.tracing import Tracer
 from ._common import _inexact
 
 __all__ = ["ModeResult", "mode", "rankdata", "sem"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import numpy as jnp
 from ... import random
-from ...core.tree_util import register_pytree_node_class
+from ..._src.core.tree_util import register_pytree_node_class
 from ..special import logsumexp, ndtr
 
 __all__ = ["gaussian_kde"]

@@ -1,0 +1,431 @@
+"""Plan host steps: control flow stepped from the host, and the buffers of any host step.
+
+A ``cond``, ``while`` or ``scan`` equation lowers to one plan *host step*
+(``KernelContext.host_step``): Python that runs when the plan runs.  The primitive's kernel
+rule (``wjax/_src/prims/control.py``) declares what runs -- the jaxprs of its branches or body,
+already rewritten -- through the functions here; this module compiles them ONCE, at lowering
+time, into sub-plans (``SubPlan``), and at run time records the sub-plans' dispatches into the
+same command stream as the rest of the call, feeding device buffers from one sub-plan run to
+the next.  Nothing is read back unless a branch or loop exit must be decided on the host.
+
+Why the host steps at all: lavapipe stops a shader invocation after 65535 loop iterations and
+a long dispatch stalls everything behind it, so a loop runs inside one kernel only in bounded
+chunks, and only when its body qualifies (``wjax/_src/backend/loops.py``: per element for
+elementwise bodies, in one workgroup for small bodies with reductions and matmuls).  The rest
+is recorded here:
+
+* ``scan`` (``recorded_scan``) records ``length`` runs of the body plan with no readback at
+  all.  The carry buffers one run returns are the next run's inputs; each step's slice of
+  ``xs`` is a small buffer-to-buffer copy (a few us on lavapipe, against ~65 us for a
+  dispatch) and each step's ``ys`` slice is copied into place.  Slices whose byte size is not
+  a multiple of 4 (odd float16 rows) cannot be copied: the body reads them with
+  ``dynamic_slice`` and writes them with ``dynamic_update_slice`` inside a wrapper jaxpr
+  that takes the step index instead.  A loop counter carry (``i -> i + 1``, as in
+  ``fori_loop``) is not computed by a dispatch per step: its values ``init + s`` are
+  precomputed once and copied in like an ``xs`` slice.  ``unroll=k`` compiles k steps into
+  one sub-plan, so their elementwise work fuses (``fori_loop(..., unroll=8)`` runs 8 small
+  steps per dispatch).  The host submits about every ``FLUSH_EVERY`` recorded dispatches so
+  the device starts while the rest is recorded.
+* ``while`` (``while_loop``) records its body in chunks with the predicate evaluated on the
+  device: the body is compiled *guarded*, ``carry' = select(cond(carry), body(carry),
+  carry)``, so iterations run after the predicate turned false are no-ops.  A chunk of K
+  guarded iterations is recorded, then the predicate of the carry is read back once; K
+  doubles from 1 up to ``MAX_CHUNK``, so a loop of n iterations costs about log2(n) + n/64
+  readbacks instead of n host round trips.  From K = ``SPECULATE`` on, the host records chunk
+  k + 1 while the device runs chunk k and reads chunk k's predicate (submitted) before
+  submitting chunk k + 1, so recording and running overlap (at the price of at most one chunk
+  of no-op iterations after the exit).  A body that holds another ``while`` (whose extra
+  guarded runs could spin on garbage) or a print runs *host-driven*: one predicate readback
+  per iteration.
+* ``cond`` with a traced index picks its branch on the device (``cond_on_device``): a gate
+  kernel (``shaders/cond_gate.wgsl``) reads the index and writes the workgroup counts of every
+  branch's kernels, their static grids for the chosen branch and zero for the others; every
+  branch's plan is then recorded with *indirect* dispatches reading those counts, and a
+  ``select_n`` on the clamped index picks the outputs.  A branch whose plan keeps a host step
+  (a ``while`` or ``scan``) cannot be skipped that way: ``cond_on_host`` reads the index back
+  (4 bytes) and records the chosen branch's plan; a literal index records its branch directly.
+
+Eager calls take the same path: the primitive runs as a one-equation jaxpr (plans cached by
+the structure of the jaxprs it carries).  ``step_io`` is the operand plumbing every host step
+shares (control flow and ``prims/callback.py``'s callbacks): literal operands become constant
+buffers, uploaded once per device.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import caches
+from ..core.ir import ClosedJaxpr, Lit
+from . import wgsl as W
+from .execute import Bound, Executable, nbytes_of, upload
+from .loops import in_kernel_loop
+from .lower import HostStep
+
+MAX_CHUNK = 64      # while: guarded iterations per chunk, at most
+SPECULATE = 8       # while: from chunks of this size on, record one chunk ahead of the predicate
+FLUSH_EVERY = 64    # scan: submit after about this many recorded dispatches
+
+
+# --------------------------------------------------------------------------- sub-plans
+
+_subplans = caches.Memo(512)
+
+
+class SubPlan:
+    """A sub-jaxpr compiled once, at lowering time, for the equation's target: ``run(rt,
+    buffers)`` records it and returns its output buffers."""
+
+    def __init__(self, closed: ClosedJaxpr, target, name: str):
+        self.bound = Bound(Executable(closed.jaxpr, target, name), list(closed.consts))
+
+    plan = property(lambda self: self.bound.exe.plan)
+
+    def run(self, rt, ins, indirect=None, out_buffers=None):
+        return self.bound.run(rt, ins, indirect, out_buffers)
+
+
+def memo(ctx, objs: tuple, tag, make):
+    """``make()``, cached per (the jaxprs ``objs`` by identity, ``tag``, the target):
+    ``lower_jaxpr`` may plan an equation more than once."""
+    return _subplans.get_or_make(tuple(objs), (tag, ctx.target.key()), make)
+
+
+def sub_plan(ctx, objs: tuple, tag, build, name: str) -> SubPlan:
+    """The cached sub-plan of the jaxpr ``build()`` (made from ``objs``)."""
+    return memo(ctx, objs, tag, lambda: SubPlan(build(), ctx.target, name))
+
+
+# --------------------------------------------------------------------------- a step's buffers
+
+def step_io(ctx):
+    """The equation's operand keys, its output keys and ``split(rt, buffers) -> (ins, outs)``;
+    literal operands become constant buffers (uploaded on the first run, per device)."""
+    keys, src = [], []
+    for a in ctx.eqn.invars:
+        if isinstance(a, Lit):
+            src.append(np.asarray(a.val, a.aval.dtype))
+        else:
+            src.append(len(keys))
+            keys.append(ctx.lowering.key_of(a))
+    out_keys = [ctx.out_key(j) for j in range(len(ctx.eqn.outvars))]
+    n = len(keys)
+    lits: dict = {}
+
+    def split(rt, bufs):
+        ins = []
+        for i, s in enumerate(src):
+            if isinstance(s, int):
+                ins.append(bufs[s])
+            else:
+                if (rt.index, i) not in lits:       # per device
+                    lits[(rt.index, i)] = upload(rt, s)
+                ins.append(lits[(rt.index, i)])
+        return ins, list(bufs[n:])
+
+    return keys, out_keys, split
+
+
+def _copy(rt, src, dst, nbytes, src_offset=0, dst_offset=0):
+    if nbytes and not (src is dst and src_offset == dst_offset):
+        rt.copy(src, dst, nbytes, src_offset=src_offset, dst_offset=dst_offset)
+
+
+def _copy_out(rt, results, outs, nbytes):
+    for r, o, nb in zip(results, outs, nbytes):
+        _copy(rt, r, o, nb)
+
+
+def _read_scalar(rt, buf) -> int:
+    return int(np.frombuffer(rt.read(buf, 4), np.int32)[0])
+
+
+def _read_submitted(rt, buf) -> int:
+    """Reads a 4-byte value written by work already submitted, WITHOUT submitting the work
+    recorded since: the host records the next chunk while the device runs this one."""
+    return int(np.frombuffer(rt.read_submitted(buf, 4), np.int32)[0])
+
+
+def _split(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
+def _out_nbytes(ctx) -> list:
+    return [nbytes_of(v.aval) for v in ctx.eqn.outvars]
+
+
+# --------------------------------------------------------------------------- whole sub-plans
+
+def sub_plan_step(ctx, sub: SubPlan, label: str) -> None:
+    """Declares the equation's host step as one run of ``sub`` (taking the equation's
+    operands, returning its outputs) writing into the output buffers."""
+    keys, out_keys, split = step_io(ctx)
+    nbytes = _out_nbytes(ctx)
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        _copy_out(rt, sub.run(rt, ins, out_buffers=outs), outs, nbytes)
+
+    ctx.host_step(run, keys, out_keys, label=label, wgsl=sub.plan.wgsl_text())
+
+
+def loop_in_kernel(ctx, objs, tag, build_step, kind, n_consts, n_carry, label, **kw) -> bool:
+    """Declares the loop as one WGSL kernel (``wjax/_src/backend/loops.py``) run chunk by chunk,
+    when the step jaxpr ``build_step()`` qualifies; False (nothing declared) when not.  The
+    operands are (consts, carry, xs), the outputs (carry, ys).  Cached like a sub-plan (a
+    kernel rule may be planned more than once)."""
+    loop = memo(ctx, objs, (tag, kind, n_consts, n_carry, tuple(sorted(kw.items()))),
+                lambda: in_kernel_loop(build_step(), kind, n_consts, n_carry, ctx.target, **kw))
+    if loop is None:
+        return False
+    keys, out_keys, split = step_io(ctx)
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        consts, carry, xs = _split(ins, n_consts, n_carry)
+        loop.run(rt, consts, carry, xs, outs[:n_carry], outs[n_carry:])
+
+    ctx.host_step(run, keys, out_keys, label=label, wgsl=loop.wgsl)
+    return True
+
+
+# --------------------------------------------------------------------------- cond
+
+def cond_on_host(ctx, branches, static) -> None:
+    """Declares the cond as a run of one branch's sub-plan: branch ``static`` when the index
+    is known at lowering, else the one the index read back (clamped) names."""
+    keys, out_keys, split = step_io(ctx)
+    nbytes = _out_nbytes(ctx)
+    subs = [sub_plan(ctx, (b,), "cond", lambda b=b: b, "cond_branch") for b in branches]
+    n = len(branches)
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        i = static if static is not None else min(max(_read_scalar(rt, ins[0]), 0), n - 1)
+        _copy_out(rt, subs[i].run(rt, ins[1:]), outs, nbytes)
+
+    label = ("cond: read the index back, record the branch" if static is None
+             else "cond: literal index")
+    ctx.host_step(run, keys, out_keys, label=label)
+
+
+def cond_on_device(ctx, branches, prepare, build_select) -> bool:
+    """Declares the cond as a gate kernel writing the indirect dispatch arguments of every
+    branch's kernels (zero workgroups outside the chosen branch), every branch recorded with
+    them, and the select jaxpr ``build_select()`` -- (index, every branch's outputs) ->
+    outputs -- writing the outputs.  ``prepare(branch)`` is the branch as recorded (its plan
+    must be all kernels).  False (nothing declared) when a branch's plan holds a host step."""
+    subs = [sub_plan(ctx, (b,), "cond_dev", lambda b=b: prepare(b), "cond_branch")
+            for b in branches]
+    plans = [s.plan for s in subs]
+    if any(isinstance(d, HostStep) for p in plans for d in p.steps):
+        return False
+    n, out_avals = len(branches), list(branches[0].out_avals)
+    index_aval = ctx.eqn.invars[0].aval
+    sel = sub_plan(ctx, (), ("cond_select", n, index_aval, tuple(out_avals)), build_select,
+                   "cond_select")
+    table = [
+        tuple(d.grid) + (1,) * (3 - len(d.grid)) + (b,)
+        for b, p in enumerate(plans)
+        for d in p.steps
+    ]
+    first = np.cumsum([0] + [len(p.steps) for p in plans]).tolist()
+    gate = W.render("cond_gate.wgsl", SLOTS=len(table), LAST=n - 1) if table else None
+    made: dict = {}     # the gate's table and the indirect arguments, per device, on first run
+    keys, out_keys, split = step_io(ctx)
+    nbytes = _out_nbytes(ctx)
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        index, ops = ins[0], ins[1:]
+        if table:
+            fixed = made.get(rt.index)
+            if fixed is None:
+                fixed = made[rt.index] = (upload(rt, np.array(table, np.uint32)),
+                                          rt.alloc(12 * len(table), indirect=True))
+            tab, indirect = fixed
+            rt.dispatch(gate, [index, tab, indirect], (-(-len(table) // 64), 1, 1))
+        results = [o for s, f in zip(subs, first)
+                   for o in s.run(rt, ops, (indirect, f) if table else None)]
+        _copy_out(rt, sel.run(rt, [index] + results, out_buffers=outs), outs, nbytes)
+
+    ctx.host_step(run, keys, out_keys,
+                  label="cond: a gate kernel picks the branch; all branches recorded indirect")
+    return True
+
+
+# --------------------------------------------------------------------------- while
+
+def while_loop(ctx, cond: SubPlan, body: SubPlan, nc: int, nb: int, guarded: bool) -> None:
+    """Declares the while loop driven from the host.  ``cond`` takes (cond consts, carry) to
+    the predicate.  ``guarded``: ``body`` takes (cond consts, body consts, carry) and leaves
+    the carry unchanged once the predicate is false, so it runs in chunks with one predicate
+    readback per chunk; else ``body`` takes (body consts, carry) and the predicate is read
+    back before every iteration."""
+    keys, out_keys, split = step_io(ctx)
+    nbytes = _out_nbytes(ctx)
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        cc, bc, carry = _split(ins, nc, nb)
+        if not guarded:
+            while _read_scalar(rt, cond.run(rt, cc + carry)[0]):
+                carry = body.run(rt, bc + carry)
+        else:
+            k, prev = 1, None
+            while True:
+                for _ in range(k):
+                    carry = body.run(rt, cc + bc + carry)
+                p = cond.run(rt, cc + carry)[0]
+                if k < SPECULATE:
+                    if not _read_scalar(rt, p):
+                        break
+                else:
+                    # the device runs chunk n while the host records chunk n + 1; the predicate
+                    # of chunk n is read before chunk n + 1 is submitted (a no-op if it was false)
+                    if prev is not None and not _read_submitted(rt, prev):
+                        break
+                    rt.flush()
+                    prev = p
+                k = min(2 * k, MAX_CHUNK)
+        _copy_out(rt, carry, outs, nbytes)
+
+    ctx.host_step(
+        run, keys, out_keys, label="while: guarded body in chunks, predicate read back per chunk"
+    )
+
+
+# --------------------------------------------------------------------------- scan
+
+def recorded_scan(ctx, avals, jaxpr, length, reverse, nc, ncar, unroll, counters,
+                  wrapper, counter_values) -> None:
+    """Declares the scan as ``length`` recorded runs of its body plan (see the module
+    docstring).  ``counters``: the loop-counter carries; ``wrapper(xs_mis, ys_mis, k)``: the
+    body as recorded, ``k`` steps at a time (``prims/scan_rewrite.scan_wrapper``);
+    ``counter_values(dtype)``: the jaxpr init -> init + [0..length] of a counter."""
+    scan = _RecordedScan(ctx, avals, jaxpr, length, reverse, nc, ncar, unroll, counters,
+                         wrapper, counter_values)
+    ctx.host_step(scan.run, scan.keys, scan.out_keys,
+                  label="scan: body recorded per step, no readback")
+
+
+class _RecordedScan:
+    """A scan run as ``length`` recorded runs of its body plan: the layout of carries, slices
+    and counters, the body's sub-plans, and ``run``, the host step."""
+
+    def __init__(self, ctx, avals, jaxpr, length, reverse, nc, ncar, unroll, counters,
+                 wrapper, counter_values):
+        self.keys, self.out_keys, self.split = step_io(ctx)
+        self.length, self.reverse = length, reverse
+        self.nc, self.ncar = nc, ncar
+        x_avals = [a.update(shape=a.shape[1:]) for a in avals[nc + ncar:]]
+        y_avals = jaxpr.out_avals[ncar:]
+        self.xnb = [nbytes_of(a) for a in x_avals]
+        self.ynb = [nbytes_of(a) for a in y_avals]
+        # slices whose byte size is not a multiple of 4 are read/written inside the body
+        self.xs_mis = [j for j, b in enumerate(self.xnb) if b % 4]
+        self.ys_mis = [j for j, b in enumerate(self.ynb) if b % 4]
+        self.counters = counters
+        self.rest = [i for i in range(ncar) if i not in self.counters]
+        self.xs_al = [j for j in range(len(x_avals)) if j not in self.xs_mis]
+        self.ys_al = [j for j in range(len(y_avals)) if j not in self.ys_mis]
+        self.cnb = [nbytes_of(v.aval) for v in ctx.eqn.outvars[:ncar]]
+        self.accnb = [nbytes_of(ctx.eqn.outvars[ncar + j].aval) for j in self.ys_mis]
+        self.k = max(1, min(int(unroll), length))
+        tag = ("scan", tuple(counters), tuple(self.xs_mis), tuple(self.ys_mis), length)
+        self.subs = {kk: sub_plan(ctx, (jaxpr,), tag + (kk,),
+                                  lambda kk=kk: wrapper(self.xs_mis, self.ys_mis, kk), "scan_body")
+                     for kk in {self.k, 1}}     # k steps at a time, and one for the remainder
+        self.ctr_static, self.ctr_subs = self._counters(ctx, counter_values)
+        self.steps = (np.arange(max(length, 1), dtype=np.int32)
+                      if (self.xs_mis or self.ys_mis) else None)
+        self.host_consts: dict = {}  # the counters' and step indices' buffers, on the first run
+
+    def _counters(self, ctx, counter_values):
+        """The values init + s (s = 0..length) of each loop-counter carry: a constant array
+        when init is a literal, else a small sub-plan computing them once per run."""
+        ctr_static, ctr_subs = {}, {}
+        for i in self.counters:
+            a = ctx.eqn.invars[self.nc + i]
+            dt = a.aval.dtype
+            if isinstance(a, Lit):
+                vals = np.int64(a.val) + np.arange(self.length + 1, dtype=np.int64)
+                ctr_static[i] = vals.astype(dt)
+            else:
+                ctr_subs[i] = sub_plan(ctx, (), ("counter", dt.name, self.length),
+                                       lambda dt=dt: counter_values(dt), "scan_counter")
+        return ctr_static, ctr_subs
+
+    def _const(self, rt, name, value):
+        key = (rt.index, name)            # per device
+        if key not in self.host_consts:
+            self.host_consts[key] = upload(rt, value)
+        return self.host_consts[key]
+
+    def run(self, rt, bufs):
+        ins, outs = self.split(rt, bufs)
+        consts, carry, xs = _split(ins, self.nc, self.ncar)
+        cout, yout = outs[:self.ncar], outs[self.ncar:]
+        ctr = [
+            self._const(rt, i, self.ctr_static[i]) if i in self.ctr_static
+            else self.ctr_subs[i].run(rt, [carry[i]])[0]
+            for i in self.counters
+        ]
+        rc = [carry[i] for i in self.rest]
+        accs = [yout[j] for j in self.ys_mis]
+        rc, accs = self._record_steps(rt, consts, rc, xs, ctr, accs, yout)
+        for i, c in zip(self.rest, rc):
+            _copy(rt, c, cout[i], self.cnb[i])
+        for i, c in zip(self.counters, ctr):
+            _copy(rt, c, cout[i], 4, src_offset=4 * self.length)
+        for j, a, nb in zip(self.ys_mis, accs, self.accnb):
+            _copy(rt, a, yout[j], nb)
+
+    def _record_steps(self, rt, consts, rc, xs, ctr, accs, yout):
+        """Records the body runs, ``k`` steps per run while they fit, copying each step's
+        aligned ``ys`` slices into place; returns the final carries and accumulators."""
+        length, k, ys_al, ynb = self.length, self.k, self.ys_al, self.ynb
+        s, recorded = 0, 0
+        while s < length:
+            kk = k if s + k <= length else 1
+            per_run = len(self.subs[kk].plan.steps)
+            ts = [length - 1 - (s + st) if self.reverse else s + st for st in range(kk)]
+            steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
+            step_in = _step_inputs(rt, s, ts, [xs[j] for j in self.xs_al],
+                                   [self.xnb[j] for j in self.xs_al], ctr, steps_buf)
+            extra = [xs[j] for j in self.xs_mis]
+            res = self.subs[kk].run(rt, consts + rc + step_in + extra + accs)
+            rc, ys, accs = _split(res, len(self.rest), len(ys_al) * kk)
+            for st, t in enumerate(ts):
+                for j, y in zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)]):
+                    _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
+            s += kk
+            recorded += per_run
+            if recorded >= FLUSH_EVERY:     # let the device start while the host records on
+                rt.flush()
+                recorded = 0
+        return rc, accs
+
+
+def _step_inputs(rt, s, ts, xs, xnb, ctr, steps_buf) -> list:
+    """Buffers for steps s, s+1, ... (at positions ``ts`` of ``xs``): each step's ``xs``
+    slices, counter values and (for misaligned slices) its step index, copied out."""
+    step_in = []
+    for st, t in enumerate(ts):
+        for x, nb in zip(xs, xnb):
+            b = rt.alloc(nb)
+            _copy(rt, x, b, nb, src_offset=t * nb)
+            step_in.append(b)
+        for c in ctr:
+            b = rt.alloc(4)
+            _copy(rt, c, b, 4, src_offset=4 * (s + st))
+            step_in.append(b)
+        if steps_buf is not None:
+            b = rt.alloc(4)
+            _copy(rt, steps_buf, b, 4, src_offset=4 * t)
+            step_in.append(b)
+    return step_in

@@ -1,0 +1,558 @@
+"""Float math for kernels that a driver's fast-math cannot break.
+
+Shader compilers may reassociate and simplify float expressions (lavapipe's LLVM does; Metal
+compiles with fast-math by default), and their builtins are often coarse: lavapipe's ``log``
+is off by 2e6 ulp near 1 and mishandles subnormals, ``exp`` by 60 ulp near overflow, ``sinh``,
+``asinh`` and ``atanh`` lose small arguments and the sign of -0.0, ``sin(1e10)`` is -1.
+So the helpers here follow three rules:
+
+* **No cancellation tricks.**  Nothing relies on an intermediate rounding, such as
+  ``(1 + x) - 1`` recovering the rounding error of ``1 + x``, which a compiler may fold.
+  Small arguments take series/polynomials (``expm1``, ``log1p``, ``sinh``, ``tanh``);
+  decompositions use the bits (``wj_log`` splits the exponent with integer ops, the
+  trigonometric range reduction for huge arguments multiplies the significand by the bits
+  of 2/pi in integer arithmetic).
+* **Opaque values where nothing else works.**  ``wj_opq(x)`` is ``x`` xor a zero the compiler
+  cannot see (a private ``wj_zero`` set at kernel start from ``num_workgroups``, inserted by
+  :func:`wjax.backend.wgsl.finalize` into every kernel that uses it), so
+  ``x - k*ln2_hi - k*ln2_lo`` is not re-factored into ``x - k*ln2``.
+* **Signs and specials by the bits.**  ±0, ±inf and NaN are tested and copied with integer
+  ops (``wj_copysign``), never with float compares that fast-math may assume away.
+
+Accuracy, measured against float64 on lavapipe (``tests/test_numerics.py`` checks it at the
+hard points: ±0, subnormals, tiny, huge, ±inf, NaN, exact halves, integers above 2^23):
+``exp log log1p expm1`` within 2 ulp, ``sinh cosh tanh asinh acosh atanh cbrt`` within 3,
+``sin cos`` within 3 and ``tan`` within 5 for every finite argument; ``pow`` within about
+1 + 0.4 |y log2 x| ulp (exp2 of a float32 product, so large exponents lose a few bits).
+Subnormal inputs are handled as values; a driver that flushes subnormals to zero (XLA does on
+CPU and GPU) gives the result at zero instead, which the tests accept too.
+"""
+from __future__ import annotations
+
+from . import wgsl as W
+
+# --------------------------------------------------------------------------- building blocks
+
+W.helper(
+    "wj_isnan",
+    "fn wj_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
+)
+W.helper(
+    "wj_isinf",
+    "fn wj_isinf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
+)
+W.helper("wj_opq", """
+var<private> wj_zero: u32;
+fn wj_opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ wj_zero); }""")
+W.helper("wj_copysign", """
+fn wj_copysign(m: f32, s: f32) -> f32 {
+  return bitcast<f32>((bitcast<u32>(m) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
+}""")
+# --------------------------------------------------------------------------- exp family
+# Branch-free where it matters: drivers that run invocations as SIMD lanes (lavapipe, and GPUs
+# on divergent data) execute both sides of a branch, so special cases are selected at the end.
+
+# exp(x) = 2^k e^r, r = x - k ln2 in [-ln2/2, ln2/2] (Cody-Waite: k*LN2_HI is exact and kept
+# opaque so the two-step subtraction is not refactored); e^r - 1 by its Taylor series to r^9.
+# 2^k is applied as two factors 2^(k/2) so the scale never leaves float32 (k in [-150, 128]).
+W.helper(
+    "wj_expr",
+    """
+fn wj_expr(x: f32) -> vec3<f32> {
+  // (e^r - 1, 2^k1, 2^k2) with x = (k1 + k2) ln2 + r, x clamped to [-104, 88.75]
+  let xc = clamp(x, -104.0, 88.75);
+  let kf = floor(xc * 1.4426950 + 0.5);
+  let r = (xc - wj_opq(kf * 0.693145751953125)) - kf * 1.4286068e-06;
+  let q = r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (0.0013888889
+          + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))));
+  let k = i32(kf);
+  let k1 = k >> 1u;
+  return vec3<f32>(r + q, bitcast<f32>(u32(k1 + 127) << 23u),
+                   bitcast<f32>(u32(k - k1 + 127) << 23u));
+}""",
+)
+W.helper("wj_exp", """
+fn wj_exp(x: f32) -> f32 {
+  let e = wj_expr(x);
+  let y = ((e.x + 1.0) * e.y) * e.z;
+  let big = select(y, bitcast<f32>(0x7f800000u), x > 88.72283);
+  return select(select(big, 0.0, x < -103.97209), x, wj_isnan(x));
+}""")
+# expm1(x) = 2^k (e^r - 1) + (2^k - 1): no cancellation for k = 0 (|x| < ln2/2), little beyond
+W.helper("wj_expm1", """
+fn wj_expm1(x: f32) -> f32 {
+  let e = wj_expr(x);
+  let t = e.y * e.z;
+  var y = select(e.x * t + (t - 1.0), ((e.x + 1.0) * e.y) * e.z, x > 17.0);
+  y = select(y, bitcast<f32>(0x7f800000u), x > 88.72283);
+  return select(y, x, wj_isnan(x) || x == 0.0);
+}""")
+
+# --------------------------------------------------------------------------- log family
+
+# log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: s = f / (2 + f), the odd series of
+# 2 atanh(s) (musl's logf polynomial); exact for f = +-0
+W.helper("wj_log1p_core", """
+fn wj_log1p_core(f: f32) -> f32 {
+  let s = f / (2.0 + f);
+  let z = s * s;
+  let w = z * z;
+  let t1 = w * (0.40000972 + w * 0.24279079);
+  let t2 = z * (0.66666663 + w * 0.28498787);
+  let hfsq = 0.5 * f * f;
+  return select(f - (hfsq - s * (hfsq + t1 + t2)), f, f == 0.0);
+}""")
+# x = 2^k m with m in [sqrt(1/2), sqrt(2)), split with integer ops (subnormals scaled first);
+# returns vec2(k, m - 1) (garbage for x <= 0, inf or NaN: see wj_log_fix)
+W.helper("wj_logsplit", """
+fn wj_logsplit(x: f32) -> vec2<f32> {
+  let sub = bitcast<u32>(x) < 0x00800000u;
+  var ix = select(bitcast<u32>(x), bitcast<u32>(x * 33554432.0), sub);
+  ix = ix + (0x3f800000u - 0x3f3504f3u);
+  let k = i32(ix >> 23u) - select(127, 152, sub);
+  let m = bitcast<f32>((ix & 0x007fffffu) + 0x3f3504f3u);
+  return vec2<f32>(f32(k), m - 1.0);
+}""")
+# log of x <= 0, +inf, NaN: -inf at zero, NaN below, x itself otherwise
+W.helper("wj_log_fix", """
+fn wj_log_fix(y: f32, x: f32) -> f32 {
+  var r = select(y, x, bitcast<u32>(x) >= 0x7f800000u);
+  r = select(r, bitcast<f32>(0xff800000u), x == 0.0);
+  return select(r, bitcast<f32>(0x7fc00000u), wj_isnan(x) || x < 0.0);
+}""")
+W.helper("wj_log", """
+fn wj_log(x: f32) -> f32 {
+  let kf = wj_logsplit(x);
+  return wj_log_fix(kf.x * 0.693145751953125 + (wj_log1p_core(kf.y) + kf.x * 1.4286068e-06), x);
+}""")
+W.helper("wj_log2", """
+fn wj_log2(x: f32) -> f32 {
+  let kf = wj_logsplit(x);
+  return wj_log_fix(kf.x + wj_log1p_core(kf.y) * 1.4426950, x);
+}""")
+W.helper(
+    "wj_log10",
+    """
+fn wj_log10(x: f32) -> f32 {
+  let kf = wj_logsplit(x);
+  return wj_log_fix(
+      kf.x * 0.30102998 + (wj_log1p_core(kf.y) * 0.43429449 + kf.x * 7.9034151e-09), x);
+}""",
+)
+# log1p: u = 1 + x (opaque) split as 2^k m; with k = 0 the core takes x itself (exact), else
+# m - 1 plus the rounding error of u, (x - (u - 1)) / u, which the opaque u keeps from folding
+W.helper(
+    "wj_log1p",
+    """
+fn wj_log1p(x: f32) -> f32 {
+  let u = wj_opq(1.0 + x);
+  let kf = wj_logsplit(u);
+  let k0 = kf.x == 0.0;
+  let c = select((x - wj_opq(u - 1.0)) / u, 0.0, k0 || x > 1e7);
+  let y = kf.x * 0.693145751953125
+      + (wj_log1p_core(select(kf.y, x, k0)) + (kf.x * 1.4286068e-06 + c));
+  var r = select(y, x, bitcast<u32>(x) == 0x7f800000u || x == 0.0);
+  r = select(r, bitcast<f32>(0xff800000u), x == -1.0);
+  return select(r, bitcast<f32>(0x7fc00000u), wj_isnan(x) || x < -1.0);
+}""",
+)
+
+# --------------------------------------------------------------------------- hyperbolic
+# sinh: its series below 2; beyond, and cosh everywhere, from h = e^(|x|/2): e^|x| = h*h
+# never overflows before the result does.
+
+W.helper("wj_sinh", """
+fn wj_sinh(x: f32) -> f32 {
+  let a = abs(x);
+  let z = a * a;
+  let small = a + a * z * (0.16666667 + z * (0.008333334 + z * (0.0001984127 + z * (2.7557319e-06
+              + z * (2.5052108e-08 + z * (1.6059044e-10 + z * (7.6471637e-13 + z * (2.8114573e-15
+              + z * 8.2206352e-18))))))));
+  let h = wj_exp(0.5 * min(a, 90.0));
+  let big = (0.5 * h) * h - (0.5 / h) / h;
+  return select(wj_copysign(select(big, small, a < 2.0), x), x, wj_isnan(x) || x == 0.0);
+}""")
+W.helper("wj_cosh", """
+fn wj_cosh(x: f32) -> f32 {
+  let h = wj_exp(0.5 * min(abs(x), 90.0));
+  return select((0.5 * h) * h + (0.5 / h) / h, x, wj_isnan(x));
+}""")
+W.helper("wj_tanh", """
+fn wj_tanh(x: f32) -> f32 {
+  let a = min(abs(x), 9.1);
+  let t = wj_expm1(2.0 * a);
+  let y = select(t / (t + 2.0), 1.0, a > 9.01);
+  return select(wj_copysign(y, x), x, wj_isnan(x) || x == 0.0);
+}""")
+W.helper("wj_asinh", """
+fn wj_asinh(x: f32) -> f32 {
+  let a = abs(x);
+  let huge = a > 268435456.0;
+  let big = a > 2.0;
+  let z = a * a;
+  let arg = select(a + z / (1.0 + sqrt(1.0 + z)), 2.0 * a + 1.0 / (sqrt(z + 1.0) + a) - 1.0, big);
+  let r = select(wj_log1p(select(arg, 0.0, huge)), wj_log(a) + 0.6931472, huge);
+  return select(wj_copysign(r, x), x, wj_isnan(x) || wj_isinf(x) || x == 0.0);
+}""")
+W.helper(
+    "wj_acosh",
+    """
+fn wj_acosh(x: f32) -> f32 {
+  let huge = x > 268435456.0;
+  let t = x - 1.0;
+  let arg = select(t + sqrt(2.0 * t + t * t), 2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)) - 1.0,
+                   x > 2.0);
+  let r = select(wj_log1p(select(arg, 0.0, huge)), wj_log(x) + 0.6931472, huge);
+  return select(select(r, x, wj_isinf(x)), bitcast<f32>(0x7fc00000u), wj_isnan(x) || x < 1.0);
+}""",
+)
+W.helper("wj_atanh", """
+fn wj_atanh(x: f32) -> f32 {
+  let a = abs(x);
+  let d = 1.0 - a;
+  let arg = select(2.0 * a / d, 2.0 * a + 2.0 * a * a / d, a < 0.5);
+  var r = select(0.5 * wj_log1p(arg), bitcast<f32>(0x7f800000u), a == 1.0);
+  r = select(wj_copysign(r, x), bitcast<f32>(0x7fc00000u), a > 1.0);
+  return select(r, x, wj_isnan(x) || x == 0.0);
+}""")
+
+# --------------------------------------------------------------------------- powers, roots
+
+W.helper("wj_cbrt", """
+fn wj_cbrt(x: f32) -> f32 {
+  let a = abs(x);
+  var y = exp2(wj_log2(a) * 0.33333334);
+  y = y + (a / (y * y) - y) * 0.33333334;
+  return select(wj_copysign(y, x), x, wj_isnan(x) || wj_isinf(x) || x == 0.0);
+}""")
+
+# --------------------------------------------------------------------------- trigonometry
+# Arguments up to 1024 in magnitude take the builtins (within 2 ulp on the drivers measured).
+# Beyond, Payne-Hanek: |x| = M 2^E (24-bit M); x * 2/pi mod 4 is M times a 96-bit window of
+# the bits of 2/pi (bits above the window add multiples of 4): a 120-bit integer product whose
+# bits from 2^94 up are the quadrant and the 64 below the fraction of a quarter turn.  The
+# window starts at bit E - 2 of 2/pi (64 zero bits pad the front, for small E), so the bit
+# positions in the product are constants; the table words are picked with selects, not by
+# indexing (SIMD drivers would gather per lane).  Both paths run on SIMD drivers: the huge
+# path is kept cheap, about 60 integer ops.
+
+W.helper("wj_mul32", """
+fn wj_mul32(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;
+  let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  let lo = (p00 & 0xffffu) | (mid << 16u);
+  let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+  return vec2<u32>(lo, hi);
+}""")
+# word w (0-based) of the 2/pi bits after 64 zero bits: 0, 0, a2f9836e, 4e441529, ...
+W.helper("wj_2opi_word", """
+fn wj_2opi_word(w: u32) -> u32 {
+  var v = select(0u, 0xa2f9836eu, w == 2u);
+  v = select(v, 0x4e441529u, w == 3u); v = select(v, 0xfc2757d1u, w == 4u);
+  v = select(v, 0xf534ddc0u, w == 5u); v = select(v, 0xdb629599u, w == 6u);
+  v = select(v, 0x3c439041u, w == 7u); v = select(v, 0xfe5163abu, w == 8u);
+  return select(v, 0xdebbc561u, w == 9u);
+}""")
+W.helper("wj_rem_pio2", """
+fn wj_rem_pio2(a: f32) -> vec2<f32> {
+  // a = |x| > 1024 (finite): (r, quadrant) with |x| = (4n + quadrant) pi/2 + r, |r| <= pi/4
+  let u = bitcast<u32>(a);
+  let e = i32(u >> 23u) - 150;                // a = m 2^e, e in [-14, 104]
+  let m = (u & 0x7fffffu) | 0x800000u;
+  let q = u32(e + 62);                        // window start in the padded bits
+  let w = q / 32u; let s = q % 32u;
+  let t0 = wj_2opi_word(w); let t1 = wj_2opi_word(w + 1u);
+  let t2 = wj_2opi_word(w + 2u); let t3 = wj_2opi_word(w + 3u);
+  let sh = (32u - s) % 32u;
+  let sm = select(0xffffffffu, 0u, s == 0u);  // (a shift by 32 is not 0 in WGSL)
+  let w0 = (t0 << s) | ((t1 >> sh) & sm);
+  let w1 = (t1 << s) | ((t2 >> sh) & sm);
+  let w2 = (t2 << s) | ((t3 >> sh) & sm);
+  // P = m * (w0 w1 w2), little-endian words p0..p3
+  let c2 = wj_mul32(m, w2); let c1 = wj_mul32(m, w1); let c0 = wj_mul32(m, w0);
+  let p1 = c2.y + c1.x;
+  let k1 = select(0u, 1u, p1 < c2.y);
+  let s2 = c1.y + c0.x;
+  let p2 = s2 + k1;
+  // quadrant: bits 94, 95; fraction: bits 30..93
+  var quad = p2 >> 30u;
+  var fh = (p2 << 2u) | (p1 >> 30u);
+  var fl = (p1 << 2u) | (c2.x >> 30u);
+  let neg = fh >= 0x80000000u;                // fraction >= 1/2: r = fraction - 1, exactly
+  let nfl = ~fl + 1u;
+  let nfh = ~fh + select(0u, 1u, nfl == 0u);
+  fh = select(fh, nfh, neg);
+  fl = select(fl, nfl, neg);
+  quad = (quad + select(0u, 1u, neg)) & 3u;
+  let r = (f32(fh) * 2.3283064e-10 + f32(fl) * 5.421011e-20) * 1.5707964;
+  return vec2<f32>(select(r, -r, neg), f32(quad));
+}""")
+W.helper("wj_sin", """
+fn wj_sin(x: f32) -> f32 {
+  let a = abs(x);
+  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
+  let q = u32(rq.y);
+  let v = select(sin(rq.x), cos(rq.x), (q & 1u) == 1u);
+  let h = select(v, -v, (q & 2u) == 2u);
+  let y = select(sin(x), select(h, -h, x < 0.0), a > 1024.0);
+  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+}""")
+W.helper("wj_cos", """
+fn wj_cos(x: f32) -> f32 {
+  let a = abs(x);
+  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
+  let q = u32(rq.y);
+  let v = select(cos(rq.x), -sin(rq.x), (q & 1u) == 1u);
+  let h = select(v, -v, (q & 2u) == 2u);
+  let y = select(cos(x), h, a > 1024.0);
+  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+}""")
+W.helper("wj_tan", """
+fn wj_tan(x: f32) -> f32 {
+  let a = abs(x);
+  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
+  let t = tan(rq.x);
+  let h = select(t, -1.0 / t, (u32(rq.y) & 1u) == 1u);
+  let y = select(tan(x), select(h, -h, x < 0.0), a > 1024.0);
+  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+}""")
+
+# --------------------------------------------------------------------------- rounding
+# Exact by construction below 2^23 (x - floor(x) is exact there); above, every float is an
+# integer.  The sign of a zero result follows x (round(-0.4) is -0.0).
+W.helper("wj_round_even", """
+fn wj_round_even(x: f32) -> f32 {
+  if (!(abs(x) < 8388608.0)) { return x; }
+  let fl = floor(x);
+  let d = x - fl;
+  var r = fl;
+  if (d > 0.5 || (d == 0.5 && (i32(fl) & 1) != 0)) { r = fl + 1.0; }
+  return wj_copysign(r, x);
+}""")
+W.helper("wj_round_away", """
+fn wj_round_away(x: f32) -> f32 {
+  if (!(abs(x) < 8388608.0)) { return x; }
+  let a = abs(x);
+  let t = floor(a);
+  return wj_copysign(select(t, t + 1.0, a - t >= 0.5), x);
+}""")
+
+# --------------------------------------------------------------------------- float16
+# float16 math is done in f32 and rounded to f16 after every operation, as XLA does; the f32
+# result is made opaque first so no compiler shrinks the operation to native f16 and fuses it
+# with the next one (a fused f16 multiply-add rounds once, XLA rounds twice).
+W.helper("wj_f16r", "fn wj_f16r(x: f32) -> f16 { return f16(wj_opq(x)); }")
+
+
+# --------------------------------------------------------------------------- elementwise ops
+# The helpers of the elementwise primitives' templates (``wjax/_src/prims/elementwise.py``): integer
+# division and remainder with XLA's results at zero divisors and overflow, NaN-propagating
+# max/min (and complex orderings), and the other functions whose WGSL needs more than one line.
+
+W.helper("wj_div_i", """
+fn wj_div_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return -1; }
+  if (a == i32(-2147483647 - 1) && b == -1) { return a; }
+  return a / b;
+}""")
+# on magnitudes, in u32: GLSL (wgpu's GL backend) leaves % of negative ints undefined
+W.helper("wj_rem_i", """
+fn wj_rem_i(a: i32, b: i32) -> i32 {
+  if (b == 0) { return a; }
+  let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+  return select(r, -r, a < 0);
+}""")
+W.helper(
+    "wj_div_u",
+    "fn wj_div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0xffffffffu; } return a / b; }",
+)
+W.helper(
+    "wj_rem_u", "fn wj_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a % b; }"
+)
+W.helper("wj_max_f", """
+fn wj_max_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(b, a, bitcast<u32>(a) == 0u); }
+  return max(a, b);
+}""")
+W.helper("wj_min_f", """
+fn wj_min_f(a: f32, b: f32) -> f32 {
+  if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
+  if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
+  return min(a, b);
+}""")
+# complex max/min: XLA's lexicographic order (real parts, then imaginary parts) as a select
+# of the second operand unless the first compares greater (less): a NaN part compares false,
+# so it picks ``b``; NaN is tested by the bits (drivers may fold ordered compares)
+W.helper("wj_cgt", """
+fn wj_cgt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x > b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y > b.y;
+}""")
+W.helper("wj_clt", """
+fn wj_clt(a: vec2<f32>, b: vec2<f32>) -> bool {
+  if (wj_isnan(a.x) || wj_isnan(b.x)) { return false; }
+  if (a.x != b.x) { return a.x < b.x; }
+  return !(wj_isnan(a.y) || wj_isnan(b.y)) && a.y < b.y;
+}""")
+W.helper(
+    "wj_pow_f",
+    """
+fn wj_pow_f(x: f32, y: f32) -> f32 {
+  if (y == 0.0) { return 1.0; }
+  if (x == 1.0) { return 1.0; }
+  if (wj_isnan(x) || wj_isnan(y)) { return x + y; }
+  let ay = abs(y);
+  let yi = floor(y);
+  let is_int = yi == y;
+  let odd = is_int && (abs(yi % 2.0) == 1.0);
+  if (x == 0.0) {
+    if (y < 0.0) {
+      let inf = bitcast<f32>(0x7f800000u);
+      let neg_inf = select(inf, bitcast<f32>(0xff800000u), bitcast<u32>(x) == 0x80000000u);
+      return select(inf, neg_inf, odd);
+    }
+    return select(0.0, x, odd);
+  }
+  if (wj_isinf(y)) {
+    let ax = abs(x);
+    if (ax == 1.0) { return 1.0; }
+    if ((ax > 1.0) == (y > 0.0)) { return bitcast<f32>(0x7f800000u); }
+    return 0.0;
+  }
+  if (wj_isinf(x)) {
+    if (y > 0.0) { return select(bitcast<f32>(0x7f800000u), x, odd); }
+    return select(0.0, bitcast<f32>(bitcast<u32>(x) & 0x80000000u), odd);
+  }
+  if (x < 0.0) {
+    if (!is_int) { return bitcast<f32>(0x7fc00000u); }
+    let m = exp2(y * wj_log2(-x));
+    return select(m, -m, odd);
+  }
+  return exp2(y * wj_log2(x));
+}""",
+)
+W.helper("wj_sign_f", """
+fn wj_sign_f(x: f32) -> f32 { if (wj_isnan(x) || x == 0.0) { return x; } return sign(x); }""")
+W.helper("wj_atan2", """
+fn wj_atan2(y: f32, x: f32) -> f32 {
+  if (wj_isnan(y) || wj_isnan(x)) { return bitcast<f32>(0x7fc00000u); }
+  let neg = (bitcast<u32>(y) & 0x80000000u) != 0u;
+  var r: f32;
+  if (wj_isinf(x)) {
+    if (wj_isinf(y)) { r = select(0.78539816, 2.3561945, x < 0.0); }
+    else { r = select(0.0, 3.1415927, x < 0.0); }
+  } else if (wj_isinf(y)) {
+    r = 1.5707964;
+  } else if (y == 0.0) {
+    r = select(0.0, 3.1415927, (bitcast<u32>(x) & 0x80000000u) != 0u);
+  } else if (x == 0.0) {
+    r = 1.5707964;
+  } else {
+    let a = wj_atan_pos(abs(y / x));
+    r = select(a, 3.1415927 - a, x < 0.0);
+  }
+  return bitcast<f32>(bitcast<u32>(r) | select(0u, 0x80000000u, neg));
+}""")
+# Cephes' atanf (|rel err| ~2e-7): the atan builtin of some drivers (lavapipe) is off by 1e-5
+W.helper("wj_atan_pos", """
+fn wj_atan_pos(x: f32) -> f32 {
+  var y = 0.0;
+  var z = x;
+  if (x > 2.4142137) { y = 1.5707964; z = -1.0 / x; }
+  else if (x > 0.41421357) { y = 0.7853982; z = (x - 1.0) / (x + 1.0); }
+  let zz = z * z;
+  return y + ((((0.0805374449538 * zz - 0.138776856032) * zz + 0.199777106478) * zz
+               - 0.333329491539) * zz * z + z);
+}""")
+W.helper("wj_atan", """
+fn wj_atan(x: f32) -> f32 {
+  if (wj_isnan(x) || x == 0.0) { return x; }
+  let a = wj_atan_pos(abs(x));
+  return select(a, -a, x < 0.0);
+}""")
+# asin/acos through atan2: some drivers' (lavapipe's) builtins are off by ~6e-5
+W.helper("wj_asin", """
+fn wj_asin(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+}""")
+W.helper("wj_acos", """
+fn wj_acos(x: f32) -> f32 {
+  if (wj_isnan(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+  return wj_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+}""")
+# fmod, exact like C's (musl's fmodf on the bits): float tricks such as x - y * trunc(x / y)
+# lose the low bits once x / y rounds, and drivers may not fuse fma
+W.helper("wj_rem_f", """
+fn wj_rem_f(x: f32, y: f32) -> f32 {
+  if (wj_isnan(x) || wj_isnan(y) || wj_isinf(x) || y == 0.0) { return bitcast<f32>(0x7fc00000u); }
+  if (wj_isinf(y)) { return x; }
+  let ux = bitcast<u32>(x);
+  let uy = bitcast<u32>(y);
+  let sx = ux & 0x80000000u;
+  if ((ux << 1u) <= (uy << 1u)) {
+    if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); }
+    return x;
+  }
+  var ex = i32((ux >> 23u) & 0xffu);
+  var ey = i32((uy >> 23u) & 0xffu);
+  var mx = ux;
+  var my = uy;
+  if (ex == 0) {
+    var t = mx << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ex = ex - 1; t = t << 1u; }
+    mx = mx << u32(1 - ex);
+  } else { mx = (mx & 0x7fffffu) | 0x800000u; }
+  if (ey == 0) {
+    var t = my << 9u;
+    loop { if ((t >> 31u) != 0u) { break; } ey = ey - 1; t = t << 1u; }
+    my = my << u32(1 - ey);
+  } else { my = (my & 0x7fffffu) | 0x800000u; }
+  loop {
+    if (ex <= ey) { break; }
+    let d = mx - my;
+    if ((d >> 31u) == 0u) {
+      if (d == 0u) { return bitcast<f32>(sx); }
+      mx = d;
+    }
+    mx = mx << 1u;
+    ex = ex - 1;
+  }
+  let d = mx - my;
+  if ((d >> 31u) == 0u) {
+    if (d == 0u) { return bitcast<f32>(sx); }
+    mx = d;
+  }
+  loop { if ((mx >> 23u) != 0u) { break; } mx = mx << 1u; ex = ex - 1; }
+  if (ex > 0) { mx = (mx - 0x800000u) | (u32(ex) << 23u); } else { mx = mx >> u32(1 - ex); }
+  return bitcast<f32>(mx | sx);
+}""")
+W.helper(
+    "wj_erf",
+    """
+fn wj_erf(x: f32) -> f32 {
+  // |x| < 0.5: the Maclaurin series to x^15; beyond, 1 - erfc with Numerical Recipes'
+  // Chebyshev fit of erfc (fractional error < 1.2e-7)
+  if (wj_isnan(x) || x == 0.0) { return x; }
+  let z = abs(x);
+  if (z > 4.0) { return wj_copysign(1.0, x); }   // 1 - erfc(4) rounds to 1
+  var e: f32;
+  if (z < 0.5) {
+    let z2 = z * z;
+    e = z * (1.1283791671 + z2 * (-0.3761263890 + z2 * (0.1128379167 + z2 * (-0.0268661706
+        + z2 * (0.0052239776 + z2 * (-0.00085483270
+        + z2 * (0.00012055332 + z2 * -1.4925650e-05)))))));
+  } else {
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let s = bitcast<f32>(bitcast<u32>(z) & 0xfffff000u);   // s*s exact: see scipy.special._erfc
+    let r = t * wj_exp(-(s * s)) * wj_exp(-(z - s) * (z + s) - 1.26551223 + t * (1.00002368
+            + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    e = 1.0 - r;
+  }
+  return wj_copysign(e, x);
+}""",
+)

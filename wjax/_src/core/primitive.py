@@ -1,0 +1,136 @@
+"""Primitives and the registry of all of them.
+
+A primitive is one block in ``wjax/_src/prims/<family>.py`` that fills the slots below side by
+side.  Everything the rest of wjax asks of a primitive is a slot or a flag declared here; no
+module lists primitives by name.
+
+Binding a primitive while a tracing builder is active records an equation; otherwise it runs
+eagerly, as a one-equation jaxpr through the WGSL backend (``wjax/_src/dispatch.py``).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Optional
+
+from .tracing import bind as _bind
+
+REGISTRY: dict[str, "Primitive"] = {}
+_user_serial = itertools.count()
+
+Rule = Optional[Callable[..., Any]]
+
+
+class Primitive:
+    """One operation of the IR.
+
+    Rules (None when the primitive has none):
+
+    ``abstract_eval(*avals, **params) -> aval (or list)``   shape/dtype rule (required)
+    ``reference(*ndarrays, **params) -> ndarray (or list)`` NumPy rule (tests, constant folding)
+    ``fuse(kb, idx, read, in_avals, out_aval, **params) -> str``
+        an elementwise/index op: a WGSL expression, fused into its consumers' kernels
+    ``kernel(ctx, *avals, **params)``  a whole-kernel op (reduction, matmul, sort, control flow)
+    ``element(kb, idx, read, in_avals, out_aval, **params) -> str``
+        a kernel op's value at one output index as sequential code (single-workgroup loops)
+    ``element_tile(kb, wg, read, in_avals, out_aval, store, rows=, cols=, **params) -> int``
+        every output element by ``wg`` threads of one workgroup, each computing blocks of
+        outputs (``store(flat, value)`` emits a store); returns the sequential steps per
+        thread (with ``kb=None``, only that); single-workgroup loops prefer it to ``element``
+    ``merge_key(eqn) -> key`` / ``kernel_many(ctxs)``  kernel ops with equal keys at one
+        fusion level are emitted together by ``kernel_many``
+    ``jvp(primals, tangents, **params) -> (outs, tangents)``    forward-mode rule
+    ``transpose(cts, *args, **params) -> cts of the linear args``  reverse-mode rule
+    ``batch(args, dims, **params) -> (outs, out dims)``          vmap rule
+    ``partial_eval(eqn, unknowns) -> (known eqns, unknown eqns, out unknowns)``
+        how an equation with some unknown operands splits (calls, control flow); without
+        one, an equation with any unknown operand is unknown as a whole
+    ``dce(eqn, used_outputs) -> eqn``  drops unused outputs of an equation carrying jaxprs
+    ``impl(*args, **params)``  an eager override (custom calls evaluate their jaxpr)
+    ``expand(*operands, **params)``  a composition of other primitives: the backend traces it
+        and inlines the result (user primitives lowered through ``mlir.lower_fun``)
+    ``decompose(target, *avals, **params) -> fn or None``  a choice made at lowering, for
+        one device: ``fn(*operands)``, a composition of other primitives that the backend
+        traces and inlines in the equation's place (a contraction too long for the driver's
+        loop limit, split into chunks), or None to keep the equation for its kernel
+
+    Flags:
+
+    ``multiple_results``  returns a list
+    ``fuse_inputs``       kernel ops: operand positions that accept fused producers
+    ``epilogue``          kernel ops: same-shaped elementwise consumers fuse into the kernel
+    ``table``             elementwise ops: the dtype -> WGSL template table they were made from
+    ``zero_jvp``          the output's tangent is always zero (comparisons, integer ops)
+    ``call``              carries a ``jaxpr`` parameter that the backend inlines
+    ``transparent_call``  a call that only runs its ``jaxpr`` (``pjit``, ``checkpoint``): its
+                          unused outputs may be pruned and its traced constants hoisted
+    ``shares_storage``    a contiguous view (reshape): its output aliases its operand's buffer
+    ``view``              moves elements without arithmetic (loops index through it)
+    ``effectful``         never removed by dead-code elimination
+    ``collective``        acts over the named axes in ``params['axes']`` (``psum``): its batch
+                          rule runs at the ``vmap`` of that name even on unbatched operands
+    ``remat``             ``checkpoint``: its partial-eval rule runs even when every operand is
+                          unknown (it recomputes, rather than saves, what it can)
+    """
+
+    def __init__(self, name: str, multiple_results: bool = False, register: bool = True):
+        """``register=False`` makes a primitive outside the registry (a user's, through
+        ``jax.extend.core.Primitive``): names may repeat, and ``key`` tells them apart."""
+        if register and name in REGISTRY:
+            raise ValueError(f"primitive {name!r} registered twice")
+        self.name = name
+        self.key = name if register else f"{name}#{next(_user_serial)}"
+        self.multiple_results = multiple_results
+        self.abstract_eval: Rule = None
+        self.reference: Rule = None
+        self.fuse: Rule = None
+        self.kernel: Rule = None
+        self.element: Rule = None
+        self.element_tile: Rule = None
+        self.merge_key: Rule = None
+        self.kernel_many: Rule = None
+        self.jvp: Rule = None
+        self.transpose: Rule = None
+        self.batch: Rule = None
+        self.partial_eval: Rule = None
+        self.dce: Rule = None
+        self.impl: Rule = None
+        self.expand: Rule = None
+        self.decompose: Rule = None
+        self.fuse_inputs: tuple[int, ...] = ()
+        self.epilogue: bool = False
+        self.table: dict | None = None
+        self.zero_jvp: bool = False
+        self.call: bool = False
+        self.transparent_call: bool = False
+        self.shares_storage: bool = False
+        self.view: bool = False
+        self.effectful: bool = False
+        self.remat: bool = False
+        self.collective: bool = False
+        if register:
+            REGISTRY[name] = self
+
+    def bind(self, *args, **params):
+        return _bind(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    # decorator helpers, so a rule can be registered right after the primitive
+    def def_abstract_eval(self, f):
+        self.abstract_eval = f
+        return f
+
+    def def_reference(self, f):
+        self.reference = f
+        return f
+
+    def def_fuse(self, f):
+        self.fuse = f
+        return f
+
+    def def_kernel(self, f):
+        self.kernel = f
+        return f

@@ -1,0 +1,786 @@
+"""dot_general: batched matrix products on the kernels in shaders/ (workgroup-memory tiles on
+GPUs, register blocking on CPU adapters), with a fused elementwise epilogue."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import dtypes
+from ..backend import wgsl as W
+from ..backend.wgsl import Index
+from ..core.ir import ShapedArray, raise_to_shaped
+from ..core.primitive import Primitive
+from ..transforms import batching as _batching
+from .elementwise import convert_expr, kind
+from ..transforms import ad as _ad
+from ..core import ops
+from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
+from ..core.ir import Var
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.fuse_inputs = (0, 1)
+dot_general_p.epilogue = True     # same-shaped elementwise consumers fuse into the kernel
+
+
+def _dims(dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+
+
+@dot_general_p.def_abstract_eval
+def _dot_abstract(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                  out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if lhs.dtype != rhs.dtype and preferred_element_type is None:
+        raise TypeError(
+            f"dot_general requires operands of the same dtype, got {lhs.dtype} and {rhs.dtype}"
+        )
+    for d, x, nm in ((lc + lb, lhs, "lhs"), (rc + rb, rhs, "rhs")):
+        if any(not 0 <= a < x.ndim for a in d) or len(set(d)) != len(d):
+            raise TypeError(f"dot_general {nm} dimension numbers {d} out of range or repeated for "
+                            f"shape {x.shape}")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(
+            "dot_general requires equal numbers of lhs and rhs contracting and batch dimensions"
+        )
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(
+                f"dot_general requires contracting dimensions to have the same shape, got "
+                f"{tuple(lhs.shape[i] for i in lc)} and {tuple(rhs.shape[i] for i in rc)} "
+                f"(lhs shape {lhs.shape}, rhs shape {rhs.shape})."
+            )
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(
+                f"dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+                f"the same shape, got {tuple(lhs.shape[i] for i in lb)} and "
+                f"{tuple(rhs.shape[i] for i in rb)}."
+            )
+    batch = [lhs.shape[i] for i in lb]
+    lfree = [s for i, s in enumerate(lhs.shape) if i not in lc + lb]
+    rfree = [s for i, s in enumerate(rhs.shape) if i not in rc + rb]
+    dt = (
+        dtypes.check_supported(preferred_element_type)
+        if preferred_element_type is not None
+        else lhs.dtype
+    )
+    return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _acc_dtype(dt):
+    k = kind(dt)
+    if k == "c":
+        return np.dtype(np.complex64)
+    return (
+        np.dtype(np.float32)
+        if k == "f"
+        else (np.dtype(np.uint32) if k in "ub" else np.dtype(np.int32))
+    )
+
+
+def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_args):
+    """WGSL body of rdA/rdB: map (b, row, k) to the operand's coordinates."""
+    fuser = ctx.fuser(kb)
+    saved, kb.lines = kb.lines, []
+    bshape = [aval.shape[d] for d in batch_dims]
+    rshape = [aval.shape[d] for d in row_dims]
+    kshape = [aval.shape[d] for d in contract_dims]
+    b, r, k = fn_args
+    dims = [None] * aval.ndim
+    for ds, sh, var in ((batch_dims, bshape, b), (row_dims, rshape, r), (contract_dims, kshape, k)):
+        if not ds:
+            continue
+        coords = Index(kb, sh, flat=var).dims()
+        for d, c in zip(ds, coords):
+            dims[d] = c
+    v = ctx.reader(kb, i, fuser)(Index(kb, aval.shape, dims=dims))
+    acc = _acc_dtype(aval.dtype)
+    body = kb.lines + [f"return {convert_expr(v, aval.dtype, acc)};"]
+    kb.lines = saved
+    return "  " + "\n  ".join(body)
+
+
+def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pad_rows=0):
+    """The buffer key of operand ``i`` laid out as [B, rows, K] (rows_first) or [B, K, rows]:
+    the operand's own buffer when it already is, else a copy made by a fused kernel (which
+    also absorbs any fused producer and transpose)."""
+    order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
+                                 else tuple(contract_dims) + tuple(row_dims))
+    a = ctx.eqn.invars[i]
+    if (
+        isinstance(a, Var)
+        and a.id in ctx.lowering.materialized
+        and order == tuple(range(aval.ndim))
+        and not pad_rows
+    ):
+        return ctx.in_key(i)
+    rows = int(np.prod([aval.shape[d] for d in row_dims], dtype=np.int64))
+    kk = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
+    bs = int(np.prod([aval.shape[d] for d in batch_dims], dtype=np.int64))
+    prow = max(rows, pad_rows)
+    shape = [bs, prow, kk] if rows_first else [bs, kk, prow]       # padded rows read as 0
+    key = ctx.scratch(ShapedArray((bs * prow * kk,), aval.dtype))
+    kb = ctx.new_kb()
+    cb, c1, c2 = Index(kb, shape, flat="i").dims()
+    cr, ck = (c1, c2) if rows_first else (c2, c1)
+    dims = [None] * aval.ndim
+    for ds, var in ((batch_dims, cb), (row_dims, f"min({cr}, {rows - 1}u)"), (contract_dims, ck)):
+        if ds:
+            for d, c in zip(ds, Index(kb, [aval.shape[d] for d in ds], flat=var).dims()):
+                dims[d] = c
+    v = ctx.reader(kb, i)(Index(kb, aval.shape, dims=dims))
+    if prow != rows:
+        v = f"select({W.zero(aval.dtype)}, {v}, {cr} < {rows}u)"
+    name = kb.bind(key, aval.dtype, "read_write")
+    kb.emit(f"{name}[i] = {v};")
+    src, grid = kb.elementwise_kernel(bs * prow * kk)
+    ctx.dispatch(kb, src, grid)
+    return key
+
+
+# The float32 matmul kernels.  GPUs: shaders/matmul_tiled.wgsl (64x64 workgroup tiles in
+# workgroup memory).  CPU adapters (lavapipe): shaders/matmul_vec4.wgsl, register blocking
+# straight from storage: each thread owns RM rows x V vec4 columns of C.  On lavapipe every
+# storage load is a per-lane loop, so big blocks (fewer loads per multiply-add) win, up to
+# where LLVM's compile time explodes (32 x 8 vec4 takes seconds, 32 x 16 a minute).  A
+# contraction may be split S ways (split-K: partial products summed by a second kernel), for
+# products with few output blocks and a long contraction (a weight gradient), and on a driver
+# with a loop limit always in chunks of at most ``k_chunk(target)`` steps.
+# The variant is autotuned per adapter and size class (``backend/autotune.py``).
+_F32, _F16, _BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(dtypes.bfloat16)
+MM_RM, MM_V, MM_WG = 16, 8, 16       # the default block: rows, vec4 columns, threads/workgroup
+MM_MIN_THREADS = 16  # shrink blocks / split the contraction below this many threads
+
+
+def k_chunk(target) -> int | None:
+    """Contraction steps one thread may run under the target's loop limit: a quarter of it,
+    rounded up (16384 on lavapipe, whose invocations stop after 65535 loop iterations),
+    leaving room for the kernel's other loops; None on a driver without a limit."""
+    limit = target.loop_limit
+    return -(-limit // 4) if limit else None
+
+
+class MMConfig(NamedTuple):
+    """A vec4 matmul variant: RM rows x V vec4 columns per thread, WG threads per workgroup,
+    the contraction split S ways; ``tiled`` (RM etc. unused): the workgroup-memory kernel."""
+    rm: int
+    v: int
+    wg: int
+    s: int
+    tiled: bool = False
+
+    @property
+    def name(self) -> str:
+        return "tiled" if self.tiled else f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
+
+
+def _pow2(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, 1 << max(0, int(n) - 1).bit_length()))
+
+
+def _mm_splits(K: int, s: int, chunk: int | None) -> int:
+    """The split count actually used for a contraction of K: at least ``s``, at least enough
+    for chunks of ``chunk`` steps (``k_chunk``; None: no limit), at most K."""
+    need = -(-K // chunk) if chunk else 1
+    return max(1, min(K, max(s, need)))
+
+
+def _fits_one_thread(target, K) -> bool:
+    """Whether one thread may walk the whole contraction (the tiled kernel does not split)."""
+    chunk = k_chunk(target)
+    return chunk is None or K <= chunk
+
+
+def _mm_default(target, B, M, N4, K) -> MMConfig:
+    if target.matmul == "tiled" and _fits_one_thread(target, K):
+        return MMConfig(0, 0, 0, 1, True)
+    RM, V, S = MM_RM, MM_V, 1
+    while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
+        RM, V = RM // 2, max(1, V // 2)
+    while S < 16 and K // (2 * S) >= 256 and S * B * (-(-M // RM)) * (-(-N4 // V)) < \
+            MM_MIN_THREADS:
+        S *= 2
+    return MMConfig(RM, V, MM_WG, S)
+
+
+def _mm_candidates(target, Mp, N4p, Kp) -> list:
+    """The variants tried on a proxy problem (Mp x 4 N4p x Kp, one batch)."""
+    out = []
+    if _fits_one_thread(target, Kp):
+        out.append(MMConfig(0, 0, 0, 1, True))
+    if target.register_block == "large":      # CPU adapters: fewer loads per multiply-add
+        blocks = [(8, 4), (16, 4), (16, 8)]
+        if Mp >= 256 and N4p >= 32:
+            blocks.append((32, 8))
+        wg = MM_WG
+    else:
+        blocks, wg = [(4, 1), (4, 2), (8, 2), (4, 4)], 64
+    for rm, v in blocks:
+        if rm > 2 * Mp or v > 2 * N4p:
+            continue
+        tiles = (-(-Mp // rm)) * (-(-N4p // v))
+        for s in (1, 2, 4, 8, 16):
+            if s == 1 or (tiles * s <= 256 and Kp // s >= 64):
+                out.append(MMConfig(rm, v, wg, s))
+    return out
+
+
+def _mm_config(target, B, M, N, K) -> MMConfig:
+    """The variant for a float32 product: the tuned one for its size class, or the default."""
+    N4 = -(-N // 4)
+    default = _mm_default(target, B, M, N4, K)
+    Mp, Np, Kp = _pow2(B * M, 4, 512), _pow2(N, 4, 512), _pow2(K, 4, 1024)
+    cands = _mm_candidates(target, Mp, Np // 4, Kp)
+    if len(cands) < 2:
+        return default
+    key = f"matmul|{Mp}x{Np}x{Kp}"
+    by_name = {c.name: c for c in cands}
+    nb = [4 * Mp * Kp, 4 * Kp * Np, 4 * Mp * Np, 4 * 16 * Mp * Np]
+    name = target.tune(key, list(by_name),
+                       lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
+                       default.name)
+    c = by_name.get(name)
+    if c is None or (c.tiled and not _fits_one_thread(target, K)):
+        return default
+    return c
+
+
+def _mm_proxy(target, cfg, M, N, K) -> list:
+    """The dispatches of variant ``cfg`` on buffers 0: A (M x K), 1: B (K x N), 2: C (M x N),
+    3: split-K partials."""
+    kb = W.KernelBuilder(int(target["max-compute-workgroups-per-dimension"]))
+    if cfg.tiled:
+        src, grid = _tiled_src(kb, "A", "B", "C", 1, M, N, K, "")
+        return [(src, [0, 1, 2], grid)]
+    S = _mm_splits(K, cfg.s, k_chunk(target))
+    out = "C" if S == 1 else "P"
+    src, grid = _vec4_src(kb, "A", "B", out, 1, M, N, K, cfg, S, [])
+    order = {"A": 0, "B": 1, "C": 2, "P": 3}
+    d = [(src, [order[k] for k, _, _ in kb.bindings], grid)]
+    if S > 1:
+        kb2 = W.KernelBuilder(int(target["max-compute-workgroups-per-dimension"]))
+        src2, grid2 = _split_sum_src(kb2, "P", "C", S, M * N, np.dtype(np.float32), [])
+        d.append((src2, [order[k] for k, _, _ in kb2.bindings], grid2))
+    return d
+
+
+def _tiled_src(kb, ka, kbk, kc, B, M, N, K, epi):
+    f32 = np.dtype(np.float32)
+    a_name = kb.bind(ka, f32, "read")
+    b_name = kb.bind(kbk, f32, "read")
+    c_name = kb.bind(kc, f32, "read_write")
+    tiles = B * (-(-M // 64)) * (-(-N // 64))
+    grid = W.grid_for(tiles, kb.max_groups)
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), A_NAME=a_name, B_NAME=b_name,
+                   C_NAME=c_name, M=M, N=N, K=K, B=B, NX=grid[0], EPILOGUE="        " + epi)
+    return src, grid
+
+
+def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32):
+    """shaders/matmul_vec4.wgsl for variant ``cfg`` (``S`` contraction splits: ``kc`` then
+    holds S partial products, float32); ``epi``: epilogue lines (S == 1 only).  ``in_dt``:
+    the operands' storage (float16 or float32; products accumulate in float32), ``out_dt``
+    the result's."""
+    N4 = -(-N // 4)
+    if S > 1:
+        out_dt = _F32
+    a_name = kb.bind(ka, in_dt, "read")
+    kb.vec = 4
+    b_name = kb.bind(kbk, in_dt, "read")
+    if N % 4 == 0:
+        c_name = kb.bind(kc, out_dt, "read_write")
+    kb.vec = 1
+    if N % 4:
+        c_name = kb.bind(kc, out_dt, "read_write")
+    ct = W.storage_type(out_dt)
+    if out_dt == _BF16:   # an f32 lane rounded to bf16 (wgsl.wrap_narrow)
+        cv, cs_ = (lambda e: f"wj_bf16r4({e})"), (lambda e: f"wj_bf16r({e})")
+    else:
+        cv, cs_ = (lambda e: f"vec4<{ct}>({e})"), (lambda e: f"{ct}({e})")
+    RM, V, WG = cfg.rm, cfg.v, cfg.wg
+    KC = -(-K // S)
+    threads = S * B * (-(-M // RM)) * (-(-N4 // V))
+    grid = W.grid_for(-(-threads // WG), kb.max_groups)
+    decl = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V))
+    decl += "\n" + "\n".join(
+        f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM)
+    )
+    decl += "\n" + "\n".join(f"  let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V))
+    load_b = "\n".join(f"    let bv{j} = vec4<f32>({b_name}[bbase + k * {N4}u + bc{j}]);"
+                       for j in range(V))
+    fma = "\n".join(f"    let av{i} = vec4<f32>(f32({a_name}[ar{i} + k]));\n" + "\n".join(
+        f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
+    # with splits the partial products go to [S, B, M, N]: bb = split * B + batch
+    row = "(bb * {M}u + m0 + {i}u)" if S > 1 else "(b * {M}u + m0 + {i}u)"
+    if N % 4 == 0:
+        store = "\n".join(
+            f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}["
+            + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = {cv(f'c{i}_{j}')}; }}"
+            for i in range(RM)
+            for j in range(V)
+        )
+    else:   # scalar stores of the real columns
+        store = "\n".join(
+            f"  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{ {c_name}["
+            + row.format(M=M, i=i)
+            + f" * {N}u + (n0 + {j}u) * 4u + {q}u] = {cs_(f'c{i}_{j}[{q}]')}; }}"
+            for i in range(RM)
+            for j in range(V)
+            for q in range(4)
+        )
+    if epi:
+        cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
+        body = "\n      ".join(epi)
+        store += (f"\n  var cs = array<vec4<f32>, {RM * V}>({cs});\n"
+                  f"  for (var ii = 0u; ii < {RM * V * 4}u; ii = ii + 1u) {{\n"
+                  f"    let m = m0 + ii / {V * 4}u;\n    let n4 = n0 + (ii / 4u) % {V}u;\n"
+                  f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
+                  f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
+                  f"      let val = {cs_('cs[ii / 4u][ii % 4u]')};\n      {body}\n    }}\n  }}")
+    src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
+                   B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
+                   STORE=store)
+    return src, grid
+
+
+def _round_to(e, dt):
+    """An f32 accumulator as a value of ``dt`` (bfloat16: rounded, in its f32 lane)."""
+    return W.wrap_narrow(e, dt) if np.dtype(dt) == _BF16 else f"{W.storage_type(dt)}({e})"
+
+
+def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
+    """The sum of S partial products (each ``total`` elements), then the epilogue."""
+    p = kb.bind(kp, np.float32, "read")
+    o = kb.bind(ko, out_dtype, "read_write")
+    kb.emit(f"var acc0 = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc0 = acc0 + {p}[s "
+            f"* {total}u + i]; }}\n  let acc = {_round_to('acc0', out_dtype)};\n"
+            f"  {o}[i] = acc;")
+    for line in epi:
+        kb.emit(line)
+    return kb.elementwise_kernel(total)
+
+
+def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
+    kb = ctx.new_kb()
+    epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
+    src, grid = _tiled_src(kb, ka, kbk, ctx.out_key(0), B, M, N, K, epi)
+    ctx.dispatch(kb, src, grid)
+
+
+def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
+    """The register-blocked kernel (float32, or float16 operands accumulated in float32)."""
+    N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
+    S = _mm_splits(K, cfg.s, k_chunk(ctx.target))
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
+    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
+    kb = ctx.new_kb()
+    epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
+    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype)
+    ctx.dispatch(kb, src, grid)
+    if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
+        kb = ctx.new_kb()
+        epi = ctx.epilogue_code(kb, "acc", "i")
+        src, grid = _split_sum_src(kb, out_key, ctx.out_key(0), S, B * M * N, out.dtype, epi)
+        ctx.dispatch(kb, src, grid)
+
+
+def _dot_element(kb, idx, read, in_avals, out, dimension_numbers, precision=None,
+                 preferred_element_type=None, out_sharding=None):
+    """One output element as a sequential loop over the contraction (single-workgroup loop
+    kernels, ``wjax/_src/backend/loops.py``)."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    od = idx.dims()
+    ldims, rdims = [None] * lhs.ndim, [None] * rhs.ndim
+    for k, (a, b) in enumerate(zip(lb, rb)):
+        ldims[a] = rdims[b] = od[k]
+    for k, a in enumerate(lfree):
+        ldims[a] = od[len(lb) + k]
+    for k, b in enumerate(rfree):
+        rdims[b] = od[len(lb) + len(lfree) + k]
+    csh = [lhs.shape[a] for a in lc]
+    n = int(np.prod(csh))
+    acc_dt = _acc_dtype(out.dtype)
+    acc, r = kb.var(W.zero(acc_dt), W.value_type(acc_dt)), kb.fresh("r")
+    if W.is_complex(acc_dt):
+        kb.use_helper("wj_cmul")
+    kb.emit(f"for (var {r} = 0u; {r} < {n}u; {r} = {r} + 1u) {{")
+    if csh:
+        for a, b, c in zip(lc, rc, Index(kb, csh, flat=r).dims()):
+            ldims[a] = rdims[b] = c
+    x = convert_expr(read[0](Index(kb, lhs.shape, dims=ldims)), lhs.dtype, acc_dt)
+    y = convert_expr(read[1](Index(kb, rhs.shape, dims=rdims)), rhs.dtype, acc_dt)
+    kb.emit(f"{acc} = {acc} + {_mul_expr(acc_dt, f'({x})', f'({y})')};")
+    kb.emit("}")
+    return convert_expr(acc, acc_dt, out.dtype)
+
+
+dot_general_p.element = _dot_element
+
+
+def _dot_tile_shape(in_avals, dimension_numbers, rows, cols, **_):
+    """(B, M, N, K, R, C): the product's batch, rows, columns, contraction and the R x C block
+    of outputs one thread accumulates."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    prod = lambda a, ds: int(np.prod([a.shape[d] for d in ds], dtype=np.int64))  # noqa: E731
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K = prod(lhs, lb), prod(lhs, lfree), prod(rhs, rfree), prod(lhs, lc)
+    return B, M, N, K, max(1, min(rows, M)), max(1, min(cols, N))
+
+
+def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbers,
+              precision=None, preferred_element_type=None, out_sharding=None):
+    """Every element of the product, computed by ``wg`` threads (``lid``) of one workgroup,
+    each accumulating R x C blocks of outputs in registers: per contraction step it reads R
+    lhs and C rhs values for R * C products (the element rule reads 2 per product).  On CPU
+    adapters every load from storage or workgroup memory costs a per-lane loop, so this is
+    what makes a matmul inside a single-workgroup loop fast.  ``store(flat, value)`` emits
+    the store of one output element; returns the sequential steps per thread."""
+    lhs, rhs = in_avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc + rb]
+    B, M, N, K, R, C = _dot_tile_shape(in_avals, dimension_numbers, rows, cols)
+    tm, tn = -(-M // R), -(-N // C)
+    tiles = B * tm * tn
+    if kb is None:
+        return -(-tiles // wg) * (K + 1)
+    acc_dt = _acc_dtype(out.dtype)
+    vt = W.value_type(acc_dt)
+    tt = kb.fresh("tt")
+    kb.emit(f"for (var {tt} = lid; {tt} < {tiles}u; {tt} = {tt} + {wg}u) {{")
+    b = kb.let(f"{tt} / {tm * tn}u", "u32")
+    m0 = kb.let(f"({tt} / {tn}u) % {tm}u * {R}u", "u32")
+    n0 = kb.let(f"{tt} % {tn}u * {C}u", "u32")
+
+    def coords(shape, flat):
+        return Index(kb, shape, flat=flat).dims() if shape else []
+
+    bsh = [lhs.shape[d] for d in lb]
+    bc = coords(bsh, b)
+    mrow = [coords([lhs.shape[d] for d in lfree], f"min({m0} + {r}u, {M - 1}u)")
+            for r in range(R)]
+    ncol = [coords([rhs.shape[d] for d in rfree], f"min({n0} + {c}u, {N - 1}u)")
+            for c in range(C)]
+    acc = [[kb.var(W.zero(acc_dt), vt) for _ in range(C)] for _ in range(R)]
+    if W.is_complex(acc_dt):
+        kb.use_helper("wj_cmul")
+    k = kb.fresh("k")
+    kb.emit(f"for (var {k} = 0u; {k} < {K}u; {k} = {k} + 1u) {{")
+    kc = coords([lhs.shape[d] for d in lc], k)
+    xs, ys = [], []
+    for r in range(R):
+        dims = [None] * lhs.ndim
+        for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
+            for d, c in zip(ds, cs):
+                dims[d] = c
+        x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
+        xs.append(kb.let(x, vt))
+    for c in range(C):
+        dims = [None] * rhs.ndim
+        for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
+            for d, cc in zip(ds, cs):
+                dims[d] = cc
+        y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
+        ys.append(kb.let(y, vt))
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {_mul_expr(acc_dt, xs[r], ys[c])};")
+    kb.emit("}")
+    for r in range(R):
+        for c in range(C):
+            kb.emit(f"if ({m0} + {r}u < {M}u && {n0} + {c}u < {N}u) {{")
+            flat = f"({b} * {M}u + {m0} + {r}u) * {N}u + {n0} + {c}u"
+            store(flat, convert_expr(acc[r][c], acc_dt, out.dtype))
+            kb.emit("}")
+    kb.emit("}")
+    return -(-tiles // wg) * (K + 1)
+
+
+dot_general_p.element_tile = _dot_tile
+
+
+@dot_general_p.def_kernel
+def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    out = ctx.eqn.outvars[0].aval
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    B = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
+    M = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
+    N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
+    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    acc = _acc_dtype(lhs.dtype)
+    if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
+        cfg = _mm_config(ctx.target, B, M, N, K)
+        if cfg.tiled:
+            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
+        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
+    if (((lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16)
+         or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
+            and K > 0 and M * N * K >= 32768):
+        # float16 storage (bfloat16: f32 lanes), float32 accumulation
+        # (``preferred_element_type=float32`` keeps the float32 result): the register-blocked
+        # kernel, its block tuned as float32's
+        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K)
+        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
+    kb = ctx.new_kb()
+    read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
+    read_b = _operand_reader(ctx, kb, 1, rhs, rb, rfree, rc, ("b", "n", "k"))
+    out_name = kb.bind(ctx.out_key(0), out.dtype, "read_write")
+    res = W.wrap_narrow(convert_expr("v", acc, out.dtype), out.dtype)
+    write = (
+        f"        let res = {res};\n        {out_name}[o] = {W.store_expr('res', out.dtype)};\n    "
+        f"    "
+        + "\n        ".join(ctx.epilogue_code(kb, "res", "o"))
+    )
+    emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K)
+
+
+def _mul_expr(acc, a, b):
+    """The product of two accumulator values (complex64: the complex product)."""
+    return f"wj_cmul({a}, {b})" if W.is_complex(acc) else f"{a} * {b}"
+
+
+def emit_generic_matmul(ctx, kb, read_a, read_b, write, acc, B, M, N, K):
+    """Dispatches shaders/matmul.wgsl (any dtype and layout: ``read_a``/``read_b`` are the
+    bodies of rdA(b, m, k)/rdB(b, k, n), ``write`` stores ``v`` at output ``o``); shared by
+    dot_general and conv_general_dilated (implicit im2col)."""
+    big = M * N >= 4096
+    WX, WY, RM, RN = (8, 8, 4, 4) if big else (16, 1, 1, 1)
+    TM, TN = WY * RM, WX * RN
+    grid = W.grid_for(B * (-(-M // TM)) * (-(-N // TN)), kb.max_groups)
+    if W.is_complex(acc):
+        kb.use_helper("wj_cmul")
+    src = W.render("matmul.wgsl", HEADER=kb.header(), ACC=W.value_type(acc), READ_A=read_a,
+                   READ_B=read_b, WX=WX, WY=WY, RM=RM, RN=RN, TM=TM, TN=TN, M=M, N=N, K=K, B=B,
+                   NX=grid[0], WRITE=write, MUL=_mul_expr(acc, "a[i]", "bb[j]"))
+    ctx.dispatch(kb, src, grid)
+
+
+# --------------------------------------------------------------------------- long contractions
+# The jaxpr keeps one dot_general at every size (as JAX's); how a long contraction runs is
+# decided at lowering, for the target (``dot_general_p.decompose``, which the backend traces
+# and inlines in the equation's place).
+DOT_AS_REDUCTION_K = 32768   # tuning: a contraction longer than this with at most ...
+DOT_AS_REDUCTION_OUT = 64    # ... this many outputs runs as a multiply fused into a reduction
+
+
+def _dot_decompose(target, lhs, rhs, dimension_numbers, precision=None,
+                   preferred_element_type=None, out_sharding=None):
+    """The composition a long contraction runs as on ``target``, or None (the kernel).
+
+    * Few outputs (a dot of two long vectors), on any target: a broadcast multiply fused into
+      the (two-pass, compensated) reduction kernel -- memory-bound and fully parallel, where a
+      matmul kernel would leave one thread walking the whole contraction.
+    * Under a loop limit (lavapipe stops an invocation after 65535 loop iterations, silently),
+      a contraction past half of it is cut into chunks of ``k_chunk(target)`` steps that run
+      as an extra batch dimension of one dot_general, then summed.  Without a limit (GPUs)
+      the kernels take it whole."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    outputs = int(np.prod([lhs.shape[i] for i in lb + tuple(lfree)]
+                          + [rhs.shape[i] for i in rfree], dtype=np.int64))
+    dn, pet = dimension_numbers, preferred_element_type
+    if K > DOT_AS_REDUCTION_K and outputs <= DOT_AS_REDUCTION_OUT:
+        return lambda a, b: _dot_as_reduction(a, b, dn, pet)
+    chunk = k_chunk(target)
+    if chunk is not None and K > -(-target.loop_limit // 2):
+        return lambda a, b: _dot_in_chunks(a, b, dn, pet, chunk)
+    return None
+
+
+dot_general_p.decompose = _dot_decompose
+
+
+def _permute(x, perm):
+    """transpose, or a (cheaper) reshape when only size-1 axes move."""
+    shape = raise_to_shaped(x).shape
+    if [p for p in perm if shape[p] != 1] == [i for i in range(len(shape)) if shape[i] != 1]:
+        return ops.reshape(x, [shape[p] for p in perm])
+    return ops.transpose(x, perm)
+
+
+def _dot_layout(lhs, rhs, dn):
+    """(batch dims, lhs free dims, rhs free dims, batch shape, lhs free shape, rhs free shape,
+    contraction length) of a product."""
+    (lc, rc), (lb, rb) = dn
+    la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+    lfree = tuple(i for i in range(la.ndim) if i not in lc + lb)
+    rfree = tuple(i for i in range(ra.ndim) if i not in rc + rb)
+    bsh = [la.shape[i] for i in lb]
+    msh, nsh = [la.shape[i] for i in lfree], [ra.shape[i] for i in rfree]
+    K = int(np.prod([la.shape[i] for i in lc], dtype=np.int64))
+    return lfree, rfree, bsh, msh, nsh, K
+
+
+def _dot_as_reduction(lhs, rhs, dn, pet):
+    """The product as ``sum_k a[..., k] * b[..., k]``: both operands laid out as
+    [batch, lhs free, rhs free, K] (broadcast where they lack a dim), multiplied and reduced
+    over the last axis (``or`` of ``and`` for bool)."""
+    (lc, rc), (lb, rb) = dn
+    lfree, rfree, bsh, msh, nsh, K = _dot_layout(lhs, rhs, dn)
+    dt = pet if pet is not None else raise_to_shaped(lhs).dtype
+    a = ops.reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [1] * len(nsh) + [K])
+    b = ops.reshape(_permute(rhs, rb + rfree + rc), bsh + [1] * len(msh) + nsh + [K])
+    full = bsh + msh + nsh + [K]
+    nd = len(full)
+    a = ops.broadcast_in_dim(ops.convert_element_type(a, dt), full, tuple(range(nd)))
+    b = ops.broadcast_in_dim(ops.convert_element_type(b, dt), full, tuple(range(nd)))
+    if np.dtype(dt) == np.bool_:
+        return ops.reduce_or(ops.bitwise_and(a, b), (nd - 1,))
+    return ops.reduce_sum(ops.mul(a, b), (nd - 1,))
+
+
+def _dot_in_chunks(lhs, rhs, dn, pet, chunk):
+    """The product with its contraction cut into nS chunks of at most ``chunk`` steps (a
+    count that divides K when one is near, else the last chunk zero-padded): one dot_general
+    with the chunk index as an extra batch dimension, then the sum over it."""
+    (lc, rc), (lb, rb) = dn
+    lfree, rfree, bsh, msh, nsh, K = _dot_layout(lhs, rhs, dn)
+    nb, nm = len(bsh), len(msh)
+    nS = -(-K // chunk)
+    nS = next((d for d in range(nS, 2 * nS + 1) if K % d == 0), nS)   # no padding if it divides
+    Kc = -(-K // nS)
+    npad = nS * Kc - K
+    a = ops.reshape(_permute(lhs, lb + lfree + lc), bsh + msh + [K])
+    b = ops.reshape(_permute(rhs, rb + rc + rfree), bsh + [K] + nsh)
+    if npad:
+        la, ra = raise_to_shaped(lhs), raise_to_shaped(rhs)
+        a = ops.pad(a, np.zeros((), la.dtype), [(0, 0, 0)] * (nb + nm) + [(0, npad, 0)])
+        b = ops.pad(b, np.zeros((), ra.dtype),
+                    [(0, 0, 0)] * nb + [(0, npad, 0)] + [(0, 0, 0)] * len(nsh))
+    a = ops.reshape(a, bsh + msh + [nS, Kc])
+    b = ops.reshape(b, bsh + [nS, Kc] + nsh)
+    dn2 = (((nb + nm + 1,), (nb + 1,)), (tuple(range(nb)) + (nb + nm,), tuple(range(nb)) + (nb,)))
+    out = dot_general_p.bind(a, b, dimension_numbers=dn2, precision=None,
+                             preferred_element_type=pet, out_sharding=None)
+    # out: batch dims, the chunk axis, lhs free dims, rhs free dims
+    if raise_to_shaped(out).dtype == np.bool_:
+        return ops.reduce_or(out, (nb,))
+    return ops.reduce_sum(out, (nb,))
+
+
+def _dot_ref(
+    lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None
+):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    a = np.transpose(lhs, lb + tuple(lfree) + lc)
+    b = np.transpose(rhs, rb + rc + tuple(rfree))
+    Bs = a.shape[:len(lb)]
+    Ms = a.shape[len(lb):len(lb) + len(lfree)]
+    Ks = a.shape[len(lb) + len(lfree):]
+    Ns = b.shape[len(rb) + len(rc):]
+    acc = (np.complex128 if dtypes.is_complex(lhs.dtype) else
+           np.float64 if dtypes.is_float(lhs.dtype) else np.int64)
+    a2 = a.reshape(int(np.prod(Bs)), int(np.prod(Ms)), int(np.prod(Ks))).astype(acc)
+    b2 = b.reshape(int(np.prod(Bs)), int(np.prod(Ks)), int(np.prod(Ns))).astype(acc)
+    out_dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return np.matmul(a2, b2).reshape(tuple(Bs) + tuple(Ms) + tuple(Ns)).astype(out_dt)
+
+
+dot_general_p.reference = _dot_ref
+
+
+def _dot_batch(args, dims, dimension_numbers, **params):
+    (lhs, rhs), (dl, dr) = args, dims
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if dl is not None and dr is not None:   # a new batch dimension, first in the output
+        n = _batching.axis_size(args, dims)
+        lhs, rhs = _batching.bdim_at_front(lhs, dl, n), _batching.bdim_at_front(rhs, dr, n)
+        up = lambda t: tuple(a + 1 for a in t)
+        dn = ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    sh = _batching.shift_axes
+    if dr is None:                          # the batch axis is one more free lhs dimension
+        lc2, lb2 = sh(lc, dl), sh(lb, dl)
+        free = [i for i in range(_batching.aval_of(lhs).ndim) if i not in lc2 + lb2]
+        out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc), (lb2, rb)), **params)
+        return out, len(lb) + free.index(dl)
+    rc2, rb2 = sh(rc, dr), sh(rb, dr)       # ... or one more free rhs dimension
+    n_lfree = _batching.aval_of(lhs).ndim - len(lc) - len(lb)
+    free = [i for i in range(_batching.aval_of(rhs).ndim) if i not in rc2 + rb2]
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc2), (lb, rb2)), **params)
+    return out, len(lb) + n_lfree + free.index(dr)
+
+
+dot_general_p.batch = _dot_batch
+
+
+# --------------------------------------------------------------------------- autodiff
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield tuple(range(start, start + len(x)))
+        start += len(x)
+
+
+def _remaining(n, *removed):
+    rm = set(i for r in removed for i in r)
+    return [i for i in range(n) if i not in rm]
+
+
+def _dot_transpose_lhs(g, x, y, dimension_numbers, swap_ans=False, preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_ndim = _ad.aval_of(x).ndim
+    y_ndim = _ad.aval_of(y).ndim
+    x_kept = _remaining(x_ndim, x_contract, x_batch)
+    y_kept = _remaining(y_ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+    x_contract_sorted_by_y = (
+        list(np.take(x_contract, np.argsort(y_contract))) if len(x_contract) else []
+    )
+    out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
+    yv = y
+    xdt = _ad.aval_of(x).dtype
+    if _ad.aval_of(g).dtype != _ad.aval_of(yv).dtype:
+        g = ops.convert_element_type(g, _ad.aval_of(yv).dtype)
+    # dot_general(y, g) gives x's dims in the order [batch, contract (by y), kept]: when that is
+    # x's own order, it avoids transposing the result (a separate kernel here)
+    alt_axes = np.argsort(list(x_batch) + x_contract_sorted_by_y + x_kept)
+    if list(out_axes) != list(range(x_ndim)) and list(alt_axes) == list(range(x_ndim)):
+        return _maybe_convert(
+            ops.dot_general(yv, g, ((tuple(y_kept), ans_y), (tuple(y_batch), ans_batch))), xdt
+        )
+    r = ops.dot_general(g, yv, dims)
+    r = ops.transpose(r, tuple(int(i) for i in out_axes))
+    if _ad.aval_of(r).dtype != xdt:
+        r = ops.convert_element_type(r, xdt)
+    return r
+
+
+def _maybe_convert(r, dt):
+    return r if _ad.aval_of(r).dtype == dt else ops.convert_element_type(r, dt)
+
+
+def _dot_transpose_rhs(g, x, y, dimension_numbers, preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_transpose_lhs(g, y, x, swapped, swap_ans=True)
+
+
+_ad.defbilinear(
+    dot_general_p,
+    lambda ct, x, y, dimension_numbers, **_: _dot_transpose_lhs(ct, x, y, dimension_numbers),
+    lambda ct, x, y, dimension_numbers, **_: _dot_transpose_rhs(ct, x, y, dimension_numbers),
+)
