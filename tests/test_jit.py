@@ -7,7 +7,7 @@ import pytest
 
 import wjax
 import wjax.numpy as jnp
-from wjax._src.backend import execute, lower, runtime
+from wjax._src.backend import execute, lower, passes, runtime
 from wjax._src.core.ir import typecheck
 
 
@@ -312,7 +312,7 @@ def test_reduction_fuses_producer():
 def test_cse_and_folding():
     f = lambda x: jnp.sin(x) * (2.0 * 3.0) + jnp.sin(x) * 6.0
     j = wjax.make_jaxpr(f)(jnp.ones(3))
-    plan = lower.lower_jaxpr(lower.flatten_closed(j)[0], runtime.get().target())
+    plan = lower.lower_jaxpr(passes.flatten_closed(j)[0], runtime.get().target())
     assert plan.wgsl_text().count("= wj_sin(") == 1   # one call in the kernel body
 
 

@@ -1,6 +1,6 @@
-"""The one device model: adapter profiles (``wjax/_src/backend/profiles.py``), ``Target.for_adapter``
-and ``Target.for_profile`` (``wjax/_src/backend/target.py``), and the settings read from the
-environment (``wjax._src.core.config.settings``).
+"""The one device model: adapter profiles (``wjax/_src/backend/profiles.py``),
+``Target.for_adapter`` and ``Target.for_profile`` (``wjax/_src/backend/target.py``), and the
+settings read from the environment (``wjax._src.core.config.settings``).
 
 Every profile builds a Target without its hardware; a Target of each GPU profile lowers a few
 programs whose kernels must all be valid WGSL (checked by this machine's device)."""

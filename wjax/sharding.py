@@ -3,7 +3,8 @@
 A ``Mesh`` arranges devices (``jax.devices()``: logical devices made by ``jax_num_cpu_devices``,
 or every GPU adapter) in named axes; a ``NamedSharding(mesh, P(...))`` says which block of an
 array each device holds (``devices_indices_map``).  ``jax.device_put(x, sharding)`` makes an
-``Array`` of per-device shards (``wjax/_src/array.py``); ``wjax/_src/spmd.py`` runs programs over them."""
+``Array`` of per-device shards (``wjax/_src/array.py``); ``wjax/_src/spmd.py`` runs programs over
+them."""
 from __future__ import annotations
 
 import collections

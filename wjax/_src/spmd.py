@@ -27,7 +27,7 @@ import numpy as np
 
 from . import dispatch
 from .array import Array, from_host, on_device
-from .backend import lower
+from .backend import passes
 from .core import caches, tree_util
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from .core.tracing import (Tracer, current_builder, eval_jaxpr, extend_axis_env, set_manual_hook,
@@ -197,7 +197,7 @@ class Body:
 
     def __init__(self, closed: ClosedJaxpr, mesh):
         self.mesh = mesh
-        flat, consts = lower.flatten_closed(closed)
+        flat, consts = passes.flatten_closed(closed)
         self.jaxpr, self.consts = flat, consts
         self.simulate = _has_nested_collective(flat)
         self.steps: list = []
@@ -365,7 +365,7 @@ class Program:
     its mesh."""
 
     def __init__(self, closed: ClosedJaxpr, name: str):
-        flat, consts = lower.flatten_closed(closed)
+        flat, consts = passes.flatten_closed(closed)
         self.jaxpr, self.consts, self.name = flat, consts, name
         self.steps: list = []
         run: list = []

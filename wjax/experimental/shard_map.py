@@ -4,9 +4,9 @@ devices of a mesh.
 ``shard_map(f, mesh=..., in_specs=..., out_specs=...)`` traces ``f`` once over the blocks its
 ``in_specs`` give each device (the mesh's axes bound as named axes, so ``lax.psum(x, 'i')``
 and the other collectives name them) and binds one ``shard_map`` equation
-(``wjax/_src/prims/shard_map.py``); it runs on every device of the mesh (``wjax/_src/spmd.py``), eagerly
-or inside ``jit``, and differentiates as JAX's.  ``pmap`` is a ``shard_map`` over a mesh of
-the first ``n`` devices that maps the leading axis away.
+(``wjax/_src/prims/shard_map.py``); it runs on every device of the mesh
+(``wjax/_src/spmd.py``), eagerly or inside ``jit``, and differentiates as JAX's.  ``pmap`` is
+a ``shard_map`` over a mesh of the first ``n`` devices that maps the leading axis away.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """``lax.psum`` and the other collectives over named axes (``vmap(f, axis_name=...)``), on
-pytrees as in JAX.  The primitives and how ``vmap`` rewrites them: ``wjax/_src/prims/collective.py``.
+pytrees as in JAX.  The primitives and how ``vmap`` rewrites them:
+``wjax/_src/prims/collective.py``.
 """
 from __future__ import annotations
 

@@ -81,7 +81,8 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
         box.append((out, ot, len(ol), None))
         return ol
 
-    # traced with the values known (see wjax/_src/core/tracing.py): Python may branch on them, as in JAX
+    # traced with the values known (see wjax/_src/core/tracing.py): Python may branch on them,
+    # as in JAX
     debug = DebugInfo(what, fun, arg_names_of(fun, [1] * len(leaves)))
     debug.differentiated = True     # custom_jvp/vjp functions trace their rules (as in JAX)
     closed = trace_flat(flat, avals, debug, values=list(leaves))

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray
 from . import disk_cache
-from .lower import HostStep, Plan, flatten_closed, lower_jaxpr
+from .lower import HostStep, Plan, lower_jaxpr
+from .passes import flatten_closed
 from .runtime import Buffer, Runtime
 from .target import Target
 from .wgsl import host_storage_dtype, storage_itemsize
@@ -181,7 +182,7 @@ class Executable:
     """A jaxpr lowered for a target; its inputs are the jaxpr's constvars, then its invars.
 
     Calls inside it are inlined, and so are the compositions the target's ``decompose``
-    choices give (``lower.flatten_closed``: a contraction split under a loop limit); constants
+    choices give (``passes.flatten_closed``: a contraction split under a loop limit); constants
     of inner jaxprs become buffers the executable holds itself.  ``run(rt, buffers)`` records
     it and returns one
     Buffer per output; an output the plan knows as a literal comes from a constant buffer.

@@ -35,8 +35,8 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
    and no readback; a ``while`` reads the "running" word back once per chunk (once, for
    loops shorter than K).  Between chunks the carry ping-pongs between two buffer sets.
-3. *Recorded loop* (``wjax/_src/backend/host_steps.py``): any other body (a sort, a scatter, a nested
-   loop, too much work per step for one workgroup) is compiled once into a sub-plan that
+3. *Recorded loop* (``wjax/_src/backend/host_steps.py``): any other body (a sort, a scatter, a
+   nested loop, too much work per step for one workgroup) is compiled once into a sub-plan that
    the host records per iteration into the same command stream: ``scan`` with no readback,
    ``while`` with a guarded body (``select(pred, body(c), c)``) in chunks of up to 64
    iterations and one predicate readback per chunk.
@@ -54,7 +54,8 @@ from ..core.ir import ClosedJaxpr, ShapedArray
 from . import wgsl as W
 from .execute import const_buffer, nbytes_of, upload
 from ..transforms.dce import dce_jaxpr
-from .lower import EpilogueMismatch, Fuser, Lowering, cse_and_fold, flatten_closed
+from .lower import EpilogueMismatch, Fuser, Lowering
+from .passes import cse_and_fold, flatten_closed
 from .target import Target
 from .wgsl import Index, KernelBuilder
 

@@ -21,13 +21,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, params_key
-from ..core.tracing import trace_flat
-from ..transforms.dce import dce_jaxpr, has_effects
+from ..core.ir import Eqn, Jaxpr, Lit, ShapedArray, Var
+from ..transforms.dce import dce_jaxpr
 from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
-
+from .passes import check_avals, chunk_wide_concats, cse_and_fold, deep_fusion_splits
 
 
 class Dispatch:
@@ -73,134 +72,6 @@ class Plan:
         return "\n".join(
             f"// ---- kernel {i}: grid {d.grid}\n{d.wgsl}" for i, d in enumerate(self.steps)
         )
-
-
-# --------------------------------------------------------------------------- jaxpr passes
-
-def _expansion(e: Eqn, fn: Callable) -> ClosedJaxpr:
-    """The trace of ``fn`` (a function of the equation's operands) at their avals."""
-
-    def flat(*xs):
-        out = fn(*xs)
-        return list(out) if e.prim.multiple_results else [out]
-    return trace_flat(flat, [a.aval for a in e.invars])
-
-
-def _composition(e: Eqn, target: Target | None) -> Callable | None:
-    """What equation ``e`` is inlined as, if anything (a function of its operands): its
-    ``expand`` rule, or the composition its ``decompose`` rule chooses for ``target`` (with
-    no target, none is chosen)."""
-    if e.prim.expand is not None:
-        return lambda *xs: e.prim.expand(*xs, **e.params)
-    if target is not None and e.prim.decompose is not None:
-        return e.prim.decompose(target, *[a.aval for a in e.invars], **e.params)
-    return None
-
-
-def inline_calls(jaxpr: Jaxpr, extra_consts: list, target: Target | None = None) -> Jaxpr:
-    """Inlines nested ``pjit`` (and other call) equations, and expands primitives defined as
-    compositions, into one flat jaxpr; with a ``target``, also the equations whose
-    ``decompose`` rule picks a composition for it.  Concrete consts of inner jaxprs are
-    appended to ``extra_consts`` as (new outer constvar, value)."""
-    rules = {id(e): _composition(e, target) for e in jaxpr.eqns if not e.prim.call}
-    if not any(e.prim.call or rules.get(id(e)) is not None for e in jaxpr.eqns):
-        return jaxpr
-    eqns = []
-    sub: dict[int, object] = {}
-
-    def rd(a):
-        return sub.get(a.id, a) if isinstance(a, Var) else a
-
-    for e in jaxpr.eqns:
-        rule = rules.get(id(e))
-        if e.prim.call or rule is not None:
-            closed = e.params["jaxpr"] if e.prim.call else _expansion(e, rule)
-            inner = inline_calls(closed.jaxpr, extra_consts, target)
-            env = {}
-            consts = [
-                Lit(c) if np.ndim(c) == 0 and isinstance(c, np.ndarray) else c
-                for c in closed.consts
-            ]
-            for v, c in zip(inner.constvars, consts):
-                if isinstance(c, (Var, Lit)):
-                    env[v.id] = c
-                else:   # a concrete const: keep it as a constvar of the outer jaxpr
-                    nv = Var(v.aval)
-                    extra_consts.append((nv, c))
-                    env[v.id] = nv
-            for v, a in zip(inner.invars, e.invars):
-                env[v.id] = rd(a)
-            for ie in inner.eqns:
-                outs = [Var(v.aval) for v in ie.outvars]
-                eqns.append(
-                    Eqn(
-                        ie.prim,
-                        [env.get(a.id, a) if isinstance(a, Var) else a for a in ie.invars],
-                        outs,
-                        ie.params,
-                    )
-                )
-                for v, nv in zip(ie.outvars, outs):
-                    env[v.id] = nv
-            for v, o in zip(e.outvars, inner.outvars):
-                sub[v.id] = env.get(o.id, o) if isinstance(o, Var) else o
-        else:
-            eqns.append(Eqn(e.prim, [rd(a) for a in e.invars], e.outvars, e.params))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
-
-
-def flatten_closed(closed: ClosedJaxpr, target: Target | None = None) -> tuple[Jaxpr, list]:
-    """Inlines calls (and, for a ``target``, the compositions its ``decompose`` rules choose);
-    concrete consts of inner jaxprs become extra outer constvars."""
-    extra: list = []
-    j = inline_calls(closed.jaxpr, extra, target)
-    consts = list(closed.consts) + [c for _, c in extra]
-    j = Jaxpr(j.constvars + [v for v, _ in extra], j.invars, j.outvars, j.eqns)
-    return j, consts
-
-
-def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
-    """Common-subexpression elimination, and folding of scalar all-literal equations."""
-    sub: dict[int, object] = {}
-    seen: dict = {}
-    eqns = []
-    keep: list = []     # objects keyed by identity stay alive while keys are compared
-
-    def rd(a):
-        return sub.get(a.id, a) if isinstance(a, Var) else a
-
-    def akey(a):
-        return (
-            ("v", a.id)
-            if isinstance(a, Var)
-            else ("l", a.val.tobytes(), str(a.val.dtype), a.aval.weak_type)
-        )
-
-    for e in jaxpr.eqns:
-        invars = [rd(a) for a in e.invars]
-        if (not e.prim.multiple_results and e.prim.reference is not None and invars
-                and all(isinstance(a, Lit) for a in invars) and e.outvars[0].aval.shape == ()
-                and e.prim.fuse is not None):
-            try:
-                val = np.asarray(e.prim.reference(*[a.val for a in invars], **e.params))
-                sub[e.outvars[0].id] = Lit(val.astype(e.outvars[0].aval.dtype).reshape(()),
-                                           e.outvars[0].aval)
-                continue
-            except Exception:
-                pass
-        key = None
-        if not has_effects(e):
-            key = (e.prim.key, tuple(akey(a) for a in invars), params_key(e.params, keep))
-            prev = seen.get(key)
-            if prev is not None:
-                for v, p in zip(e.outvars, prev.outvars):
-                    sub[v.id] = p
-                continue
-        ne = Eqn(e.prim, invars, e.outvars, e.params)
-        if key is not None:
-            seen[key] = ne
-        eqns.append(ne)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
 
 
 # --------------------------------------------------------------------------- fuser
@@ -875,84 +746,13 @@ def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
     return out
 
 
-def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
-    """Rewrites a concatenate of more operands than one kernel can bind into a tree of
-    concatenates (whose inner nodes the split logic then gives kernels of their own)."""
-    if not any(e.prim.name == "concatenate" and len(e.invars) > max_operands for e in jaxpr.eqns):
-        return jaxpr
-    eqns = []
-    for e in jaxpr.eqns:
-        if e.prim.name != "concatenate" or len(e.invars) <= max_operands:
-            eqns.append(e)
-            continue
-        d = e.params["dimension"]
-        parts = list(e.invars)
-        while len(parts) > max_operands:
-            nxt = []
-            for i in range(0, len(parts), max_operands):
-                chunk = parts[i:i + max_operands]
-                if len(chunk) == 1:
-                    nxt.append(chunk[0])
-                    continue
-                aval = e.prim.abstract_eval(*[a.aval for a in chunk], dimension=d)
-                v = Var(aval)
-                eqns.append(Eqn(e.prim, chunk, [v], e.params))
-                nxt.append(v)
-            parts = nxt
-        eqns.append(Eqn(e.prim, parts, e.outvars, e.params))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
-
-
-def _check_avals(jaxpr: Jaxpr, target: Target) -> None:
-    """Every array must fit one device buffer (and be indexable in 32 bits), and float16 needs
-    the adapter's ``shader-f16``."""
-    max_buffer = int(target["max-buffer-size"])
-    f16 = target.has_f16
-    for v in jaxpr.invars + [o for e in jaxpr.eqns for o in e.outvars]:
-        if not f16 and v.aval.dtype == np.float16:
-            raise TypeError("float16 needs the adapter feature 'shader-f16', which this adapter "
-                            "does not have")
-        n = (
-            v.aval.size * W.storage_itemsize(v.aval.dtype)
-            if not getattr(v.aval.dtype, "is_key", False)
-            else 0
-        )
-        if n > max_buffer or v.aval.size >= 1 << 32:
-            raise MemoryError(
-                f"wjax: an array of shape {v.aval.shape} and dtype {v.aval.dtype} needs {n} bytes; "
-                f"the adapter's max-buffer-size is {max_buffer} bytes")
-
-
-MAX_FUSE_DEPTH = 64
-
-
-def deep_fusion_splits(jaxpr: Jaxpr, max_depth: int = MAX_FUSE_DEPTH) -> set:
-    """Vars where a chain of fused elementwise ops gets deeper than ``max_depth``: they are
-    materialized, so no kernel inlines an unbounded expression (a Python loop of 500 updates
-    under jit stays a few kernels of bounded size, and code generation never recurses deeper
-    than the bound)."""
-    depth: dict[int, int] = {}
-    split: set[int] = set()
-    for e in jaxpr.eqns:
-        if e.prim.fuse is None:
-            continue
-        d = 1 + max([depth.get(a.id, 0) for a in e.invars if isinstance(a, Var)], default=0)
-        for v in e.outvars:
-            if d > max_depth:
-                split.add(v.id)
-                depth[v.id] = 0
-            else:
-                depth[v.id] = d
-    return split
-
-
 def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
     """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
     allows, the fusable operand reading the most buffers is split into a kernel of its
     own (materialized) and planning starts again."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
-    _check_avals(j, target)
+    check_avals(j, target)
     split: set[int] = deep_fusion_splits(j)
     while True:
         lowering = Lowering(j, target, split)

@@ -141,8 +141,8 @@ def helper(name: str, src: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def load_shader(name: str) -> str:
-    """The text of ``wjax/_src/backend/shaders/<name>`` (package data: read through importlib.resources,
-    so it works from a checkout, an editable install and a wheel alike)."""
+    """The text of ``wjax/_src/backend/shaders/<name>`` (package data: read through
+    importlib.resources, so it works from a checkout, an editable install and a wheel alike)."""
     return resources.files(__package__).joinpath("shaders", name).read_text()
 
 

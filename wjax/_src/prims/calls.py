@@ -9,7 +9,7 @@
     custom_lin       the linear part of a custom_vjp call under jvp: ``bwd_jaxpr``, ``num_res``,
                      ``out_avals``, ``name``; its transpose runs ``bwd``
 
-The backend inlines every call (``Primitive.call``: ``lower.inline_calls``).  ``pjit`` and
+The backend inlines every call (``Primitive.call``: ``passes.inline_calls``).  ``pjit`` and
 ``checkpoint`` are *transparent*: their rules are those of the jaxpr they carry (jvp, transpose
 and vmap of the inner jaxpr, memoized per jaxpr); ``checkpoint``'s partial evaluation saves
 only its inputs and recomputes the rest (rematerialization).  The custom calls apply the user's

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.execute import nbytes_of
-from ..backend.lower import cse_and_fold, flatten_closed
+from ..backend.passes import cse_and_fold, flatten_closed
 from ..core import caches
 from ..core import ops as _ops
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, subjaxprs
