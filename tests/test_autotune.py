@@ -14,7 +14,7 @@ import wjax as jax
 import wjax.numpy as jnp
 from wjax import lax
 from wjax._src.backend import autotune, runtime
-from wjax._src.prims import linalg
+from wjax._src.prims import dot as linalg
 
 F = np.float32
 

@@ -19,7 +19,7 @@ import wjax.numpy as jnp
 from wjax import lax
 from wjax._src.backend import execute, runtime
 from wjax._src.prims import conv as C
-from wjax._src.prims import linalg as L
+from wjax._src.prims import dot as L
 
 from checks import close
 

@@ -193,7 +193,7 @@ def test_long_contractions_are_exact(m, k, n):
 
 
 def test_dot_general_primitive_with_long_contraction():
-    from wjax._src.prims.linalg import dot_general_p
+    from wjax._src.prims.dot import dot_general_p
     x = jnp.ones((1, 70000))
     r = dot_general_p.bind(x, x, dimension_numbers=(((1,), (1,)), ((), ())), precision=None,
                            preferred_element_type=None, out_sharding=None)

@@ -30,7 +30,7 @@ from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
-from .linalg import _acc_dtype, emit_generic_matmul, k_chunk
+from .dot import _acc_dtype, emit_generic_matmul, k_chunk
 from ..transforms import ad as _ad
 from .elementwise import add_p
 from .shape import reshape_p, rev_p, slice_p, transpose_p

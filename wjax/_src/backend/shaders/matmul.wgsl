@@ -1,7 +1,7 @@
 // Batched matmul C[b, m, n] = sum_k A(b, m, k) * B(b, k, n), register-blocked:
 // each thread owns an RM x RN block of C and streams A and B straight from
 // global memory (fastest on lavapipe, see DESIGN.md).  rdA/rdB are generated
-// from the operands' layouts (and any fused producers) by wjax/_src/prims/linalg.py.
+// from the operands' layouts (and any fused producers) by wjax/_src/prims/dot.py.
 {{HEADER}}
 
 fn rdA(b: u32, m: u32, k: u32) -> {{ACC}} {

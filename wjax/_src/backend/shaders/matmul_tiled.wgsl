@@ -2,7 +2,7 @@
 // workgroup computes a 64x64 tile of C, each thread a 4x4 block in registers; the K loop
 // walks 16-deep slabs of A and B staged through workgroup memory (each thread loads 4+4
 // elements per slab, zero-filled outside the matrices).  Chosen on GPU adapters, where
-// workgroup memory is fast; CPU adapters use matmul_vec4.wgsl (see wjax/_src/prims/linalg.py).
+// workgroup memory is fast; CPU adapters use matmul_vec4.wgsl (see wjax/_src/prims/dot.py).
 {{HEADER}}
 var<workgroup> As: array<array<f32, 16>, 64>;
 var<workgroup> Bs: array<array<f32, 64>, 16>;

@@ -2,7 +2,7 @@
 // Each thread owns an RM x (4*V) block of C held in RM*V vec4 registers and streams
 // A (scalars) and B (vec4 rows) straight from global memory: on CPU adapters this
 // register blocking beats workgroup-memory tiles (DESIGN.md).  The register block is
-// unrolled by wjax/_src/prims/linalg.py.
+// unrolled by wjax/_src/prims/dot.py.
 {{HEADER}}
 
 @compute @workgroup_size({{WG}})
