@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from wjax.core import dtypes as D
+from wjax._src.core import dtypes as D
 
 # ---------------------------------------------------------------------------
 # Expected result_type table.  Rows/cols: strong dtypes, then weak Python int (i*)

@@ -17,7 +17,7 @@ import wjax.numpy as jnp
 from wjax import lax
 from wjax._src.backend import execute, profiles, runtime
 from wjax._src.backend.target import Target
-from wjax.core import config
+from wjax._src.core import config
 
 GPU_PROFILES = [p.name for p in profiles.PROFILES if p.strategies == profiles.GPU_STRATEGIES]
 
@@ -193,7 +193,7 @@ def test_the_runtime_takes_its_settings(monkeypatch):
     assert rt.target()["max-storage-buffers-per-shader-stage"] == 6
 
 
-def test_every_setting_is_in_the_design_table():
-    design = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "DESIGN.md").read_text()
-    missing = [n for n in config.SETTING_VARIABLES if f"| `{n}`" not in design]
-    assert not missing, f"docs/DESIGN.md's settings table lacks {missing}"
+def test_every_setting_is_in_the_settings_table():
+    table = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "devices.md").read_text()
+    missing = [n for n in config.SETTING_VARIABLES if f"| `{n}` |" not in table]
+    assert not missing, f"docs/devices.md's settings table lacks {missing}"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 from checks import examples
 
-from wjax.core import tree
-from wjax.core import tree_util as tu
+from wjax._src.core import tree
+from wjax._src.core import tree_util as tu
 from wjax._src.core.tree_util import (
     DictKey,
     FlattenedIndexKey,

@@ -136,7 +136,7 @@ def _kind(dt: np.dtype) -> str:
 
 
 # the wjax package (this file is wjax/_src/core/dtypes.py)
-_WJAX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_WJAX_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def _user_stacklevel() -> int:

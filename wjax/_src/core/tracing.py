@@ -212,7 +212,7 @@ class Builder:
 
 # --------------------------------------------------------------------------- source info
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class SourceInfo:
