@@ -1,4 +1,4 @@
-"""The reduction and elementwise kernel forms of issue 17 (``prims/reduce.py``'s
+"""The reduction and elementwise kernel forms (``prims/reduce.py``'s
 ``_Sequential``, ``lower.Lowering._looped``), each against NumPy and real JAX: rows with vec4
 loads, columns with vec4 loads of 4 adjacent outputs, scalar lanes, reductions split in parts
 with a second pass, loop-invariant reads hoisted, lane-uniform and lane-contiguous reads, the

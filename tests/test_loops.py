@@ -277,7 +277,7 @@ def test_bodies_that_do_not_qualify_still_run():
     np.testing.assert_array_equal(np.asarray(f(x)), want)
 
 
-# ------------------------------------------------------------------ issue 17: fast loops
+# ------------------------------------------------------------------ fast loops
 
 
 def _brnn(L, N, Wh, Wx, b, xs, h0):
