@@ -510,7 +510,9 @@ def _chain(ctx, cfg, N, lay, load, store):
     """A forward length-N (13-smooth) transform of every row: global passes through complex
     scratch buffers of layout (outer, N, inner)."""
     passes = _plan_passes(N, cfg)
-    need_table = len(passes) > 1 or any(TR > 1 for _, _, TR in passes)
+    # a long pass (workgroup memory) reads its sub-passes' twiddles from the table even when
+    # it is the only pass and one thread holds a lane (length 40 = 8 * 5 on a GPU target)
+    need_table = len(passes) > 1 or any(P > cfg.reg_max for P, _, _ in passes)
     table = None
     if need_table:
         vals, L = _table(N)
