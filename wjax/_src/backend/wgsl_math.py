@@ -3,15 +3,17 @@
 Shader compilers may reassociate and simplify float expressions (lavapipe's LLVM does; Metal
 compiles with fast-math by default), and their builtins are often coarse: lavapipe's ``log``
 is off by 2e6 ulp near 1 and mishandles subnormals, ``exp`` by 60 ulp near overflow, ``sinh``,
-``asinh`` and ``atanh`` lose small arguments and the sign of -0.0, ``sin(1e10)`` is -1.
+``asinh`` and ``atanh`` lose small arguments and the sign of -0.0, ``sin(1e10)`` is -1; NVIDIA's
+``sin(1e-7)`` is 0 (the WGSL spec allows an absolute 2^-11).  No helper calls a builtin outside
+``ALLOWED_BUILTINS`` (the exactly specified ones, and ``sqrt``/``inverseSqrt``/``fma``).
 So the helpers here follow three rules:
 
 * **No cancellation tricks.**  Nothing relies on an intermediate rounding, such as
   ``(1 + x) - 1`` recovering the rounding error of ``1 + x``, which a compiler may fold.
   Small arguments take series/polynomials (``expm1``, ``log1p``, ``sinh``, ``tanh``);
-  decompositions use the bits (``wj_log`` splits the exponent with integer ops, the
-  trigonometric range reduction for huge arguments multiplies the significand by the bits
-  of 2/pi in integer arithmetic).
+  decompositions use the bits (``wj_log`` and ``wj_exp2`` split the exponent with integer
+  ops, the trigonometric range reduction multiplies the significand by the bits of 2/pi, and
+  the fraction by pi/2, in integer arithmetic).
 * **Opaque values where nothing else works.**  ``wj_opq(x)`` is ``x`` xor a zero the compiler
   cannot see (a private ``wj_zero`` set at kernel start from ``num_workgroups``, inserted by
   :func:`wjax.backend.wgsl.finalize` into every kernel that uses it), so
@@ -21,15 +23,63 @@ So the helpers here follow three rules:
 
 Accuracy, measured against float64 on lavapipe (``tests/test_numerics.py`` checks it at the
 hard points: ±0, subnormals, tiny, huge, ±inf, NaN, exact halves, integers above 2^23):
-``exp log log1p expm1`` within 2 ulp, ``sinh cosh tanh asinh acosh atanh cbrt`` within 3,
-``sin cos`` within 3 and ``tan`` within 5 for every finite argument; ``pow`` within about
-1 + 0.4 |y log2 x| ulp (exp2 of a float32 product, so large exponents lose a few bits).
+``exp exp2 log log1p expm1`` within 2 ulp, ``sinh cosh tanh asinh acosh atanh cbrt`` within 3,
+``sin cos`` within 1.3 and ``tan`` within 3.2 for every finite argument (the floats nearest the
+multiples of pi/2 included); ``pow`` within about 1 + 0.8 |y log2 x| ulp (exp2 of a float32
+product of a float32 log2: 26 ulp at x = 9.37, y = -9.97).
 Subnormal inputs are handled as values; a driver that flushes subnormals to zero (XLA does on
 CPU and GPU) gives the result at zero instead, which the tests accept too.
 """
 from __future__ import annotations
 
 from . import wgsl as W
+
+# The WGSL builtins a kernel may call, with the accuracy the WGSL spec ("Floating Point
+# Accuracy", f32) gives each: exact or correctly rounded, or (sqrt, inverseSqrt, fma) bounded
+# tightly enough for wjax.  The transcendental builtins are not here: the spec lets sin/cos be
+# off by 2^-11 absolute, exp/exp2 by 3 + 2|x| ulp, log/log2 by 2^-21 absolute near 1, and tan,
+# pow, the hyperbolics and the inverse functions inherit from their formulas (NVIDIA's Vulkan
+# driver: sin(1e-7) = 0, cos(100) 4e-6 off).  tests/test_builtins.py reads every helper,
+# template and lowered kernel and fails on a call of any builtin not listed here; the same
+# table is in docs/DESIGN.md ("Builtins a kernel may call").
+ALLOWED_BUILTINS = {
+    # float functions
+    "abs": "correctly rounded (exact)",
+    "min": "correctly rounded (exact; either input when both are subnormal)",
+    "max": "correctly rounded (exact; either input when both are subnormal)",
+    "clamp": "correctly rounded (exact)",
+    "floor": "correctly rounded (exact)",
+    "ceil": "correctly rounded (exact)",
+    "trunc": "correctly rounded (exact)",
+    "round": "correctly rounded (exact)",
+    "sign": "correctly rounded (exact)",
+    "ldexp": "correctly rounded",
+    "fma": "inherited from x * y + z (two correctly rounded operations, or one if fused)",
+    "inverseSqrt": "2 ulp",
+    "sqrt": "inherited from 1.0 / inverseSqrt(x): 2 ulp, then a 2.5 ulp division",
+    # bits, conversions, selection (exact)
+    "select": "exact",
+    "countOneBits": "exact",
+    "countLeadingZeros": "exact",
+    "countTrailingZeros": "exact",
+    "firstLeadingBit": "exact",
+    "firstTrailingBit": "exact",
+    "reverseBits": "exact",
+    "extractBits": "exact",
+    "insertBits": "exact",
+    "pack2x16float": "correctly rounded (f32 to f16, to nearest even)",
+    "unpack2x16float": "exact (f16 to f32)",
+    "any": "exact",
+    "all": "exact",
+    # memory, synchronization, atomics (no float math)
+    "arrayLength": "exact",
+    "workgroupBarrier": "synchronization",
+    "storageBarrier": "synchronization",
+    "workgroupUniformLoad": "exact (a load)",
+    **{f"atomic{op}": "exact (integer atomics)" for op in (
+        "Load", "Store", "Add", "Sub", "Max", "Min", "And", "Or", "Xor", "Exchange",
+        "CompareExchangeWeak")},
+}
 
 # --------------------------------------------------------------------------- building blocks
 
@@ -78,6 +128,24 @@ fn wj_exp(x: f32) -> f32 {
   let big = select(y, bitcast<f32>(0x7f800000u), x > 88.72283);
   return select(select(big, 0.0, x < -103.97209), x, wj_isnan(x));
 }""")
+# exp2(x) = 2^k 2^f, k = round(x), f = x - k in [-1/2, 1/2] (exact); 2^f - 1 by the Taylor
+# series of e^(f ln2) to f^8 (coefficients ln2^n / n!); 2^k as two factors, as in wj_expr
+W.helper(
+    "wj_exp2",
+    """
+fn wj_exp2(x: f32) -> f32 {
+  let xc = clamp(x, -151.0, 129.0);
+  let kf = floor(xc + 0.5);
+  let f = xc - kf;
+  let q = f * (0.6931472 + f * (0.2402265 + f * (0.05550411 + f * (0.009618129 + f * (0.0013333558
+          + f * (0.0001540353 + f * (1.5252734e-05 + f * 1.3215487e-06)))))));
+  let k = i32(kf);
+  let k1 = k >> 1u;
+  let y = ((1.0 + q) * bitcast<f32>(u32(k1 + 127) << 23u)) * bitcast<f32>(u32(k - k1 + 127) << 23u);
+  let big = select(y, bitcast<f32>(0x7f800000u), x >= 128.0);
+  return select(select(big, 0.0, x < -150.0), x, wj_isnan(x));
+}""",
+)
 # expm1(x) = 2^k (e^r - 1) + (2^k - 1): no cancellation for k = 0 (|x| < ln2/2), little beyond
 W.helper("wj_expm1", """
 fn wj_expm1(x: f32) -> f32 {
@@ -221,20 +289,24 @@ fn wj_atanh(x: f32) -> f32 {
 W.helper("wj_cbrt", """
 fn wj_cbrt(x: f32) -> f32 {
   let a = abs(x);
-  var y = exp2(wj_log2(a) * 0.33333334);
+  var y = wj_exp2(wj_log2(a) * 0.33333334);
   y = y + (a / (y * y) - y) * 0.33333334;
   return select(wj_copysign(y, x), x, wj_isnan(x) || wj_isinf(x) || x == 0.0);
 }""")
 
 # --------------------------------------------------------------------------- trigonometry
-# Arguments up to 1024 in magnitude take the builtins (within 2 ulp on the drivers measured).
-# Beyond, Payne-Hanek: |x| = M 2^E (24-bit M); x * 2/pi mod 4 is M times a 96-bit window of
-# the bits of 2/pi (bits above the window add multiples of 4): a 120-bit integer product whose
-# bits from 2^94 up are the quadrant and the 64 below the fraction of a quarter turn.  The
-# window starts at bit E - 2 of 2/pi (64 zero bits pad the front, for small E), so the bit
-# positions in the product are constants; the table words are picked with selects, not by
-# indexing (SIMD drivers would gather per lane).  Both paths run on SIMD drivers: the huge
-# path is kept cheap, about 60 integer ops.
+# No trigonometric builtin is called (their accuracy is an absolute 2^-11 on [-pi, pi] in the
+# WGSL spec, and NVIDIA's are that coarse).  Every argument from pi/4 up is reduced exactly in
+# integer arithmetic (Payne-Hanek): |x| = M 2^E (24-bit M); x * 2/pi mod 4 is M times a 96-bit
+# window of the bits of 2/pi (bits above the window add multiples of 4): a 120-bit integer
+# product whose bits from 2^94 up are the quadrant and the 64 below the fraction of a quarter
+# turn.  The window starts at bit E - 2 of 2/pi (64 zero bits pad the front, for small E), so
+# the bit positions in the product are constants; the table words are picked with selects, not
+# by indexing (SIMD drivers would gather per lane).  The fraction times pi/2 (a 64-bit fixed
+# point constant) is r, normalized with its leading zeros and cut into two floats r_hi + r_lo
+# (48 bits): no float rounding anywhere in the reduction.  On |r| <= pi/4 the Taylor
+# polynomials of sin and cos (truncation below 0.05 ulp) use only + - *.  One path for every
+# argument: SIMD drivers would run both sides of a branch anyway.
 
 W.helper("wj_mul32", """
 fn wj_mul32(a: u32, b: u32) -> vec2<u32> {
@@ -244,6 +316,18 @@ fn wj_mul32(a: u32, b: u32) -> vec2<u32> {
   let lo = (p00 & 0xffffu) | (mid << 16u);
   let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
   return vec2<u32>(lo, hi);
+}""")
+# the high 64 bits (high word, low word) of the 128-bit product (ah al) * (bh bl)
+W.helper("wj_mulhi64", """
+fn wj_mulhi64(ah: u32, al: u32, bh: u32, bl: u32) -> vec2<u32> {
+  let hh = wj_mul32(ah, bh); let hl = wj_mul32(ah, bl);
+  let lh = wj_mul32(al, bh); let ll = wj_mul32(al, bl);
+  let s1 = ll.y + hl.x; let c1 = select(0u, 1u, s1 < ll.y);
+  let s2 = s1 + lh.x; let c2 = select(0u, 1u, s2 < s1);
+  let t1 = hh.x + hl.y; let c3 = select(0u, 1u, t1 < hh.x);
+  let t2 = t1 + lh.y; let c4 = select(0u, 1u, t2 < t1);
+  let t3 = t2 + (c1 + c2); let c5 = select(0u, 1u, t3 < t2);
+  return vec2<u32>(hh.y + c3 + c4 + c5, t3);
 }""")
 # word w (0-based) of the 2/pi bits after 64 zero bits: 0, 0, a2f9836e, 4e441529, ...
 W.helper("wj_2opi_word", """
@@ -255,10 +339,12 @@ fn wj_2opi_word(w: u32) -> u32 {
   return select(v, 0xdebbc561u, w == 9u);
 }""")
 W.helper("wj_rem_pio2", """
-fn wj_rem_pio2(a: f32) -> vec2<f32> {
-  // a = |x| > 1024 (finite): (r, quadrant) with |x| = (4n + quadrant) pi/2 + r, |r| <= pi/4
-  let u = bitcast<u32>(a);
-  let e = i32(u >> 23u) - 150;                // a = m 2^e, e in [-14, 104]
+fn wj_rem_pio2(a: f32) -> vec3<f32> {
+  // a = |x| (finite): (r_hi, r_lo, quadrant) with |x| = (4n + quadrant) pi/2 + r_hi + r_lo,
+  // |r| <= pi/4, |r_lo| below an ulp of r_hi; below pi/4, (a, 0, 0)
+  let small = a < 0.78539816;
+  let u = bitcast<u32>(select(a, 1.0, small));
+  let e = i32(u >> 23u) - 150;                // a = m 2^e, e in [-24, 104]
   let m = (u & 0x7fffffu) | 0x800000u;
   let q = u32(e + 62);                        // window start in the padded bits
   let w = q / 32u; let s = q % 32u;
@@ -285,37 +371,71 @@ fn wj_rem_pio2(a: f32) -> vec2<f32> {
   fh = select(fh, nfh, neg);
   fl = select(fl, nfl, neg);
   quad = (quad + select(0u, 1u, neg)) & 3u;
-  let r = (f32(fh) * 2.3283064e-10 + f32(fl) * 5.421011e-20) * 1.5707964;
-  return vec2<f32>(select(r, -r, neg), f32(quad));
+  // r = (fh fl) 2^-64 pi/2 = (high 64 bits of (fh fl) * round(pi/2 2^63)) 2^-63
+  let pr = wj_mulhi64(fh, fl, 0xc90fdaa2u, 0x2168c235u);
+  let lz = select(countLeadingZeros(pr.x), 32u + countLeadingZeros(pr.y), pr.x == 0u);
+  let ls = lz % 32u;
+  let nh = select(pr.x, pr.y, lz >= 32u);
+  let nl = select(pr.y, 0u, lz >= 32u);
+  let hi = (nh << ls) | ((nl >> ((32u - ls) % 32u)) & select(0xffffffffu, 0u, ls == 0u));
+  let lo = nl << ls;
+  let sc = bitcast<f32>(u32(104 - i32(lz)) << 23u);     // 2^(-23 - lz)
+  let rh = f32(hi >> 8u) * sc;
+  let rl = f32(((hi & 0xffu) << 16u) | (lo >> 16u)) * (sc * 5.9604645e-08);
+  return select(vec3<f32>(select(rh, -rh, neg), select(rl, -rl, neg), f32(quad)),
+                vec3<f32>(a, 0.0, 0.0), small);
 }""")
+# sin and cos of r + rl, |r| <= pi/4 (rl below an ulp of r): Taylor to r^11 and r^12
+W.helper("wj_sin_k", """
+fn wj_sin_k(r: f32, rl: f32) -> f32 {
+  let z = r * r;
+  let p = z * (-0.16666667 + z * (0.008333334 + z * (-0.0001984127 + z * (2.7557319e-06
+          + z * -2.5052108e-08))));
+  return r + (r * p + rl * (1.0 - 0.5 * z));
+}""")
+# 1 - z/2 rounds; its error (1 - w) - z/2 is exact, and kept from folding by the opaque 1 - w
+W.helper("wj_cos_k", """
+fn wj_cos_k(r: f32, rl: f32) -> f32 {
+  let z = r * r;
+  let hz = 0.5 * z;
+  let w = 1.0 - hz;
+  let p = z * z * (0.041666668 + z * (-0.0013888889 + z * (2.4801588e-05 + z * (-2.7557320e-07
+          + z * 2.0876756e-09))));
+  return w + ((wj_opq(1.0 - w) - hz) + (p - r * rl));
+}""")
+# |x| < 2^-12: sin x and tan x round to x (which keeps -0.0 and subnormals as they are)
 W.helper("wj_sin", """
 fn wj_sin(x: f32) -> f32 {
   let a = abs(x);
-  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
-  let q = u32(rq.y);
-  let v = select(sin(rq.x), cos(rq.x), (q & 1u) == 1u);
-  let h = select(v, -v, (q & 2u) == 2u);
-  let y = select(sin(x), select(h, -h, x < 0.0), a > 1024.0);
-  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+  let bad = wj_isinf(x) || wj_isnan(x);
+  let rq = wj_rem_pio2(select(a, 1.0, bad));
+  let q = u32(rq.z);
+  let v = select(wj_sin_k(rq.x, rq.y), wj_cos_k(rq.x, rq.y), (q & 1u) == 1u);
+  let h = bitcast<u32>(v) ^ select(0u, 0x80000000u, (q & 2u) == 2u);
+  let y = select(bitcast<f32>(h ^ (bitcast<u32>(x) & 0x80000000u)), x, a < 0.000244140625);
+  return select(y, bitcast<f32>(0x7fc00000u), bad);
 }""")
 W.helper("wj_cos", """
 fn wj_cos(x: f32) -> f32 {
-  let a = abs(x);
-  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
-  let q = u32(rq.y);
-  let v = select(cos(rq.x), -sin(rq.x), (q & 1u) == 1u);
-  let h = select(v, -v, (q & 2u) == 2u);
-  let y = select(cos(x), h, a > 1024.0);
-  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+  let bad = wj_isinf(x) || wj_isnan(x);
+  let rq = wj_rem_pio2(select(abs(x), 1.0, bad));
+  let q = u32(rq.z);
+  let v = select(wj_cos_k(rq.x, rq.y), wj_sin_k(rq.x, rq.y), (q & 1u) == 1u);
+  let y = select(v, -v, ((q + 1u) & 2u) == 2u);
+  return select(y, bitcast<f32>(0x7fc00000u), bad);
 }""")
+# tan r = sin r / cos r; in odd quadrants -cos r / sin r
 W.helper("wj_tan", """
 fn wj_tan(x: f32) -> f32 {
   let a = abs(x);
-  let rq = wj_rem_pio2(select(a, 2048.0, wj_isinf(x) || wj_isnan(x)));
-  let t = tan(rq.x);
-  let h = select(t, -1.0 / t, (u32(rq.y) & 1u) == 1u);
-  let y = select(tan(x), select(h, -h, x < 0.0), a > 1024.0);
-  return select(y, bitcast<f32>(0x7fc00000u), wj_isinf(x) || wj_isnan(x));
+  let bad = wj_isinf(x) || wj_isnan(x);
+  let rq = wj_rem_pio2(select(a, 1.0, bad));
+  let s = wj_sin_k(rq.x, rq.y);
+  let c = wj_cos_k(rq.x, rq.y);
+  let t = select(s / c, -c / s, (u32(rq.z) & 1u) == 1u);
+  let y = select(bitcast<f32>(bitcast<u32>(t) ^ (bitcast<u32>(x) & 0x80000000u)), x,
+                 a < 0.000244140625);
+  return select(y, bitcast<f32>(0x7fc00000u), bad);
 }""")
 
 # --------------------------------------------------------------------------- rounding
@@ -428,10 +548,10 @@ fn wj_pow_f(x: f32, y: f32) -> f32 {
   }
   if (x < 0.0) {
     if (!is_int) { return bitcast<f32>(0x7fc00000u); }
-    let m = exp2(y * wj_log2(-x));
+    let m = wj_exp2(y * wj_log2(-x));
     return select(m, -m, odd);
   }
-  return exp2(y * wj_log2(x));
+  return wj_exp2(y * wj_log2(x));
 }""",
 )
 W.helper("wj_sign_f", """

@@ -27,7 +27,7 @@ fn wj_logaddexp(a: f32, b: f32) -> f32 {
   if (wj_isnan(a) || wj_isnan(b)) { return a + b; }
   if (wj_isinf(m) && m < 0.0) { return m; }
   if (wj_isinf(m)) { return m; }
-  return m + wj_log1p(exp(-abs(a - b)));
+  return m + wj_log1p(wj_exp(-abs(a - b)));
 }""")
 
 

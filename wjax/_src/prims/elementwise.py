@@ -214,7 +214,7 @@ abs_p = unop("abs", {"f": "abs({0})", "i": "abs({0})", "u": "{0}", "c": "wj_cabs
 exp_p = unop("exp", FC("wj_exp({0})", "wj_cexp({0})"), np.exp, cref=C.exp)
 # bfloat16: XLA's exp2 is exp(x * log(2)) with the product rounded to bf16
 _LN2_BF16 = float(np.asarray(np.log(2), dtypes.bfloat16))
-exp2_p = unop("exp2", {**FC("exp2({0})", "wj_cexp2({0})"),
+exp2_p = unop("exp2", {**FC("wj_exp2({0})", "wj_cexp2({0})"),
                        "bf": f"wj_exp(wj_bf16r({{0}} * {_LN2_BF16!r}))"},
               lambda x: (np.exp(x * np.asarray(_LN2_BF16, x.dtype)) if x.dtype == dtypes.bfloat16
                          else np.exp2(x)), cref=C.exp2)

@@ -536,7 +536,7 @@ def _gamma_tail(sfx: str, log_space: bool) -> str:
   let log_samples = wj_log1p(-u);
   var log_boost = log_samples * (1.0 / alpha_orig);
   if (boost_mask || log_samples == 0.0) {{ log_boost = 0.0; }}
-  return (log(d) + log(V)) + log_boost;"""
+  return (wj_log(d) + wj_log(V)) + log_boost;"""
     return f"""
   let samples = 1.0 - wj_u01(wj_bits1_{sfx}(sub.x, sub.y));
   var boost: f32 = 1.0;
@@ -560,7 +560,7 @@ fn {name}(k0: u32, k1: u32, alpha_orig: f32) -> f32 {{
   var U: f32 = 2.0;
   loop {{
     let c1 = U >= 1.0 - 0.0331 * (X * X);
-    let c2 = log(U) >= X * 0.5 + d * ((1.0 - V) + log(V));
+    let c2 = wj_log(U) >= X * 0.5 + d * ((1.0 - V) + wj_log(V));
     if (!(c1 && c2)) {{ break; }}
     let xkey0 = wj_ksplit_{sfx}(key.x, key.y, 1u, 3u);
     let ukey = wj_ksplit_{sfx}(key.x, key.y, 2u, 3u);
@@ -649,13 +649,13 @@ fn wj_lgamma(v: f32) -> f32 {{
 {terms}
   let t = 7.5 + z;
   let log_t = {_LOG_G_HALF!r} + wj_log1p(z / 7.5);
-  let log_y = {_LOG_SQRT_2PI!r} + (z + 0.5 - t / log_t) * log_t + log(x);
+  let log_y = {_LOG_SQRT_2PI!r} + (z + 0.5 - t / log_t) * log_t + wj_log(x);
   if (!reflect) {{ return log_y; }}
   let a = abs(v);
   let frac = a - floor(a);
   let red = select(frac, 1.0 - frac, frac > 0.5);
   if (red == 0.0) {{ return bitcast<f32>(0x7f800000u); }}
-  let denom = log(sin({math.pi!r} * red));
+  let denom = wj_log(wj_sin({math.pi!r} * red));
   return {_LOG_PI!r} - denom - log_y;
 }}"""
 
@@ -677,7 +677,7 @@ fn wj_digamma(v: f32) -> f32 {{
   let y = log_t + num / den - 7.0 / t;
   if (!reflect) {{ return y; }}
   let r = v + abs(floor(v + 0.5));
-  return y - {math.pi!r} * cos({math.pi!r} * r) / sin({math.pi!r} * r);
+  return y - {math.pi!r} * wj_cos({math.pi!r} * r) / wj_sin({math.pi!r} * r);
 }}"""
 
 

@@ -24,7 +24,7 @@ fn wj_erfinv(x: f32) -> f32 {
     if (x == -1.0) { return bitcast<f32>(0xff800000u); }
     return bitcast<f32>(0x7fc00000u);
   }
-  var w = -log((1.0 - x) * (1.0 + x));
+  var w = -wj_log((1.0 - x) * (1.0 + x));
   var p: f32;
   if (w < 5.0) {
     w = w - 2.5;
