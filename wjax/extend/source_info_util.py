@@ -1,5 +1,5 @@
 """``jax.extend.source_info_util``: where user code bound an equation
-(``wjax.core.tracing.SourceInfo``, recorded on every equation), and the files whose frames
+(``wjax._src.core.tracing.SourceInfo``, recorded on every equation), and the files whose frames
 are library internals rather than user code."""
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ So the helpers here follow three rules:
   the fraction by pi/2, in integer arithmetic).
 * **Opaque values where nothing else works.**  ``wj_opq(x)`` is ``x`` xor a zero the compiler
   cannot see (a private ``wj_zero`` set at kernel start from ``num_workgroups``, inserted by
-  :func:`wjax.backend.wgsl.finalize` into every kernel that uses it), so
+  :func:`wjax._src.backend.wgsl.finalize` into every kernel that uses it), so
   ``x - k*ln2_hi - k*ln2_lo`` is not re-factored into ``x - k*ln2``.
 * **Signs and specials by the bits.**  ±0, ±inf and NaN are tested and copied with integer
   ops (``wj_copysign``), never with float compares that fast-math may assume away.

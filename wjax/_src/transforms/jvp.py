@@ -4,7 +4,7 @@ jaxpr of ``(primals, nonzero tangents) -> (outs, nonzero out tangents)``.
 It is an interpreter (env, read/write, a loop over equations) run under a new
 trace: each equation with a nonzero input tangent calls its primitive's jvp
 rule, which binds primitives into that trace; the others are copied as they
-are.  Tangents are values or symbolic :class:`~wjax.transforms.ad.Zero`s.
+are.  Tangents are values or symbolic :class:`~wjax._src.transforms.ad.Zero`s.
 """
 from __future__ import annotations
 
