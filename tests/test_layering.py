@@ -29,7 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "wjax"
 # Lowest first.  A module's layer is the first dotted component under wjax (its sub-package or
 # top-level module).  Layers in one tuple are peers: they may import each other if no cycle forms.
 LAYERS = [
-    ("core",),  # IR, Primitive contract, tracing, dtypes, pytrees, config, caches
+    ("core", "util"),  # IR, Primitive contract, tracing, dtypes, pytrees, config, caches;
+    # util: JAX's small list helpers (jax._src.util), imported by nothing of wjax
     ("transforms",),  # jaxpr -> jaxpr rewrites: jvp, transpose, partial eval, vmap, dce
     ("backend",),  # Target, WGSL lowering, in-kernel loops, runtime (wgpu), execute
     ("prims",),  # one block per primitive with all its rules and kernels
@@ -105,7 +106,7 @@ def _imports(mods):
 
 # The engines live under wjax/_src/ (as JAX's under jax/_src): a module there takes the layer
 # of its engine (``wjax._src.core.ir`` is in "core"); the rest of _src is JAX's private names.
-ENGINES = {"core", "transforms", "backend", "prims", "array", "dispatch", "api", "spmd",
+ENGINES = {"core", "util", "transforms", "backend", "prims", "array", "dispatch", "api", "spmd",
            "partition"}
 
 

@@ -60,6 +60,7 @@ from . import wgsl as W
 from .execute import Bound, Executable, nbytes_of, upload
 from .loops import in_kernel_loop
 from .lower import HostStep
+from ..util import split_list
 
 MAX_CHUNK = 64      # while: guarded iterations per chunk, at most
 SPECULATE = 8       # while: from chunks of this size on, record one chunk ahead of the predicate
@@ -145,14 +146,6 @@ def _read_submitted(rt, buf) -> int:
     return int(np.frombuffer(rt.read_submitted(buf, 4), np.int32)[0])
 
 
-def _split(xs, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i:i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
-
 
 def _out_nbytes(ctx) -> list:
     return [nbytes_of(v.aval) for v in ctx.eqn.outvars]
@@ -186,7 +179,7 @@ def loop_in_kernel(ctx, objs, tag, build_step, kind, n_consts, n_carry, label, *
 
     def run(rt, bufs):
         ins, outs = split(rt, bufs)
-        consts, carry, xs = _split(ins, n_consts, n_carry)
+        consts, carry, xs = split_list(ins, [n_consts, n_carry])
         loop.run(rt, consts, carry, xs, outs[:n_carry], outs[n_carry:])
 
     ctx.host_step(run, keys, out_keys, label=label, wgsl=loop.wgsl)
@@ -271,7 +264,7 @@ def while_loop(ctx, cond: SubPlan, body: SubPlan, nc: int, nb: int, guarded: boo
 
     def run(rt, bufs):
         ins, outs = split(rt, bufs)
-        cc, bc, carry = _split(ins, nc, nb)
+        cc, bc, carry = split_list(ins, [nc, nb])
         if not guarded:
             while _read_scalar(rt, cond.run(rt, cc + carry)[0]):
                 carry = body.run(rt, bc + carry)
@@ -368,7 +361,7 @@ class _RecordedScan:
 
     def run(self, rt, bufs):
         ins, outs = self.split(rt, bufs)
-        consts, carry, xs = _split(ins, self.nc, self.ncar)
+        consts, carry, xs = split_list(ins, [self.nc, self.ncar])
         cout, yout = outs[:self.ncar], outs[self.ncar:]
         ctr = [
             self._const(rt, i, self.ctr_static[i]) if i in self.ctr_static
@@ -399,7 +392,7 @@ class _RecordedScan:
                                    [self.xnb[j] for j in self.xs_al], ctr, steps_buf)
             extra = [xs[j] for j in self.xs_mis]
             res = self.subs[kk].run(rt, consts + rc + step_in + extra + accs)
-            rc, ys, accs = _split(res, len(self.rest), len(ys_al) * kk)
+            rc, ys, accs = split_list(res, [len(self.rest), len(ys_al) * kk])
             for st, t in enumerate(ts):
                 for j, y in zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)]):
                     _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])

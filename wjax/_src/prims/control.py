@@ -40,10 +40,10 @@ from ..transforms.jvp import jvp_jaxpr
 from ..transforms.partial_eval import partial_eval_jaxpr
 from ..transforms.transpose import transpose_jaxpr
 from ..transforms.vmap import vmap_closed_jaxpr
+from ..util import split_list
 from .control_rewrites import (KEEP_BRANCHES, contains_prim, counter_carries, counter_values,
                                eval_closed, guarded_body, restructure_scan, same_types,
-                               scan_wrapper, select_cases, selectify, split_list, trace_closed,
-                               while_step)
+                               scan_wrapper, select_cases, selectify, trace_closed, while_step)
 
 
 # =========================================================================== helpers
@@ -312,7 +312,7 @@ WHILE_TRANSPOSE_ERROR = (
 
 @while_p.def_abstract_eval
 def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = split_list(avals, cond_nconsts, body_nconsts)
+    cc, bc, carry = split_list(avals, [cond_nconsts, body_nconsts])
     if not all(map(same_types, cond_jaxpr.in_avals, cc + carry)) or len(
         cond_jaxpr.in_avals
     ) != len(cc + carry):
@@ -338,7 +338,7 @@ def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
 
 @while_p.def_reference
 def _while_reference(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
+    cc, bc, carry = split_list(args, [cond_nconsts, body_nconsts])
     while bool(eval_jaxpr_reference(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cc, *carry)[0]):
         carry = eval_jaxpr_reference(body_jaxpr.jaxpr, body_jaxpr.consts, *bc, *carry)
     return carry
@@ -366,8 +366,8 @@ def _while_kernel(ctx, *avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     nc, nb = cond_nconsts, body_nconsts
-    cc, bc, init = split_list(primals, nc, nb)
-    _, bct, initt = split_list(tangents, nc, nb)
+    cc, bc, init = split_list(primals, [nc, nb])
+    _, bct, initt = split_list(tangents, [nc, nb])
     bnz = [_nz(t) for t in bct]
     cnz = [_nz(t) and _ad.is_differentiable(_ad.aval_of(x)) for t, x in zip(initt, init)]
     while True:       # which carries get a nonzero tangent: a fixed point
@@ -419,7 +419,7 @@ def _while_partial_eval(e: Eqn, uin):
     p = e.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
-    cuk, buk, carry_uk = split_list(uin, nc, nb)
+    cuk, buk, carry_uk = split_list(uin, [nc, nb])
     nout = len(e.outvars)
     everything = ([], [e], [True] * nout)
     if any(cuk):
@@ -444,7 +444,7 @@ def _while_partial_eval(e: Eqn, uin):
         cj.outvars,
         cj.eqns,
     )
-    cc, bc, init = split_list(e.invars, nc, nb)
+    cc, bc, init = split_list(e.invars, [nc, nb])
     ke = Eqn(
         while_p,
         cc + [a for a, u in zip(bc, buk) if not u] + [a for a, u in zip(init, carry_uk) if not u],
@@ -474,8 +474,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     nc, nb = cond_nconsts, body_nconsts
     args = [x if d is None else _batching.move_batch_axis(x, d, 0, n) for x, d in zip(args, dims)]
     dims = [None if d is None else 0 for d in dims]
-    cc, bc, init = split_list(args, nc, nb)
-    ccd, bcd, initd = split_list(dims, nc, nb)
+    cc, bc, init = split_list(args, [nc, nb])
+    ccd, bcd, initd = split_list(dims, [nc, nb])
     carry_b = [d is not None for d in initd]
     while True:
         _, od = vmap_closed_jaxpr(body_jaxpr, bcd + [0 if b else None for b in carry_b], n)
@@ -509,7 +509,7 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         return [_ops.reduce_or(p, (0,))]
 
     def guarded(*xs):
-        cc_, bc_, carry = split_list(xs, nc, nb)
+        cc_, bc_, carry = split_list(xs, [nc, nb])
         p = eval_closed(cj, *cc_, *carry)[0]
         new = eval_closed(bj, *bc_, *carry)
         out = []
@@ -546,7 +546,7 @@ def _while_dce(e: Eqn, used):
     )
     c2 = Jaxpr(cj.jaxpr.constvars, [v for v, u in zip(cj.jaxpr.invars, cu[:nc] + keep) if u],
                cj.jaxpr.outvars, cj.jaxpr.eqns)
-    cc, bc, init = split_list(e.invars, nc, nb)
+    cc, bc, init = split_list(e.invars, [nc, nb])
     return Eqn(while_p, [a for a, u in zip(cc, cu) if u] + [a for a, u in zip(bc, bu) if u]
                + [a for a, u in zip(init, keep) if u], [v for v, u in zip(e.outvars, keep) if u],
                dict(p, cond_jaxpr=ClosedJaxpr(c2, cj.consts), body_jaxpr=ClosedJaxpr(b2, bj.consts),
@@ -569,7 +569,7 @@ scan_p = Primitive("scan", multiple_results=True)
 def _scan_abstract(
     *avals, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
 ):
-    consts, carry, xs = split_list(avals, num_consts, num_carry)
+    consts, carry, xs = split_list(avals, [num_consts, num_carry])
     for x in xs:
         if x.ndim == 0 or x.shape[0] != length:
             raise TypeError(
@@ -589,7 +589,7 @@ def _scan_abstract(
 def _scan_reference(
     *args, jaxpr, length, reverse, num_consts, num_carry, unroll, _split_transpose=False
 ):
-    consts, carry, xs = split_list(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
     ys = []
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         out = eval_jaxpr_reference(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *[x[t] for x in xs])
@@ -630,8 +630,8 @@ def _scan_kernel(
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
               _split_transpose=False):
     nc, ncar = num_consts, num_carry
-    consts, init, xs = split_list(primals, nc, ncar)
-    ct, it, xt = split_list(tangents, nc, ncar)
+    consts, init, xs = split_list(primals, [nc, ncar])
+    ct, it, xt = split_list(tangents, [nc, ncar])
     cnz, xnz = [_nz(t) for t in ct], [_nz(t) for t in xt]
     dif = [_ad.is_differentiable(_ad.aval_of(x)) for x in init]
     carry_nz = [_nz(t) and d for t, d in zip(it, dif)]
@@ -680,7 +680,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
         unroll=unroll,
         _split_transpose=_split_transpose,
     )
-    carry, carry_t, ys, ys_t = split_list(outs, ncar, ncart, ny)
+    carry, carry_t, ys, ys_t = split_list(outs, [ncar, ncart, ny])
     ct_it, yt_it = iter(carry_t), iter(ys_t)
     out_avals = scan_p.abstract_eval(*[_ad.aval_of(x) for x in primals], jaxpr=jaxpr, length=length,
                                      reverse=reverse, num_consts=nc, num_carry=ncar, unroll=unroll)
@@ -696,7 +696,7 @@ def _scan_partial_eval(e: Eqn, uin):
     p = e.params
     nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
     jaxpr = p["jaxpr"]
-    cuk, carry_uk, xuk = split_list(uin, nc, ncar)
+    cuk, carry_uk, xuk = split_list(uin, [nc, ncar])
     nout = len(e.outvars)
     ny = nout - ncar
     while True:
@@ -723,7 +723,7 @@ def _scan_partial_eval(e: Eqn, uin):
     )
     res_avals = [r.aval for r in res]
     stk_vars = [Var(res_avals[i].update(shape=(length,) + res_avals[i].shape)) for i in stk]
-    consts, init, xs = split_list(e.invars, nc, ncar)
+    consts, init, xs = split_list(e.invars, [nc, ncar])
     ke = Eqn(
         scan_p,
         [a for a, u in zip(consts, cuk) if not u]
@@ -755,7 +755,7 @@ def _scan_partial_eval(e: Eqn, uin):
 def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll,
                     _split_transpose=False):
     nc, ncar = num_consts, num_carry
-    consts, init, xs = split_list(args, nc, ncar)
+    consts, init, xs = split_list(args, [nc, ncar])
     c_lin = [_ad.is_undefined_primal(x) for x in consts]
     x_lin = [_ad.is_undefined_primal(x) for x in xs]
     # carries are linear (a known value passed as a carry of a linear scan, e.g. an
@@ -773,9 +773,9 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     ct_ys = [_ad.instantiate(c) for c in ct_ys]
 
     def body(*a):
-        nlc_, acc, cc, cy, nlx = split_list(a, nnl, nlc, ncar, len(ys_avals))
+        nlc_, acc, cc, cy, nlx = split_list(a, [nnl, nlc, ncar, len(ys_avals)])
         outs = eval_closed(tj, *nlc_, *nlx, *cc, *cy)
-        g_c, g_carry, g_x = split_list(outs, nlc, ncar)
+        g_c, g_carry, g_x = split_list(outs, [nlc, ncar])
         return [_ops.add(x, y) for x, y in zip(acc, g_c)] + list(g_carry) + list(g_x)
 
     bj = trace_closed(
@@ -800,7 +800,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         unroll=unroll,
         _split_transpose=_split_transpose,
     )
-    g_c, g_carry, g_x = split_list(outs, nlc, ncar)
+    g_c, g_carry, g_x = split_list(outs, [nlc, ncar])
     gc, gx = iter(g_c), iter(g_x)
     return ([next(gc) if l else None for l in c_lin]
             + [g if _ad.is_undefined_primal(x) else None for g, x in zip(g_carry, init)]
@@ -811,8 +811,8 @@ def _scan_batch(args, dims, *, jaxpr, length, reverse, num_consts, num_carry, un
                 _split_transpose=False):
     n = _batching.axis_size(args, dims)
     nc, ncar = num_consts, num_carry
-    consts, init, xs = split_list(args, nc, ncar)
-    cd, idims, xd = split_list(dims, nc, ncar)
+    consts, init, xs = split_list(args, [nc, ncar])
+    cd, idims, xd = split_list(dims, [nc, ncar])
     consts = [x if d is None else _batching.move_batch_axis(x, d, 0, n) for x, d in zip(consts, cd)]
     xs = [x if d is None else _batching.move_batch_axis(x, d, 1, n) for x, d in zip(xs, xd)]
     cdims = [None if d is None else 0 for d in cd]

@@ -32,6 +32,7 @@ from ..backend.execute import nbytes_of
 from ..backend.passes import cse_and_fold, flatten_closed
 from ..core import caches
 from ..core import ops as _ops
+from ..util import split_list
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, subjaxprs
 from ..core.primitive import REGISTRY
 from ..core.tracing import Tracer, eval_jaxpr, trace_flat
@@ -55,14 +56,6 @@ def trace_closed(fun, avals) -> ClosedJaxpr:
 def eval_closed(closed: ClosedJaxpr, *args):
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
-
-def split_list(xs, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i:i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
 
 
 def same_types(a: ShapedArray, b: ShapedArray) -> bool:
@@ -137,7 +130,7 @@ def guarded_body(cond_jaxpr, body_jaxpr, nc, nb):
     avals = cond_jaxpr.in_avals[:nc] + body_jaxpr.in_avals
 
     def f(*xs):
-        cc, bc, carry = split_list(xs, nc, nb)
+        cc, bc, carry = split_list(xs, [nc, nb])
         p = eval_closed(cond_jaxpr, *cc, *carry)[0]
         new = eval_closed(body_jaxpr, *bc, *carry)
         return [
@@ -153,7 +146,7 @@ def while_step(cond_jaxpr, body_jaxpr, nc, nb):
     cj, bj = selectify(cond_jaxpr), selectify(body_jaxpr)
 
     def f(*xs):
-        cc, bc, carry = split_list(xs, nc, nb)
+        cc, bc, carry = split_list(xs, [nc, nb])
         return [eval_closed(cj, *cc, *carry)[0]] + list(eval_closed(bj, *bc, *carry))
     return trace_closed(f, cond_jaxpr.in_avals[:nc] + body_jaxpr.in_avals)
 
@@ -189,7 +182,7 @@ def scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
     counter carries come in as values; misaligned slices are read/written at step ``t``.
     With ``k > 1`` the steps' elementwise work fuses into shared kernels."""
     body = selectify(jaxpr)
-    c_avals, carry_avals, x_avals = split_list(jaxpr.in_avals, nc, ncar)
+    c_avals, carry_avals, x_avals = split_list(jaxpr.in_avals, [nc, ncar])
     y_avals = jaxpr.out_avals[ncar:]
     rest = [i for i in range(ncar) if i not in counters]
     xs_al = [j for j in range(len(x_avals)) if j not in xs_mis]
@@ -203,10 +196,10 @@ def scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
     ns = len(step_avals)
 
     def f(*args):
-        consts, rc, steps, xm, ya = split_list(args, nc, len(rest), ns * k, len(xs_mis))
+        consts, rc, steps, xm, ya = split_list(args, [nc, len(rest), ns * k, len(xs_mis)])
         ys_out = []
         for st in range(k):
-            xa, cv, tt = split_list(steps[st * ns:(st + 1) * ns], len(xs_al), len(counters))
+            xa, cv, tt = split_list(steps[st * ns:(st + 1) * ns], [len(xs_al), len(counters)])
             carry = [None] * ncar
             for i, v in zip(rest, rc):
                 carry[i] = v
@@ -286,7 +279,7 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
     j = dce_jaxpr(cse_and_fold(j))[0]
     if any(has_effects(e) for e in j.eqns):
         return None
-    consts_v, carry_v, xs_v = split_list(j.invars, nc, ncar)
+    consts_v, carry_v, xs_v = split_list(j.invars, [nc, ncar])
     outs = list(j.outvars)
     produced = {v.id: e for e in j.eqns for v in e.outvars}
     uses: dict = {}
@@ -393,11 +386,11 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
         v.aval.update(shape=(length,) + v.aval.shape) for v in xs_v]
 
     def whole(*args):
-        consts, init, xs = split_list(args, nc, ncar)
+        consts, init, xs = split_list(args, [nc, ncar])
         vals, dims = batch_eval(pre, cconsts, consts + xs,
                                 [None] * nc + [0] * len(xs), length)
-        fc, fx, pstk = split_list(vals, len(front_c), len(front_x))
-        dfc, dfx, dpstk = split_list(dims, len(front_c), len(front_x))
+        fc, fx, pstk = split_list(vals, [len(front_c), len(front_x)])
+        dfc, dfx, dpstk = split_list(dims, [len(front_c), len(front_x)])
         if any(d is not None for d in dfc):
             raise AssertionError("scan restructuring: a loop-invariant value is batched")
         fx = [_batching.move_batch_axis(v, d, 0, length) for v, d in zip(fx, dfx)]
@@ -406,7 +399,7 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
                                     jaxpr=new_body, length=length, reverse=reverse,
                                     num_consts=nc + len(fc), num_carry=len(keep_k),
                                     unroll=unroll)
-        kc, kys, ystk = split_list(res, len(keep_k), len(ys_kept))
+        kc, kys, ystk = split_list(res, [len(keep_k), len(ys_kept)])
         ys = [None] * ny
         for j, v in zip(ys_kept, kys):
             ys[j] = v
