@@ -23,7 +23,7 @@ _cfg.prepare_driver_environment()     # before wgpu loads its native library
 
 import wgpu  # noqa: E402
 
-from . import wgsl as W  # noqa: E402
+from . import strict_driver, wgsl as W  # noqa: E402
 from .autotune import Tuner  # noqa: E402
 from .target import Target  # noqa: E402
 
@@ -197,6 +197,8 @@ class Runtime:
         self.max_buffer = int(self.limits["max-buffer-size"])
         self.max_groups = int(env.max_workgroups or
                               self.limits["max-compute-workgroups-per-dimension"])
+        # WJAX_STRICT_DRIVER: every kernel compiled as the loosest conformant driver would
+        self.strict_driver = env.strict_driver
         # Every GPU buffer stays referenced in ``_owned`` until the pool releases it: a Buffer
         # handle that dies in a reference cycle (say, a traceback's frames) is finalized by the
         # cyclic GC together with its GPUBuffer, whose own __del__ would release the buffer
@@ -456,7 +458,7 @@ class Runtime:
         if p is None:
             t0 = time.perf_counter()
             try:
-                mod = self.device.create_shader_module(code=W.finalize(wgsl))
+                mod = self.device.create_shader_module(code=self._driver_text(wgsl))
                 p = self.device.create_compute_pipeline(
                     layout=self._layout(wgsl), compute={"module": mod, "entry_point": "main"}
                 )
@@ -472,6 +474,12 @@ class Runtime:
                 self.profile.host_event("compile pipeline", t0, time.perf_counter(),
                                         wgsl_chars=len(wgsl))
         return p
+
+    def _driver_text(self, wgsl: str) -> str:
+        """The text the driver compiles: the kernel finalized, and under WJAX_STRICT_DRIVER
+        rewritten as the loosest conformant driver computes it."""
+        src = W.finalize(wgsl)
+        return strict_driver.rewrite(src) if self.strict_driver else src
 
     _BINDING = __import__("re").compile(
         r"@group\(0\)\s*@binding\((\d+)\)\s*var<(storage|uniform)(?:,\s*(read_write|read))?>")
@@ -493,7 +501,7 @@ class Runtime:
         """Raises ``WjaxRuntimeError`` unless ``wgsl`` is valid WGSL for this device (a shader
         module only: no pipeline, so no check against this adapter's limits)."""
         try:
-            self.device.create_shader_module(code=W.finalize(wgsl))
+            self.device.create_shader_module(code=self._driver_text(wgsl))
         except Exception as e:
             raise WjaxRuntimeError(f"wjax: invalid WGSL: {e}\n--- shader ---\n{wgsl}") from e
 

@@ -99,6 +99,11 @@ class Settings:
                               "host: time profiled kernels on the host, not by GPU timestamps")
     profile_peak: bool = _env("WJAX_PROFILE_PEAK", True, _on_if_set,
                               "measure peak bandwidth and FLOP rate when a trace stops (0: no)")
+    strict_driver: bool = _env(
+        "WJAX_STRICT_DRIVER", False, _on_if_set,
+        "compile every kernel as the loosest conformant driver would: subnormals flushed in "
+        "arithmetic, division and square roots at the spec's error bound, products contracted "
+        "into fused multiply-adds (a test setting: backend/strict_driver.py)")
     log_compiles: bool = _env("WJAX_LOG_COMPILES", False, _on_if_set,
                               "the default of jax_log_compiles")
     compilation_cache_dir: str | None = _env(
