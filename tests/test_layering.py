@@ -35,8 +35,9 @@ LAYERS = [
     ("backend",),  # Target, WGSL lowering, in-kernel loops, runtime (wgpu), execute
     ("prims",),  # one block per primitive with all its rules and kernels
     ("array",),  # the device Array
+    ("sharding_impls",),  # NamedSharding over the meshes (core/mesh.py) and the Array's devices
     ("dispatch",),  # the compile cache and every way a program runs
-    ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint, callbacks
+    ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint, callbacks, shardings
     ("lax",),  # the public lax namespace and control flow (custom_root on custom_jvp)
     ("numpy",),  # jax.numpy by topic (vectorize on vmap, linalg's custom_jvp rules)
     ("random",),
@@ -106,8 +107,8 @@ def _imports(mods):
 
 # The engines live under wjax/_src/ (as JAX's under jax/_src): a module there takes the layer
 # of its engine (``wjax._src.core.ir`` is in "core"); the rest of _src is JAX's private names.
-ENGINES = {"core", "util", "transforms", "backend", "prims", "array", "dispatch", "api", "spmd",
-           "partition"}
+ENGINES = {"core", "util", "transforms", "backend", "prims", "array", "sharding_impls", "dispatch",
+           "api", "spmd", "partition"}
 
 
 def _layer(mod):
@@ -291,18 +292,14 @@ if "normalize" in name: pass
 # defined once, in the module that owns it.  Hooks are slots a lower layer declares (None until
 # filled) and a higher one fills: the lower layer calls up without importing up.
 PATCHES = {
-    ("wjax", "lax.with_sharding_constraint"): "the partitioner sits above lax",
-    ("wjax", "sharding.auto_axes"): "the partitioner sits above sharding",
-    ("wjax", "sharding.explicit_axes"): "the partitioner sits above sharding",
     ("wjax._src.partition", "dispatch._sharded_hook"): "hook: jit over sharded arguments",
     ("wjax._src.partition", "dispatch._text_hook"): "hook: the partitioned program's text",
     ("wjax._src.partition", "dispatch._program_hook"): "hook: programs with sharding constraints",
-    ("wjax._src.partition", "_np_util.out_sharding_hook"): "hook: jnp's out_sharding= arguments",
     ("wjax._src.spmd", "dispatch._program_hook"): "hook: programs holding shard_map",
     ("wjax._src.spmd", "shard_map_p.impl"): "a rule slot of the primitive, filled where its "
                                             "evaluation (over devices) lives",
-    ("wjax.sharding", "_ShapedArray.sharding"): "jax.ShapedArray.sharding: the sharding types "
-                                                "are defined in the public module",
+    ("wjax._src.sharding_impls", "_ir.aval_sharding_hook"): "hook: jax.typeof(x).sharding of a "
+                                                            "core ShapedArray (a NamedSharding)",
 }
 
 

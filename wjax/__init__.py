@@ -15,7 +15,7 @@ import numpy as _np
 from ._src import prims as _prims
 from ._src import dispatch as _dispatch
 from ._src import spmd as _spmd
-from ._src import partition as _partition
+from ._src import partition as _partition    # sharded programs: fills dispatch's hooks
 from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
@@ -23,6 +23,7 @@ from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding,
 from . import debug, profiler, stages, typing, version
 from . import api_util, core, extend, interpreters
 from ._src.api.callbacks import pure_callback
+from ._src.api.sharding import reshard
 from ._src.api import (checkpoint, checkpoint_policies, clear_caches, closure_convert, custom_jvp,
                        custom_vjp, eval_shape, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
                        remat, value_and_grad, vjp, vmap)
@@ -57,17 +58,6 @@ from .jax_alias import install_as_jax
 from .experimental.shard_map import jax_shard_map as shard_map, pmap
 from . import distributed
 from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
-
-# with_sharding_constraint is the partitioner's (wjax/_src/partition.py), installed into lax here
-lax.with_sharding_constraint = _partition.with_sharding_constraint
-sharding.auto_axes, sharding.explicit_axes = _partition.auto_axes, _partition.explicit_axes
-
-
-def reshard(x, out_shardings):
-    """``x`` laid out by ``out_shardings`` (``device_put`` outside ``jit``, a sharding
-    constraint inside)."""
-    return _partition.with_sharding_constraint(x, out_shardings)
-
 
 __version__ = version.__version__               # the JAX API level (libraries branch on it)
 __version_info__ = version._version_as_tuple

@@ -16,6 +16,7 @@ from .backend import execute, runtime
 from .core import dtypes
 from .core.config import check_transfer
 from .core.ir import ShapedArray
+from .core.mesh import get_mesh
 from .core.tracing import Tracer
 
 
@@ -173,9 +174,6 @@ class SingleDeviceSharding(Sharding):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
 
 
-_current_mesh: list = [None]      # () -> the current mesh (``wjax/sharding.py`` installs it)
-
-
 class ShardedAval(ShapedArray):
     """The type of a sharded array: its aval with the sharding (``jax.typeof(x)`` prints the
     mesh axes of ``Explicit`` type that split each dimension: ``float32[8@X,4@Y]``)."""
@@ -192,7 +190,7 @@ class ShardedAval(ShapedArray):
         of ``Explicit`` type in the current mesh (``auto_axes`` makes them ``Auto``)."""
         s = self.concrete_sharding
         mesh = s.mesh
-        cur = _current_mesh[0]() if _current_mesh[0] is not None else None
+        cur = get_mesh()
         if cur is not None and tuple(cur.axis_names) == tuple(mesh.axis_names):
             mesh = cur
         explicit = {a for a, t in zip(mesh.axis_names, mesh.axis_types)

@@ -19,69 +19,30 @@ into a ``shard_map`` body over their blocks, one equation at a time, each carryi
 
 The body runs through ``wjax/_src/spmd.py`` like any shard_map (one program per stage, collectives
 between); the results are arrays sharded by the propagated specs.  ``in_shardings`` and
-``out_shardings`` of ``jit`` and ``with_sharding_constraint`` place values explicitly.
+``out_shardings`` of ``jit`` and ``with_sharding_constraint`` place values explicitly
+(``wjax/_src/api/sharding.py``: the ``sharding_constraint`` primitive this module honours).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import dispatch
-from .api.jit import placement_hook as _placement_hook
+from .api.sharding import out_sharding_given, resolve, sharding_constraint_p
 from .array import ShardedAval, put
-from .core import caches, ops, tree_util
-from ..numpy import _util as _np_util
+from .core import caches, ops
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, jaxpr_key, short_dtype
+from .core.mesh import get_mesh
 from .core.partition_spec import PartitionSpec, spec_axes
 from .core.primitive import Primitive
-from .core.tracing import Tracer, extend_axis_env, set_type_rule, trace_flat
+from .core.tracing import extend_axis_env, set_type_rule, trace_flat
 from .prims import collective as C
 from .prims.shard_map import block_aval
-from ..sharding import AxisType, Mesh, NamedSharding, current_sharding, get_mesh, set_mesh
+from .sharding_impls import NamedSharding
 from .spmd import run_shard_map
-from .transforms import ad as _ad
 
 _ELEMENTWISE_EXTRA = {"clamp", "convert_element_type", "fma", "integer_pow", "reduce_precision",
                       "round", "select_n", "stop_gradient", "name", "sharding_constraint"}
 _REDUCE = {"reduce_sum": C.psum_p, "reduce_max": C.pmax_p, "reduce_min": C.pmin_p}
-
-
-# --------------------------------------------------------------- with_sharding_constraint
-
-sharding_constraint_p = Primitive("sharding_constraint")
-sharding_constraint_p.def_abstract_eval(lambda x, *, sharding: x)
-sharding_constraint_p.def_reference(lambda x, *, sharding: x)
-sharding_constraint_p.expand = lambda x, *, sharding: x      # one device: the value itself
-sharding_constraint_p.batch = lambda args, dims, *, sharding: (args[0], dims[0])
-_ad.deflinear(sharding_constraint_p, lambda ct, x, *, sharding: [ct])
-
-
-def _constraint_impl(x, *, sharding):
-    return put(dispatch.device_array(x), sharding)
-
-
-sharding_constraint_p.impl = _constraint_impl
-
-
-def resolve(s):
-    return current_sharding(s) if isinstance(s, PartitionSpec) else s
-
-
-def with_sharding_constraint(x, shardings):
-    """``x`` (a pytree) laid out by ``shardings`` (a sharding, a ``P`` over the current mesh,
-    or a pytree of them): inside ``jit`` a constraint the partitioner honours."""
-    def one(v, s):
-        s = resolve(s)
-        if isinstance(s, NamedSharding):
-            s.check_shape(ops._aval(v).shape, "with_sharding_constraint")
-        return sharding_constraint_p.bind(ops._as_operand(v), sharding=s)
-    if s_is_leaf(shardings):
-        return tree_util.tree_map(lambda v: one(v, shardings), x)
-    return tree_util.tree_map(one, x, shardings)
-
-
-def s_is_leaf(s) -> bool:
-    return s is None or isinstance(s, (PartitionSpec, NamedSharding)) or hasattr(s,
-                                                                                "device_set")
 
 
 # --------------------------------------------------------------------------- specs
@@ -222,7 +183,7 @@ class _Interp:
                 sy = ny
         explicit = _explicit_axes(self.mesh)
         if self.strict and set(psum_axes) & explicit and \
-                not _np_util.out_sharding_given.depth and e.outvars[0].id not in self.constrained:
+                not out_sharding_given.depth and e.outvars[0].id not in self.constrained:
             raise ValueError(
                 "Contracting dimensions are sharded and it is ambiguous how the output should "
                 "be sharded. Please specify the output sharding via the `out_sharding` "
@@ -300,7 +261,7 @@ def run_sharded(closed: ClosedJaxpr, arrays: list, name: str, mesh=None, strict=
                   closed.jaxpr.eqns)
     specs = tuple(_spec_of(a, mesh, a.ndim) for a in ins)
     keep: list = []
-    key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(_np_util.out_sharding_given.depth),
+    key = (jaxpr_key(jaxpr, keep), specs, mesh, bool(out_sharding_given.depth),
            tuple(sorted(_explicit_axes(mesh))), strict)
     hit = _plans.get(key)
     if hit is None:
@@ -493,17 +454,6 @@ class _Typed:
 dispatch._text_hook = program_text
 
 
-def _out_sharding(x, s):
-    """``out_sharding=`` of jnp functions: a concrete result is laid out at once; a traced
-    one is constrained (the partitioner then honours it)."""
-    if isinstance(x, Tracer):
-        return with_sharding_constraint(x, s)
-    return put(dispatch.device_array(x), resolve(s))
-
-
-_np_util.out_sharding_hook = _out_sharding
-
-
 class _Constrained:
     """A program over unsharded arrays whose sharding constraints lay values out."""
 
@@ -529,57 +479,3 @@ def _program(closed, name):
 dispatch._program_hook = _program
 set_type_rule(_type_rule)
 
-
-def _placement(x, s):
-    return put(dispatch.device_array(x), resolve(s))
-
-
-_placement_hook[0] = _placement
-
-
-def _with_types(mesh: Mesh, axes, kind: AxisType) -> Mesh:
-    names = mesh.axis_names if axes is None else (
-        (axes,) if isinstance(axes, str) else tuple(axes))
-    types = tuple(kind if a in names else t for a, t in zip(mesh.axis_names, mesh.axis_types))
-    return Mesh(mesh.devices, mesh.axis_names, axis_types=types)
-
-
-def auto_axes(fun=None, *, axes=None, out_sharding=None):
-    """``fun`` with the current mesh's axes (``axes``, all by default) of ``Auto`` type, so
-    shardings are the partitioner's choice inside; the wrapped function takes
-    ``out_sharding=`` (or uses the decorator's) for its result."""
-    if fun is None:
-        return lambda f: auto_axes(f, axes=axes, out_sharding=out_sharding)
-
-    def wrapped(*args, out_sharding=out_sharding, **kwargs):
-        mesh = get_mesh()
-        if mesh is None:
-            raise ValueError("auto_axes needs a mesh: use jax.set_mesh(mesh)")
-        with set_mesh(_with_types(mesh, axes, AxisType.Auto)):
-            out = fun(*args, **kwargs)
-        if out_sharding is None:
-            return out
-        spec = out_sharding.spec if isinstance(out_sharding, NamedSharding) else out_sharding
-        return with_sharding_constraint(out, NamedSharding(mesh, spec))
-    return wrapped
-
-
-def explicit_axes(fun=None, *, axes=None, in_sharding=None):
-    """``fun`` with the current mesh's axes (``axes``, all by default) of ``Explicit`` type;
-    the wrapped function takes ``in_sharding=`` (or uses the decorator's) for its
-    arguments."""
-    if fun is None:
-        return lambda f: explicit_axes(f, axes=axes, in_sharding=in_sharding)
-
-    def wrapped(*args, in_sharding=in_sharding, **kwargs):
-        mesh = get_mesh()
-        if mesh is None:
-            raise ValueError("explicit_axes needs a mesh: use jax.set_mesh(mesh)")
-        emesh = _with_types(mesh, axes, AxisType.Explicit)
-        with set_mesh(emesh):
-            if in_sharding is not None:
-                spec = in_sharding.spec if isinstance(in_sharding, NamedSharding) \
-                    else in_sharding
-                args = with_sharding_constraint(args, NamedSharding(emesh, spec))
-            return fun(*args, **kwargs)
-    return wrapped

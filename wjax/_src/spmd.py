@@ -30,11 +30,12 @@ from .array import Array, from_host, on_device
 from .backend import passes
 from .core import caches, tree_util
 from .core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
+from .core.partition_spec import PartitionSpec, spec_axes
 from .core.tracing import (Tracer, current_builder, eval_jaxpr, extend_axis_env, set_manual_hook,
                            trace_flat)
 from .prims import collective as C
 from .prims.shard_map import global_aval, mentioned, pvary_p, shard_map_p
-from ..sharding import NamedSharding, PartitionSpec, current_sharding, spec_axes
+from .sharding_impls import NamedSharding, current_sharding
 from .transforms.vmap import vmap_closed_jaxpr
 
 STATS: collections.Counter = collections.Counter()

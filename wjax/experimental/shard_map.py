@@ -20,9 +20,11 @@ from .._src.api.vmap import _check_axes_types
 from .._src.array import Array, ShardedAval, all_devices
 from .._src.core import ops, tree_util
 from .._src.core.ir import abstractify
+from .._src.core.mesh import AxisType, Mesh, get_mesh
+from .._src.core.partition_spec import PartitionSpec, spec_axes
 from .._src.core.tracing import DebugInfo, Tracer, current_builder
 from .._src.prims.shard_map import block_aval, global_aval, mentioned, shard_map_p
-from ..sharding import AxisType, IndivisibleError, Mesh, PartitionSpec, get_mesh, spec_axes
+from .._src.sharding_impls import IndivisibleError
 from .._src.spmd import gather, run_eager, trace_body, vma_of
 
 P = PartitionSpec

@@ -10,6 +10,7 @@ from typing import Sequence as _Sequence
 
 import numpy as np
 
+from .._src.api.sharding import with_sharding_constraint  # noqa: F401
 from .._src.core import dtypes, ops
 from .._src.core import ops as _ops
 from .._src.core.ir import raise_to_shaped

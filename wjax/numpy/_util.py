@@ -176,32 +176,3 @@ def _select(c, x, y):
 __all__ = [
     "result_type", "broadcast_shapes", "promote_args",
 ]
-
-
-# ``out_sharding=`` of jnp functions: lays the result out by a sharding (``wjax/_src/spmd.py``
-# installs it: concrete arrays are resharded, traced values constrained)
-out_sharding_hook = None
-
-
-def apply_out_sharding(x, out_sharding):
-    if out_sharding is None or out_sharding_hook is None:
-        return x
-    return out_sharding_hook(x, out_sharding)
-
-
-class _OutSharding(__import__("threading").local):
-    depth = 0
-
-
-out_sharding_given = _OutSharding()     # > 0 while a result with an out_sharding is computed
-
-
-class out_sharding_scope:
-    def __init__(self, out_sharding):
-        self.on = out_sharding is not None
-
-    def __enter__(self):
-        out_sharding_given.depth += self.on
-
-    def __exit__(self, *exc):
-        out_sharding_given.depth -= self.on

@@ -9,9 +9,9 @@ import string
 import numpy as np
 
 from .. import lax
+from .._src.api.sharding import apply_out_sharding, out_sharding_scope
 from .._src.core import dtypes
-from ._util import (_check_arg, _f32, _to_operand, apply_out_sharding, broadcast_shapes,
-                    out_sharding_scope, result_type)
+from ._util import _check_arg, _f32, _to_operand, broadcast_shapes, result_type
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import conjugate, multiply, not_equal, subtract
 from .shapes import (_axis, diagonal, expand_dims, moveaxis, ravel, reshape, stack, swapaxes,

@@ -9,10 +9,10 @@ import operator
 
 import numpy as np
 
+from .._src.api.sharding import apply_out_sharding
 from .._src.core import dtypes
 from .. import lax
 from .. import numpy as jnp
-from ..numpy import _util as _np_util
 from .._src.prims.random import fma_p
 from .._src.core.tracing import concrete_or_error
 from .._src.prims.random import random_gamma_p
@@ -79,8 +79,7 @@ def bits(key, shape=(), dtype=None):
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=None):
     """Uniform samples (``jax.random.uniform``); ``out_sharding`` lays them out by a
     sharding (the values do not depend on it)."""
-    return _np_util.apply_out_sharding(_uniform_key(key, shape, dtype, minval, maxval),
-                                       out_sharding)
+    return apply_out_sharding(_uniform_key(key, shape, dtype, minval, maxval), out_sharding)
 
 
 def _uniform_key(key, shape=(), dtype=None, minval=0., maxval=1.):
@@ -199,7 +198,7 @@ def _erf(x):
 def normal(key, shape=(), dtype=None, *, out_sharding=None):
     """Normal samples (``jax.random.normal``); ``out_sharding`` lays them out by a
     sharding (the values do not depend on it)."""
-    return _np_util.apply_out_sharding(_normal_key(key, shape, dtype), out_sharding)
+    return apply_out_sharding(_normal_key(key, shape, dtype), out_sharding)
 
 
 def _opaque(x):

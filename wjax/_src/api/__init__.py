@@ -6,6 +6,7 @@
     vmap.py                vmap
     custom_derivatives.py  custom_jvp, custom_vjp, closure_convert
     checkpoint.py          checkpoint (remat) and its policies
+    sharding.py            with_sharding_constraint, reshard, auto_axes/explicit_axes, placements
 """
 from .autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize,  # noqa: F401
                        value_and_grad, vjp)

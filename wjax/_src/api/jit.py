@@ -25,6 +25,7 @@ from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
 from ..core.tracing import (DebugInfo, Tracer, arg_names_of, axis_env, current_builder, make_jaxpr,
                             trace_flat)
 from ..prims.calls import pjit_p
+from .sharding import place
 
 logger = logging.getLogger("wjax")
 
@@ -276,7 +277,7 @@ class JitWrapped:
                         self._cache[key] = hit
                 outs = self._compiled(hit)(args)
                 return tree_util.tree_unflatten(hit[1], outs)
-        if self.in_shardings is not None and eager and placement_hook[0] is not None:
+        if self.in_shardings is not None and eager:
             args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)
         closed, out_tree = hit[0], hit[1]
@@ -287,7 +288,7 @@ class JitWrapped:
         else:
             outs = self._compiled(hit)(leaves)
         out = tree_util.tree_unflatten(out_tree, list(outs))
-        if self.out_shardings is not None and eager and placement_hook[0] is not None:
+        if self.out_shardings is not None and eager:
             out = _place(out, self.out_shardings, "out_shardings")
         return out
 
@@ -328,10 +329,6 @@ def clear_caches() -> None:
         rt.clear()
 
 
-# (value, sharding) -> the value laid out by the sharding (``wjax/_src/partition.py`` installs it)
-placement_hook: list = [None]
-
-
 def _is_placement(s) -> bool:
     return s is None or hasattr(s, "device_set") or type(s).__name__ == "PartitionSpec" or \
         hasattr(s, "platform")
@@ -339,7 +336,6 @@ def _is_placement(s) -> bool:
 
 def _place(tree, shardings, what):
     """``tree`` laid out by ``shardings`` (one for all, or a pytree prefix of them)."""
-    place = placement_hook[0]
     if _is_placement(shardings):
         return tree_util.tree_map(lambda v: v if shardings is None else place(v, shardings),
                                   tree)

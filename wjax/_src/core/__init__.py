@@ -1,4 +1,4 @@
-"""wjax's core: the IR, the primitive contract, tracing, dtypes, pytrees, config, caches.
+"""wjax's core: the IR, the primitive contract, tracing, dtypes, pytrees, config, caches, meshes.
 
 Also ``jax.core`` for programs and libraries that reach into it (through the import hook,
 ``jax.core`` is this package): JAX's names for the core's data structures."""

@@ -39,6 +39,11 @@ class AbstractValue:
     __slots__ = ()
 
 
+# (aval) -> its ``sharding`` on no mesh: a ``NamedSharding``, replicated over the current
+# abstract mesh (``wjax/_src/sharding_impls.py`` fills it; the shardings sit above the IR)
+aval_sharding_hook = None
+
+
 class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and JAX's weak-type flag."""
 
@@ -48,7 +53,7 @@ class ShapedArray(AbstractValue):
                  sharding: Any = None, vma: Any = frozenset(), memory_space: Any = None,
                  manual_type: Any = None):
         # ``sharding`` & co. are JAX's placement fields: on one device every value is replicated
-        # there (``wjax/sharding.py`` gives avals their ``sharding``), so they are accepted only
+        # there (the ``sharding`` property says so), so they are accepted only
         self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
         self.dtype: np.dtype = dtype if getattr(dtype, "is_key", False) else np.dtype(dtype)
         self.weak_type: bool = bool(weak_type)
@@ -56,6 +61,12 @@ class ShapedArray(AbstractValue):
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
+
+    @property
+    def sharding(self):
+        """``jax.typeof(x).sharding``: replicated over the current abstract mesh (a sharded
+        array's type, ``ShardedAval``, carries its own)."""
+        return aval_sharding_hook(self)
 
     def update(self, shape: Sequence[int] | None = None, dtype: Any = None,
                weak_type: bool | None = None) -> "ShapedArray":
