@@ -5,11 +5,12 @@ licence (docs/numerics.md).  With the setting on, the runtime passes every kerne
 :func:`rewrite` before compiling it, which makes the kernel compute what the loosest driver the
 spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU's numerics:
 
-* **Subnormals flushed as NVIDIA does.**  Every f32 arithmetic operation (``+ - * /``, the
-  float builtins that compute: ``sqrt inverseSqrt fma ldexp min max clamp floor ceil trunc round
-  sign``) and every f32 comparison reads its subnormal operands as zero of the same sign, and an
-  arithmetic result that would be subnormal becomes that zero.  Loads, stores, ``select``,
-  ``bitcast`` and negation move bits unchanged (the GPU's moves do not flush).
+* **Subnormals flushed as NVIDIA does.**  Every f32 arithmetic operation (``+ - * /``,
+  ``sqrt inverseSqrt fma ldexp``) and every f32 comparison reads its subnormal operands as zero
+  of the same sign, and an arithmetic result that would be subnormal becomes that zero.  Loads,
+  stores, ``select``, ``bitcast``, negation and the exact builtins (``abs min max clamp floor
+  ceil trunc round sign``) see the bits unchanged: on the H100, ``floor(-1e-45)`` is -1 while
+  ``-1e-45 < 0.0`` is false.
 * **Division and square roots at the spec's error bound.**  ``x / y`` (2.5 ulp for |y| in
   [2^-126, 2^126]) returns the correctly rounded quotient moved by 2 ulp, up or down by a hash of
   the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp; ``sqrt`` is what the spec says it
@@ -129,15 +130,15 @@ _SAME_AS_FIRST = {"ldexp", "extractBits", "insertBits", "subgroupAdd", "subgroup
                   "subgroupShuffleXor", "subgroupShuffleUp", "subgroupShuffleDown",
                   "subgroupExclusiveAdd", "subgroupInclusiveAdd", "subgroupBroadcastFirst",
                   "subgroupAnd", "subgroupOr", "subgroupXor", "quadBroadcast"}
-_FIXED = {"pack2x16float": "u32", "unpack2x16float": "vec2<f32>", "any": "bool",
+_FIXED = {"atomicStore": None, "pack2x16float": "u32", "unpack2x16float": "vec2<f32>", "any": "bool",
           "all": "bool", "arrayLength": "u32", "workgroupBarrier": None,
           "storageBarrier": None, "subgroupBallot": "vec4<u32>", "subgroupAll": "bool",
           "subgroupAny": "bool", "subgroupElect": "bool"}
 _ATOMICS = {"atomicLoad", "atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd",
             "atomicOr", "atomicXor", "atomicExchange"}
-# float builtins that compute (so flush their operands); the exact ones among them
-_FLUSHING = {"min", "max", "clamp", "floor", "ceil", "trunc", "round", "sign", "ldexp", "fma",
-             "sqrt", "inverseSqrt"}
+# float builtins that compute, so flush their operands (NVIDIA's floor, ceil, trunc, round,
+# sign, abs, min and max do not: floor(-1e-45) is -1 there, so neither does the emulation)
+_FLUSHING = {"ldexp", "fma", "sqrt", "inverseSqrt"}
 
 
 # ------------------------------------------------------------------------------- the tree
