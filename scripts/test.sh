@@ -42,4 +42,9 @@ fi
 if "$py" -m wjax --has "vulkan llvmpipe"; then
   echo "[test] driver run: lavapipe with 128-bit vectors (LP_NATIVE_VECTOR_WIDTH=128)"
   WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest -n "$workers" $DRIVER_TESTS
+  # what a real GPU's driver may do and lavapipe does not (wjax/_src/backend/strict_driver.py):
+  # subnormals flushed as NVIDIA does, division and square roots at the WGSL spec's error
+  # bound, products contracted into fused multiply-adds
+  echo "[test] driver run: the loosest conformant driver, emulated on lavapipe (WJAX_STRICT_DRIVER=1)"
+  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe WJAX_STRICT_DRIVER=1 "$py" -m pytest -n "$workers" $DRIVER_TESTS
 fi
