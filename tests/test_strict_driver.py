@@ -188,3 +188,17 @@ def test_the_setting_is_read_from_the_environment(monkeypatch):
     assert config.settings().strict_driver
     monkeypatch.setenv("WJAX_STRICT_DRIVER", "0")
     assert not config.settings().strict_driver
+
+
+def test_transcendental_builtins_are_as_coarse_as_the_spec_allows():
+    # no kernel calls them (tests/test_builtins.py); one that did would fail the strict run
+    x = np.array([1e-7, 0.5, 100.0, -2.0], np.float32)
+    got = run("out[i] = sin(x);", x, x)
+    err = np.abs(got - np.sin(x.astype(np.float64)))
+    assert (err > 4e-4).all() and (err <= 2.0 ** -11).all()
+    x = np.array([1e-7, 0.5, 10.0, -2.0], np.float32)
+    got = run("out[i] = exp(x);", x, x)
+    steps = np.abs(got.view(np.int32) - np.exp(x).view(np.int32))
+    assert (steps >= 3).all() and (steps <= 3 + 2 * np.abs(x) + 1).all()
+    got = run("out[i] = pow(2.0, x) + log2(x + 4.0);", x, x)
+    assert np.all(np.isfinite(got))

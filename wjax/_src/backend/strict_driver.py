@@ -15,6 +15,9 @@ spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU
   [2^-126, 2^126]) returns the correctly rounded quotient moved by 2 ulp, up or down by a hash of
   the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp; ``sqrt`` is what the spec says it
   inherits from, ``1.0 / inverseSqrt(x)``, both of those errors included.
+* **The transcendental builtins** (which no kernel may call, ``wgsl_math.ALLOWED_BUILTINS``)
+  at their bounds too: ``sin``/``cos`` off by 2^-11 absolute, ``exp``/``exp2`` by 3 + 2|x| ulp,
+  ``log``/``log2`` by 2^-21 near 1 and 3 ulp elsewhere, ``tan``/``pow`` inherited.
 * **Contraction.**  A product feeding an addition or subtraction (in one expression, through a
   ``let``, or into ``+=``/``-=``) becomes one fused multiply-add, as SPIR-V compilers do; f16
   products are added in f32 and rounded once.  ``fma`` itself is fused (lavapipe's is not).
@@ -139,6 +142,7 @@ _ATOMICS = {"atomicLoad", "atomicAdd", "atomicSub", "atomicMax", "atomicMin", "a
 # float builtins that compute, so flush their operands (NVIDIA's floor, ceil, trunc, round,
 # sign, abs, min and max do not: floor(-1e-45) is -1 there, so neither does the emulation)
 _FLUSHING = {"ldexp", "fma", "sqrt", "inverseSqrt"}
+_LOOSE_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "pow"}
 
 
 # ------------------------------------------------------------------------------- the tree
@@ -779,6 +783,8 @@ class _Kernel:
             if name == "ldexp" and _scalar(ty) == "f32":
                 return self.helper("ftz", ty, text)
             return text
+        if name in _LOOSE_BUILTINS and _scalar(ty) == "f32":
+            return self.helper("l" + name, ty, *[self.splat(x, ty) for x in args])
         parts = ", ".join(self.emit(x) for x in args)
         if targs is not None:
             return f"{name}<{', '.join(targs)}>({parts})"
@@ -871,6 +877,56 @@ _F32_HELPERS = {
 }}""",
 }
 
+# The transcendental builtins (no kernel may call them: wgsl_math.ALLOWED_BUILTINS), at the
+# spec's bounds, so a kernel that did would fail the strict run too (and wjax before its own
+# math can be run under the emulation, reproducing what an H100 gave): sin/cos an absolute
+# 2^-11; exp/exp2 3 + 2|x| ulp; log/log2 an absolute 2^-21 on [0.5, 2], else 3 ulp; tan and pow
+# inherit from sin/cos and exp2(y log2 x).
+_LOOSE = {
+    "lsin": """fn {name}(x: {T}) -> {T} {{
+  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
+  return sin(x) + select({T}(-0.000488), {T}(0.000488), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
+}}""",
+    "lcos": """fn {name}(x: {T}) -> {T} {{
+  let h = bitcast<{U}>(x) * {U}(0x85ebca6bu);
+  return cos(x) + select({T}(-0.000488), {T}(0.000488), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
+}}""",
+    "ltan": """fn {name}(x: {T}) -> {T} {{
+  return {div}({lsin}(x), {lcos}(x));
+}}""",
+    "lexp": """fn {name}(x: {T}) -> {T} {{
+  return {ulps}(exp(x), min(abs(x) * {T}(2.0) + {T}(3.0), {T}(1000.0)), x);
+}}""",
+    "lexp2": """fn {name}(x: {T}) -> {T} {{
+  return {ulps}(exp2(x), min(abs(x) * {T}(2.0) + {T}(3.0), {T}(1000.0)), x);
+}}""",
+    "llog": """fn {name}(x: {T}) -> {T} {{
+  let near1 = x >= {T}(0.5) & x <= {T}(2.0);
+  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
+  let d = select({T}(-4.76e-7), {T}(4.76e-7), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
+  return select({ulps}(log(x), {T}(3.0), x), log(x) + d, near1);
+}}""",
+    "llog2": """fn {name}(x: {T}) -> {T} {{
+  let near1 = x >= {T}(0.5) & x <= {T}(2.0);
+  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
+  let d = select({T}(-4.76e-7), {T}(4.76e-7), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
+  return select({ulps}(log2(x), {T}(3.0), x), log2(x) + d, near1);
+}}""",
+    "lpow": """fn {name}(x: {T}, y: {T}) -> {T} {{
+  return {lexp2}({ftz}(y * {llog2}(x)));
+}}""",
+    # r moved by n ulp (n a float count), up or down by a hash of x, where r is normal
+    "ulps": """fn {name}(r: {T}, n: {T}, x: {T}) -> {T} {{
+  let ur = bitcast<{U}>(r);
+  let ok = (ur & {U}(0x7fffffffu)) >= {U}(0x00800000u) & (ur & {U}(0x7fffffffu)) < {U}(0x7f000000u);
+  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
+  let k = {U}(n);
+  let d = select(~k + {U}(1u), k, ((h >> {U}(7u)) & {U}(1u)) == {U}(1u));
+  return {ftz}(select(r, bitcast<{T}>(ur + d), ok));
+}}""",
+}
+_F32_HELPERS.update(_LOOSE)
+
 _F16_HELPERS = {
     # the f16 product is exact in f32; the sum is rounded (to f32, then to f16) at the end
     "fma": """fn {name}(a: {T}, b: {T}, c: {T}) -> {T} {{
@@ -884,7 +940,10 @@ _F16_HELPERS = {
     "ftz": """fn {name}(a: {T}) -> {T} {{ return a; }}""",
 }
 
-_NEEDS = {"div": ("ftz",), "rsqrt": ("ftz",), "sqrt": ("div", "rsqrt"), "fma": ("ftz",)}
+_NEEDS = {"div": ("ftz",), "rsqrt": ("ftz",), "sqrt": ("div", "rsqrt"), "fma": ("ftz",),
+          "ltan": ("lsin", "lcos", "div"), "lexp": ("ulps",), "lexp2": ("ulps",),
+          "llog": ("ulps",), "llog2": ("ulps",), "lpow": ("lexp2", "llog2", "ftz"),
+          "ulps": ("ftz",)}
 
 
 def _helper_name(op, ty):
@@ -901,13 +960,16 @@ def _helpers_text(needed):
         done.add((op, ty))
         if _scalar(ty) == "f32":
             todo += [(d, ty) for d in _NEEDS.get(op, ())]
+        elif op.startswith("l"):
+            raise StrictDriverError(f"{op[1:]} of {ty}: no kernel may call it")
     out = []
     for op, ty in sorted(done):
         n, s = _width(ty), _scalar(ty)
         table = _F32_HELPERS if s == "f32" else _F16_HELPERS
         out.append(table[op].format(
             name=_helper_name(op, ty), T=ty, U=_vec(n, "u32"), F=_vec(n, "f32"),
-            **{k: _helper_name(k, ty) for k in ("ftz", "div", "rsqrt")}))
+            **{k: _helper_name(k, ty) for k in ("ftz", "div", "rsqrt", "lsin", "lcos", "ulps",
+                                                "lexp2", "llog2")}))
     return "".join(x + "\n" for x in out)
 
 
