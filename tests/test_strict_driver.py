@@ -202,3 +202,26 @@ def test_transcendental_builtins_are_as_coarse_as_the_spec_allows():
     assert (steps >= 3).all() and (steps <= 3 + 2 * np.abs(x) + 1).all()
     got = run("out[i] = pow(2.0, x) + log2(x + 4.0);", x, x)
     assert np.all(np.isfinite(got))
+
+
+def test_float16_conversions_take_the_other_neighbour():
+    r = runtime.get()
+    x = np.array([1 + 2.0 ** -12, 1 + 3 * 2.0 ** -12, 1.0, -(1 + 2.0 ** -12), 2.0 ** -26,
+                  1000.3, 1e-6, np.inf], np.float32)
+    src = """enable f16;
+@group(0) @binding(0) var<storage, read> xs: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f16>;
+@compute @workgroup_size(8)
+fn main(@builtin(local_invocation_index) i: u32) {
+  out[i] = f16(xs[i] * 1.0);
+}
+"""
+    bx, bo = r.upload(x), r.alloc(16)
+    r.dispatch(SD.rewrite(src), [bx, bo], (1, 1, 1))
+    got = np.frombuffer(r.read(bo, 16), np.float16)
+    nearest = x.astype(np.float16)
+    # exact values stay; others go to the neighbour nearest-even does not pick
+    assert got[2] == 1.0 and got[7] == np.inf
+    for i in (0, 1, 3, 4, 5, 6):
+        assert got[i] != nearest[i]
+        assert abs(float(got[i]) - float(x[i])) <= float(np.spacing(np.abs(nearest[i])))

@@ -15,6 +15,8 @@ spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU
   [2^-126, 2^126]) returns the correctly rounded quotient moved by 2 ulp, up or down by a hash of
   the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp; ``sqrt`` is what the spec says it
   inherits from, ``1.0 / inverseSqrt(x)``, both of those errors included.
+* **f32 to f16 conversions** of a value f16 cannot hold give the neighbour that rounding to
+  nearest-even would not (the spec lets a driver pick either; NVIDIA's are not the nearest).
 * **The transcendental builtins** (which no kernel may call, ``wgsl_math.ALLOWED_BUILTINS``)
   at their bounds too: ``sin``/``cos`` off by 2^-11 absolute, ``exp``/``exp2`` by 3 + 2|x| ulp,
   ``log``/``log2`` by 2^-21 near 1 and 3 ulp elsewhere, ``tan``/``pow`` inherited.
@@ -345,7 +347,10 @@ class _Kernel:
                 out.append(" " + self.block(1) + "\n")
             else:
                 out.append("\n")
-        return "".join(out) + _helpers_text(self.helpers)
+        tail = _helpers_text(self.helpers)
+        if "wj_sd_tof16(" in "".join(out):
+            tail += _TOF16
+        return "".join(out) + tail
 
     def attributes(self):
         while self.at("@"):
@@ -783,6 +788,11 @@ class _Kernel:
             if name == "ldexp" and _scalar(ty) == "f32":
                 return self.helper("ftz", ty, text)
             return text
+        if name == "f16" and len(args) == 1 and args[0].ty == "f32" and args[0].k != "lit":
+            return f"wj_sd_tof16({self.emit(args[0])})"
+        if name.startswith("vec") and targs == ["f16"] and any(
+                _scalar(a.ty) == "f32" for a in args):
+            raise StrictDriverError(f"{name}<f16> of f32 values: not emulated")
         if name in _LOOSE_BUILTINS and _scalar(ty) == "f32":
             return self.helper("l" + name, ty, *[self.splat(x, ty) for x in args])
         parts = ", ".join(self.emit(x) for x in args)
@@ -949,6 +959,29 @@ _NEEDS = {"div": ("ftz",), "rsqrt": ("ftz",), "sqrt": ("div", "rsqrt"), "fma": (
 def _helper_name(op, ty):
     n = _width(ty)
     return f"wj_sd_{op}_v{n}{_scalar(ty)}" if n > 1 else f"wj_sd_{op}_{ty}"
+
+
+# f32 -> f16 of a value f16 cannot hold: the spec lets the driver take either neighbour
+# (NVIDIA's are not always the nearest); the emulation takes the one nearest-even would not
+_TOF16 = """fn wj_sd_tof16(x: f32) -> f16 {
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  let e = a >> 23u;
+  if (e == 255u) { return f16(x); }
+  if (e < 102u) {
+    return f16(bitcast<f32>((u & 0x80000000u) | select(0u, 0x33800000u, a != 0u)));
+  }
+  let d = select(13u, 126u - e, e < 113u);
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let t = (m >> d) << d;
+  let up = t + (1u << d);
+  let near = ((m + (1u << (d - 1u)) - 1u + ((m >> d) & 1u)) >> d) << d;
+  let r = select(select(t, up, near == t), m, m == t);
+  let v = f32(r) * bitcast<f32>((e - 23u) << 23u);
+  let mag = select(v, bitcast<f32>(0x7f800000u), v > 65504.0);
+  return f16(bitcast<f32>(bitcast<u32>(mag) | (u & 0x80000000u)));
+}
+"""
 
 
 def _helpers_text(needed):

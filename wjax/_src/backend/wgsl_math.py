@@ -67,7 +67,7 @@ ALLOWED_BUILTINS = {
     "reverseBits": "exact",
     "extractBits": "exact",
     "insertBits": "exact",
-    "pack2x16float": "correctly rounded (f32 to f16, to nearest even)",
+    "pack2x16float": "exact for a value f16 holds (else either neighbour: wjax packs only those)",
     "unpack2x16float": "exact (f16 to f32)",
     "any": "exact",
     "all": "exact",
@@ -462,7 +462,22 @@ fn wj_round_away(x: f32) -> f32 {
 # float16 math is done in f32 and rounded to f16 after every operation, as XLA does; the f32
 # result is made opaque first so no compiler shrinks the operation to native f16 and fuses it
 # with the next one (a fused f16 multiply-add rounds once, XLA rounds twice).
-W.helper("wj_f16r", "fn wj_f16r(x: f32) -> f16 { return f16(wj_opq(x)); }")
+# f32 rounded to f16 (nearest-even) by the bits, so that the conversion is exact: the spec lets
+# a driver convert a value f16 cannot hold to either neighbour (an H100's differed from
+# nearest-even in a quarter of a*b+c), and computing by the bits also keeps a compiler from
+# fusing two f16 ops into one rounding.  Below 2^-25, +-0; from 65520 on, +-inf.
+W.helper("wj_f16r", """fn wj_f16r(x: f32) -> f16 {
+  let u = bitcast<u32>(x);
+  let a = u & 0x7fffffffu;
+  let e = a >> 23u;
+  if (e == 255u || e < 102u) { return f16(bitcast<f32>(select(u & 0x80000000u, u, e == 255u))); }
+  let d = select(13u, 126u - e, e < 113u);          // bits below f16's last place
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let r = ((m + (1u << (d - 1u)) - 1u + ((m >> d) & 1u)) >> d) << d;
+  let v = f32(r) * bitcast<f32>((e - 23u) << 23u);  // exact: r times 2^(e - 150)
+  let mag = select(v, bitcast<f32>(0x7f800000u), v > 65504.0);
+  return f16(bitcast<f32>(bitcast<u32>(mag) | (u & 0x80000000u)));
+}""")
 
 
 # --------------------------------------------------------------------------- elementwise ops
