@@ -13,6 +13,7 @@ whose float32 phase ``Im(z) ln 2`` (``Im(y log x)``) is rounded as in JAX: 2e-5 
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -494,6 +495,57 @@ def test_elementwise_accuracy_against_numpy_complex128():
             want = getattr(np, {"asin": "arcsin", "atanh": "arctanh"}.get(p, p))(
                 zz.astype(np.complex128))
         close(REGISTRY[p].reference(zz), want.astype(np.complex64), rtol=1e-6, atol=0, what=p)
+
+
+_T = float(np.finfo(np.float32).tiny)     # 2^-126, the smallest normal
+# (function, inputs): a subnormal component, or a component at 2^-126 that a quotient by 1 or
+# a product by a cosh(0) below 1 moved below the normal range, where a flushing driver
+# (WJAX_STRICT_DRIVER=1: NVIDIA's rules) gave a third value: sign(1e-45) = 1e-45, sin(2^-126)
+# = 0, asin(1e-45 + 1e-40j) = (1e-45, 0), exp(2 + 1e-45j) = (7.39, 1e-45)
+SUBNORMAL_POINTS = {
+    "sign": [1e-45, -1e-45 - 0j, 1e-40 + 1e-45j, -3e-39 - 1e-40j],
+    "exp": [2 + 1e-45j, -1 - 1e-40j],
+    "expm1": [1e-40 + 1e-45j, 2 + 1e-45j],
+    "sinh": [3 + 1e-45j],
+    "cosh": [3 + 1e-45j],
+    "sin": [_T, -_T + _T * 1j, _T + 1e-45j],
+    "tan": [_T, 1e-45 + _T * 1j, _T + _T * 1j],
+    "tanh": [_T * 1j, _T + _T * 1j],
+    "asin": [_T + _T * 1j, 1e-45 + 1e-40j, -1e-40 - 1e-40j],
+    "acos": [1 + 1e-45j, 1 - 1e-45j],
+    "acosh": [1 + 1e-45j],
+    "asinh": [_T + _T * 1j, 1e-40 + 1e-45j],
+    "atan": [_T + _T * 1j, 1e-45 + _T * 1j],
+    "atanh": [_T + _T * 1j, -1e-40 + 1e-40j],
+    "log1p": [_T + _T * 1j, 1e-45 + _T * 1j, 1e-40 + 1e-45j, -1e-40 - 1e-40j],
+}
+
+
+def _flushed(z):
+    def f(v):
+        return math.copysign(0.0, v) if abs(v) < _T else v
+    return np.array([complex(f(c.real), f(c.imag)) for c in z], np.complex64)
+
+
+@pytest.mark.parametrize("name", sorted(SUBNORMAL_POINTS))
+def test_subnormal_components_give_the_ieee_or_the_flushed_answer(name):
+    """Componentwise, the result is the complex128 value (within 3e-6 of each component, or
+    one subnormal step) or the value at the input with its subnormal components flushed to
+    zeros of their signs -- never a mix, nor a third value; lavapipe keeps subnormals, the
+    strict driver flushes them."""
+    from wjax._src.core.primitive import REGISTRY
+    z = np.array(SUBNORMAL_POINTS[name], np.complex64)
+    got = np.asarray(wjax.jit(REGISTRY[name].bind)(z))
+    with np.errstate(all="ignore"):
+        want, want0 = REGISTRY[name].reference(z), REGISTRY[name].reference(_flushed(z))
+
+    def near(g, w):
+        return all(abs(a - b) <= 3e-6 * abs(b) + 2.0 ** -149 and (b != 0 or a == 0)
+                   and (b != 0 or math.copysign(1, a) == math.copysign(1, b))
+                   for a, b in ((g.real, w.real), (g.imag, w.imag)))
+    bad = [f"{name}({zi}) = {g}, want {w} or {w0}" for zi, g, w, w0 in zip(z, got, want, want0)
+           if not (near(g, w) or near(g, w0))]
+    assert not bad, "\n".join(bad)
 
 
 # --------------------------------------------------------------------------- kernel rules

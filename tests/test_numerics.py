@@ -191,6 +191,47 @@ def test_small_angles_are_exact():
     assert got.tolist() == np.sin(np.array([0.5, 100.0])).astype(F).tolist()
 
 
+# Where an NVIDIA H100 gave a third value (neither IEEE nor at the flushed input), with the
+# float compare or product that misled it: its `x == 0.0` is true at 1e-45, so returning x gave
+# sign(1e-45) = 1e-45, cbrt(1e-40) = 1e-40, erf(1e-40) = 1e-40; its `-1e-45 < 0` is false while
+# its floor sees the bits, so trunc(-1e-45) = floor(-1e-45) = -1 (modf the same); a 2.5 ulp
+# quotient just below the smallest normal is flushed, so tanh and arcsin of 2^-126 were 0.
+H100_POINTS = [   # (name, function, x, IEEE answer, answer at the flushed input or None)
+    ("sign", jnp.sign, 1e-45, 1.0, 0.0),
+    ("sign", jnp.sign, -1e-45, -1.0, -0.0),
+    ("sign", jnp.sign, 1e-40, 1.0, 0.0),
+    ("cbrt", jnp.cbrt, 1e-40, float(np.cbrt(np.float64(F(1e-40)))), 0.0),
+    ("cbrt", jnp.cbrt, -1e-40, float(np.cbrt(np.float64(F(-1e-40)))), -0.0),
+    ("cbrt", jnp.cbrt, 1e-45, float(np.cbrt(np.float64(F(1e-45)))), 0.0),
+    ("erf", special.erf, 1e-40, math.erf(float(F(1e-40))), 0.0),
+    ("erf", special.erf, -1e-40, math.erf(float(F(-1e-40))), -0.0),
+    ("trunc", jnp.trunc, -1e-45, -0.0, -0.0),
+    ("trunc", jnp.trunc, 1e-45, 0.0, 0.0),
+    ("modf.whole", lambda x: jnp.modf(x)[1], -1e-45, -0.0, -0.0),
+    ("modf.frac", lambda x: jnp.modf(x)[0], -1e-45, float(F(-1e-45)), 0.0),  # JAX: -0 - -0
+    ("tanh", jnp.tanh, TINY, TINY, None),
+    ("tanh", jnp.tanh, -TINY, -TINY, None),
+    ("arcsin", jnp.arcsin, TINY, TINY, None),
+    ("arcsin", jnp.arcsin, -TINY, -TINY, None),
+]
+
+
+@pytest.mark.parametrize("name,fn,x,ieee,flushed", H100_POINTS,
+                         ids=[f"{p[0]}({p[2]:g})" for p in H100_POINTS])
+def test_subnormal_inputs_give_the_ieee_or_the_flushed_answer(name, fn, x, ieee, flushed):
+    """At a subnormal input a result is the IEEE one (lavapipe keeps subnormals) or the one at
+    the flushed input, ±0 (XLA, and NVIDIA's arithmetic, flush) -- never a third value; a
+    normal input (2^-126) gets the normal answer.  WJAX_STRICT_DRIVER=1 runs these as the H100
+    did (the values in the comment above)."""
+    g = float(np.asarray(fn(jnp.asarray(np.array([x], F))))[0])
+    spacing = 2.0 ** -149 if abs(ieee) < TINY else float(np.spacing(F(abs(ieee))))
+    is_ieee = abs(g - ieee) <= spacing and math.copysign(1, g) == math.copysign(1, ieee)
+    is_flushed = flushed is not None and g == flushed and (
+        math.copysign(1, g) == math.copysign(1, flushed))
+    assert is_ieee or is_flushed, f"{name}({x!r}) = {g!r}: want {ieee!r}" + (
+        "" if flushed is None else f" or {flushed!r}")
+
+
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_specials_vs_jax(name):
     """NaN, inf and the sign of zero as JAX gives them, at the normal (non-subnormal) points."""

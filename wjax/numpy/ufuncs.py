@@ -293,8 +293,10 @@ floor = _unary("floor", lambda x: x if _exact(x) else lax.floor(x))
 ceil = _unary("ceil", lambda x: x if _exact(x) else lax.ceil(x))
 
 
+# ceil or floor by the sign bit, not by x < 0: a flushing driver (NVIDIA) reads -1e-45 < 0 as
+# false while its floor sees the bits and gives -1 (ceil is the IEEE answer, -0.0)
 trunc = _unary("trunc", lambda x: x if _exact(x) else
-               lax.select(lax.lt(x, _zero_like(x)), lax.ceil(x), lax.floor(x)))
+               lax.select(signbit(x), lax.ceil(x), lax.floor(x)))
 
 
 fix = trunc
@@ -692,7 +694,7 @@ def frexp(x, /):
 
 def modf(x, /, out=None):
     x, = _inexact("modf", x)
-    whole = _select(lax.ge(x, _const(x, 0)), lax.floor(x), lax.ceil(x))
+    whole = _select(signbit(x), lax.ceil(x), lax.floor(x))   # by the sign bit, as trunc
     return lax.sub(x, whole), whole
 
 

@@ -111,17 +111,26 @@ fn wj_csign(z: vec2<f32>) -> vec2<f32> {{
     return vec2<f32>(select(wj_copysign(0.0, z.x), {_NAN}, wj_isinf(z.x)),
                      select(wj_copysign(0.0, z.y), {_NAN}, wj_isinf(z.y)));
   }}
+  // zero and subnormal by the bits: where both components are subnormal (or zero), they are
+  // scaled by 2^149 through their integer significands (exact), as a flushing driver would read
+  // them as zeros in z / m (NVIDIA's `m == 0.0` is true at 1e-45: sign(1e-45 + 0j) was z)
   let m = max(abs(z.x), abs(z.y));
-  if (m == 0.0) {{ return z; }}
-  let u = z / m;
+  if (bitcast<u32>(m) == 0u) {{ return z; }}
+  var w = z;
+  if (bitcast<u32>(m) < 0x00800000u) {{
+    w = vec2<f32>(wj_copysign(f32(bitcast<u32>(z.x) & 0x7fffffu), z.x),
+                  wj_copysign(f32(bitcast<u32>(z.y) & 0x7fffffu), z.y));
+  }}
+  let u = w / max(abs(w.x), abs(w.y));
   return u / sqrt(u.x * u.x + u.y * u.y);
 }}""")
 
 # --------------------------------------------------------------------------- exp, log
 
 # e^a (cos b, sin b); e^a split as two factors past 88 so a finite result never overflows in
-# between; JAX: an imaginary part of 0 stays 0 (exp(inf + 0j) = inf + 0j); NaN for a
-# non-finite imaginary part
+# between; JAX: an imaginary part of 0 stays 0 (exp(inf + 0j) = inf + 0j), 0 tested by the bits
+# (a flushing driver's `b == 0.0` is true at b = 1e-45, which kept b: neither e^a b nor 0);
+# NaN for a non-finite imaginary part
 W.helper("wj_cexp", """
 fn wj_cexp(z: vec2<f32>) -> vec2<f32> {
   if (!wj_isfin(z.y)) { return wj_cnan(); }
@@ -135,7 +144,7 @@ fn wj_cexp(z: vec2<f32>) -> vec2<f32> {
     let h = wj_exp(0.5 * z.x);
     r = vec2<f32>((h * c) * h, (h * s) * h);
   }
-  return vec2<f32>(r.x, select(r.y, z.y, z.y == 0.0));
+  return vec2<f32>(r.x, select(r.y, z.y, (bitcast<u32>(z.y) & 0x7fffffffu) == 0u));
 }""")
 # expm1(a) cos b - 2 sin^2(b/2) + i e^a sin b: no cancellation near 0
 W.helper("wj_cexpm1", """
@@ -147,7 +156,7 @@ fn wj_cexpm1(z: vec2<f32>) -> vec2<f32> {
   let h = wj_sin(0.5 * z.y);
   let re = wj_expm1(z.x) * c - 2.0 * h * h;
   let im = wj_exp(z.x) * s;
-  return vec2<f32>(re, select(im, z.y, z.y == 0.0));
+  return vec2<f32>(re, select(im, z.y, (bitcast<u32>(z.y) & 0x7fffffffu) == 0u));
 }""")
 # log|z| = log m + log1p((n/m)^2) / 2: no overflow or underflow
 W.helper("wj_clogabs", f"""
@@ -165,12 +174,21 @@ fn wj_clog(z: vec2<f32>) -> vec2<f32> {
   return vec2<f32>(wj_clogabs(z), wj_atan2(z.y, z.x));
 }""")
 # small |z|: log|1 + z| = log1p(a (2 + a) + b^2) / 2; beyond, the log of |1 + z| itself (1 + a
-# is exact where it is small)
+# is exact where it is small).  The imaginary part atan2(b, 1) is b itself for |b| < 2^-12 (by
+# the bits): the quotient b / 1 of a 2.5 ulp division would move b = 2^-126 below the normal
+# range, and a flushing driver return 0.
 W.helper("wj_clog1p", """
 fn wj_clog1p(z: vec2<f32>) -> vec2<f32> {
   if (wj_canynan(z)) { return wj_cnan(); }
+  // both components subnormal or zero (by the bits): log1p z = z - z^2/2 rounds to z (a zero
+  // real part is +0: log|1 + z| = log 1), on every driver
+  let ux = bitcast<u32>(z.x) & 0x7fffffffu;
+  if (max(ux, bitcast<u32>(z.y) & 0x7fffffffu) < 0x00800000u) {
+    return vec2<f32>(select(z.x, 0.0, ux == 0u), z.y);
+  }
   let w = vec2<f32>(1.0 + z.x, z.y);
-  let im = wj_atan2(z.y, w.x);
+  let im = select(wj_atan2(z.y, w.x), z.y,
+                  w.x == 1.0 && (bitcast<u32>(z.y) & 0x7fffffffu) < 0x39800000u);
   if (max(abs(z.x), abs(z.y)) < 0.5) {
     return vec2<f32>(0.5 * wj_log1p(z.x * (2.0 + z.x) + z.y * z.y), im);
   }
@@ -256,11 +274,11 @@ fn wj_cpow(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {{
 # --------------------------------------------------------------------------- hyperbolic, trig
 
 # past |re| = 88, sinh and cosh of the real part as (e^(|a|/2) / 2) e^(|a|/2): no overflow
-# before a finite result
+# before a finite result; a zero imaginary part (by the bits, as in wj_cexp) is kept
 W.helper("wj_csinh", """
 fn wj_csinh(z: vec2<f32>) -> vec2<f32> {
   if (!wj_isfin(z.y)) { return wj_cnan(); }
-  if (z.y == 0.0) { return vec2<f32>(wj_sinh(z.x), z.y); }
+  if ((bitcast<u32>(z.y) & 0x7fffffffu) == 0u) { return vec2<f32>(wj_sinh(z.x), z.y); }
   let c = wj_cos(z.y);
   let s = wj_sin(z.y);
   if (abs(z.x) > 88.0) {
@@ -273,7 +291,7 @@ fn wj_csinh(z: vec2<f32>) -> vec2<f32> {
 W.helper("wj_ccosh", """
 fn wj_ccosh(z: vec2<f32>) -> vec2<f32> {
   if (!wj_isfin(z.y)) { return wj_cnan(); }
-  if (z.y == 0.0) { return vec2<f32>(wj_cosh(z.x), z.y); }
+  if ((bitcast<u32>(z.y) & 0x7fffffffu) == 0u) { return vec2<f32>(wj_cosh(z.x), z.y); }
   let c = wj_cos(z.y);
   let s = wj_sin(z.y);
   if (abs(z.x) > 88.0) {
@@ -293,6 +311,11 @@ fn wj_ctanh(z: vec2<f32>) -> vec2<f32> {
     return wj_cnan();
   }
   if (!wj_isfin(z.y)) { return wj_cnan(); }
+  // |re|, |im| < 2^-12 (by the bits): tanh z = z - z^3/3 rounds to z; the quotients by
+  // den = 1 would move a component at 2^-126 below the normal range (then flushed)
+  if (max(bitcast<u32>(z.x) & 0x7fffffffu, bitcast<u32>(z.y) & 0x7fffffffu) < 0x39800000u) {
+    return z;
+  }
   if (abs(z.x) > 9.1) {
     let e = wj_exp(-2.0 * abs(z.x));
     return vec2<f32>(wj_copysign(1.0, z.x), 4.0 * wj_sin(z.y) * wj_cos(z.y) * e);
@@ -345,10 +368,13 @@ fn wj_casin_core(x: f32, y: f32) -> vec3<f32> {
   }
   var im: f32;
   if (A <= 1.5) {
-    var am1: f32;
-    if (x < 1.0) { am1 = 0.5 * (y2 / (r + (x + 1.0)) + y2 / (s + (1.0 - x))); }
-    else { am1 = 0.5 * (y2 / (r + (x + 1.0)) + (s + (x - 1.0))); }
-    im = wj_log1p(am1 + sqrt(am1 * (A + 1.0)));
+    // t = 2 (A - 1); (A - 1)(A + 1) as t times the exact half of A + 1: halving a subnormal t
+    // first rounds it away (on a driver keeping subnormals, acos(1 + 1e-45j) lost its
+    // imaginary part, 3.7e-23); for a normal t the same product as (t / 2)(A + 1)
+    var t: f32;
+    if (x < 1.0) { t = y2 / (r + (x + 1.0)) + y2 / (s + (1.0 - x)); }
+    else { t = y2 / (r + (x + 1.0)) + (s + (x - 1.0)); }
+    im = wj_log1p(0.5 * t + sqrt(t * (0.5 * (A + 1.0))));
     if (x < 1.0 && y < 1e-18) { im = y / sqrt((1.0 - x) * (1.0 + x)); }
   } else if (A < 4096.0) {
     im = wj_log(A + sqrt(A * A - 1.0));
@@ -362,7 +388,7 @@ fn wj_casin_core(x: f32, y: f32) -> vec3<f32> {
 W.helper("wj_casin_acos", f"""
 fn wj_casin_acos(z: vec2<f32>, cos: bool) -> vec2<f32> {{
   let a = z.x;
-  let b = select(z.y, 0.0, z.y == 0.0);
+  let b = select(z.y, 0.0, (bitcast<u32>(z.y) & 0x7fffffffu) == 0u);   // -0 by the bits
   let x = abs(a);
   let y = abs(b);
   let neg_b = b < 0.0;
@@ -372,6 +398,13 @@ fn wj_casin_acos(z: vec2<f32>, cos: bool) -> vec2<f32> {{
     let im = select(L, -L, neg_b);
     if (cos) {{ return vec2<f32>(wj_atan2(y, a), -im); }}
     return vec2<f32>(wj_copysign(wj_atan2(x, y), a), im);
+  }}
+  // |re|, |im| < 2^-12 (by the bits): asin z = z + z^3/6 rounds to z, acos z to pi/2 - z; in
+  // the core, x / A and y / sqrt(..) are quotients by 1 that would move 2^-126 below the
+  // normal range (then flushed)
+  if (max(bitcast<u32>(x), bitcast<u32>(y)) < 0x39800000u) {{
+    if (cos) {{ return vec2<f32>(1.5707964 - a, -b); }}
+    return vec2<f32>(a, b);
   }}
   let c = wj_casin_core(x, y);
   let im = select(c.z, -c.z, neg_b);
@@ -429,7 +462,7 @@ fn wj_casinh(z: vec2<f32>) -> vec2<f32> {{
     if (wj_isnan(z.y) && wj_isinf(z.x)) {{ return vec2<f32>(z.x, {_NAN}); }}
     return wj_cnan();
   }}
-  let a = select(z.x, 0.0, z.x == 0.0);
+  let a = select(z.x, 0.0, (bitcast<u32>(z.x) & 0x7fffffffu) == 0u);   // -0 by the bits
   let w = wj_casin_acos(vec2<f32>(-z.y, a), false);
   return vec2<f32>(w.y, -w.x);
 }}""")
@@ -465,6 +498,11 @@ fn wj_catanh(z: vec2<f32>) -> vec2<f32> {{
     if (wj_isinf(a)) {{ re = wj_copysign(0.0, a); }}
     else if (wj_isinf(b)) {{ re = 0.0; }}
     return vec2<f32>(re, sb * 1.5707964);
+  }}
+  // |re|, |im| < 2^-12 (by the bits): atanh z = z + z^3/3 rounds to z (Kahan's quotients by 1
+  // would move a component at 2^-126 below the normal range, then flushed)
+  if (max(bitcast<u32>(a) & 0x7fffffffu, bitcast<u32>(b) & 0x7fffffffu) < 0x39800000u) {{
+    return z;
   }}
   var w: vec2<f32>;
   if ((bitcast<u32>(a) & 0x80000000u) != 0u) {{ w = -wj_catanh_pos(-a, -b); }}
