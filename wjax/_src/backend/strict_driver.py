@@ -13,8 +13,9 @@ spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU
   ``-1e-45 < 0.0`` is false.
 * **Division and square roots at the spec's error bound.**  ``x / y`` (2.5 ulp for |y| in
   [2^-126, 2^126]) returns the correctly rounded quotient moved by 2 ulp, up or down by a hash of
-  the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp; ``sqrt`` is what the spec says it
-  inherits from, ``1.0 / inverseSqrt(x)``, both of those errors included.
+  the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp;
+  ``sqrt`` is what the spec says it inherits from, ``1.0 / inverseSqrt(x)``, both of those
+  errors included.
 * **f32 to f16 conversions** of a value f16 cannot hold give the neighbour that rounding to
   nearest-even would not (the spec lets a driver pick either; NVIDIA's are not the nearest).
 * **The transcendental builtins** (which no kernel may call, ``wgsl_math.ALLOWED_BUILTINS``)
@@ -135,8 +136,8 @@ _SAME_AS_FIRST = {"ldexp", "extractBits", "insertBits", "subgroupAdd", "subgroup
                   "subgroupShuffleXor", "subgroupShuffleUp", "subgroupShuffleDown",
                   "subgroupExclusiveAdd", "subgroupInclusiveAdd", "subgroupBroadcastFirst",
                   "subgroupAnd", "subgroupOr", "subgroupXor", "quadBroadcast"}
-_FIXED = {"atomicStore": None, "pack2x16float": "u32", "unpack2x16float": "vec2<f32>", "any": "bool",
-          "all": "bool", "arrayLength": "u32", "workgroupBarrier": None,
+_FIXED = {"atomicStore": None, "pack2x16float": "u32", "unpack2x16float": "vec2<f32>",
+          "any": "bool", "all": "bool", "arrayLength": "u32", "workgroupBarrier": None,
           "storageBarrier": None, "subgroupBallot": "vec4<u32>", "subgroupAll": "bool",
           "subgroupAny": "bool", "subgroupElect": "bool"}
 _ATOMICS = {"atomicLoad", "atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd",
