@@ -193,9 +193,23 @@ def _same_shape(*xs):
 def spacing(x, /):
     """The distance from ``x`` to the next float away from zero (negative for negative x)."""
     x, = promote_args("spacing", x, to_inexact=True)
-    inf = full(_aval(x).shape, np.inf, _aval(x).dtype)
+    dt = np.dtype(_aval(x).dtype)
+    inf = full(_aval(x).shape, np.inf, dt)
     nxt = lax.nextafter(x, copysign(inf, x))
-    return where(isinf(x), np.nan, nxt - x)
+    far = where(isinf(x), np.nan, nxt - x)
+    if dt.name not in ("float32", "bfloat16"):      # float16's subnormals are normal in f32
+        return far
+    # where the spacing is subnormal (|x| below 2^nmant smallest normals), its bits: the
+    # difference nxt - x would be flushed to zero by a driver that flushes subnormal results
+    nm = {"float32": 23, "bfloat16": 7}[dt.name]
+    ut = np.dtype(f"uint{8 * dt.itemsize}")
+    sign = ut.type(1 << (8 * dt.itemsize - 1))
+    bits = lax.bitcast_convert_type(x, ut)
+    e = lax.shift_right_logical(lax.bitwise_and(bits, ut.type(sign - 1)), ut.type(nm))
+    one = full(e.shape, 1, ut)
+    step = lax.shift_left(one, lax.sub(lax.max(e, one), one))       # 2^(e-1): the ulp's bits
+    near = lax.bitcast_convert_type(lax.bitwise_or(step, lax.bitwise_and(bits, sign)), dt)
+    return where(e <= ut.type(nm), near, far)
 
 
 # --------------------------------------------------------------------------- statistics
