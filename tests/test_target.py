@@ -2,8 +2,9 @@
 ``Target.for_adapter`` and ``Target.for_profile`` (``wjax/_src/backend/target.py``), and the
 settings read from the environment (``wjax._src.core.config.settings``).
 
-Every profile builds a Target without its hardware; a Target of each GPU profile lowers a few
-programs whose kernels must all be valid WGSL (checked by this machine's device)."""
+Every profile builds a Target without its hardware; a Target of each GPU profile lowers a set
+of programs (every kernel family) whose kernels must all be valid WGSL (checked by this
+machine's device), and runs them here, within this device's limits, with its own answers."""
 from __future__ import annotations
 
 import pathlib
@@ -139,6 +140,27 @@ PROGRAMS = {
         0, 10, lambda i, c: jnp.tanh(c @ b[:16, :16]), a[:4, :16]), (X, Y)),
     "scan": (lambda a: lax.scan(lambda c, r: (c + r.sum() * c, c), a[0, :8], a[:, :8])[0],
              (X,)),
+    "conv": (lambda a: (lax.conv_general_dilated(a[None, None, :16, :16],
+                                                 a[:4, :9].reshape(4, 1, 3, 3), (1, 1), "SAME"),
+                        lax.conv_transpose(a[None, :8, :8, None], a[:2, :4].reshape(2, 2, 1, 2),
+                                           (2, 2), "VALID",
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))), (X,)),
+    "decompositions": (lambda a: (jnp.linalg.cholesky(a[:8, :8] @ a[:8, :8].T + 8 * jnp.eye(8)),
+                                  jnp.linalg.qr(a[:8, :6])[1], jnp.linalg.eigh(
+                                      a[:6, :6] + a[:6, :6].T)[0],
+                                  jnp.linalg.svd(a[:6, :5], compute_uv=False),
+                                  jnp.linalg.solve(a[:8, :8] + 8 * jnp.eye(8), a[:8, :2])),
+                       (X,)),
+    "indexing": (lambda a: (a[jnp.array([3, 1, 60]), 5:9], a.at[jnp.array([0, 2, 0])].add(1.0),
+                            jnp.take_along_axis(a, jnp.argsort(a, 1)[:, :3], 1)), (X,)),
+    "windows": (lambda a: (lax.reduce_window(a, -jnp.inf, lax.max, (3, 3), (2, 2), "SAME"),
+                           lax.cummax(a, 0), jnp.cumprod(a[:4] * 0.1 + 1.0, 1),
+                           lax.top_k(a, 5)[0]), (X,)),
+    "while_cond": (lambda a: lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, lax.cond(
+        c[0] % 2 == 0, jnp.sin, jnp.cos, c[1])), (0, a[:4]))[1], (X,)),
+    "random_complex": (lambda a: (wjax.random.normal(wjax.random.key(1), (300,)),
+                                  jnp.exp(a[:4, :8] + 1j * a[4:8, :8]),
+                                  jnp.fft.fft2(a[:8, :12] + 0j)), (X,)),
 }
 
 
@@ -159,6 +181,51 @@ def test_gpu_profiles_lower_valid_wgsl(name, program):
         rt.validate(wgsl)
         m = re.search(r"@workgroup_size\((\d+)", wgsl)
         assert m and int(m.group(1)) <= target["max-compute-invocations-per-workgroup"]
+
+
+def _profile_on_this_device(name):
+    """A Target of profile ``name`` that this device can run: the profile's strategies and
+    typical limits, each limit no higher than this device's (lavapipe: 32 KiB of workgroup
+    storage), and this device's loop limit."""
+    rt = runtime.get()
+    local = rt.target()
+    prof = profiles.get(name)
+    limits = {k: min(v, rt.limits[k]) for k, v in prof.limits.items() if k in rt.limits}
+    return Target.for_profile(name, limits=limits, features=prof.features & rt.features,
+                              compiles=rt.compiles, loop_limit=local.loop_limit)
+
+
+def _leaves(x):
+    return [np.asarray(v) for v in wjax.tree_util.tree_leaves(x)]
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+def test_gpu_profiles_run_here_with_this_devices_answers(program):
+    """Each GPU profile's kernels, lowered under that profile's strategies and (this device's
+    share of) its limits, run on this device and give what its own kernels give: the paths
+    lavapipe never takes by itself (workgroup-memory sorts, FFTs and matmul tiles, strided
+    reductions, flat elementwise kernels, a mobile GPU's 16 KiB and 256 invocations)."""
+    f, args = PROGRAMS[program]
+    want = _leaves(wjax.jit(f)(*args))
+    closed = wjax.make_jaxpr(f)(*args)
+    rt = runtime.get()
+    seen = set()
+    for name in GPU_PROFILES:
+        target = _profile_on_this_device(name)
+        if target.key() in seen:             # profiles alike once clipped to this device
+            continue
+        seen.add(target.key())
+        exe = execute.Executable(closed.jaxpr, target)
+        outs = execute.Bound(exe, closed.consts).run(
+            rt, [jnp.asarray(a).buffer for a in args])
+        got = [np.asarray(wjax._src.array.Array(o, av)) for o, av in zip(outs, exe.out_avals)]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            if np.issubdtype(w.dtype, np.inexact):
+                np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=name)
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=name)
+    assert len(seen) >= 3
 
 
 def test_validate_refuses_invalid_wgsl():

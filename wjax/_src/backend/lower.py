@@ -510,7 +510,10 @@ class Lowering:
         for v in roots:
             kb = self._gen_fused(current + [v], level, n)
             if kb.n_bindings() > self.max_storage and current:
-                self._emit_fused(self._gen_fused(current, level, n), n)
+                prev = self._gen_fused(current, level, n)
+                if prev.n_bindings() > self.max_storage:    # one root alone is too wide
+                    raise BindingOverflow(current[0], prev.n_bindings(), bool(prev.windowed))
+                self._emit_fused(prev, n)
                 current = [v]
             else:
                 current.append(v)
