@@ -17,6 +17,14 @@ import pytest
 from wjax._src.backend import runtime
 from wjax._src.backend import strict_driver as SD
 
+
+@pytest.fixture(autouse=True)
+def _local_driver(monkeypatch):
+    """The kernels here are rewritten (or not) by the tests themselves: under
+    WJAX_STRICT_DRIVER=1 the runtime would rewrite them a second time."""
+    monkeypatch.setattr(runtime.get(), "strict_driver", False)
+
+
 _HEAD = """@group(0) @binding(0) var<storage, read> xs: array<f32>;
 @group(0) @binding(1) var<storage, read> ys: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -27,14 +35,6 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let x = xs[i];
   let y = ys[i];
 """
-
-
-@pytest.fixture(autouse=True)
-def _compiled_as_given(monkeypatch):
-    """These kernels are rewritten (or not) by ``run`` itself: the runtime compiles them as
-    given, also where the suite runs with WJAX_STRICT_DRIVER=1 (which would rewrite them a
-    second time)."""
-    monkeypatch.setattr(runtime.get(), "strict_driver", False)
 
 
 def run(body: str, x, y, strict=True) -> np.ndarray:

@@ -60,13 +60,13 @@ fn wj_cdiv(p: vec2<f32>, q: vec2<f32>) -> vec2<f32> {{
   let a = p.x; let b = p.y; let c = q.x; let d = q.y;
   var r: vec2<f32>;
   if (abs(c) < abs(d)) {{
-    let t = c / d;
+    let t = wj_div(c, d);
     let den = d + c * t;
-    r = vec2<f32>((a * t + b) / den, (b * t - a) / den);
+    r = vec2<f32>(wj_div(a * t + b, den), wj_div(b * t - a, den));
   }} else {{
-    let t = d / c;
+    let t = wj_div(d, c);
     let den = c + d * t;
-    r = vec2<f32>((a + b * t) / den, (b - a * t) / den);
+    r = vec2<f32>(wj_div(a + b * t, den), wj_div(b - a * t, den));
   }}
   if (wj_isnan(r.x) && wj_isnan(r.y)) {{
     if (c == 0.0 && d == 0.0 && !(wj_isnan(a) && wj_isnan(b))) {{
@@ -101,8 +101,8 @@ fn wj_cabs(z: vec2<f32>) -> f32 {{
   let m = max(abs(z.x), abs(z.y));
   let n = min(abs(z.x), abs(z.y));
   if (m == 0.0) {{ return 0.0; }}
-  let r = n / m;
-  return m * sqrt(1.0 + r * r);
+  let r = wj_div(n, m);
+  return m * wj_sqrt(1.0 + r * r);
 }}""")
 W.helper("wj_csign", f"""
 fn wj_csign(z: vec2<f32>) -> vec2<f32> {{
@@ -165,7 +165,7 @@ fn wj_clogabs(z: vec2<f32>) -> f32 {{
   let n = min(abs(z.x), abs(z.y));
   if (wj_isinf(m)) {{ return {_INF}; }}
   if (m == 0.0) {{ return bitcast<f32>(0xff800000u); }}
-  let r = n / m;
+  let r = wj_div(n, m);
   return wj_log(m) + 0.5 * wj_log1p(r * r);
 }}""")
 W.helper("wj_clog", """
@@ -223,10 +223,10 @@ fn wj_csqrt_s(z: vec2<f32>, signed: bool) -> vec2<f32> {{
   else if (m < 1e-30) {{ sc = 1.2676506e30; un = 8.881784e-16; }}  // 2^100, 2^-50
   let a = z.x * sc;
   let bb = b * sc;
-  let t = sqrt(0.5 * (abs(a) + wj_cabs(vec2<f32>(a, bb))));
+  let t = wj_sqrt(0.5 * (abs(a) + wj_cabs(vec2<f32>(a, bb))));
   var r: vec2<f32>;
-  if (a >= 0.0) {{ r = vec2<f32>(t, bb / (2.0 * t)); }}
-  else {{ r = vec2<f32>(abs(bb) / (2.0 * t), wj_copysign(t, bb)); }}
+  if (a >= 0.0) {{ r = vec2<f32>(t, wj_div(bb, 2.0 * t)); }}
+  else {{ r = vec2<f32>(wj_div(abs(bb), 2.0 * t), wj_copysign(t, bb)); }}
   return r * un;
 }}""")
 W.helper("wj_csqrt", "fn wj_csqrt(z: vec2<f32>) -> vec2<f32> { return wj_csqrt_s(z, false); }")
@@ -241,16 +241,22 @@ W.helper("wj_csqrt_polar", """
 fn wj_csqrt_polar(z: vec2<f32>) -> vec2<f32> {
   if (!wj_cfin(z)) { return wj_csqrt(z); }
   if (z.x == 0.0 && z.y == 0.0) { return vec2<f32>(0.0, 0.0); }
-  let r = sqrt(wj_cabs(z));
+  let r = wj_sqrt(wj_cabs(z));
   let t = 0.5 * wj_atan2(z.y, z.x);
   return vec2<f32>(r * wj_cos(t), r * wj_sin(t));
+}""")
+# z^2 by XLA's plain product formula, every product rounded on its own (a driver contracting
+# x^2 - y^2 into a fused multiply-add changes x^2 + y^2 where it cancels, as in atan2)
+W.helper("wj_csq_plain", """
+fn wj_csq_plain(z: vec2<f32>) -> vec2<f32> {
+  return vec2<f32>(wj_opq(z.x * z.x) - wj_opq(z.y * z.y), 2.0 * (z.x * z.y));
 }""")
 # XLA's atan2(y, x) = -i log(q), q = (x + i y) / sqrt(x^2 + y^2); the products by +-i written
 # out with the 0 * v terms by the bits (NaN for 0 * inf, as XLA's plain product); a q within
 # 2^-21 of log's cut (the negative reals) is on it, from above (cmath_ref.atan2)
 W.helper("wj_catan2", """
 fn wj_catan2(y: vec2<f32>, x: vec2<f32>) -> vec2<f32> {
-  let s = wj_csqrt_polar(wj_cmul(x, x) + wj_cmul(y, y));
+  let s = wj_csqrt_polar(wj_csq_plain(x) + wj_csq_plain(y));
   let iy = vec2<f32>(wj_mulspec(0.0, y.x) - y.y, wj_mulspec(0.0, y.y) + y.x);
   var q = wj_cdiv(x + iy, s);
   if (q.x < 0.0 && q.y != 0.0 && abs(q.y) <= 4.7683716e-7 * -q.x) { q.y = 0.0; }

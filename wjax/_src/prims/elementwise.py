@@ -223,9 +223,9 @@ log1p_p = unop("log1p", FC("wj_log1p({0})", "wj_clog1p({0})"), np.log1p, cref=C.
 expm1_p = unop("expm1", FC("wj_expm1({0})", "wj_cexpm1({0})"), np.expm1, cref=C.expm1)
 tanh_p = unop("tanh", FC("wj_tanh({0})", "wj_ctanh({0})"), np.tanh, cref=C.tanh)
 logistic_p = unop(
-    "logistic", {**FC("(1.0 / (1.0 + wj_exp(-({0}))))", "wj_clogistic({0})"),
+    "logistic", {**FC("wj_div(1.0, 1.0 + wj_exp(-({0})))", "wj_clogistic({0})"),
                  # XLA expands a bf16 logistic into bf16 exp, add and divide, each rounded
-                 "bf": "(1.0 / wj_bf16r(1.0 + wj_bf16r(wj_exp(-({0})))))"},
+                 "bf": "wj_div(1.0, wj_bf16r(1.0 + wj_bf16r(wj_exp(-({0})))))"},
     lambda x: 1 / (1 + np.exp(-x)), cref=C.logistic
 )
 sin_p = unop("sin", FC("wj_sin({0})", "wj_csin({0})"), np.sin, cref=C.sin)
@@ -239,7 +239,7 @@ cosh_p = unop("cosh", FC("wj_cosh({0})", "wj_ccosh({0})"), np.cosh, cref=C.cosh)
 asinh_p = unop("asinh", FC("wj_asinh({0})", "wj_casinh({0})"), np.arcsinh, cref=C.asinh)
 acosh_p = unop("acosh", FC("wj_acosh({0})", "wj_cacosh({0})"), np.arccosh, cref=C.acosh)
 atanh_p = unop("atanh", FC("wj_atanh({0})", "wj_catanh({0})"), np.arctanh, cref=C.atanh)
-sqrt_p = unop("sqrt", FC("sqrt({0})", "wj_csqrt({0})"), np.sqrt, cref=C.sqrt)
+sqrt_p = unop("sqrt", FC("wj_sqrt({0})", "wj_csqrt({0})"), np.sqrt, cref=C.sqrt)
 rsqrt_p = unop("rsqrt", FC("inverseSqrt({0})", "wj_crsqrt({0})"), lambda x: 1 / np.sqrt(x),
                cref=C.rsqrt)
 cbrt_p = unop("cbrt", T(F, "wj_cbrt({0})"), np.cbrt)
@@ -417,7 +417,7 @@ _ad.defjvp(erf_p, lambda g, x: ops.mul(_c(x, 2 / np.sqrt(np.pi)),
 add_p = binop("add", T(NUM + ("c",), "({0} + {1})"), np.add)
 sub_p = binop("sub", T(NUM + ("c",), "({0} - {1})"), np.subtract)
 mul_p = binop("mul", {**T(NUM, "({0} * {1})"), "c": "wj_cmul({0}, {1})"}, np.multiply, cref=C.mul)
-div_p = binop("div", {"f": "({0} / {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})",
+div_p = binop("div", {"f": "wj_div({0}, {1})", "i": "wj_div_i({0}, {1})", "u": "wj_div_u({0}, {1})",
                       "c": "wj_cdiv({0}, {1})"},
               lambda x, y: _div_ref(x, y), cref=C.div)
 rem_p = binop("rem", {"f": "wj_rem_f({0}, {1})", "i": "wj_rem_i({0}, {1})",

@@ -637,7 +637,7 @@ _LOG_G_HALF = math.log(7.5)
 
 def _lgamma_wgsl() -> str:
     terms = "\n".join(
-        f"  x = x + {c!r} / ((z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS)
+        f"  x = x + wj_div({c!r}, (z + {float(i)!r}) + 1.0);" for i, c in enumerate(_LANCZOS)
     )
     return f"""
 fn wj_lgamma(v: f32) -> f32 {{
@@ -648,8 +648,8 @@ fn wj_lgamma(v: f32) -> f32 {{
   var x: f32 = 0.99999999999980993227684700473478;
 {terms}
   let t = 7.5 + z;
-  let log_t = {_LOG_G_HALF!r} + wj_log1p(z / 7.5);
-  let log_y = {_LOG_SQRT_2PI!r} + (z + 0.5 - t / log_t) * log_t + wj_log(x);
+  let log_t = {_LOG_G_HALF!r} + wj_log1p(wj_div(z, 7.5));
+  let log_y = {_LOG_SQRT_2PI!r} + (z + 0.5 - wj_div(t, log_t)) * log_t + wj_log(x);
   if (!reflect) {{ return log_y; }}
   let a = abs(v);
   let frac = a - floor(a);

@@ -184,7 +184,7 @@ fn wj_erfc(x: f32) -> f32 {
   let ax = abs(x);
   if (ax < 0.5) { return 1.0 - wj_erf(x); }
   let z = min(ax, 10.5);
-  let t = 1.0 / (1.0 + 0.5 * z);
+  let t = wj_div(1.0, 1.0 + 0.5 * z);
   let s = bitcast<f32>(bitcast<u32>(z) & 0xfffff000u);
   let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
           + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223
