@@ -174,13 +174,16 @@ fn wj_bf16r4(v: vec4<f32>) -> vec4<f32> {
 
 def finalize(src: str) -> str:
     """The last touch every kernel gets before compiling (``Runtime.pipeline`` calls it): a
-    kernel rounding to bfloat16 (``wrap_narrow``) gets ``wj_bf16r``; a kernel using the opaque
-    zero of ``wj_opq`` (see ``wgsl_math``) sets it at the start of ``main``, from
-    ``num_workgroups`` -- never 0 in a running dispatch, unknown to the compiler."""
+    kernel rounding to bfloat16 (``wrap_narrow``) gets ``wj_bf16r``, one converting to float16
+    ``wj_f16r``; a kernel using the opaque zero of ``wj_opq`` (see ``wgsl_math``) sets it at
+    the start of ``main``, from ``num_workgroups`` -- never 0 in a running dispatch, unknown to
+    the compiler."""
     if "wj_bf16r4(" in src and "fn wj_bf16r4(" not in src:
         src = src + _BF16R4 + "\n"
     if "wj_bf16r(" in src and "fn wj_bf16r(" not in src:
         src = src + _BF16R + "\n"
+    if "wj_f16r(" in src and "fn wj_f16r(" not in src:       # (a conversion to float16)
+        src = src + HELPERS["wj_f16r"].strip() + "\n"
     if "var<private> wj_zero" not in src:
         return src
     m = _MAIN.search(src)

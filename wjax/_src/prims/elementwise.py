@@ -749,6 +749,8 @@ def convert_expr(e: str, src, dst) -> str:
         return W.wrap_narrow(f"bitcast<{tv}>({e})", dst)
     if dst == dtypes.bfloat16:   # rounded here too: element rules return this unwrapped
         return W.wrap_narrow(f"f32({e})", dst)
+    if dst == np.float16:        # rounded by the bits: a driver may convert to either neighbour
+        return f"wj_f16r(f32({e}))"
     return f"{tv}({e})"
 
 
