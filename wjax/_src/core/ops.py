@@ -105,6 +105,22 @@ def _operands(*xs):
     return [_as_operand(x, like) for x in xs]
 
 
+def _strict_operands(*xs):
+    """The operands of a binary lax function, as JAX's: a Python scalar is a weak value of its
+    own default dtype (``1`` int32, ``1.0`` float32, ``1j`` complex64), never converted to the
+    other operand's dtype -- so ``lax.add(jnp.float32(1), 2)`` is a same-dtypes TypeError
+    (``jnp.add`` promotes)."""
+    if not any(_is_pyscalar(x) for x in xs):
+        return [_as_operand(x) for x in xs]
+    out = []
+    for x in xs:
+        if _is_pyscalar(x):
+            dt, weak = dtypes.dtype_and_weak(x)
+            x = _weak_const(x, dt) if weak else np.asarray(x, dt)
+        out.append(_as_operand(x))
+    return out
+
+
 def _un(name):
     def f(x):
         return _p(name).bind(*_operands(x))
@@ -136,7 +152,7 @@ def _broadcast_ranks(name, xs):
 
 def _bin(name):
     def f(x, y):
-        return _p(name).bind(*_broadcast_ranks(name, _operands(x, y)))
+        return _p(name).bind(*_broadcast_ranks(name, _strict_operands(x, y)))
     f.__name__ = name
     return f
 
@@ -150,7 +166,15 @@ asinh = _un("asinh"); acosh = _un("acosh"); atanh = _un("atanh"); sqrt = _un("sq
 rsqrt = _un("rsqrt"); cbrt = _un("cbrt"); erf = _un("erf"); bitwise_not = _un("not")
 is_finite = _un("is_finite"); population_count = _un("population_count"); clz = _un("clz")
 add = _bin("add"); sub = _bin("sub"); mul = _bin("mul"); div = _bin("div")
-rem = _bin("rem"); pow = _bin("pow"); max = _bin("max"); min = _bin("min")
+rem = _bin("rem"); max = _bin("max"); min = _bin("min")
+
+
+def pow(x, y):
+    """``lax.pow``: ``x ** y``; an integer exponent may go with a floating or complex base."""
+    return _p("pow").bind(*_broadcast_ranks("pow", _operands(x, y)))
+
+
+
 atan2 = _bin("atan2"); bitwise_and = _bin("and"); bitwise_or = _bin("or")
 bitwise_xor = _bin("xor"); shift_left = _bin("shift_left")
 shift_right_arithmetic = _bin("shift_right_arithmetic")
@@ -677,7 +701,7 @@ def _nary(name, n):
     def f(*xs):
         if len(xs) != n:
             raise TypeError(f"{name}() takes {n} arguments, got {len(xs)}")
-        return _p(name).bind(*_broadcast_ranks(name, _operands(*xs)))
+        return _p(name).bind(*_broadcast_ranks(name, _strict_operands(*xs)))
     f.__name__ = name
     return f
 
