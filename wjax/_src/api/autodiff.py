@@ -144,8 +144,13 @@ def _grad_jaxpr(fun_jaxpr, nc, diff, out_diff, need_value=True):
     return dce_closed(trace_flat(fused, fun_jaxpr.in_avals), used)[0]
 
 
-def _like_primal(g, aval):
-    """A cotangent carries its primal's weak type, as in JAX."""
+def _like_primal(g, aval, real_outs=False):
+    """A cotangent carries its primal's weak type, as in JAX -- except a complex primal's
+    cotangent from real outputs: JAX's way back from a real output to a complex input passes a
+    ``real``/``imag`` transpose, ``complex(t, zeros)`` with strong zeros, so its gradient is
+    strong (``grad(lambda z: (z * z).real)(3. + 4.j)`` is ``Array(6.+8.j, dtype=complex64)``)."""
+    if real_outs and np.dtype(aval.dtype).kind == "c":
+        return g
     if isinstance(g, Array) and g.aval.weak_type != aval.weak_type and g.aval.shape == aval.shape \
             and np.dtype(g.aval.dtype) == np.dtype(aval.dtype):
         return Array(g.buffer, g.aval.update(weak_type=aval.weak_type))
@@ -240,7 +245,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             res = [None] + list(res)
         n_out = len(out_avals)
         it = iter(res[n_out:])
-        grads = [_like_primal(next(it), a) if d else _float0_zeros(a)
+        real_out = np.dtype(out_avals[0].dtype).kind != "c"
+        grads = [_like_primal(next(it), a, real_out) if d else _float0_zeros(a)
                  for d, a in zip(diff, tr.fun_jaxpr.in_avals[tr.nc:])]
         g = tree_util.tree_unflatten(in_tree, grads)
         g = g[0] if isinstance(argnums, int) else g
@@ -437,9 +443,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
                         lambda: transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)))
         gs = _run_closed(tj, list(res) + cts)
         it = iter(gs)
-        full = [
-            _like_primal(next(it), a) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)
-        ]
+        real_outs = all(np.dtype(a.dtype).kind != "c" for a in main_avals)
+        full = [_like_primal(next(it), a, real_outs) if d else _float0_zeros(a)
+                for d, a in zip(diff, in_avals)]
         return tuple(tree_util.tree_unflatten(in_tree, full))
 
     # a pytree whose leaves are the residuals (as JAX's): it can cross a jit boundary
