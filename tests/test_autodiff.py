@@ -495,3 +495,37 @@ def test_eager_grad_is_one_compiled_plan_cached_by_structure(monkeypatch):
     arr["a"] = jnp.array([4.0, 5.0, 6.0])
     close(jax.grad(f)(w), [4.0, 5.0, 6.0])
     assert len(made) == k
+
+
+def test_has_aux_leaves_come_back_untouched():
+    """As JAX: aux leaves that are not traced (a Python int, a string, None) come back as they
+    were given, from grad, value_and_grad, jvp, vjp, linearize, jacfwd and jacrev."""
+    real = pytest.importorskip("jax")
+
+    def run(j):
+        f = lambda x: (x ** 2, {"a": 3, "b": 2.5, "d": None, "e": "s", "t": x * 3})
+        r = [j.grad(f, has_aux=True)(2.)[1], j.value_and_grad(f, has_aux=True)(2.)[0][1],
+             j.jvp(f, (2.,), (1.,), has_aux=True)[2], j.vjp(f, 2., has_aux=True)[2],
+             j.linearize(f, 2., has_aux=True)[2]]
+        g = lambda x: (x ** 2, (3, 2.5))
+        r += [j.jacfwd(g, has_aux=True)(2.)[1], j.jacrev(g, has_aux=True)(2.)[1]]
+        return [repr(a) if not isinstance(a, dict) else
+                {k: (np.asarray(v).tolist() if k == "t" else (type(v).__name__, v))
+                 for k, v in a.items()} for a in r]
+    assert run(jax) == run(real)
+
+
+def test_complex_gradient_weak_type_as_jax():
+    """A complex input's gradient from a real output is strong in JAX (its way back passes
+    ``real``'s transpose, ``complex(t, strong zeros)``); holomorphic gradients stay weak."""
+    real = pytest.importorskip("jax")
+
+    def run(j):
+        jnp = j.numpy
+        return [repr(j.grad(lambda z: z * z, holomorphic=True)(3. + 4.j)),
+                repr(j.grad(lambda z: jnp.conj(z) * z, holomorphic=True)(3. + 4.j)),
+                repr(j.grad(lambda z: (z * z).real)(3. + 4.j)),
+                repr(j.grad(lambda z: jnp.abs(z) ** 2)(3. + 4.j)),
+                repr(j.grad(lambda z: jnp.imag(z) * 2.)(3. + 4.j)),
+                repr(j.vjp(lambda z: (z * z).real, 3. + 4.j)[1](1.))]
+    assert run(jax) == run(real)

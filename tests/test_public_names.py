@@ -283,6 +283,58 @@ def test_debug_nans_raises_at_the_op_like_jax(debug_nans, case):
         assert ours.startswith("invalid value (nan) encountered in")
 
 
+@pytest.mark.parametrize("case", ["div", "nested_jit", "scan", "cond", "while", "empty_mean",
+                                  "vmap", "not_reproduced"])
+def test_debug_nans_names_the_primitive_like_jax(debug_nans, case):
+    """A NaN made in the middle of a jitted function: JAX re-runs it op by op and names the
+    primitive (or the control-flow primitive holding it); where the op-by-op run makes none,
+    its message starts with ``('jit(<name>)', 'nan')``."""
+    def program(mod, np_mod):
+        lax = mod.lax
+
+        def mid(x):
+            y = x * 2.0
+            return np_mod.sin((y - y) / (y - y)) + 1.0
+        x = np_mod.ones(3)
+        return {
+            "div": lambda: mod.jit(mid)(x),
+            "nested_jit": lambda: mod.jit(lambda v: mod.jit(np_mod.log)(v - 5.0) * 2)(x),
+            "scan": lambda: mod.jit(lambda v: lax.scan(
+                lambda c, a: (c + np_mod.log(a - 2.0), c), 0.0, v)[0])(x),
+            "cond": lambda: mod.jit(lambda v: lax.cond(
+                v[0] > 0, lambda y: np_mod.arcsin(y * 3), lambda y: y, v))(x),
+            "while": lambda: mod.jit(lambda v: lax.while_loop(
+                lambda c: c[0] < 3, lambda c: (c[0] + 1, np_mod.sqrt(c[1] - 2.0)), (0, v))[1])(x),
+            "empty_mean": lambda: np_mod.mean(np_mod.zeros((0,))),
+            "vmap": lambda: mod.vmap(np_mod.log)(-x),
+            "not_reproduced": lambda: mod.jit(lambda v: np_mod.nan)(x),
+        }[case]
+
+    ours, theirs = _nan_error(program(wjax, jnp)), _nan_error(program(jax, jjnp))
+    assert ours is not None and ours == theirs
+
+
+@pytest.mark.parametrize("case", ["eager_div", "eager_exp", "jit_exp"])
+def test_debug_infs_names_the_primitive_like_jax(case):
+    def program(mod, np_mod):
+        return {
+            "eager_div": lambda: np_mod.float32(1.0) / np_mod.float32(0.0),
+            "eager_exp": lambda: np_mod.exp(np_mod.ones(3) * 1000.0),
+            "jit_exp": lambda: mod.jit(lambda x: np_mod.exp(x * 100.0) + 1.0)(np_mod.ones(3)),
+        }[case]
+
+    for mod in (wjax, jax):
+        mod.config.update("jax_debug_infs", True)
+    jax.clear_caches()
+    try:
+        ours, theirs = _nan_error(program(wjax, jnp)), _nan_error(program(jax, jjnp))
+    finally:
+        for mod in (wjax, jax):
+            mod.config.update("jax_debug_infs", False)
+    assert ours is not None and ours == theirs
+    assert ours.startswith("invalid value (inf) encountered in")
+
+
 def test_debug_infs_and_flags_off():
     x = jnp.arange(3.0)
     assert np.isnan(np.asarray(jnp.sqrt(x - 5.0))).all()        # off: no check

@@ -275,3 +275,52 @@ def test_scatter_sub_and_apply():
         want = jax.lax.scatter_apply(np.arange(4.0, dtype=f32), ix, lambda v: v * 10, jdn,
                                      update_shape=shape, mode=mode)
         same(got, want)
+
+
+def test_dynamic_slice_negative_starts_count_from_the_end():
+    """As JAX: a negative start index adds the dimension's size, then the start clamps (also
+    a traced start under jit, under vmap, and through grad)."""
+    def run(j):
+        lax, jnp = j.lax, j.numpy
+        x, m = jnp.arange(8), jnp.arange(12).reshape(3, 4)
+        out = []
+        for s in (-3, -1, -10, -20, 7, np.int32(-2)):
+            out += [lax.dynamic_slice(x, (s,), (3,)),
+                    j.jit(lambda x, s: lax.dynamic_slice(x, (s,), (3,)))(x, s),
+                    lax.dynamic_update_slice(x, jnp.array([100, 101]), (s,)),
+                    j.jit(lambda x, s: lax.dynamic_update_slice(x, jnp.array([7, 9]), (s,)))(x, s),
+                    lax.dynamic_slice_in_dim(m, s, 2, 1),
+                    lax.dynamic_index_in_dim(m, s, 0, False),
+                    j.jit(lambda m, s: lax.dynamic_index_in_dim(m, s, 0, False))(m, s),
+                    lax.dynamic_update_slice_in_dim(m, jnp.ones((3, 1), m.dtype), s, 1),
+                    lax.dynamic_update_index_in_dim(m, jnp.ones((4,), m.dtype), s, 0),
+                    j.grad(lambda v, s: lax.dynamic_slice(v, (s,), (3,)).sum())(x * 1., s)]
+        starts = jnp.array([-3, -1, 2, -20])
+        out.append(j.vmap(lambda s: lax.dynamic_slice(x, (s,), (3,)))(starts))
+        out.append(j.vmap(lambda s: lax.dynamic_update_slice(x, jnp.array([9]), (s,)))(starts))
+        out.append(lax.dynamic_slice(m, jnp.array([-1, -2]), (1, 2)))
+        return [np.asarray(o).tolist() for o in out]
+    assert run(wjax) == run(jax)
+    for j in (wjax, jax):
+        with pytest.raises(ValueError, match="allow_negative_indices=False"):
+            j.lax.dynamic_slice(j.numpy.arange(8), (-1,), (2,), allow_negative_indices=False)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "max", "atan2", "eq", "lt"])
+def test_lax_binary_python_scalars_take_their_own_dtype(name):
+    """As JAX: lax does not promote, a Python scalar is a weak value of its default dtype, so
+    ``lax.add(jnp.float32(1), 2)`` is a same-dtypes TypeError while ``(f32, 2.0)`` works."""
+    def run(j):
+        jnp, f = j.numpy, getattr(j.lax, name)
+        out = []
+        for a, b in [(jnp.float32(1), 2), (2, jnp.ones(2)), (jnp.float32(1), 2.5), (3, 4),
+                     (2.0, 3.0), (jnp.int32(3), 2), (jnp.int32(3), 2.0), (jnp.uint8(3), 2),
+                     (jnp.ones(2, jnp.bfloat16), 2.0), (jnp.float32(1), 1j)]:
+            try:
+                r = f(a, b)
+                out.append((str(r.dtype), bool(r.weak_type),
+                            np.round(np.asarray(r, np.complex64), 5).tolist()))
+            except TypeError as e:
+                out.append(("TypeError", name != "add" or "same dtypes" in str(e)))
+        return out
+    assert run(wjax) == run(jax)

@@ -390,3 +390,34 @@ def test_linear_call_uses_its_transpose():
          np.full(3, 6.0, f32))
     with pytest.raises(TypeError, match="residual"):
         wjax.grad(f(wjax), argnums=1)(f32(1.0), f32(2.0))
+
+
+def test_array_copy_method():
+    """``x.copy()`` as JAX's: ``jnp.copy`` on arrays and tracers, no arguments taken."""
+    real = pytest.importorskip("jax")
+    for j in (wjax, real):
+        x = j.numpy.arange(3.)
+        assert np.asarray(x.copy()).tolist() == [0., 1., 2.]
+        assert np.asarray(j.jit(lambda v: v.copy() * 2)(x)).tolist() == [0., 2., 4.]
+        assert float(j.grad(lambda v: (v.copy() * v).sum())(x)[2]) == 4.
+        with pytest.raises(TypeError):
+            x.copy(order="F")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "complex64"])
+def test_round_decimals_bit_for_bit(dtype):
+    """jnp.round with decimals as JAX's, bit for bit (float32 scaled back by the reciprocal:
+    round(2.675, 2) is 2.6799998)."""
+    real = pytest.importorskip("jax")
+    rng = np.random.RandomState(0)
+    vals = np.concatenate([[2.675, 1.005, 0.125, -2.675, 1234.5678, 0.285],
+                           rng.uniform(-100, 100, 300)])
+
+    def run(j):
+        x = j.numpy.asarray(vals).astype(dtype)
+        return [np.asarray(j.numpy.round(x, d)).astype(np.complex64).tobytes()
+                for d in (1, 2, 3, 5, -1)]
+    assert run(wjax) == run(real)
+    for j in (wjax, real):
+        with pytest.raises(NotImplementedError):
+            j.numpy.round(j.numpy.arange(3), -1)

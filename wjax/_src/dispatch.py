@@ -194,7 +194,8 @@ def eager(prim: Primitive, args, params: dict):
     if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
         inner = params.get("jaxpr")
         if (prim.call or prim.transparent_call) and isinstance(inner, ClosedJaxpr):
-            _check_program(prim.name, inner.jaxpr, inner.consts, arrays, res)
+            _check_program(str(params.get("name") or prim.name), inner.jaxpr, inner.consts,
+                           arrays, res)
         else:
             _check_op(prim.name, res)
     return res if prim.multiple_results else res[0]
@@ -241,13 +242,19 @@ def _check_program(name: str, jaxpr: Jaxpr, consts, args, outs) -> None:
     kind = _invalid(outs)
     if kind is None:
         return
-    logger.warning("Invalid %s value encountered in the output of a jit-compiled function. "
+    logger.warning("Invalid %s value encountered in the output of a jax.jit function. "
                    "Calling the de-optimized version.", kind)
     eval_jaxpr(jaxpr, consts, *args)
+    # JAX's words (``api_util._raise_no_nan_in_deoptimized``), its ``(name, kind)`` first
     raise FloatingPointError(
-        f"invalid value ({kind}) encountered in {name}. The de-optimized function (the "
-        f"function run op by op, as if not compiled) did not produce invalid values, so the "
-        f"{kind} comes from an input or differs between the compiled and op-by-op runs.")
+        f"{(f'jit({name})', kind)!r}. Because jax_config.debug_nans.value and/or "
+        "config.jax_debug_infs is set, the de-optimized function (i.e., the function as if the "
+        "`jit` decorator were removed) was called in an attempt to get a more precise error "
+        "message. However, the de-optimized function did not produce invalid values during its "
+        "execution. This behavior can result from `jit` optimizations causing the invalid value "
+        "to be produced. It may also arise from having nan/inf literals as inputs or outputs, "
+        "like `jax.jit(lambda ...: jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the "
+        "invalid value by removing the `jit` decorator, at the cost of losing optimizations. ")
 
 
 set_eager(eager)

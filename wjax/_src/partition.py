@@ -94,7 +94,8 @@ class _Interp:
                 i = C.axis_index_p.bind(axes=(a,))
                 idx = i if idx is None else ops.add(ops.mul(idx, np.int32(self.sizes[a])), i)
             n = ops._aval(x).shape[d] // k
-            x = ops.dynamic_slice_in_dim(x, ops.mul(idx, np.int32(n)), n, d)
+            x = ops.dynamic_slice_in_dim(x, ops.mul(idx, np.int32(n)), n, d,
+                                         allow_negative_indices=False)
         return x
 
     def reshard(self, x, have, want):

@@ -231,12 +231,8 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
     axis = int(axis) % a.ndim
     if u.ndim == a.ndim - 1:
         update = ops.expand_dims(update, (axis,))
-    if allow_negative_indices and not ops._is_pyscalar(index):
-        index = ops.select(ops.lt(index, ops._const(index, 0)),
-                           ops.add(index, ops._const(index, a.shape[axis])), index)
-    elif allow_negative_indices and index < 0:
-        index += a.shape[axis]
-    return ops.dynamic_update_slice_in_dim(operand, update, index, axis)
+    return ops.dynamic_update_slice_in_dim(operand, update, index, axis,
+                                           allow_negative_indices=allow_negative_indices)
 
 
 def batch_matmul(lhs, rhs, precision=None):

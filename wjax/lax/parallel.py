@@ -169,7 +169,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
                              f"{'be divisible by' if tiled else 'equal'} the axis size {n}")
         k = shape[d] // n
         i = axis_index_p.bind(axes=names)
-        piece = ops.dynamic_slice_in_dim(total, ops.mul(i, np.int32(k)), k, d)
+        piece = ops.dynamic_slice_in_dim(total, ops.mul(i, np.int32(k)), k, d,
+                                         allow_negative_indices=False)
         return piece if tiled else ops.squeeze(piece, (d,))
     return tree_util.tree_map(one, x)
 

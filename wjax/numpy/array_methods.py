@@ -119,6 +119,10 @@ class ArrayMethods:
     def astype(self, dtype, copy=False):
         return _jnp.astype(self, dtype)
 
+    def copy(self):
+        """A copy of the array (``jnp.copy``); as JAX's, it takes no arguments."""
+        return _jnp.copy(self)
+
     def __array_namespace__(self, api_version=None):
         return _jnp
 

@@ -452,16 +452,36 @@ def _no_bool_neg(x):
 
 
 def round(a, decimals=0, out=None):
+    """As JAX's: ``x * 10**decimals`` rounded half to even, then scaled back.  XLA turns the
+    float32 division by the constant factor into a product with its float32 reciprocal, so a
+    float32 (and a float16, computed in float32) result is ``rint(x * f) * (1 / f)`` bit for bit
+    (``round(2.675, 2)`` is 2.6799998); bfloat16 divides."""
     a, = promote_args("round", a)
+    decimals = operator.index(decimals)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     dt = _aval(a).dtype
+    if dtypes.is_int(dt) or dt == np.bool_:
+        if dt == np.bool_ and decimals != 0:
+            raise ValueError(f"data type {np.bool_} not inexact")
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+    if decimals > np.log10(float(dtypes.finfo(dt).max)):
+        return a                    # rounding beyond the precision is a no-op
     if dtypes.is_complex(dt):   # as JAX: each part rounds
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
-    if not dtypes.is_float(dt):
-        return a if decimals >= 0 else _wrap_result(a)
     if decimals == 0:
         return lax.round(a, 1)
-    f = WeakScalar(np.asarray(10.0 ** decimals, dt))
-    return lax.div(lax.round(lax.mul(a, f), 1), f)
+    x = lax.convert_element_type(a, np.float32) if dt == np.float16 else a
+    cdt = _aval(x).dtype
+    factor = _const(x, 10.0 ** decimals)
+    y = lax.round(lax.mul(x, factor), 1)
+    if cdt == np.float32:
+        y = lax.mul(y, _const(x, np.float32(1) / np.float32(10.0 ** decimals)))
+    else:
+        y = lax.div(y, factor)
+    return lax.convert_element_type(y, dt) if dt == np.float16 else y
 
 
 around = round_ = round

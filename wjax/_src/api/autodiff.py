@@ -45,6 +45,9 @@ def _run_closed(closed: ClosedJaxpr, args):
     return dispatch.run_closed(closed, args, "ad")
 
 
+_TRACED = object()      # an aux leaf that is an output of the traced function
+
+
 class _Traced:
     """``f`` traced for autodiff: ``fun_jaxpr`` maps (closed-over values, arguments) to outputs
     (closure conversion)."""
@@ -56,6 +59,13 @@ class _Traced:
     @property
     def nc(self):
         return len(self.consts)
+
+    def aux(self, traced):
+        """The aux output: its traced leaves from ``traced``, the others (Python values,
+        arrays made without the arguments) returned untouched, as in JAX."""
+        fixed, it = self.aux_static, iter(traced)
+        leaves = [next(it) if f is _TRACED else f for f in fixed]
+        return tree_util.tree_unflatten(self.aux_tree, leaves)
 
 
 def _trace_for_ad(fun, leaves, make_args, has_aux, what):
@@ -75,10 +85,11 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
             main, aux = out
             ml, mt = tree_util.tree_flatten(main)
             al, at = tree_util.tree_flatten(aux)
-            box.append((main, mt, len(ml), at))
-            return ml + al
+            static = [_TRACED if isinstance(a, Tracer) else a for a in al]
+            box.append((main, mt, len(ml), at, static))
+            return ml + [a for a in al if isinstance(a, Tracer)]
         ol, ot = tree_util.tree_flatten(out)
-        box.append((out, ot, len(ol), None))
+        box.append((out, ot, len(ol), None, None))
         return ol
 
     # traced with the values known (see wjax/_src/core/tracing.py): Python may branch on them,
@@ -91,8 +102,10 @@ def _trace_for_ad(fun, leaves, make_args, has_aux, what):
     fun_jaxpr = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
     keep: list = []
     key = jaxpr_key(fun_jaxpr.jaxpr, keep)
-    out, out_tree, n_main, aux_tree = box[0]
-    return _Traced(fun_jaxpr, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
+    out, out_tree, n_main, aux_tree, aux_static = box[0]
+    tr = _Traced(fun_jaxpr, list(closed.consts), key, keep, out, out_tree, n_main, aux_tree)
+    tr.aux_static = aux_static
+    return tr
 
 
 def _linearize_pieces(fun_jaxpr, nc, diff, out_diff):
@@ -131,8 +144,13 @@ def _grad_jaxpr(fun_jaxpr, nc, diff, out_diff, need_value=True):
     return dce_closed(trace_flat(fused, fun_jaxpr.in_avals), used)[0]
 
 
-def _like_primal(g, aval):
-    """A cotangent carries its primal's weak type, as in JAX."""
+def _like_primal(g, aval, real_outs=False):
+    """A cotangent carries its primal's weak type, as in JAX -- except a complex primal's
+    cotangent from real outputs: JAX's way back from a real output to a complex input passes a
+    ``real``/``imag`` transpose, ``complex(t, zeros)`` with strong zeros, so its gradient is
+    strong (``grad(lambda z: (z * z).real)(3. + 4.j)`` is ``Array(6.+8.j, dtype=complex64)``)."""
+    if real_outs and np.dtype(aval.dtype).kind == "c":
+        return g
     if isinstance(g, Array) and g.aval.weak_type != aval.weak_type and g.aval.shape == aval.shape \
             and np.dtype(g.aval.dtype) == np.dtype(aval.dtype):
         return Array(g.buffer, g.aval.update(weak_type=aval.weak_type))
@@ -227,13 +245,14 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             res = [None] + list(res)
         n_out = len(out_avals)
         it = iter(res[n_out:])
-        grads = [_like_primal(next(it), a) if d else _float0_zeros(a)
+        real_out = np.dtype(out_avals[0].dtype).kind != "c"
+        grads = [_like_primal(next(it), a, real_out) if d else _float0_zeros(a)
                  for d, a in zip(diff, tr.fun_jaxpr.in_avals[tr.nc:])]
         g = tree_util.tree_unflatten(in_tree, grads)
         g = g[0] if isinstance(argnums, int) else g
         value = res[0]
         if has_aux:
-            return (value, tree_util.tree_unflatten(tr.aux_tree, list(res[1:n_out]))), g
+            return (value, tr.aux(list(res[1:n_out]))), g
         return value, g
 
     return value_and_grad_f
@@ -352,7 +371,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
     tangent_out = tree_util.tree_unflatten(tr.out_tree, list(touts))
     if has_aux:
-        return primal_out, tangent_out, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+        return primal_out, tangent_out, tr.aux(list(outs[n_main:]))
     return primal_out, tangent_out
 
 
@@ -377,7 +396,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 
     primal_out = tree_util.tree_unflatten(tr.out_tree, list(outs[:n_main]))
     if has_aux:
-        return primal_out, f_jvp, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+        return primal_out, f_jvp, tr.aux(list(outs[n_main:]))
     return primal_out, f_jvp
 
 
@@ -424,15 +443,15 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes=()) -> 
                         lambda: transpose_jaxpr(lin, [False] * nres + [True] * sum(diff)))
         gs = _run_closed(tj, list(res) + cts)
         it = iter(gs)
-        full = [
-            _like_primal(next(it), a) if d else _float0_zeros(a) for d, a in zip(diff, in_avals)
-        ]
+        real_outs = all(np.dtype(a.dtype).kind != "c" for a in main_avals)
+        full = [_like_primal(next(it), a, real_outs) if d else _float0_zeros(a)
+                for d, a in zip(diff, in_avals)]
         return tuple(tree_util.tree_unflatten(in_tree, full))
 
     # a pytree whose leaves are the residuals (as JAX's): it can cross a jit boundary
     vjp_fn = tree_util.Partial(pullback, list(res))
     if has_aux:
-        return primal_out, vjp_fn, tree_util.tree_unflatten(tr.aux_tree, list(outs[n_main:]))
+        return primal_out, vjp_fn, tr.aux(list(outs[n_main:]))
     return primal_out, vjp_fn
 
 
@@ -487,10 +506,15 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             a, kw = make(list(xs))
             return fun(*a, **kw)
 
+        aux_box = []
+
         def pushfwd(*ts):
             if has_aux:
                 y, t, aux = jvp(f_flat, tuple(leaves), tuple(ts), has_aux=True)
-                return y, t, aux
+                # the aux leaves that are not traced come back untouched (JAX's out_axes=None)
+                al, at = tree_util.tree_flatten(aux)
+                aux_box.append(([_TRACED if isinstance(a, Tracer) else a for a in al], at))
+                return y, t, [a for a in al if isinstance(a, Tracer)]
             y, t = jvp(f_flat, tuple(leaves), tuple(ts))
             return y, t
 
@@ -518,7 +542,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             blocks.append(t[0] if isinstance(argnums, int) else t)
         jac = tree_util.tree_unflatten(y_tree, blocks)
         if has_aux:
-            return jac, tree_util.tree_map(lambda v: v[0], outs[2])
+            fixed, at = aux_box[0]
+            it = iter(v[0] for v in outs[2])
+            return jac, tree_util.tree_unflatten(at, [next(it) if f is _TRACED else f
+                                                     for f in fixed])
         return jac
 
     return jacfun

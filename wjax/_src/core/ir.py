@@ -4,7 +4,7 @@ A Jaxpr is a list of equations in SSA form.  Every transformation (jvp, vmap,
 partial evaluation, transpose, dce) takes a Jaxpr and returns a Jaxpr, and the
 backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
 
-    { lambda ; a:f32[5]. let b:bool[5] = gt a 0.0 in (b,) }
+    { lambda ; a:f32[5]. let b:bool[5] = gt a 0.0:f32[] in (b,) }
 """
 from __future__ import annotations
 
@@ -79,6 +79,10 @@ class ShapedArray(AbstractValue):
 
     def str_short(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def dtype_name_short(self) -> str:      # float32[3]: JAX's str_short() without short dtypes
+        name = getattr(self.dtype, "name", str(self.dtype))
+        return f"{name}[{','.join(map(str, self.shape))}]"
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
@@ -179,8 +183,8 @@ class Var:
         self.aval: ShapedArray = aval
         self.id: int = next(_var_ids)
 
-    def __repr__(self):
-        return f"Var#{self.id}:{self.aval.str_short()}"
+    def __repr__(self):        # as JAX's: Var(id=...):float32[3]
+        return f"Var(id={self.id}):{self.aval.dtype_name_short()}"
 
 
 class DropVar(Var):
@@ -205,7 +209,20 @@ class Lit:
         return WeakScalar(self.val) if self.aval.weak_type else self.val
 
     def __repr__(self):
-        return f"Lit({self.val!r})"
+        # as JAX's ``Literal(...)``: its value holds a Python scalar when weakly typed (an int
+        # or complex one printed as JAX's ``TypedInt``/``TypedComplex``), else a 0-d array
+        v, aval = self.val, self.aval
+        if v.dtype == np.bool_:
+            return f"Literal({bool(v)})"
+        if aval.weak_type and dtypes.is_float(v.dtype):
+            return f"Literal({_lit_value(self)})"
+        if aval.weak_type and (dtypes.is_complex(v.dtype) or np.issubdtype(v.dtype, np.integer)):
+            kind = "TypedComplex" if dtypes.is_complex(v.dtype) else "TypedInt"
+            return f"Literal({kind}({_lit_value(self)}, dtype={v.dtype.name}))"
+        return f"Literal({v})"
+
+    def __str__(self):          # as JAX prints a literal operand: 3.0:f32[]
+        return _pp_lit(self)
 
 
 class WeakScalar:
@@ -243,8 +260,10 @@ class Eqn:
     primitive = property(lambda self: self.prim)         # JAX's names for the fields
     effects = property(lambda self: set())
 
-    def __repr__(self):
-        return f"Eqn({self.prim.name}, {self.invars} -> {self.outvars})"
+    def __repr__(self):        # as JAX prints an equation: a:f32[3] = mul b 3.0:f32[]
+        return pp_eqn(self)
+
+    __str__ = __repr__
 
 
 class Jaxpr:
@@ -358,20 +377,33 @@ def _name(n: int) -> str:
             return s
 
 
-def _pp_lit(lit: Lit) -> str:
+def _lit_value(lit: Lit) -> str:
+    """A literal's value as JAX prints it: ``str`` of the Python scalar it holds -- the value
+    in its dtype (``0.3333333432674408``), or, for a weakly typed float (which JAX keeps as the
+    Python float written), the shortest text that gives the same value in its dtype."""
     v = lit.val
     if v.dtype == np.bool_:
-        return "True" if bool(v) else "False"
+        return str(bool(v))
     if dtypes.is_float(v.dtype):
         f = float(v)
-        if np.isnan(f):
-            return "nan"
-        if np.isinf(f):
-            return "inf" if f > 0 else "-inf"
-        return str(v[()]) if v.dtype != np.float64 else repr(f)
+        if not np.isfinite(f) or v.dtype == np.float64:
+            return str(f)
+        if lit.aval.weak_type:
+            short = str(v[()])
+            try:
+                if v.dtype.type(float(short)) == v[()]:
+                    return str(float(short))
+            except (ValueError, OverflowError):
+                pass
+        return str(f)
     if dtypes.is_complex(v.dtype):
-        return str(complex(v))        # as JAX prints them: (1+0j)
+        return str(complex(v))        # as JAX prints them: (1+0j), 2j
     return str(int(v))
+
+
+def _pp_lit(lit: Lit) -> str:
+    """A literal operand as JAX 0.10 prints it: its value and its type (``3.0:f32[]``)."""
+    return f"{_lit_value(lit)}:{lit.aval.str_short()}"
 
 
 def _pp_param(v, names, indent) -> str:
@@ -395,13 +427,39 @@ def _pp_param(v, names, indent) -> str:
     return str(v)
 
 
+def _nm(a, names: dict) -> str:
+    if isinstance(a, Lit):
+        return _pp_lit(a)
+    if a.id not in names:
+        names[a.id] = _name(len(names))
+    return names[a.id]
+
+
+def _pp_eqn(e: "Eqn", names: dict, indent: int) -> str:
+    lhs = " ".join(f"{_nm(v, names)}:{v.aval.str_short()}" for v in e.outvars) or "_"
+    params = ""
+    shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
+    if shown:
+        params = (
+            "["
+            + " ".join(
+                f"{k}={_pp_param(v, names, indent + 4)}"
+                for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))
+            )
+            + "]"
+        )
+    args = " ".join(_nm(a, names) for a in e.invars)
+    return f"{lhs} = {e.prim.name}{params} {args}".rstrip()
+
+
+def pp_eqn(e: "Eqn") -> str:
+    """One equation as JAX prints it alone (``str(eqn)``): names fresh, outputs first."""
+    return _pp_eqn(e, {}, 0)
+
+
 def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
     def nm(a):
-        if isinstance(a, Lit):
-            return _pp_lit(a)
-        if a.id not in names:
-            names[a.id] = _name(len(names))
-        return names[a.id]
+        return _nm(a, names)
 
     def binder(v):
         return f"{nm(v)}:{v.aval.str_short()}"
@@ -411,26 +469,22 @@ def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
     pad = " " * (indent + 4)
     lines = []
     for e in jaxpr.eqns:
-        lhs = " ".join(binder(v) for v in e.outvars) if e.outvars else "_"
-        params = ""
-        shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
-        if shown:
-            params = (
-                "["
-                + " ".join(
-                    f"{k}={_pp_param(v, names, indent + 4)}"
-                    for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))
-                )
-                + "]"
-            )
-        args = " ".join(nm(a) for a in e.invars)
-        lines.append(f"{pad}{lhs} = {e.prim.name}{params} {args}".rstrip())
+        lines.append(pad + _pp_eqn(e, names, indent))
     outs = ", ".join(nm(a) for a in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     head = f"{{ lambda {consts}; {ins}. let"
     if not lines:
         return f"{head}  in {outs} }}"
+    if indent == 0 and not any(any(True for _ in subjaxprs(e.params)) for e in jaxpr.eqns):
+        # JAX's printer puts a jaxpr on one line when it fits in 80 columns (its equations
+        # joined by "; "); wjax does so for a flat top-level jaxpr
+        flat = f"{head} " + "; ".join(ln.strip() for ln in lines) + f" in {outs} }}"
+        if len(flat) <= _WIDTH:
+            return flat
     return head + "\n" + "\n".join(lines) + "\n" + " " * (indent + 2) + f"in {outs} }}"
+
+
+_WIDTH = 80          # JAX's pretty-printer width
 
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:

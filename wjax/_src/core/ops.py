@@ -105,6 +105,22 @@ def _operands(*xs):
     return [_as_operand(x, like) for x in xs]
 
 
+def _strict_operands(*xs):
+    """The operands of a binary lax function, as JAX's: a Python scalar is a weak value of its
+    own default dtype (``1`` int32, ``1.0`` float32, ``1j`` complex64), never converted to the
+    other operand's dtype -- so ``lax.add(jnp.float32(1), 2)`` is a same-dtypes TypeError
+    (``jnp.add`` promotes)."""
+    if not any(_is_pyscalar(x) for x in xs):
+        return [_as_operand(x) for x in xs]
+    out = []
+    for x in xs:
+        if _is_pyscalar(x):
+            dt, weak = dtypes.dtype_and_weak(x)
+            x = _weak_const(x, dt) if weak else np.asarray(x, dt)
+        out.append(_as_operand(x))
+    return out
+
+
 def _un(name):
     def f(x):
         return _p(name).bind(*_operands(x))
@@ -136,7 +152,7 @@ def _broadcast_ranks(name, xs):
 
 def _bin(name):
     def f(x, y):
-        return _p(name).bind(*_broadcast_ranks(name, _operands(x, y)))
+        return _p(name).bind(*_broadcast_ranks(name, _strict_operands(x, y)))
     f.__name__ = name
     return f
 
@@ -150,7 +166,15 @@ asinh = _un("asinh"); acosh = _un("acosh"); atanh = _un("atanh"); sqrt = _un("sq
 rsqrt = _un("rsqrt"); cbrt = _un("cbrt"); erf = _un("erf"); bitwise_not = _un("not")
 is_finite = _un("is_finite"); population_count = _un("population_count"); clz = _un("clz")
 add = _bin("add"); sub = _bin("sub"); mul = _bin("mul"); div = _bin("div")
-rem = _bin("rem"); pow = _bin("pow"); max = _bin("max"); min = _bin("min")
+rem = _bin("rem"); max = _bin("max"); min = _bin("min")
+
+
+def pow(x, y):
+    """``lax.pow``: ``x ** y``; an integer exponent may go with a floating or complex base."""
+    return _p("pow").bind(*_broadcast_ranks("pow", _operands(x, y)))
+
+
+
 atan2 = _bin("atan2"); bitwise_and = _bin("and"); bitwise_or = _bin("or")
 bitwise_xor = _bin("xor"); shift_left = _bin("shift_left")
 shift_right_arithmetic = _bin("shift_right_arithmetic")
@@ -400,43 +424,85 @@ def _index_operands(starts):
     return out
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
-    nd = _aval(operand).ndim
-    if len(start_indices) != nd:
+def _dynamic_slice_indices(operand, start_indices, allow_negative_indices):
+    """The start indices of a dynamic slice or update, a negative one counting from the end of
+    its dimension (as JAX's ``_dynamic_slice_indices``: a static start is shifted here, a traced
+    one through ``select(i < 0, i + d, i)``; the primitive then clamps)."""
+    shape = _aval(operand).shape
+    if not isinstance(start_indices, (list, tuple)):
+        if _aval(start_indices).ndim != 1:
+            raise ValueError(f"Slice indices must be a 1D sequence, got "
+                             f"{_aval(start_indices).shape}")
+        start_indices = [index_in_dim(start_indices, k, keepdims=False)
+                         for k in range(_aval(start_indices).shape[0])]
+    if len(start_indices) != len(shape):
         raise ValueError(f"Length of slice indices must match number of operand dimensions "
-                         f"({len(start_indices)} vs {_aval(operand).shape})")
+                         f"({len(start_indices)} vs {shape})")
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * len(shape)
+    out = []
+    for i, d, allow in zip(start_indices, shape, allow_negative_indices):
+        static = isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+        if static:
+            if i < 0 and not allow:
+                raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                                 f"allow_negative_indices=False")
+            dt = np.asarray(i).dtype if isinstance(i, np.integer) else np.int32
+            out.append(np.asarray(i + d if i < 0 else i, dt)[()])
+            continue
+        dt = _aval(i).dtype
+        if not allow or np.issubdtype(dt, np.unsignedinteger):
+            out.append(i)
+            continue
+        out.append(select(lt(i, np.asarray(0, dt)), add(i, np.asarray(d, dt)), i))
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    nd = _aval(operand).ndim
+    starts = _dynamic_slice_indices(operand, start_indices, allow_negative_indices)
     if len(slice_sizes) != nd:
         raise TypeError(f"Length of slice sizes must match number of operand dimensions "
                         f"({len(slice_sizes)} vs {nd})")
-    return _p("dynamic_slice").bind(operand, *_index_operands(start_indices),
+    return _p("dynamic_slice").bind(operand, *_index_operands(starts),
                                   slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
-def dynamic_update_slice(operand, update, start_indices):
-    return _p("dynamic_update_slice").bind(operand, update, *_index_operands(start_indices))
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    starts = _dynamic_slice_indices(operand, start_indices, allow_negative_indices)
+    return _p("dynamic_update_slice").bind(operand, update, *_index_operands(starts))
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
     a = _aval(operand)
+    axis = int(axis)
     starts = [np.int32(0)] * a.ndim
     starts[axis] = start_index
+    allow = [False] * a.ndim
+    allow[axis] = allow_negative_indices
     sizes = list(a.shape)
     sizes[axis] = slice_size
-    return dynamic_slice(operand, starts, sizes)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
 
 
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
     """The slice at ``index`` along ``axis`` (a traced index; kept as a size-1 axis or not)."""
     axis = axis % _aval(operand).ndim
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
     return out if keepdims else squeeze(out, (axis,))
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
     a = _aval(operand)
+    axis = int(axis)
     starts = [np.int32(0)] * a.ndim
     starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts)
+    allow = [False] * a.ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow)
 
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
@@ -635,7 +701,7 @@ def _nary(name, n):
     def f(*xs):
         if len(xs) != n:
             raise TypeError(f"{name}() takes {n} arguments, got {len(xs)}")
-        return _p(name).bind(*_broadcast_ranks(name, _operands(*xs)))
+        return _p(name).bind(*_broadcast_ranks(name, _strict_operands(*xs)))
     f.__name__ = name
     return f
 

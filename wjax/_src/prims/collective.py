@@ -129,7 +129,8 @@ def _all_gather_transpose(ct, x, *, axes, axis_size, axis, tiled):
     total = psum_p.bind(ad.instantiate(ct), axes=axes)
     i = axis_index_p.bind(axes=axes)
     k = x.aval.shape[axis] if tiled else 1
-    piece = ops.dynamic_slice_in_dim(total, ops.mul(i, np.int32(k)), k, axis)
+    piece = ops.dynamic_slice_in_dim(total, ops.mul(i, np.int32(k)), k, axis,
+                                     allow_negative_indices=False)
     return [piece if tiled else ops.reshape(piece, x.aval.shape)]
 
 

@@ -209,13 +209,15 @@ def scan_wrapper(jaxpr, length, nc, ncar, counters, xs_mis, ys_mis, k=1):
             for j, v in zip(xs_al, xa):
                 xs[j] = v
             for j, full in zip(xs_mis, xm):
-                xs[j] = _ops.reshape(_ops.dynamic_slice_in_dim(full, tt[0], 1, 0), x_avals[j].shape)
+                xs[j] = _ops.reshape(_ops.dynamic_slice_in_dim(
+                    full, tt[0], 1, 0, allow_negative_indices=False), x_avals[j].shape)
             outs = eval_closed(body, *consts, *carry, *xs)
             cout, ys = outs[:ncar], outs[ncar:]
             rc = [cout[i] for i in rest]
             ys_out += [ys[j] for j in ys_al]
             ya = [_ops.dynamic_update_slice_in_dim(
-                a, _ops.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape), tt[0], 0)
+                a, _ops.reshape(_as_traced(ys[j], y_avals[j]), (1,) + y_avals[j].shape), tt[0], 0,
+                allow_negative_indices=False)
                 for j, a in zip(ys_mis, ya)]
         return list(rc) + ys_out + list(ya)
 
