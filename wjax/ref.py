@@ -1,9 +1,12 @@
 """``jax.Ref`` / ``jax.new_ref``: a mutable box holding an array, read with ``ref[...]`` and
 written with ``ref[...] = value`` (or ``ref[idx] = value``).
 
-wjax supports refs outside traced code only: a ref passed into ``jit``, ``grad`` or ``vmap``
-(or created while tracing) raises ``TypeError`` -- JAX discharges refs into the traced program
-as state effects, which wjax's jaxprs do not model yet."""
+Inside traced code a ref holds a tracer and its reads and writes become ordinary array
+operations (``wjax/_src/core/refs.py``: the trace-time discharge).  A ref can be created inside
+``jit``, ``grad``, ``vmap`` and loop bodies, passed into ``jit`` (its new value is visible after
+the call) and written inside ``scan``/``fori_loop``/``while_loop`` bodies (threaded as extra
+carries).  Writing a ref from a nested ``grad``/``vmap``/``cond`` that it was not created in
+raises ``NotImplementedError``."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,15 +14,11 @@ from typing import Any
 import numpy as np
 
 from ._src.core.ir import ShapedArray, abstractify
-from ._src.core.tracing import Tracer, current_builder
+from ._src.core import refs as _refs
 from . import lax
 from .numpy import asarray, zeros
 
 __all__ = ["AbstractRef", "Ref", "Slice", "ds", "empty_ref", "free_ref", "freeze", "new_ref"]
-
-_TRACED = ("wjax's refs work outside traced code only (jit, grad, vmap, loops): pass and return "
-           "arrays instead")
-
 
 class Slice:
     """A slice of static ``size`` at a (possibly traced) ``start``, every ``stride``-th element:
@@ -89,13 +88,13 @@ class AbstractRef:
         return hash(("ref", self.inner_aval))
 
 
-class Ref:
+class Ref(_refs.RefCell):
     """A mutable reference to an array."""
 
     def __init__(self, value: Any):
-        if isinstance(value, Tracer) or current_builder() is not None:
-            raise TypeError(_TRACED)
-        self._value = asarray(value)
+        if isinstance(value, Ref):
+            raise TypeError("new_ref: the initial value must be an array, not a Ref")
+        self._bind_here(asarray(value))
 
     @property
     def aval(self) -> AbstractRef:
@@ -111,18 +110,20 @@ class Ref:
         return self._value if idx is Ellipsis else _index_with_slices(self._value, idx)
 
     def __setitem__(self, idx, value):
-        if isinstance(value, Tracer) or current_builder() is not None:
-            raise TypeError(_TRACED)
+        if self._value is None:
+            raise ValueError("writing a ref released by free_ref")
+        if isinstance(value, Ref):
+            raise TypeError("a Ref cannot be stored in a Ref: read it with ref[...]")
         if idx is Ellipsis:
             new = asarray(value, dtype=self._value.dtype)
             if new.shape != self._value.shape:
                 raise ValueError(f"ref of shape {self._value.shape} cannot take a value of "
                                  f"shape {new.shape}")
-            self._value = new
         elif any(isinstance(i, Slice) for i in (idx if isinstance(idx, tuple) else (idx,))):
-            self._value = _set_slices(self._value, idx, value)
+            new = _set_slices(self._value, idx, value)
         else:
-            self._value = self._value.at[idx].set(value)
+            new = self._value.at[idx].set(value)
+        _refs.write(self, new)
 
     def get(self):
         return self._value
@@ -149,7 +150,7 @@ def free_ref(ref: Ref) -> None:
     """Releases ``ref``'s array; reading it afterwards is an error."""
     if not isinstance(ref, Ref):
         raise TypeError(f"free_ref expects a Ref, got {type(ref).__name__}")
-    ref._value = None
+    _refs.write(ref, None)
 
 
 def freeze(ref: Ref):

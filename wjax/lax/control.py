@@ -20,6 +20,7 @@ from .._src.core.ir import ClosedJaxpr, Jaxpr, ShapedArray, Var, abstractify
 from .._src.core.tracing import eval_jaxpr
 from .._src.transforms.vmap import vmap_closed_jaxpr
 from .._src.core import ops as lax
+from .._src.core import refs as _refs
 from .._src.prims.control import cond_p, lift_consts, scan_p, while_p
 from .._src.core.tracing import DebugInfo, Tracer, is_concrete, trace_flat
 
@@ -273,7 +274,19 @@ def _prune_outputs(closed, keep):
 def _cond_internal(index, funs, names, api, operands):
     leaves, in_tree = tree_util.tree_flatten((tuple(operands), {}))
     avals = [_aval(x) for x in leaves]
-    traced = [_trace(f, in_tree, avals, api, call=lambda f, a: f(*a[0], **a[1])) for f in funs]
+    traced, written = [], {}
+    for f in funs:
+        t, w = _refs.tracking(lambda: _trace(f, in_tree, avals, api,
+                                             call=lambda f, a: f(*a[0], **a[1])))
+        traced.append(t)
+        written.update((id(r), r) for r in w)
+    if written:                 # branches writing outer refs: thread their values
+        refs = list(written.values())
+        new_funs = [_with_refs_fun(refs, f) for f in funs]
+        out, rv = _cond_internal(index, new_funs, names, api,
+                                 tuple(operands) + ([r._value for r in refs],))
+        _write_back(refs, rv)
+        return out
     order = [1, 0] if api == "cond" else list(range(len(funs)))     # JAX names true_fun first
     for i in order[1:]:
         a, b = order[0], i
@@ -292,6 +305,22 @@ def _cond_internal(index, funs, names, api, operands):
         res.append(next(it) if f is None else x if isinstance(x, (Tracer, Array))
                    else dispatch.device_array(x))
     return tree_util.tree_unflatten(traced[0][2], res)
+
+
+def _with_refs_fun(refs, f):
+    """``f(*args)`` taking the values of ``refs`` as one more (last) argument and returning
+    them after its own result."""
+    def g(*args):
+        with _refs.rebound(refs, args[-1]):
+            out = f(*args[:-1])
+            return out, [r._value for r in refs]
+    g.__name__ = getattr(f, "__name__", "fun")
+    return g
+
+
+def _write_back(refs, values):
+    for r, v in zip(refs, values):
+        _refs.write(r, v)
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
@@ -390,14 +419,23 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             if not any(isinstance(x, Tracer) for x in tree_util.tree_leaves(init_val)):
                 raise
     leaves, in_tree = tree_util.tree_flatten(init_val)
+    written = {}
+
+    def tracking(fun, avals):
+        out, w = _refs.tracking(lambda: _trace_carry(fun, in_tree, avals, "while_loop"))
+        written.update((id(r), r) for r in w)
+        return out
+
     for attempt in range(2):
         avals = [_aval(x) for x in leaves]
-        cj, cconsts, _, _, cout = _trace_carry(cond_fun, in_tree, avals, "while_loop")
+        cj, cconsts, _, _, cout = tracking(cond_fun, avals)
         if len(cout) != 1 or cout[0].shape != () or np.dtype(cout[0].dtype) != np.bool_:
             raise TypeError(
                 f"cond_fun must return a boolean scalar, but got output type(s) {list(cout)}."
             )
-        bj, bconsts, out_tree, _, bout = _trace_carry(body_fun, in_tree, avals, "while_loop")
+        bj, bconsts, out_tree, _, bout = tracking(body_fun, avals)
+        if written:
+            break
         if attempt == 0 and out_tree == in_tree:
             leaves, changed = _promote_weak(leaves, avals, bout)
             if changed:
@@ -406,6 +444,20 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             "while_loop body", body_fun, init_val, in_tree, avals, None, out_tree, bout
         )
         break
+    if written:                 # the loop writes outer refs: carry their values
+        refs = list(written.values())
+
+        def cond2(carry):
+            with _refs.rebound(refs, carry[1]):
+                return cond_fun(carry[0])
+
+        def body2(carry):
+            with _refs.rebound(refs, carry[1]):
+                out = body_fun(carry[0])
+                return out, [r._value for r in refs]
+        out, rv = while_loop(cond2, body2, (init_val, [r._value for r in refs]))
+        _write_back(refs, rv)
+        return out
     outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cj, body_jaxpr=bj,
                         cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
     return tree_util.tree_unflatten(in_tree, list(outs))
@@ -447,7 +499,18 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         return _scan_python(f, init, xs_leaves, xs_tree, length, reverse)
 
     init_leaves, init_tree = tree_util.tree_flatten(init)
-    closed, init_leaves, yt = _trace_scan_body(f, init, init_leaves, init_tree, xs_leaves, xs_tree)
+    (closed, init_leaves, yt), written = _refs.tracking(
+        lambda: _trace_scan_body(f, init, init_leaves, init_tree, xs_leaves, xs_tree))
+    if written:                 # the body writes outer refs: carry their values
+        def f2(carry, x):
+            with _refs.rebound(written, carry[1]):
+                c, y = f(carry[0], x)
+                return (c, [r._value for r in written]), y
+        f2.__name__ = getattr(f, "__name__", "f")
+        (c, rv), ys = scan(f2, (init, [r._value for r in written]), xs, length, reverse, unroll,
+                           _split_transpose)
+        _write_back(written, rv)
+        return c, ys
     jaxpr, consts = lift_consts(closed)
     outs = scan_p.bind(
         *consts,

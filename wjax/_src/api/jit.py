@@ -20,6 +20,7 @@ from .. import dispatch
 from ..array import Array
 from ..backend import runtime
 from ..core import caches, tree_util
+from ..core import refs as _refs
 from ..core.config import config as _cfg
 from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
 from ..core.tracing import (DebugInfo, Tracer, arg_names_of, axis_env, current_builder, make_jaxpr,
@@ -205,18 +206,25 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
         avals = tuple(abstractify(x) for x in leaves)
         return (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
-                tuple(getattr(a, "sharding", None) for a in avals))
+                tuple(getattr(a, "sharding", None) for a in avals), ())
 
     def _trace(self, args, kwargs):
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
+        # refs passed in: their values go in, their new values come out as extra results
+        ref_pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell))
+        ref_objs = [leaves[i] for i in ref_pos]
+        if len({id(r) for r in ref_objs}) != len(ref_objs):
+            raise ValueError("jit: the same Ref is passed as more than one argument")
+        if ref_pos:
+            leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         try:
             avals = tuple(abstractify(x) for x in leaves)
         except TypeError:
             raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
         key = (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
-               tuple(getattr(a, "sharding", None) for a in avals))
+               tuple(getattr(a, "sharding", None) for a in avals), ref_pos)
         hit = self._cache.get(key)
         if hit is None:
             if _cfg.jax_no_tracing:
@@ -228,24 +236,44 @@ class JitWrapped:
             out_tree_box = []
             static_pos = dict(statics)
 
-            def flat(*tracers):
-                d_args, d_kw = tree_util.tree_unflatten(in_tree, list(tracers))
+            closed_refs: list = []         # refs the function closes over and writes
+
+            def flat(*ins):
+                n = len(ins) - len(closed_refs)
+                tracers = list(ins[:n])
+                for i, r in zip(ref_pos, ref_objs):
+                    tracers[i] = r
+                d_args, d_kw = tree_util.tree_unflatten(in_tree, tracers)
                 it = iter(d_args)
                 full = [static_pos[i] if i in static_pos else next(it)
                         for i in range(len(d_args) + len(static_pos))]
                 kw = dict(d_kw)
                 kw.update(dict(static_kw))
-                out = self.fun(*full, **kw)
+                with _refs.rebound(ref_objs + closed_refs,
+                                   [ins[i] for i in ref_pos] + list(ins[n:])):
+                    out = self.fun(*full, **kw)
+                    new_values = [r._value for r in ref_objs + closed_refs]
                 out_leaves, out_tree = tree_util.tree_flatten(out)
+                if any(isinstance(x, _refs.RefCell) for x in out_leaves):
+                    raise ValueError(f"function {_fun_info(self.fun)} traced for jit returned a "
+                                     "mutable array reference, but mutable array references "
+                                     "cannot be returned (return jax.freeze(ref) or ref[...])")
                 out_tree_box.append(out_tree)
-                return out_leaves
+                return out_leaves + new_values
 
             per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
             names = arg_names_of(self.fun, per_arg)
             names += [f"{k}" for k in dyn_kw]
-            closed = trace_flat(flat, avals, DebugInfo("jit", self.fun, names),
-                                check_leaks=True)
-            hit = [closed, out_tree_box[0], None]    # None: compiled on the first run
+            debug = DebugInfo("jit", self.fun, names)
+            closed, written = _refs.tracking(lambda: trace_flat(flat, avals, debug,
+                                                                check_leaks=True))
+            if written:                   # closed-over refs written: thread them too
+                closed_refs[:] = written
+                out_tree_box.clear()
+                closed = trace_flat(flat, avals + tuple(abstractify(r._value) for r in written),
+                                    debug, check_leaks=True)
+            # None: compiled on the first run; then the refs passed in and closed over
+            hit = [closed, out_tree_box[0], None, len(ref_pos), list(closed_refs)]
             if not any(isinstance(c, Tracer) for c in closed.consts):
                 self._cache[key] = (
                     hit  # a jaxpr closing over an outer trace's values is not reusable
@@ -253,6 +281,8 @@ class JitWrapped:
             if _cfg.jax_log_compiles:
                 logger.warning("Finished tracing + transforming %s for jit in %.3f s",
                                getattr(self.fun, "__name__", "fun"), time.perf_counter() - t0)
+        if hit[4]:
+            leaves = list(leaves) + [r._value for r in hit[4]]
         return hit, leaves
 
     def __call__(self, *args, **kwargs):
@@ -273,10 +303,11 @@ class JitWrapped:
                 hit = self._cache.get(key)
                 if hit is None:
                     hit, _ = self._trace(args, kwargs)
-                    if self._cache.get(self._slow_key(args, kwargs)) is hit:
+                    if self._cache.get(self._slow_key(args, kwargs)) is hit and not hit[4]:
                         self._cache[key] = hit
-                outs = self._compiled(hit)(args)
-                return tree_util.tree_unflatten(hit[1], outs)
+                if not hit[4]:           # (closed-over refs take the full path)
+                    outs = self._compiled(hit)(args)
+                    return tree_util.tree_unflatten(hit[1], outs)
         if self.in_shardings is not None and eager:
             args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)
@@ -287,6 +318,15 @@ class JitWrapped:
             outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
         else:
             outs = self._compiled(hit)(leaves)
+        n_refs = hit[3] + len(hit[4])
+        if n_refs:                        # refs passed in or closed over take their new values
+            outs = list(outs)
+            _, _, d_args, d_kw = self._split(args, kwargs)
+            refs = [x for x in tree_util.tree_leaves((d_args, d_kw))
+                    if isinstance(x, _refs.RefCell)] + hit[4]
+            for r, v in zip(refs, outs[-n_refs:]):
+                _refs.write(r, v)
+            outs = outs[:-n_refs]
         out = tree_util.tree_unflatten(out_tree, list(outs))
         if self.out_shardings is not None and eager:
             out = _place(out, self.out_shardings, "out_shardings")
