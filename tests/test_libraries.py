@@ -82,7 +82,8 @@ def _same(ours, theirs):
                                      "haiku_cnn.py", "jit_tutorial.py", "autodiff_tutorial.py",
                                      "tutorials_vmap_pytrees_random_control.py",
                                      "stax_mnist.py", "flax_nnx.py", "flax_linen.py",
-                                     "complex_autodiff.py"])
+                                     "complex_autodiff.py", "lineax_solve.py",
+                                     "optimistix_newton.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)
     _same(_run(["-m", "wjax", "run", path]), _run([path]))

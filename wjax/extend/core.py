@@ -18,17 +18,18 @@ from .._src.api.callbacks import pure_callback
 from .._src.core.errors import ConcretizationTypeError, TracerArrayConversionError
 from .._src.core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as
                             Literal, ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
-from .._src.core.ir import typecheck as check_jaxpr
+from .._src.core.ir import abstractify, typecheck as check_jaxpr
 from .._src.core.primitive import Primitive as _CorePrimitive
 from .._src.core.tracing import (Trace, TraceTag, Tracer, concrete_or_error, current_builder,
-                                 eval_jaxpr, set_current_trace, take_current_trace, trace_flat)
+                                 eval_jaxpr, find_top_trace, set_current_trace,
+                                 take_current_trace, trace_flat)
 
 __all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "JaxprTypeError",
            "Literal", "Primitive", "ShapedArray", "Trace", "TraceTag", "Tracer", "Var",
-           "check_jaxpr", "concrete_or_error",
+           "check_jaxpr", "concrete_or_error", "find_top_trace",
            "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
            "new_jaxpr_eqn", "no_effects", "set_current_trace", "subjaxprs",
-           "take_current_trace", "unmapped_aval"]
+           "take_current_trace", "unmapped_aval", "valid_jaxtype"]
 
 
 def _as_aval(a) -> ShapedArray:
@@ -166,3 +167,13 @@ class _OpaqueTraceState:
 def get_opaque_trace_state(convention: Any = None) -> _OpaqueTraceState:
     """An object equal to another exactly when both were taken under the same trace."""
     return _OpaqueTraceState(current_builder())
+
+
+def valid_jaxtype(x) -> bool:
+    """Whether ``x`` is a value JAX takes as an array (an array, tracer, NumPy value or Python
+    scalar, or anything with a shape and dtype); distrax asks it of its attributes."""
+    try:
+        abstractify(x)
+    except TypeError:
+        return False
+    return True

@@ -44,6 +44,13 @@ def get_primitive_transpose(prim) -> Callable:
     return primitive_transposes[prim]
 
 
-class JVPTracer(Tracer):
-    """JAX's forward-mode tracer type.  wjax differentiates by rewriting jaxprs, so no value
-    is ever a JVPTracer; the name exists for libraries' ``isinstance`` checks."""
+class _TracedValue(type):
+    def __instancecheck__(cls, x):
+        return isinstance(x, Tracer)
+
+
+class JVPTracer(Tracer, metaclass=_TracedValue):
+    """JAX's forward-mode tracer type.  wjax differentiates by rewriting jaxprs: the values a
+    function under ``jvp`` sees are the tracers of the jaxpr being recorded, and every tracer
+    counts as a JVPTracer for libraries' ``isinstance`` checks (equinox's ``filter_jvp`` then
+    compares ``x._trace.main``: the builder)."""

@@ -22,7 +22,7 @@ from ..backend import runtime
 from ..core import caches, tree_util
 from ..core import refs as _refs
 from ..core.config import config as _cfg
-from ..core.ir import ClosedJaxpr, Jaxpr, abstractify
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, abstractify
 from ..core.tracing import (DebugInfo, Tracer, arg_names_of, axis_env, current_builder, make_jaxpr,
                             trace_flat)
 from ..prims.calls import pjit_p
@@ -355,9 +355,24 @@ class JitWrapped:
 
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The output shapes/dtypes of ``fun`` at these arguments, traced without running."""
-    _, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
-    return shapes
+    """The output shapes/dtypes of ``fun`` at these arguments, traced without running.
+
+    ``fun`` may return ``ShapeDtypeStruct``s themselves (as JAX allows: lineax compares
+    structures with ``eval_shape(lambda: structs)``); they come back as they are."""
+    structs = {}
+
+    def traced(*a):
+        leaves, tree = tree_util.tree_flatten(fun(*a, **kwargs))
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, ShapeDtypeStruct):
+                structs[i], leaves[i] = leaf, 0
+        return tree_util.tree_unflatten(tree, leaves)
+
+    _, shapes = make_jaxpr(traced, return_shape=True)(*args)
+    if not structs:
+        return shapes
+    leaves, tree = tree_util.tree_flatten(shapes)
+    return tree_util.tree_unflatten(tree, [structs.get(i, s) for i, s in enumerate(leaves)])
 
 
 def clear_caches() -> None:

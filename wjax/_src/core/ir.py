@@ -77,6 +77,14 @@ class ShapedArray(AbstractValue):
     def strip_weak(self) -> "ShapedArray":
         return self.update(weak_type=False)
 
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The aval of a tangent (libraries build ``ad.Zero(aval.to_tangent_aval())``): wjax's
+        tangents keep the primal's dtype, integers' included (JAX gives those ``float0``), as
+        ``transforms/ad.py``'s ``tangent_aval``."""
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    at_least_vspace = to_tangent_aval       # JAX's older name
+
     def str_short(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
 
@@ -139,12 +147,15 @@ def abstractify(x) -> ShapedArray:
 class ShapeDtypeStruct:
     """A shape and dtype standing in for an array (``jax.ShapeDtypeStruct``)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None, vma=None):
+        # ``sharding`` is kept as given (libraries copy it from one struct to the next: lineax
+        # does); ``vma`` (shard_map's varying axes) is accepted and not tracked
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))

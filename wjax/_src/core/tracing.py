@@ -501,6 +501,7 @@ class Tracer:
     weak_type = property(lambda self: self.aval.weak_type)
     ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
+    _trace = property(lambda self: BuilderTrace(self.builder))
 
     def __repr__(self):
         return tracer_repr(self.builder, self.aval, self._primal_text)
@@ -660,6 +661,23 @@ def _is_weak_scalar(x) -> bool:
 
 _NO_TRACE_OBJECTS = ("wjax traces by recording jaxprs (Builder), not through JAX's Trace "
                      "objects: a Trace subclass cannot intercept primitives")
+
+
+class BuilderTrace:
+    """What ``find_top_trace`` answers and a tracer's ``_trace`` is: the builder recording the
+    jaxpr, as the ``main`` of JAX's trace (equinox's ``filter_jvp`` tells the outputs that
+    depend on its inputs by ``x._trace.main is find_top_trace(inputs).main``)."""
+
+    __slots__ = ("main",)
+
+    def __init__(self, builder):
+        self.main = builder
+
+
+def find_top_trace(xs) -> BuilderTrace:
+    """The trace being recorded (JAX: the innermost trace of ``xs`` or the current one)."""
+    del xs
+    return BuilderTrace(current_builder())
 
 
 class Trace:

@@ -233,11 +233,25 @@ def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, num_consts, nam
     return list(outs[:m]), list(outs[m:])
 
 
+def _custom_jvp_call_transpose(cts, *args, jaxpr, jvp_jaxpr, num_consts, name,
+                               symbolic_zeros=False):
+    """A custom_jvp function met on the linear side (a jvp rule that calls the function on its
+    tangents, as lineax's and optimistix's ``_asarray``) is linear there: its transpose is the
+    function's.  JAX's partial evaluation inlines such a call for the same reason."""
+    lin = tuple(_ad.is_undefined_primal(a) for a in args)
+    tj = _derived.get_or_make((jaxpr,), ("T", lin), lambda: transpose_jaxpr(jaxpr, lin))
+    outs = eval_jaxpr(tj.jaxpr, tj.consts, *[a for a in args if not _ad.is_undefined_primal(a)],
+                      *[_ad.instantiate(c) for c in cts])
+    it = iter(outs)
+    return [next(it) if l else None for l in lin]
+
+
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.abstract_eval = _out_avals
 custom_jvp_call_p.impl = _run_inner
 custom_jvp_call_p.call = True
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.transpose = _custom_jvp_call_transpose
 _custom_call_batch(custom_jvp_call_p)
 
 
