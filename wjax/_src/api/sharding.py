@@ -107,6 +107,11 @@ def _with_types(mesh: Mesh, axes, kind: AxisType) -> Mesh:
     return Mesh(mesh.devices, mesh.axis_names, axis_types=types)
 
 
+def _spec(sharding):
+    """The partition spec of a NamedSharding, or ``sharding`` itself (a spec)."""
+    return sharding.spec if isinstance(sharding, NamedSharding) else sharding
+
+
 def auto_axes(fun=None, *, axes=None, out_sharding=None):
     """``fun`` with the current mesh's axes (``axes``, all by default) of ``Auto`` type, so
     shardings are the partitioner's choice inside; the wrapped function takes
@@ -122,8 +127,7 @@ def auto_axes(fun=None, *, axes=None, out_sharding=None):
             out = fun(*args, **kwargs)
         if out_sharding is None:
             return out
-        spec = out_sharding.spec if isinstance(out_sharding, NamedSharding) else out_sharding
-        return with_sharding_constraint(out, NamedSharding(mesh, spec))
+        return with_sharding_constraint(out, NamedSharding(mesh, _spec(out_sharding)))
     return wrapped
 
 
@@ -141,8 +145,6 @@ def explicit_axes(fun=None, *, axes=None, in_sharding=None):
         emesh = _with_types(mesh, axes, AxisType.Explicit)
         with set_mesh(emesh):
             if in_sharding is not None:
-                spec = in_sharding.spec if isinstance(in_sharding, NamedSharding) \
-                    else in_sharding
-                args = with_sharding_constraint(args, NamedSharding(emesh, spec))
+                args = with_sharding_constraint(args, NamedSharding(emesh, _spec(in_sharding)))
             return fun(*args, **kwargs)
     return wrapped

@@ -371,12 +371,17 @@ class _Kernel:
             depth += (t[1] == "{") - (t[1] == "}")
 
     # -- statements (each returns its rewritten text)
-    def block(self, depth):
+    def block(self, depth, loop=False):
+        """A ``{ ... }`` block's statements, rewritten; a ``loop``'s may end in ``continuing``."""
         self.expect("{")
         self.scopes.append({})
         lines = []
         while not self.at("}"):
-            lines.append(self.statement(depth))
+            if loop and self.at("continuing"):
+                self.next()
+                lines.append("continuing " + self.block(depth + 1))
+            else:
+                lines.append(self.statement(depth))
         self.next()
         self.scopes.pop()
         pad = "  " * depth
@@ -438,7 +443,7 @@ class _Kernel:
             return f"while {cond} {self.block(depth + 1)}"
         if w == "loop":
             self.next()
-            return "loop " + self.loop_block(depth + 1)
+            return "loop " + self.block(depth + 1, loop=True)
         if w == "return":
             self.next()
             if self.at(";"):
@@ -461,21 +466,6 @@ class _Kernel:
         s = self.simple()
         self.expect(";")
         return s + ";"
-
-    def loop_block(self, depth):
-        self.expect("{")
-        self.scopes.append({})
-        lines = []
-        while not self.at("}"):
-            if self.at("continuing"):
-                self.next()
-                lines.append("continuing " + self.block(depth + 1))
-            else:
-                lines.append(self.statement(depth))
-        self.next()
-        self.scopes.pop()
-        pad = "  " * depth
-        return "{\n" + "".join(f"{pad}{s}\n" for s in lines) + "  " * (depth - 1) + "}"
 
     def if_stmt(self, depth):
         self.expect("if")
@@ -705,12 +695,8 @@ class _Kernel:
         return self.helper("ftz", e.ty, text)
 
     def helper(self, op, ty, *args):
-        if _width(ty) > 1:
-            name = f"wj_sd_{op}_v{_width(ty)}{_scalar(ty)}"
-        else:
-            name = f"wj_sd_{op}_{ty}"
         self.helpers.add((op, ty))
-        return f"{name}({', '.join(args)})"
+        return f"{_helper_name(op, ty)}({', '.join(args)})"
 
     def splat(self, e, ty):
         """``e`` as a value of ``ty`` (a vector type), so mixed scalar/vector operands fit a
@@ -893,6 +879,15 @@ _F32_HELPERS = {
 # math can be run under the emulation, reproducing what an H100 gave): sin/cos an absolute
 # 2^-11; exp/exp2 3 + 2|x| ulp; log/log2 an absolute 2^-21 on [0.5, 2], else 3 ulp; tan and pow
 # inherit from sin/cos and exp2(y log2 x).
+_LOOSE_EXP = """fn {name}(x: {T}) -> {T} {{
+  return {ulps}({fn}(x), min(abs(x) * {T}(2.0) + {T}(3.0), {T}(1000.0)), x);
+}}"""
+_LOOSE_LOG = """fn {name}(x: {T}) -> {T} {{
+  let near1 = x >= {T}(0.5) & x <= {T}(2.0);
+  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
+  let d = select({T}(-4.76e-7), {T}(4.76e-7), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
+  return select({ulps}({fn}(x), {T}(3.0), x), {fn}(x) + d, near1);
+}}"""
 _LOOSE = {
     "lsin": """fn {name}(x: {T}) -> {T} {{
   let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
@@ -905,24 +900,10 @@ _LOOSE = {
     "ltan": """fn {name}(x: {T}) -> {T} {{
   return {div}({lsin}(x), {lcos}(x));
 }}""",
-    "lexp": """fn {name}(x: {T}) -> {T} {{
-  return {ulps}(exp(x), min(abs(x) * {T}(2.0) + {T}(3.0), {T}(1000.0)), x);
-}}""",
-    "lexp2": """fn {name}(x: {T}) -> {T} {{
-  return {ulps}(exp2(x), min(abs(x) * {T}(2.0) + {T}(3.0), {T}(1000.0)), x);
-}}""",
-    "llog": """fn {name}(x: {T}) -> {T} {{
-  let near1 = x >= {T}(0.5) & x <= {T}(2.0);
-  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
-  let d = select({T}(-4.76e-7), {T}(4.76e-7), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
-  return select({ulps}(log(x), {T}(3.0), x), log(x) + d, near1);
-}}""",
-    "llog2": """fn {name}(x: {T}) -> {T} {{
-  let near1 = x >= {T}(0.5) & x <= {T}(2.0);
-  let h = bitcast<{U}>(x) * {U}(0x9e3779b1u);
-  let d = select({T}(-4.76e-7), {T}(4.76e-7), ((h >> {U}(9u)) & {U}(1u)) == {U}(1u));
-  return select({ulps}(log2(x), {T}(3.0), x), log2(x) + d, near1);
-}}""",
+    "lexp": _LOOSE_EXP.replace("{fn}", "exp"),
+    "lexp2": _LOOSE_EXP.replace("{fn}", "exp2"),
+    "llog": _LOOSE_LOG.replace("{fn}", "log"),
+    "llog2": _LOOSE_LOG.replace("{fn}", "log2"),
     "lpow": """fn {name}(x: {T}, y: {T}) -> {T} {{
   return {lexp2}({ftz}(y * {llog2}(x)));
 }}""",
