@@ -38,6 +38,7 @@ LAYERS = [
     ("sharding_impls",),  # NamedSharding over the meshes (core/mesh.py) and the Array's devices
     ("dispatch",),  # the compile cache and every way a program runs
     ("api",),  # jit, grad/vjp/jvp, vmap, custom derivatives, checkpoint, callbacks, shardings
+    ("export",),  # jax.export: programs recorded for any WebGPU host, serialized, web bundles
     ("lax",),  # the public lax namespace and control flow (custom_root on custom_jvp)
     ("numpy",),  # jax.numpy by topic (vectorize on vmap, linalg's custom_jvp rules)
     ("random",),
@@ -108,7 +109,7 @@ def _imports(mods):
 # The engines live under wjax/_src/ (as JAX's under jax/_src): a module there takes the layer
 # of its engine (``wjax._src.core.ir`` is in "core"); the rest of _src is JAX's private names.
 ENGINES = {"core", "util", "transforms", "backend", "prims", "array", "sharding_impls", "dispatch",
-           "api", "spmd", "partition"}
+           "api", "export", "spmd", "partition"}
 
 
 def _layer(mod):

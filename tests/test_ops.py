@@ -39,6 +39,8 @@ EXCLUDED = {
     "debug_callback": "host callback (Python function parameter); tests/test_callbacks.py and "
                       "tests/programs/debug_callbacks.py against real JAX",
     "pure_callback": "host callback; tests/test_callbacks.py, tests/programs/debug_callbacks.py",
+    "call_exported": "a deserialized jax.export program (its parameter is a recording); "
+                     "tests/test_export.py",
     "io_callback": "host callback; tests/programs/debug_callbacks.py",
     "custom_linear_solve": "carries the solver jaxprs (lax.custom_linear_solve); "
                            "tests/test_surface_lax.py against real JAX",

@@ -20,7 +20,7 @@ from . import dtypes, tree, tree_util
 from . import lax, numpy
 from . import random, nn, scipy
 from . import ad_checkpoint, custom_derivatives, errors, flatten_util, sharding, test_util
-from . import debug, profiler, stages, typing, version
+from . import debug, export, profiler, stages, typing, version
 from . import api_util, core, extend, interpreters
 from ._src.api.callbacks import pure_callback
 from ._src.api.sharding import reshard

@@ -65,6 +65,7 @@ from ..util import split_list
 MAX_CHUNK = 64      # while: guarded iterations per chunk, at most
 SPECULATE = 8       # while: from chunks of this size on, record one chunk ahead of the predicate
 FLUSH_EVERY = 64    # scan: submit after about this many recorded dispatches
+RECORDED_CHUNK = 8  # while, in a recording (jax.export): guarded iterations per predicate read
 
 
 # --------------------------------------------------------------------------- sub-plans
@@ -198,6 +199,10 @@ def cond_on_host(ctx, branches, static) -> None:
 
     def run(rt, bufs):
         ins, outs = split(rt, bufs)
+        if static is None and getattr(rt, "records", False):     # (backend/recorder.py)
+            rt.switch(ins[0], [lambda s=s: _copy_out(rt, s.run(rt, ins[1:]), outs, nbytes)
+                               for s in subs])
+            return
         i = static if static is not None else min(max(_read_scalar(rt, ins[0]), 0), n - 1)
         _copy_out(rt, subs[i].run(rt, ins[1:]), outs, nbytes)
 
@@ -265,6 +270,9 @@ def while_loop(ctx, cond: SubPlan, body: SubPlan, nc: int, nb: int, guarded: boo
     def run(rt, bufs):
         ins, outs = split(rt, bufs)
         cc, bc, carry = split_list(ins, [nc, nb])
+        if getattr(rt, "records", False):      # (backend/recorder.py)
+            _record_while(rt, cond, body, cc, bc, carry, outs, nbytes, guarded)
+            return
         if not guarded:
             while _read_scalar(rt, cond.run(rt, cc + carry)[0]):
                 carry = body.run(rt, bc + carry)
@@ -290,6 +298,28 @@ def while_loop(ctx, cond: SubPlan, body: SubPlan, nc: int, nb: int, guarded: boo
     ctx.host_step(
         run, keys, out_keys, label="while: guarded body in chunks, predicate read back per chunk"
     )
+
+
+def _record_while(rt, cond, body, cc, bc, carry, outs, nbytes, guarded) -> None:
+    """The while loop for a recorder: the carry lives in buffers of the loop's own, copied
+    back after each pass; a guarded body runs ``RECORDED_CHUNK`` times between predicate
+    reads, an unguarded one once after each."""
+    state = [rt.alloc(nb) for nb in nbytes]
+    _copy_out(rt, carry, state, nbytes)
+
+    def one_pass():
+        if guarded:
+            c = state
+            for _ in range(RECORDED_CHUNK):
+                c = body.run(rt, cc + bc + c)
+            _copy_out(rt, c, state, nbytes)
+            rt.break_if_zero(cond.run(rt, cc + state)[0])
+        else:
+            rt.break_if_zero(cond.run(rt, cc + state)[0])
+            _copy_out(rt, body.run(rt, bc + state), state, nbytes)
+
+    rt.loop(one_pass)
+    _copy_out(rt, state, outs, nbytes)
 
 
 # --------------------------------------------------------------------------- scan

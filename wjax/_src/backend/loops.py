@@ -90,6 +90,8 @@ class InKernelLoop:
         states = [rt.alloc(8), rt.alloc(8)]
         fixed = {"const": consts, "closed": closed, "xs": xs, "ys": ys_out,
                  "scratch": [rt.alloc(n) for n in self.scratch]}
+        if self.kind == "while" and getattr(rt, "records", False):   # (backend/recorder.py)
+            return self._record_while(rt, fixed, carry, carry_out, other, state0, states)
         cin, sin, c = list(carry), [state0], 0
         while True:
             cout = carry_out if c % 2 == 0 else other
@@ -107,6 +109,29 @@ class InKernelLoop:
                 if nbytes_of(a):
                     rt.copy(src, dst, nbytes_of(a))
         return c
+
+
+    def _record_while(self, rt, fixed, carry, carry_out, other, state0, states) -> int:
+        """The while loop for a recorder: each pass runs one chunk from (``carry_out``, state
+        0) into (``other``, state 1), copies them back, and stops once the state says the
+        loop is done."""
+        sizes = [nbytes_of(a) for a in self.carry_avals]
+        for a, src, dst in zip(sizes, carry, carry_out):
+            if a:
+                rt.copy(src, dst, a)
+        rt.copy(state0, states[0], 8)
+
+        def one_pass():
+            by_role = dict(fixed, cin=carry_out, cout=other, sin=[states[0]], sout=[states[1]])
+            rt.dispatch(self.wgsl, [by_role[kind][k] for kind, k in self.roles], self.grid)
+            for a, src, dst in zip(sizes, other, carry_out):
+                if a:
+                    rt.copy(src, dst, a)
+            rt.copy(states[1], states[0], 8)
+            rt.break_if_zero(states[0], 4)
+
+        rt.loop(one_pass)
+        return 1
 
 
 def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, target: Target,

@@ -2,4 +2,4 @@
 from . import elementwise, shape, reduce, indexing, dot  # noqa: F401
 from . import cumulative, sort, conv, special, decomp  # noqa: F401
 from . import bitcast, random, fft  # noqa: F401
-from . import calls, control, callback, collective, shard_map, solves  # noqa: F401
+from . import calls, control, callback, collective, exported, shard_map, solves  # noqa: F401

@@ -1,0 +1,45 @@
+"""``call_exported``: a deserialized ``jax.export`` program called inside a trace.
+
+The program is a recording (``backend/recorder.py``: kernels and the operations over buffers
+one run performs); inside ``jit`` it lowers to a plan host step that replays it on the
+operands' buffers and copies its (fresh) outputs into the equation's.  It has no jvp and no
+batching rule (as JAX's, a deserialized program is differentiated only through a VJP that was
+serialized with it, which wjax does not serialize).
+
+    call_exported   operands: *args   params: program (a Recorded), out_avals, fun_name
+"""
+from __future__ import annotations
+
+from ..backend.execute import nbytes_of
+from ..backend.host_steps import step_io
+from ..core.primitive import Primitive
+
+call_exported_p = Primitive("call_exported", multiple_results=True)
+
+
+def _abstract(*avals, program, out_avals, fun_name):
+    return list(out_avals)
+
+
+def _kernel(ctx, *avals, program, out_avals, fun_name):
+    keys, out_keys, split = step_io(ctx)
+    sizes = [nbytes_of(a) for a in out_avals]
+
+    def run(rt, bufs):
+        ins, outs = split(rt, bufs)
+        for src, dst, n in zip(program.run(rt, ins), outs, sizes):
+            if n:
+                rt.copy(src, dst, n)
+
+    ctx.host_step(run, keys, out_keys, label=f"call_exported {fun_name}")
+
+
+def _jvp(primals, tangents, *, program, out_avals, fun_name):
+    raise ValueError(f"The exported function '{fun_name}' was deserialized without a VJP: "
+                     "wjax serializes programs without their derivatives; export the "
+                     "gradient function itself (jax.export.export(jax.jit(jax.grad(f))))")
+
+
+call_exported_p.abstract_eval = _abstract
+call_exported_p.kernel = _kernel
+call_exported_p.jvp = _jvp
