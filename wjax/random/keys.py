@@ -19,6 +19,7 @@ from .._src.core.tracing import Tracer, tracer_repr
 from .._src.core import tree as _tree
 from .._src.core.tree_util import register_pytree_node
 from .._src.core.ir import ShapedArray
+from .._src.export.serialization import register_pytree_node_serialization
 
 _IMPL_NAME = "threefry2x32"
 
@@ -180,6 +181,10 @@ BaseArray.register(PRNGKeyArray)         # isinstance(key, jax.Array), as in JAX
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                      lambda _, children: PRNGKeyArray(children[0]))
 _tree.ARRAY_NODES.add(PRNGKeyArray)      # a leaf to jax.tree_util, as in JAX
+# an exported program takes and returns typed keys as their key data (uint32[..., 2])
+register_pytree_node_serialization(PRNGKeyArray, serialized_name="wjax.PRNGKeyArray",
+                                   serialize_auxdata=lambda aux: b"",
+                                   deserialize_auxdata=lambda data: None)
 
 
 def _is_key_data(x) -> bool:
