@@ -18,14 +18,80 @@ from wjax.interpreters import mlir as wmlir
 X = np.arange(1.0, 4.0, dtype=np.float32)
 
 
-def test_numpy_only_impl_runs_on_the_host_under_jit():
-    # an impl that needs concrete values (NumPy) cannot be traced: jit runs it as a host step
-    p = wcore.Primitive("np_sinh")
-    p.def_impl(lambda x: np.sinh(np.asarray(x)) * 2)
-    p.def_abstract_eval(lambda x: x)
-    want = np.sinh(X) * 2
-    np.testing.assert_allclose(p.bind(X), want, rtol=1e-6)
-    np.testing.assert_allclose(wjax.jit(lambda a: p.bind(a) + 1)(X), want + 1, rtol=1e-6)
+def _multiply_add(jax, core, mlir, hlo, ad, batching):
+    """JAX's primitives tutorial's multiply_add, its MLIR-style lowering written with hlo
+    operations, and its jvp, transpose and batching rules -- against either library."""
+    lax = jax.lax
+    p = core.Primitive("multiply_add")
+    p.def_impl(lambda x, y, z: np.add(np.multiply(x, y), z))
+    p.def_abstract_eval(lambda xs, ys, zs: jax.core.ShapedArray(xs.shape, xs.dtype))
+    mlir.register_lowering(p, lambda ctx, x, y, z: [hlo.AddOp(hlo.MulOp(x, y), z).result],
+                           platform="cpu")
+
+    def ma(x, y, z):
+        return p.bind(x, y, z)
+
+    def jvp(primals, tangents):
+        x, y, z = primals
+
+        def zero(t):
+            return lax.full_like(x, 0) if type(t) is ad.Zero else t
+        xt, yt, zt = (zero(t) for t in tangents)
+        return ma(x, y, z), ma(xt, y, ma(x, yt, zt))
+
+    def transpose(ct, x, y, z):
+        if not ad.is_undefined_primal(x):
+            return None, ma(x, ct, lax.full_like(x, 0)), ct
+        return ma(ct, y, lax.full_like(y, 0)), None, ct
+
+    ad.primitive_jvps[p] = jvp
+    ad.primitive_transposes[p] = transpose
+    batching.primitive_batchers[p] = lambda args, dims: (ma(*args), dims[0])
+    return p, lambda a, b: ma(a, a, b)
+
+
+def _tutorial_results(jax, sq):
+    v = np.array([2.0, 3.0], np.float32), np.array([10.0, 20.0], np.float32)
+    return [sq(2.0, 10.0), jax.jit(sq)(2.0, 10.0), jax.jit(sq, static_argnums=1)(2.0, 10.0),
+            jax.jvp(sq, (2.0, 10.0), (1.0, 1.0)), jax.grad(sq)(2.0, 10.0),
+            jax.jit(jax.grad(sq))(2.0, 10.0), jax.vmap(sq)(*v), jax.jit(jax.vmap(sq))(*v)]
+
+
+def test_primitives_tutorial_runs_with_an_hlo_lowering_as_in_jax():
+    jax = pytest.importorskip("jax")
+    from jax.extend import core as jcore
+    from jax.interpreters import ad as jad, batching as jbatching, mlir as jmlir
+    from jax._src.lib.mlir.dialects import hlo as jhlo
+    from wjax._src.lib.mlir.dialects import hlo as whlo
+    _, theirs = _multiply_add(jax, jcore, jmlir, jhlo, jad, jbatching)
+    _, ours = _multiply_add(wjax, wcore, wmlir, whlo, wad, wbatching)
+    for a, b in zip(_tutorial_results(wjax, ours), _tutorial_results(jax, theirs)):
+        for x, y in zip(wjax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6)
+
+
+def test_missing_rules_raise_jax_errors():
+    jax = pytest.importorskip("jax")
+    from jax.extend import core as jcore
+    for lib, core in ((wjax, wcore), (jax, jcore)):
+        p = core.Primitive("bare_ma")
+        with pytest.raises(NotImplementedError, match="Evaluation rule for 'bare_ma'"):
+            p.bind(2.0)
+        p.def_impl(lambda x: np.asarray(x) * 2)
+        assert float(p.bind(2.0)) == 4.0          # eager: the impl
+        with pytest.raises(NotImplementedError, match="Abstract evaluation for 'bare_ma'"):
+            lib.jit(lambda x: p.bind(x))(2.0)
+        p.def_abstract_eval(lambda x: lib.core.ShapedArray(x.shape, x.dtype))
+        with pytest.raises(NotImplementedError,
+                           match="MLIR translation rule for primitive 'bare_ma' not found"):
+            lib.jit(lambda x: p.bind(x))(2.0)
+
+
+def test_internal_module_paths_of_the_tutorials():
+    from wjax._src import api
+    from wjax._src.lax import lax
+    assert lax.add is wjax.lax.add and lax.full_like is wjax.lax.full_like
+    assert api.grad is wjax.grad and api.jit is wjax.jit
 
 
 def test_primitives_with_one_name_stay_distinct():

@@ -4,9 +4,11 @@ them, over wjax's own core.
 A :class:`Primitive` made here follows JAX's "primitives" tutorial: ``def_impl`` (eager),
 ``def_abstract_eval`` (shapes), and rules registered in ``jax.interpreters.ad`` (jvp,
 transpose), ``jax.interpreters.batching`` (vmap) and ``jax.interpreters.mlir`` (lowering).
-wjax lowers to WGSL, not MLIR: a lowering given as ``mlir.lower_fun(fun)`` is traced and
-inlined into the kernels; without one, ``jit`` traces the ``impl``, and an ``impl`` that
-only runs on NumPy values (JAX's tutorial's) runs on the host as a ``pure_callback``.
+wjax lowers to WGSL, not MLIR: a lowering given as ``mlir.lower_fun(fun)`` (or as an MLIR
+rule over elementwise ``hlo`` operations) is traced and inlined into the kernels; without one,
+``jit`` raises NotImplementedError, as JAX does.  The ``impl`` runs eagerly -- also inside
+the programs wjax compiles for an eager ``grad`` or ``vmap`` (JAX runs those op by op),
+traced, or on the host as a ``pure_callback`` when it needs concrete values.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._src.api.callbacks import pure_callback
+from .._src.api.jit import compiling_user_jit
 from .._src.core.errors import ConcretizationTypeError, TracerArrayConversionError
 from .._src.core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as
                             Literal, ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
@@ -43,6 +46,14 @@ class Primitive(_CorePrimitive):
     def __init__(self, name: str):
         self._lowering: Callable | None = None
         super().__init__(name, register=False)
+        self.impl = self._no_impl
+        self.abstract_eval = self._no_abstract_eval
+
+    def _no_impl(self, *args, **params):
+        raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented")
+
+    def _no_abstract_eval(self, *avals, **params):
+        raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
 
     def def_impl(self, impl: Callable) -> Callable:
         self.impl = impl
@@ -68,19 +79,22 @@ class Primitive(_CorePrimitive):
         self.def_abstract_eval(avals_only)
         return rule
 
-    # the backend inlines ``expand``: the registered lowering, else the impl
+    # the backend inlines ``expand``: the registered lowering (``jax.interpreters.mlir``)
     @property
     def expand(self):
-        if self._lowering is not None:
-            return self._lowering
-        return None if self.impl is None else self._impl_expansion
+        return self._lowering if self._lowering is not None else self._no_lowering
 
     @expand.setter
     def expand(self, fun):
         self._lowering = fun
 
-    def _impl_expansion(self, *xs, **params):
-        """The impl, traced; an impl that needs concrete values runs on the host."""
+    def _no_lowering(self, *xs, **params):
+        """Without a lowering rule, a user's ``jit`` fails as JAX's does; the programs wjax
+        compiles for eager ``grad``/``vmap`` (which JAX runs op by op, calling the impl)
+        inline the impl instead: traced, or on the host when it needs concrete values."""
+        if compiling_user_jit():
+            raise NotImplementedError(f"MLIR translation rule for primitive '{self.name}' "
+                                      "not found for platform webgpu")
         avals = [x.aval if isinstance(x, Tracer) else raise_to_shaped(x) for x in xs]
 
         def flat(*ys):

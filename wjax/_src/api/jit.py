@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import functools
 import inspect
 import logging
+import threading
 import time
 import weakref
 
@@ -81,6 +82,16 @@ def _explain_miss(fun, cache, key) -> None:
             if a != b:
                 reasons.append(f"  different {part}:\n    before: {a}\n    now:    {b}")
     logger.warning("TRACING CACHE MISS at %s because:\n%s", where, "\n".join(reasons))
+
+
+_user_jit = threading.local()
+
+
+def compiling_user_jit() -> bool:
+    """Whether the program being compiled now is a user's ``jit`` (not the rewritten jaxpr
+    an eager ``grad`` or ``vmap`` runs): a user primitive without a lowering rule may fall
+    back on its impl in the latter only, as JAX runs eager transformations op by op."""
+    return getattr(_user_jit, "depth", 0) > 0
 
 
 class Lowered:
@@ -334,7 +345,11 @@ class JitWrapped:
 
     def _compiled(self, hit) -> dispatch.Compiled:
         if hit[2] is None:
-            hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"))
+            _user_jit.depth = getattr(_user_jit, "depth", 0) + 1
+            try:
+                hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"))
+            finally:
+                _user_jit.depth -= 1
         return hit[2]
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
