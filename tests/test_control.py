@@ -409,18 +409,20 @@ def test_vmap_of_control_flow():
 
 def test_make_jaxpr_prints_nested_jaxprs():
     s = str(jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0))
-    assert "cond[branches=(" in s and "cos" in s and "sin" in s and s.index("cos") < s.index("sin")
+    assert "cond[\n      branches=(" in s and "cos" in s and "sin" in s
+    assert s.index("cos") < s.index("sin")
     assert "convert_element_type" in s
     s = str(
         jax.make_jaxpr(
             lambda x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * x), (0, x))
         )(1.0)
     )
-    assert "while[body_jaxpr={ lambda ; " in s and "cond_jaxpr={ lambda ; " in s
+    assert "while[\n      body_jaxpr={ lambda ; " in s and "cond_jaxpr={ lambda ; " in s
     assert "body_nconsts=1" in s and "cond_nconsts=0" in s and "lt" in s
     s = str(jax.make_jaxpr(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 2, x))(1.0))
     assert (
-        "scan[jaxpr={ lambda ; " in s and "length=5" in s and "num_carry=2" in s and "unroll=1" in s
+        "scan[\n      jaxpr={ lambda ; " in s and "length=5" in s and "num_carry=2" in s
+        and "unroll=1" in s
     )
     assert "reverse=False" in s and "num_consts=0" in s
     s = str(jax.make_jaxpr(lambda x: lax.switch(2, [jnp.sin, jnp.cos, jnp.tan], x))(1.0))

@@ -78,8 +78,6 @@ def _cond(jax):
 
 
 def _while(jax):
-    jnp = jax.numpy
-
     def f(x, limit):      # a trip count that depends on the data
         def body(c):
             i, v = c

@@ -19,6 +19,11 @@ from .shapes import (_axis, diagonal, expand_dims, moveaxis, ravel, reshape, sta
 from . import reductions
 
 
+def _preferred(preferred_element_type, dt):
+    """The result type a jnp contraction names: the one asked for, else the operands'."""
+    return np.dtype(dt) if preferred_element_type is None else preferred_element_type
+
+
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``matmul`` as ``jnp.matmul``; ``out_sharding`` lays the result out by a sharding."""
     with out_sharding_scope(out_sharding):
@@ -35,6 +40,8 @@ def _matmul(a, b, *, precision=None, preferred_element_type=None):
                          f"and {b.shape})")
     dt, weak = dtypes.result_type(a, b, return_weak_type_flag=True)
     a, b = _to_operand(a, dt, False), _to_operand(b, dt, False)
+    # as JAX's jnp, the contraction names its result type (jaxprs show it)
+    preferred_element_type = _preferred(preferred_element_type, dt)
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
     if a_vec or b_vec:      # a vector operand contracts directly, as in JAX's jaxpr
         ka, kb = a.ndim - 1, (0 if b_vec else b.ndim - 2)
@@ -82,7 +89,8 @@ def _dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = astype(a, dt), astype(b, dt)
     if a.shape[-1] != b.shape[-2]:
         raise TypeError(f"dot: shapes {a.shape} and {b.shape} not aligned")
-    return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), ((), ())))
+    return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), ((), ())),
+                           preferred_element_type=_preferred(preferred_element_type, dt))
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -101,7 +109,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b = astype(a, dt), astype(b, dt)
     if a.shape[-1] != b.shape[-1]:
         raise TypeError(f"inner: shapes {a.shape} and {b.shape} not aligned")
-    return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 1,)), ((), ())))
+    return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 1,)), ((), ())),
+                           preferred_element_type=_preferred(preferred_element_type, dt))
 
 
 def outer(a, b, out=None):
@@ -143,7 +152,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
     dt = result_type(a, b)
     a, b = astype(a, dt), astype(b, dt)
     return lax.dot_general(
-        a, b, ((ca, cb), ((), ())), preferred_element_type=preferred_element_type
+        a, b, ((ca, cb), ((), ())),
+        preferred_element_type=_preferred(preferred_element_type, dt)
     )
 
 
@@ -352,7 +362,8 @@ def _einsum_contract(terms, out_labels, dt, preferred_element_type):
             a, b = astype(a, np.int32), astype(b, np.int32)
         dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
                 (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-        r = lax.dot_general(a, b, dims, preferred_element_type=preferred_element_type)
+        r = lax.dot_general(a, b, dims, preferred_element_type=_preferred(
+            preferred_element_type, np.int32 if dt == np.bool_ else dt))
         if dt == np.bool_:
             r = not_equal(r, 0)
         lr = batch + [c for c in la if c not in shared] + [c for c in lb if c not in shared]

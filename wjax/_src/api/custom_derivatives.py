@@ -148,6 +148,12 @@ def _zeros_like(x):
     return _zeros(a.shape, a.dtype, a.weak_type)
 
 
+
+def _fun_name(f) -> str:
+    """A rule's name as JAX's jaxprs print it (``jvp=<lambda>``)."""
+    f = getattr(f, "func", f)           # functools.partial
+    return getattr(f, "__name__", type(f).__name__)
+
 class SymbolicZero:
     """A zero tangent known without its values (JAX hands these to rules registered with
     ``symbolic_zeros=True``).  wjax's rules always receive arrays -- a zero tangent arrives as
@@ -261,6 +267,7 @@ class custom_jvp:
             jj, jtc, jkc = traced
             jvp_param = _with_leading(jj, jkc, pa, jj.invars[:len(jtc)], [])
         primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in jtc])
+        jvp_param.fun_name = _fun_name(self.jvp)
         outs = custom_jvp_call_p.bind(*ptc, *jtc, *leaves, jaxpr=primal, jvp_jaxpr=jvp_param,
                                       num_consts=len(ptc) + len(jtc), name=name,
                                       symbolic_zeros=self.symbolic_zeros)
@@ -285,6 +292,7 @@ class custom_jvp:
         jj, jtc, jkc = _split_consts(traced)
         out_tree, n_out = box[0], box[0].num_leaves
         rule = ClosedJaxpr(jj, jkc)
+        rule.fun_name = _fun_name(self.jvp)
         primal = _primal_from_rule(rule, len(jtc), len(avals), n_out, zero_tangents=True)
         outs = custom_jvp_call_p.bind(*jtc, *leaves, jaxpr=primal, jvp_jaxpr=rule,
                                       num_consts=len(jtc), name=name,
@@ -396,6 +404,7 @@ class custom_vjp:
             fj, ftc, fkc, bwd = rules()
             fwd = _with_leading(fj, fkc, pa, fj.invars[:len(ftc)], [])
         primal = _with_leading(pj, pkc, [], pj.invars[:len(ptc)], [t.aval for t in ftc])
+        fwd.fun_name, bwd.fun_name = _fun_name(self.fwd), _fun_name(self.bwd)
         outs = custom_vjp_call_p.bind(
             *ptc,
             *ftc,
@@ -430,6 +439,7 @@ class custom_vjp:
             return None
         out_tree = out_box[-1]
         fwd = ClosedJaxpr(fj, fkc)
+        fwd.fun_name, bwd.fun_name = _fun_name(self.fwd), _fun_name(self.bwd)
         primal = _primal_from_rule(fwd, len(ftc), len(avals), out_tree.num_leaves,
                                    zero_tangents=False)
         outs = custom_vjp_call_p.bind(*ftc, *leaves, jaxpr=primal, fwd_jaxpr=fwd, bwd_jaxpr=bwd,

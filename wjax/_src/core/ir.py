@@ -8,13 +8,16 @@ backend lowers a Jaxpr to WGSL.  The printer follows JAX's format:
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import dtypes
+from . import pretty as pp
 
 # --------------------------------------------------------------------------- avals
 
@@ -302,12 +305,13 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr with values for its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "fun_name")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         assert len(consts) == len(jaxpr.constvars)
         self.jaxpr: Jaxpr = jaxpr
         self.consts: list[Any] = list(consts)
+        self.fun_name: str | None = None     # a custom rule's Python function (for printing)
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -417,89 +421,168 @@ def _pp_lit(lit: Lit) -> str:
     return f"{_lit_value(lit)}:{lit.aval.str_short()}"
 
 
-def _pp_param(v, names, indent) -> str:
-    if isinstance(v, ClosedJaxpr):
-        v = v.jaxpr
-    if isinstance(v, Jaxpr):
-        return _pp(v, names, indent + 2)
-    if isinstance(v, (tuple, list)) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        return (
-            "(\n"
-            + "".join(" " * (indent + 2) + _pp_param(x, names, indent + 2) + "\n" for x in v)
-            + " " * indent
-            + ")"
-        )
+def _param_text(v) -> str:
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
-    if callable(v) and hasattr(v, "__name__"):
+    if callable(v) and hasattr(v, "__name__") and not isinstance(v, type):
         return v.__name__
-    return str(v)
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
 
 
-def _nm(a, names: dict) -> str:
-    if isinstance(a, Lit):
-        return _pp_lit(a)
-    if a.id not in names:
-        names[a.id] = _name(len(names))
-    return names[a.id]
+class _PpContext:
+    """Variable names while printing (JAX's scheme: a, b, ..., in the order they are
+    printed; ``_`` for the results nothing reads) and the jaxprs printed once, ahead, under a
+    name (``let name = { lambda ... } in``)."""
+
+    def __init__(self, names: dict | None = None):
+        self.names: dict = dict(names or {})
+        self.count = 0
+        self.shared: dict = {}           # id(Jaxpr) -> its name
+        self.shared_names: set = set()
+
+    def name(self, a) -> str:
+        if isinstance(a, Lit):
+            return _pp_lit(a)
+        n = self.names.get(a.id)
+        if n is None:
+            while True:
+                n = _name(self.count)
+                self.count += 1
+                if n not in self.shared_names:
+                    break
+            self.names[a.id] = n
+        return n
+
+    def suggest_same_names(self, for_vars, like_vars) -> None:
+        """Names ``for_vars`` (a call's inner binders) as ``like_vars`` (its operands or
+        results) where those are variables, each used once."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for f, like in zip(for_vars, like_vars):
+            if (isinstance(like, Var) and like.id not in used and isinstance(f, Var)
+                    and f.id not in self.names):
+                used.add(like.id)
+                self.names[f.id] = self.name(like)
 
 
-def _pp_eqn(e: "Eqn", names: dict, indent: int) -> str:
-    lhs = " ".join(f"{_nm(v, names)}:{v.aval.str_short()}" for v in e.outvars) or "_"
-    params = ""
-    shown = {k: v for k, v in e.params.items() if not k.startswith("_")}
-    if shown:
-        params = (
-            "["
-            + " ".join(
-                f"{k}={_pp_param(v, names, indent + 4)}"
-                for k, v in sorted(shown.items(), key=lambda kv: (kv[0] != "name", kv[0]))
-            )
-            + "]"
-        )
-    args = " ".join(_nm(a, names) for a in e.invars)
-    return f"{lhs} = {e.prim.name}{params} {args}".rstrip()
+def _pp_vars(vs, ctx: _PpContext, sep: str = "", shapes: bool = False) -> pp.Doc:
+    docs = [pp.text(ctx.name(v) + (f":{v.aval.str_short()}" if shapes else "")) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(sep) + pp.group(pp.brk()), docs)))
+
+
+def _pp_value(v, ctx: _PpContext) -> pp.Doc:
+    if type(v) is tuple and v and all(isinstance(j, (Jaxpr, ClosedJaxpr)) for j in v):
+        docs = [_pp_jaxpr(j.jaxpr if isinstance(j, ClosedJaxpr) else j, ctx) for j in v]
+        return pp.group(pp.concat([pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                                                         pp.join(pp.brk(), docs)])),
+                                   pp.brk(""), pp.text(")")]))
+    if isinstance(v, ClosedJaxpr):
+        v = v.jaxpr
+    if isinstance(v, Jaxpr):
+        return _pp_jaxpr(v, ctx)
+    return pp.text(_param_text(v))
+
+
+def _pp_eqn_doc(e: "Eqn", ctx: _PpContext) -> pp.Doc:
+    prim = e.prim
+    if prim.pp_params is not None:
+        params = prim.pp_params(e.params, e)
+    else:
+        params = sorted((k, v) for k, v in e.params.items() if not k.startswith("_"))
+    if prim.pp_share_names:                      # a call: its binders named as its operands
+        inner = e.params["jaxpr"]
+        inner = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
+        if id(inner) not in ctx.shared:
+            ctx.suggest_same_names(inner.invars, e.invars)
+            ctx.suggest_same_names(inner.outvars, e.outvars)
+    lhs = _pp_vars(e.outvars, ctx, shapes=True)
+    kv = pp.nil()
+    if params:
+        pairs = [pp.text(f"{k}=") + _pp_value(v, ctx) for k, v in params]
+        kv = pp.group(pp.concat([pp.nest(2, pp.concat([pp.text("["), pp.brk(""),
+                                                      pp.join(pp.brk(), pairs)])),
+                                 pp.brk(""), pp.text("]")]))
+    rhs = [pp.text(prim.pp_name or prim.name), kv, pp.text(" ") + _pp_vars(e.invars, ctx)]
+    if e.outvars:
+        return pp.concat([lhs, pp.text(" = "), *rhs])
+    return pp.concat(rhs)
+
+
+def _pp_skeleton(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
+    consts = _pp_vars(jaxpr.constvars, ctx, shapes=True)
+    ins = _pp_vars(jaxpr.invars, ctx, shapes=True)
+    eqns = pp.join(pp.brk("; "), [_pp_eqn_doc(e, ctx) for e in jaxpr.eqns])
+    outs = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, ctx, sep=","),
+                      pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let"),
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+
+
+def _pp_jaxpr(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
+    name = ctx.shared.get(id(jaxpr))
+    return pp.text(name) if name is not None else _pp_skeleton(jaxpr, ctx)
+
+
+def _dropped(jaxpr: Jaxpr) -> dict:
+    """The results no equation after them reads (printed ``_``, as JAX's DropVars)."""
+    used = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    names = {}
+    for e in reversed(jaxpr.eqns):
+        for v in e.outvars:
+            if v.id not in used:
+                names[v.id] = "_"
+        used.update(a.id for a in e.invars if isinstance(a, Var))
+    return names
 
 
 def pp_eqn(e: "Eqn") -> str:
     """One equation as JAX prints it alone (``str(eqn)``): names fresh, outputs first."""
-    return _pp_eqn(e, {}, 0)
-
-
-def _pp(jaxpr: Jaxpr, names: dict, indent: int = 0) -> str:
-    def nm(a):
-        return _nm(a, names)
-
-    def binder(v):
-        return f"{nm(v)}:{v.aval.str_short()}"
-
-    consts = " ".join(binder(v) for v in jaxpr.constvars)
-    ins = " ".join(binder(v) for v in jaxpr.invars)
-    pad = " " * (indent + 4)
-    lines = []
-    for e in jaxpr.eqns:
-        lines.append(pad + _pp_eqn(e, names, indent))
-    outs = ", ".join(nm(a) for a in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = f"{{ lambda {consts}; {ins}. let"
-    if not lines:
-        return f"{head}  in {outs} }}"
-    if indent == 0 and not any(any(True for _ in subjaxprs(e.params)) for e in jaxpr.eqns):
-        # JAX's printer puts a jaxpr on one line when it fits in 80 columns (its equations
-        # joined by "; "); wjax does so for a flat top-level jaxpr
-        flat = f"{head} " + "; ".join(ln.strip() for ln in lines) + f" in {outs} }}"
-        if len(flat) <= _WIDTH:
-            return flat
-    return head + "\n" + "\n".join(lines) + "\n" + " " * (indent + 2) + f"in {outs} }}"
-
-
-_WIDTH = 80          # JAX's pretty-printer width
+    return pp.fmt(_pp_eqn_doc(e, _PpContext()))
 
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    return _pp(jaxpr, {})
+    """A jaxpr as JAX 0.10 prints it: width 80; sub-jaxprs used more than once (or longer
+    than 10 equations) printed ahead as ``let name = { ... } in``."""
+    ctx = _PpContext(_dropped(jaxpr))
+    counts: dict = {}
+    objs: dict = {}
+    names: dict = {}
+    queue = collections.deque([jaxpr])
+    while queue:
+        j = queue.popleft()
+        objs[id(j)] = j
+        counts[id(j)] = counts.get(id(j), 0) + 1
+        if j is not jaxpr and len(j.eqns) > 10:
+            counts[id(j)] += 1
+        for e in j.eqns:
+            name = e.params.get("name")
+            subs = list(subjaxprs(e.params))
+            queue.extend(subs)
+            if isinstance(name, str):
+                for sub in subs:
+                    names.setdefault(id(sub), name.strip("<>"))
+    taken: dict = {}
+    shared = []
+    for k, c in counts.items():
+        if c == 1:
+            continue
+        name = names.get(k, "jaxpr")
+        n = taken.get(name, 0)
+        if n:
+            taken[name] = n + 1
+            name += str(n)
+        taken[name] = taken.get(name, 0) + 1
+        ctx.shared_names.add(name)
+        ctx.shared[k] = name
+        shared.append((name, objs[k]))
+    docs = [pp.concat([pp.text(f"let {name} = "), _pp_skeleton(j, ctx), pp.text(" in"),
+                       pp.brk()]) for name, j in shared]
+    docs.append(_pp_jaxpr(jaxpr, ctx))
+    return pp.fmt(pp.concat(docs))
 
 
 class LazyJaxpr:
@@ -508,8 +591,9 @@ class LazyJaxpr:
 
     __name__ = "lazy_rule"
 
-    def __init__(self, make):
+    def __init__(self, make, fun_name: str | None = None):
         self._make, self._val = make, None
+        self.fun_name = fun_name             # the custom rule's Python function (printing)
 
     def __repr__(self):
         return "lazy_rule"

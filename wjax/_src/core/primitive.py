@@ -107,6 +107,13 @@ class Primitive:
         self.effectful: bool = False
         self.remat: bool = False
         self.collective: bool = False
+        # printing (core/ir.py): the name jaxprs show, ``pp_params(params, eqn) -> [(key,
+        # value)]``
+        # (JAX's printer hides parameters implied by the result's type), and whether a call's
+        # inner binders take the names of its operands and results
+        self.pp_name: str | None = None
+        self.pp_params: Rule = None
+        self.pp_share_names: bool = False
         if register:
             REGISTRY[name] = self
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

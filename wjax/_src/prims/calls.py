@@ -161,12 +161,36 @@ def _checkpoint_split_saving(e: Eqn, uin, saved):
 pjit_p = Primitive("pjit", multiple_results=True)
 _transparent_rules(pjit_p, rename=True)
 pjit_p.partial_eval = _call_partial_eval
+# printed as JAX 0.10 prints its jit equations: ``jit[name=f jaxpr={ ... }]``, the inner
+# binders named as the operands and results
+pjit_p.pp_name = "jit"
+pjit_p.pp_share_names = True
+pjit_p.pp_params = lambda params, eqn: [("name", params["name"])] + sorted(
+    (k, v) for k, v in params.items() if k != "name" and not k.startswith("_"))
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 _transparent_rules(checkpoint_p, rename=False)
 checkpoint_p.impl = _run_inner
 checkpoint_p.partial_eval = _checkpoint_partial_eval
 checkpoint_p.remat = True
+checkpoint_p.pp_name = "remat2"          # JAX's name and parameters
+checkpoint_p.pp_params = lambda params, eqn: [
+    ("differentiated", params.get("differentiated", False)), ("jaxpr", params["jaxpr"]),
+    ("policy", params.get("policy")), ("prevent_cse", params.get("prevent_cse", True))]
+
+
+def _custom_call_pp(rules: tuple):
+    """JAX's printing of a custom call: its name first, the primal jaxpr as ``call_jaxpr``,
+    each rule by its Python function's name, ``num_consts`` only when not 0."""
+    def pp_params(params, eqn):
+        shown = {"call_jaxpr": params["jaxpr"],
+                 "symbolic_zeros": params.get("symbolic_zeros", False)}
+        for key, param in rules:
+            shown[key] = getattr(params.get(param), "fun_name", None) or key
+        if params.get("num_consts"):
+            shown["num_consts"] = params["num_consts"]
+        return [("name", params.get("name"))] + sorted(shown.items())
+    return pp_params
 
 
 # =========================================================================== custom calls
@@ -253,6 +277,7 @@ custom_jvp_call_p.call = True
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
 custom_jvp_call_p.transpose = _custom_jvp_call_transpose
 _custom_call_batch(custom_jvp_call_p)
+custom_jvp_call_p.pp_params = _custom_call_pp((("jvp", "jvp_jaxpr"),))
 
 
 # --------------------------------------------------------------------------- custom_vjp_call
@@ -304,6 +329,7 @@ custom_vjp_call_p.impl = _run_inner
 custom_vjp_call_p.call = True
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 _custom_call_batch(custom_vjp_call_p)
+custom_vjp_call_p.pp_params = _custom_call_pp((("fwd", "fwd_jaxpr"), ("bwd", "bwd_jaxpr")))
 
 
 # --------------------------------------------------------------------------- custom_vmap_call

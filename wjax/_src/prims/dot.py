@@ -23,6 +23,19 @@ dot_general_p.fuse_inputs = (0, 1)
 dot_general_p.epilogue = True     # same-shaped elementwise consumers fuse into the kernel
 
 
+def _dot_pp(params, eqn):
+    """As JAX prints it: dimension numbers as lists, no None-valued parameters, no
+    ``out_sharding`` (implied by the result's type)."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown = {k: v for k, v in params.items()
+             if v is not None and k != "out_sharding" and not k.startswith("_")}
+    shown["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return sorted(shown.items())
+
+
+dot_general_p.pp_params = _dot_pp
+
+
 def _dims(dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     return tuple(lc), tuple(rc), tuple(lb), tuple(rb)

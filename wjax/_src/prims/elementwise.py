@@ -696,6 +696,8 @@ _batching.defbroadcasting(select_n_p)
 
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.view = True    # one operand element per output element
+convert_element_type_p.pp_params = lambda params, eqn: sorted(   # (sharding: implied by the type)
+    (k, v) for k, v in params.items() if k != "sharding" and not k.startswith("_"))
 
 
 @convert_element_type_p.def_abstract_eval

@@ -40,6 +40,11 @@ def _jvp(primals, tangents, *, program, out_avals, fun_name):
                      "gradient function itself (jax.export.export(jax.jit(jax.grad(f))))")
 
 
+def _batch(args, dims, **params):
+    raise NotImplementedError("Batching rule for 'call_exported' not implemented")
+
+
 call_exported_p.abstract_eval = _abstract
+call_exported_p.batch = _batch
 call_exported_p.kernel = _kernel
 call_exported_p.jvp = _jvp

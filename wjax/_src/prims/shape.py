@@ -30,6 +30,17 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.view = True
 
 
+def _bcast_pp(params, eqn):
+    """As JAX prints it: no ``shape``/``sharding`` (the result's type says them), no empty
+    ``broadcast_dimensions``."""
+    return sorted((k, v) for k, v in params.items()
+                  if k not in ("shape", "sharding") and not k.startswith("_")
+                  and not (k == "broadcast_dimensions" and not v))
+
+
+broadcast_in_dim_p.pp_params = _bcast_pp
+
+
 @broadcast_in_dim_p.def_abstract_eval
 def _bcast_abstract(x, shape, broadcast_dimensions, sharding=None):
     shape, bd = tuple(shape), tuple(broadcast_dimensions)
@@ -202,6 +213,10 @@ def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 
 
 expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
+# JAX has no expand_dims primitive: its jaxprs show the broadcast_in_dim it is
+expand_dims_p.pp_name = "broadcast_in_dim"
+expand_dims_p.pp_params = lambda params, eqn: [("broadcast_dimensions", tuple(
+    d for d in range(eqn.outvars[0].aval.ndim) if d not in params["dimensions"]))]
 _ad.deflinear(expand_dims_p, lambda ct, x, dimensions: [ops.reshape(ct, x.aval.shape)])
 
 
