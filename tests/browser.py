@@ -214,10 +214,13 @@ class Browser:
             time.sleep(0.1)
         raise TimeoutError(f"the page never made {expression!r} true; its log: {self.log}")
 
-    def screenshot(self) -> bytes:
-        """The page's viewport as PNG bytes."""
+    def screenshot(self, clip: dict | None = None) -> bytes:
+        """The page's viewport (or ``clip``: x, y, width, height, scale) as PNG bytes."""
+        params = {"format": "png"}
+        if clip is not None:
+            params["clip"] = clip
         return base64.b64decode(self.call("Page.captureScreenshot", session=True,
-                                          format="png")["data"])
+                                          **params)["data"])
 
     def run_module(self, module: str, timeout=None):
         """Runs the default export of the JS module ``module`` (a path under ``root``) in a

@@ -6,6 +6,7 @@ The programs are tests/test_export.py's.  One Chromium serves the whole module
 (tests/browser.py): each test writes a bundle and a small JS module under the served directory;
 the harness page runs the module and posts its result back.  Where no Chromium (or no WebGPU in
 it) is found the browser tests are skipped, saying why; ``scripts/setup.sh test`` installs it."""
+import importlib.util
 import json
 import os
 import pathlib
@@ -224,6 +225,50 @@ def test_generated_page_runs(chrome):
     text = chrome.wait_for("(e => e && e.textContent !== 'loading...' && e.textContent)"
                            "(document.getElementById('out'))")
     assert text.startswith("result = ["), text
+
+
+# --------------------------------------------------------------------------- the demo
+
+
+def _load_demo():
+    spec = importlib.util.spec_from_file_location(
+        "decision_boundary", ROOT / "demos" / "web" / "decision_boundary.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_demo_page_classifies_a_click(chrome):
+    """demos/web: the trained classifier's page, clicked at (0.5, 0.5), shows what Python
+    computes there, and draws the decision boundary of the reference screenshot."""
+    demo = _load_demo()
+    classify, acc = demo.build(chrome.root_path / "demo", verbose=False)
+    assert acc > 0.95
+    chrome.navigate("demo/index.html")
+    chrome.wait_for("document.body.dataset.state === 'ready'")
+    left, top = chrome.evaluate("(c => { const r = c.getBoundingClientRect(); "
+                                "return [r.left + c.clientLeft, r.top + c.clientTop]; })"
+                                "(document.getElementById('plot'))")
+    for kind in ("mousePressed", "mouseReleased"):     # canvas pixel (192, 64): (0.5, 0.5)
+        chrome.call("Input.dispatchMouseEvent", session=True, type=kind, x=left + 192,
+                    y=top + 64, button="left", clickCount=1)
+    chrome.wait_for("document.getElementById('point').textContent === '(0.500, 0.500)' && "
+                    "document.body.dataset.state === 'ready'")
+    shown = chrome.evaluate("['prob', 'cls'].map(id => document.getElementById(id).textContent)")
+    grid = chrome.evaluate("Array.from(window.lastOutput[\"result['grid']\"])")
+    want = classify(demo.grid_points(), np.array([0.5, 0.5], np.float32))
+    assert abs(float(shown[0]) - float(want["point"])) < 2e-4, (shown, want["point"])
+    assert shown[1] == ("1" if want["point"] > 0.5 else "0")
+    np.testing.assert_allclose(grid, np.asarray(want["grid"]), rtol=1e-4, atol=1e-5)
+    png = chrome.screenshot(clip={"x": left, "y": top, "width": 256, "height": 256, "scale": 1})
+    got = browser.png_pixels(png)[..., :3].astype(int)
+    ref_path = ROOT / "demos" / "web" / "screenshot.png"
+    if os.environ.get("WJAX_UPDATE_SCREENSHOT"):
+        ref_path.write_bytes(png)
+    ref = browser.png_pixels(ref_path.read_bytes())[..., :3].astype(int)
+    assert got.shape == ref.shape
+    off = (np.abs(got - ref).max(-1) > 48).mean()
+    assert off < 0.03, f"{off:.1%} of the pixels differ from {ref_path}"
 
 
 # --------------------------------------------------------------------------- CLI
