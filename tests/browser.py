@@ -39,11 +39,13 @@ HARNESS_JS = r"""
 function encode(v) {
   if (ArrayBuffer.isView(v)) {
     const b = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-    let s = ""; for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
+    let s = "";
+    for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
     return {__typed: v.constructor.name, b64: btoa(s)};
   }
   if (Array.isArray(v)) return v.map(encode);
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, encode(x)]));
+  if (v && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, encode(x)]));
   if (typeof v === "number" && !Number.isFinite(v)) return {__number: String(v)};
   return v;
 }
