@@ -228,6 +228,7 @@ def test_generated_page_runs(chrome):
     text = chrome.wait_for("(e => e && e.textContent !== 'loading...' && e.textContent)"
                            "(document.getElementById('out'))")
     assert text.startswith("result = ["), text
+    assert "float32[2,1,8,8]" in chrome.evaluate("document.getElementById('inputs').textContent")
 
 
 # --------------------------------------------------------------------------- the demo
