@@ -38,7 +38,16 @@ def _narrow(jax):
                np.array([True, False, True]), np.array([-3, 100, 7], np.int8))
 
 
-ALL = dict(PROGRAMS, narrow=_narrow)
+def _complex(jax):
+    jnp = jax.numpy
+
+    def f(z, x):          # complex64 in and out: interleaved (re, im) float32 pairs in JS
+        return z * jnp.conj(z)[::-1] + x, jnp.abs(z), (z * 1j).real
+    return f, (np.array([1 + 2j, -0.5 + 0.25j, 3j], np.complex64),
+               np.array([0.5, 1.0, -2.0], np.float32))
+
+
+ALL = dict(PROGRAMS, narrow=_narrow, complex=_complex)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +57,10 @@ def chrome(tmp_path_factory):
         pytest.skip("no chromium/chrome found (scripts/setup.sh test installs it on "
                     "Debian/Ubuntu; or set WJAX_CHROMIUM)")
     root = tmp_path_factory.mktemp("web")
-    b = browser.Browser(root, binary)
+    try:
+        b = browser.Browser(root, binary)
+    except (OSError, TimeoutError, RuntimeError) as e:
+        pytest.skip(f"{binary} did not start headless ({e})")
     try:
         (root / "probe.js").write_text(
             "export default async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())")
@@ -67,6 +79,8 @@ def chrome(tmp_path_factory):
 def _js_value(x) -> str:
     """A NumPy value as JS source: a typed array of its exact values."""
     x = np.asarray(x)
+    if x.dtype == np.complex64:
+        x = x.view(np.float32)
     kind = {"float32": "Float32Array", "int32": "Int32Array", "uint32": "Uint32Array",
             "bool": "Uint8Array", "int8": "Int8Array"}[x.dtype.name]
     return f"new {kind}({json.dumps(x.ravel().tolist())})"
@@ -94,6 +108,8 @@ def _host(x):
     x = np.asarray(x)
     if x.dtype == np.bool_:
         return x.astype(np.uint8).ravel()
+    if x.dtype == np.complex64:
+        return x.ravel().view(np.float32)
     if x.dtype.name in ("float16", "bfloat16"):
         return x.astype(np.float32).ravel()
     return x.ravel()
