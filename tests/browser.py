@@ -150,29 +150,31 @@ class Browser:
 
     def _reader(self):
         buf = b""
-        f = os.fdopen(self._from_chrome, "rb", buffering=0)
-        while True:
-            chunk = f.read(1 << 16)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\0" in buf:
-                raw, buf = buf.split(b"\0", 1)
-                msg = json.loads(raw)
-                if "id" in msg:
-                    with self._cv:
-                        self._replies[msg["id"]] = msg
-                        self._cv.notify_all()
-                elif msg.get("method") == "Runtime.consoleAPICalled":
-                    args = msg["params"]["args"]
-                    self.log.append(" ".join(str(a.get("value", a.get("description", "")))
-                                             for a in args))
-                elif msg.get("method") == "Runtime.exceptionThrown":
-                    d = msg["params"]["exceptionDetails"]
-                    self.log.append("exception: " + d.get("exception", {}).get(
-                        "description", d.get("text", "")))
+        with os.fdopen(self._from_chrome, "rb", buffering=0) as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\0" in buf:
+                    raw, buf = buf.split(b"\0", 1)
+                    self._message(json.loads(raw))
         with self._cv:
             self._cv.notify_all()
+
+    def _message(self, msg):
+        if "id" in msg:
+            with self._cv:
+                self._replies[msg["id"]] = msg
+                self._cv.notify_all()
+        elif msg.get("method") == "Runtime.consoleAPICalled":
+            args = msg["params"]["args"]
+            self.log.append(" ".join(str(a.get("value", a.get("description", "")))
+                                     for a in args))
+        elif msg.get("method") == "Runtime.exceptionThrown":
+            d = msg["params"]["exceptionDetails"]
+            self.log.append("exception: " + d.get("exception", {}).get(
+                "description", d.get("text", "")))
 
     def call(self, method, session=False, timeout=None, **params):
         """Sends one protocol command and waits for its reply (RuntimeError on an error)."""

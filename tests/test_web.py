@@ -19,6 +19,7 @@ import pytest
 import wjax
 from wjax import __main__ as wmain
 from wjax import export as wexport
+from wjax._src.export import web as wweb
 
 import browser
 from test_export import PROGRAMS, _train_step
@@ -191,6 +192,35 @@ def test_training_loop_with_device_resident_state(chrome):
         np.testing.assert_allclose(got["b"], np.ravel(p["b"]), rtol=1e-4, atol=1e-6,
                                    err_msg=impl)
     assert got["losses"][-1] < got["losses"][0]
+
+
+def _js_number(x) -> str:
+    """``Number(s)`` of this string is the float ``x`` (infinities and NaN included)."""
+    return {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}.get(repr(float(x)),
+                                                                     repr(float(x)))
+
+
+def test_float16_conversions_match_numpy(chrome):
+    """float16 inputs and outputs cross as numbers: wjax-web.js's conversions are NumPy's
+    (round to nearest even, subnormals, overflow, NaN), checked here even where the adapter
+    has no shader-f16 to run a float16 program."""
+    (chrome.root_path / "wjax-web.js").write_text(wweb.runtime_source())
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.normal(0, 1, 300), rng.normal(0, 1e-5, 300),
+                         rng.normal(0, 3e4, 300), [0.0, -0.0, 65504, 65520, 65519.99, 1e9, -1e9,
+                                                   2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
+                                                   np.inf, -np.inf, np.nan]]).astype(np.float32)
+    (chrome.root_path / "half.js").write_text(
+        'import {halfBits, halfToFloat} from "./wjax-web.js";\n'
+        f"const xs = new Float32Array({json.dumps([_js_number(x) for x in xs])}.map(Number));\n"
+        "export default async () => ({bits: Uint16Array.from(xs, halfBits),\n"
+        "  back: Float32Array.from({length: 65536}, (_, h) => halfToFloat(h))});\n")
+    got = chrome.run_module("half.js")
+    with np.errstate(over="ignore"):        # 1e9 -> inf is what is checked
+        want_bits = xs.astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(got["bits"], want_bits)
+    want = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(got["back"], want)
 
 
 # --------------------------------------------------------------------------- errors
