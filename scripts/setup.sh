@@ -2,7 +2,9 @@
 # Idempotent set-up for wjax: a virtual environment in .venv with wjax installed
 # (editable; with the test extra when called as `setup.sh test`), and a WebGPU
 # adapter.  Where no Vulkan/Metal/D3D12 adapter is found and we run as root on
-# Debian/Ubuntu, installs Mesa's software Vulkan driver (lavapipe).
+# Debian/Ubuntu, installs Mesa's software Vulkan driver (lavapipe).  With the test extra it
+# also installs Chromium there when none is found (tests/test_web.py runs exported programs in
+# headless Chromium's WebGPU; without a Chromium those tests are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extra="${1:-}"
@@ -32,4 +34,16 @@ if ! .venv/bin/python -m wjax --check >/dev/null 2>&1; then
     echo "[setup]   Fedora: sudo dnf install mesa-vulkan-drivers" >&2
   fi
   .venv/bin/python -m wjax --check
+fi
+if [ "$extra" = "test" ] && ! command -v chromium >/dev/null 2>&1 \
+    && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing chromium (headless WebGPU for tests/test_web.py) ..."
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+      || echo "[setup] could not install chromium: tests/test_web.py will be skipped" >&2
+  else
+    echo "[setup] no chromium found: tests/test_web.py will be skipped (install chromium," >&2
+    echo "[setup] or point WJAX_CHROMIUM at a Chrome/Chromium binary)" >&2
+  fi
 fi
