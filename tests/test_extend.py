@@ -258,3 +258,39 @@ def test_layouts_dtypes_and_trace_objects():
         jnp.zeros(3, jnp.float8_e4m3fn)
     with pytest.raises(NotImplementedError, match="Trace objects"):
         wcore.take_current_trace()
+
+
+def test_extend_core_primitives_name_the_primitives_jaxprs_hold():
+    # numpyro's provenance interpreter keys rules on these (call_p, closed_call_p, jit_p)
+    import jax.extend.core.primitives as jprims
+
+    import wjax.extend.core.primitives as wprims
+    for name in ("add_p", "sin_p", "dot_general_p", "jit_p", "call_p", "closed_call_p",
+                 "scan_p", "while_p", "cond_p", "remat_p", "custom_jvp_call_p"):
+        assert hasattr(jprims, name) and hasattr(wprims, name), name
+    eqn = wjax.make_jaxpr(wjax.jit(jnp.sin))(1.0).jaxpr.eqns[0]
+    assert eqn.primitive is wprims.jit_p and "jaxpr" in eqn.params
+    assert jax.make_jaxpr(jax.jit(jjnp.sin))(1.0).jaxpr.eqns[0].primitive is jprims.jit_p
+    # a closed call bound by hand runs its jaxpr, eagerly and under every transformation
+    inner = wjax.make_jaxpr(lambda x: [jnp.sin(x) * 2])(1.0)
+    f = lambda x: wprims.closed_call_p.bind(x, jaxpr=inner)[0]
+    want = [np.sin(1.0) * 2, np.sin(1.0) * 2, np.cos(1.0) * 2]
+    np.testing.assert_allclose([f(1.0), wjax.jit(f)(1.0), wjax.grad(f)(1.0)], want, rtol=1e-6)
+    np.testing.assert_allclose(wjax.vmap(f)(X), np.sin(X) * 2, rtol=1e-6)
+
+
+def test_trace_state_clean_matches_jax():
+    from jax._src.core import trace_state_clean as jclean
+
+    from wjax._src.core import trace_state_clean as wclean
+    for mod, clean, numpy in ((wjax, wclean, jnp), (jax, jclean, jjnp)):
+        seen = []
+
+        def f(x):
+            seen.append(clean())
+            return numpy.sin(x)
+        f(1.0)
+        mod.jit(f)(2.0)
+        mod.grad(f)(3.0)
+        mod.vmap(f)(X)
+        assert clean() and seen == [True, False, False, False], (mod, seen)

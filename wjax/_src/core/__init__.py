@@ -6,9 +6,9 @@ from .ir import (AbstractValue, Atom, ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jax
                  ShapedArray, Var, abstractify as get_aval, raise_to_shaped)
 from .primitive import Primitive
 from .tracing import (Trace, TraceTag, Tracer, concrete_or_error, ensure_compile_time_eval,
-                      eval_jaxpr, set_current_trace, take_current_trace)
+                      eval_jaxpr, set_current_trace, take_current_trace, trace_state_clean)
 
 __all__ = ["AbstractValue", "Atom", "ClosedJaxpr", "DropVar", "Jaxpr", "JaxprEqn", "Literal",
            "Primitive", "ShapedArray", "Trace", "TraceTag", "Tracer", "Var", "concrete_or_error",
            "ensure_compile_time_eval", "eval_jaxpr", "get_aval", "raise_to_shaped",
-           "set_current_trace", "take_current_trace"]
+           "set_current_trace", "take_current_trace", "trace_state_clean"]

@@ -2,6 +2,8 @@
 
     pjit             jit under a trace: ``jaxpr``, ``name``
     checkpoint       jax.checkpoint (remat): ``jaxpr``, ``prevent_cse``, ``policy``, ``name``
+    closed_call,     JAX's plain calls of a jaxpr (``jax.extend.core.primitives``): ``jaxpr``;
+    call             wjax binds neither, a program or library may
     custom_jvp_call  a custom_jvp function: ``jaxpr`` (the primal), ``jvp_jaxpr`` (the rule),
                      ``num_consts``, ``name``, ``symbolic_zeros``
     custom_vjp_call  a custom_vjp function: ``jaxpr``, ``fwd_jaxpr`` (operands -> outs,
@@ -161,6 +163,15 @@ def _checkpoint_split_saving(e: Eqn, uin, saved):
 pjit_p = Primitive("pjit", multiple_results=True)
 _transparent_rules(pjit_p, rename=True)
 pjit_p.partial_eval = _call_partial_eval
+
+# plain calls: run the jaxpr, and every rule is the jaxpr's
+closed_call_p = Primitive("closed_call", multiple_results=True)
+call_p = Primitive("call", multiple_results=True)
+for _p in (closed_call_p, call_p):
+    _transparent_rules(_p, rename=False)
+    _p.impl = _run_inner
+    _p.partial_eval = _call_partial_eval
+del _p
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 _transparent_rules(checkpoint_p, rename=False)
