@@ -168,6 +168,8 @@ def _symbolic_zeros_vjp(jx, np_):
 
     def fwd(x, y):
         seen.append(type(x).__name__)
+        # a leaf of tree_map, as equinox's filter_custom_vjp reads it
+        seen.append(jx.tree_util.tree_map(lambda p: type(p).__name__, {"x": x}))
         return x.value * y.value, (x.value, y.value)
 
     def bwd(res, g):
@@ -175,7 +177,7 @@ def _symbolic_zeros_vjp(jx, np_):
         return g * y, g * x
     f.defvjp(fwd, bwd, symbolic_zeros=True)
     g = jx.grad(lambda a: f(a, np_.float32(3.0)))(np_.float32(2.0))
-    return float(g), sorted(set(seen))
+    return float(g), sorted(map(str, seen))
 
 
 def test_custom_vjp_symbolic_zeros_passes_primals_like_jax():
@@ -294,3 +296,47 @@ def test_trace_state_clean_matches_jax():
         mod.grad(f)(3.0)
         mod.vmap(f)(X)
         assert clean() and seen == [True, False, False, False], (mod, seen)
+
+
+def _perturbed_flags(jx, np_):
+    # a symbolic_zeros fwd sees which inputs carry tangents (JAX's CustomVJPPrimal.perturbed),
+    # jitted or not; a Python residual reaches bwd as a Python value (bwd branches on it)
+    seen = []
+
+    @jx.custom_vjp
+    def f(x, y):
+        return x * y
+
+    def fwd(x, y):
+        seen.append((x.perturbed, y.perturbed))
+        return x.value * y.value, (x.value, y.value, y.perturbed)
+
+    def bwd(res, g):
+        x, y, y_perturbed = res
+        return g * y, (g * x if y_perturbed else None)
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    y = np_.float32(3.0)
+    g1 = jx.grad(lambda a: f(a, y))(np_.float32(2.0))
+    g2 = jx.jit(jx.grad(lambda a, b: f(a, b) + f(b, a), argnums=1))(np_.float32(2.0), y)
+    g3 = jx.grad(jx.jit(lambda a: f(a, y) * 2))(np_.float32(2.0))
+    return [float(g1), float(g2), float(g3)], sorted(set(seen))
+
+
+def test_custom_vjp_perturbed_flags_and_static_residuals_match_jax():
+    assert _perturbed_flags(wjax, jnp) == _perturbed_flags(jax, jjnp)
+
+
+def _prefix_cotangents(jx, np_):
+    # bwd returns a prefix of the primal's structure: None for a whole subtree, and a value
+    # where the primal has None (dropped, as JAX's)
+    @jx.custom_vjp
+    def f(p):
+        return p["a"] * p["b"][0] + p["b"][1]
+
+    f.defvjp(lambda p: (f(p), p), lambda p, g: ({"a": g * p["b"][0], "b": None, "c": g},))
+    p = {"a": np_.float32(2.0), "b": (np_.float32(3.0), np_.float32(1.0)), "c": None}
+    return jx.tree_util.tree_map(float, jx.grad(f)(p))
+
+
+def test_custom_vjp_cotangent_prefix_matches_jax():
+    assert _prefix_cotangents(wjax, jnp) == _prefix_cotangents(jax, jjnp)

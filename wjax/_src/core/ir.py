@@ -520,6 +520,29 @@ class LazyJaxpr:
         return self._val
 
 
+class PerturbedRule(LazyJaxpr):
+    """A custom_vjp rule registered with ``symbolic_zeros=True``: its fwd rule receives which
+    inputs are perturbed (carry nonzero tangents), known only when the call is
+    differentiated, so the rule is traced per mask -- ``make_for(mask)``, a tuple of bools
+    over the call's non-const operands.  Forced without a mask (``force_jaxpr``), every
+    floating input counts as perturbed."""
+
+    def __init__(self, make_for):
+        super().__init__(lambda: make_for(None))
+        self._make_for, self._by_mask = make_for, {}
+
+    def for_perturbed(self, mask):
+        mask = tuple(bool(m) for m in mask)
+        if mask not in self._by_mask:
+            self._by_mask[mask] = self._make_for(mask)
+        return self._by_mask[mask]
+
+
+def for_perturbed(j, mask):
+    """``j`` (a rule parameter) for the inputs ``mask`` perturbs."""
+    return j.for_perturbed(mask) if isinstance(j, PerturbedRule) else j
+
+
 def force_jaxpr(j) -> "ClosedJaxpr":
     """The ClosedJaxpr of a parameter that may be lazy."""
     while callable(j) and not isinstance(j, ClosedJaxpr):

@@ -21,7 +21,8 @@ first use.  The APIs that bind these live in ``wjax/_src/api/``.
 from __future__ import annotations
 
 from ..core import caches, tree_util
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, Var, force_jaxpr
+from ..core.ir import (ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, PerturbedRule, Var, for_perturbed,
+                       force_jaxpr)
 from ..core.primitive import Primitive
 from ..core.tracing import eval_jaxpr
 from ..transforms import ad as _ad
@@ -189,6 +190,9 @@ checkpoint_p.remat = True
 
 def _batch_carried(j, in_dims, n):
     """``j`` batched (outputs at axis 0); ``in_dims`` is a list, or a function of the jaxpr."""
+    if isinstance(j, PerturbedRule):        # ... and traced per perturbed mask
+        return PerturbedRule(lambda m: _batch_carried(force_jaxpr(j.for_perturbed(m)),
+                                                      in_dims, n))
     if isinstance(j, LazyJaxpr):            # a lazily traced rule stays lazy
         return LazyJaxpr(lambda: _batch_carried(force_jaxpr(j), in_dims, n))
     if callable(in_dims):
@@ -297,11 +301,14 @@ def _custom_vjp_call_jvp(primals, tangents, *, jaxpr, fwd_jaxpr, bwd_jaxpr, num_
             f"custom_vjp function {name} closes over a value that is being differentiated; the "
             "custom rule only covers its explicit inputs. Pass the value as an argument (or use "
             "closure_convert).")
+    tans = tangents[num_consts:]
+    # a symbolic_zeros fwd rule learns which operands are perturbed
+    perturbed = [not isinstance(t, _ad.Zero) for t in tans]
+    fwd_jaxpr, bwd_jaxpr = for_perturbed(fwd_jaxpr, perturbed), for_perturbed(bwd_jaxpr, perturbed)
     fj = force_jaxpr(fwd_jaxpr)
     outs = eval_jaxpr(fj.jaxpr, fj.consts, *primals)
     m = len(jaxpr.out_avals)
     outs, res = list(outs[:m]), list(outs[m:])
-    tans = tangents[num_consts:]
     if all(isinstance(t, _ad.Zero) for t in tans):
         return outs, [_ad.Zero(a) for a in jaxpr.out_avals]
     touts = custom_lin_p.bind(*res, *[_ad.instantiate(t) for t in tans], bwd_jaxpr=bwd_jaxpr,
