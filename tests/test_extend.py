@@ -340,3 +340,22 @@ def _prefix_cotangents(jx, np_):
 
 def test_custom_vjp_cotangent_prefix_matches_jax():
     assert _prefix_cotangents(wjax, jnp) == _prefix_cotangents(jax, jjnp)
+
+
+def test_registered_array_types_are_abstracted_like_jax():
+    # tfp registers its ndarray subclass in both tables (jax.interpreters.xla and jax.core)
+    from jax.interpreters import xla as jxla
+
+    from wjax.interpreters import xla as wxla
+
+    class Var(np.ndarray):
+        pass
+    for jx, xla in ((wjax, wxla), (jax, jxla)):
+        xla.canonicalize_dtype_handlers[Var] = xla.canonicalize_dtype_handlers[np.ndarray]
+        jx.core.pytype_aval_mappings[Var] = jx.core.pytype_aval_mappings[np.ndarray]
+        assert xla.canonicalize_dtype_handlers[np.ndarray](np.arange(3.0)).dtype == np.float32
+        aval = jx.core.pytype_aval_mappings[np.ndarray](np.arange(3.0))
+        assert (aval.shape, aval.dtype) == ((3,), np.float32)
+    v = np.arange(3.0, dtype=np.float32).view(Var)
+    np.testing.assert_allclose(wjax.jit(lambda x: x * 2)(v), jax.jit(lambda x: x * 2)(v))
+    np.testing.assert_allclose(jnp.sin(v), jjnp.sin(v), rtol=1e-6)

@@ -128,13 +128,29 @@ def raise_to_shaped(x) -> ShapedArray:
     return ShapedArray(np.shape(x), dt, weak)
 
 
+def _numpy_aval(x) -> ShapedArray:
+    return raise_to_shaped(np.asarray(x))
+
+
+# JAX's ``core.pytype_aval_mappings``: the aval of a host value by its type (or nearest base
+# class); libraries register their own array types (tfp: an ndarray subclass).
+pytype_aval_mappings: dict[type, Any] = {
+    np.ndarray: _numpy_aval, np.generic: _numpy_aval, bool: raise_to_shaped,
+    int: raise_to_shaped, float: raise_to_shaped, complex: raise_to_shaped}
+
+
 def abstractify(x) -> ShapedArray:
     """The aval of an argument of a transformation (``jit``, ``grad``, ``vmap``): arrays,
-    tracers, NumPy values, Python scalars and anything with ``shape`` and ``dtype``
-    (``ShapeDtypeStruct``); a TypeError for anything else."""
+    tracers, the types in ``pytype_aval_mappings`` (NumPy values, Python scalars, registered
+    types) and anything with ``shape`` and ``dtype`` (``ShapeDtypeStruct``); a TypeError for
+    anything else."""
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
+    for typ in type(x).__mro__:
+        handler = pytype_aval_mappings.get(typ)
+        if handler is not None:
+            return handler(x)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return raise_to_shaped(x)
     if isinstance(x, (np.ndarray, np.generic)):
