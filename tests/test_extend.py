@@ -234,6 +234,8 @@ def _symbolic_zeros_vjp(jx, np_):
 
     def fwd(x, y):
         seen.append(type(x).__name__)
+        # a leaf of tree_map, as equinox's filter_custom_vjp reads it
+        seen.append(jx.tree_util.tree_map(lambda p: type(p).__name__, {"x": x}))
         return x.value * y.value, (x.value, y.value)
 
     def bwd(res, g):
@@ -241,7 +243,7 @@ def _symbolic_zeros_vjp(jx, np_):
         return g * y, g * x
     f.defvjp(fwd, bwd, symbolic_zeros=True)
     g = jx.grad(lambda a: f(a, np_.float32(3.0)))(np_.float32(2.0))
-    return float(g), sorted(set(seen))
+    return float(g), sorted(map(str, seen))
 
 
 def test_custom_vjp_symbolic_zeros_passes_primals_like_jax():
@@ -324,3 +326,102 @@ def test_layouts_dtypes_and_trace_objects():
         jnp.zeros(3, jnp.float8_e4m3fn)
     with pytest.raises(NotImplementedError, match="Trace objects"):
         wcore.take_current_trace()
+
+
+def test_extend_core_primitives_name_the_primitives_jaxprs_hold():
+    # numpyro's provenance interpreter keys rules on these (call_p, closed_call_p, jit_p)
+    import jax.extend.core.primitives as jprims
+
+    import wjax.extend.core.primitives as wprims
+    for name in ("add_p", "sin_p", "dot_general_p", "jit_p", "call_p", "closed_call_p",
+                 "scan_p", "while_p", "cond_p", "remat_p", "custom_jvp_call_p"):
+        assert hasattr(jprims, name) and hasattr(wprims, name), name
+    eqn = wjax.make_jaxpr(wjax.jit(jnp.sin))(1.0).jaxpr.eqns[0]
+    assert eqn.primitive is wprims.jit_p and "jaxpr" in eqn.params
+    assert jax.make_jaxpr(jax.jit(jjnp.sin))(1.0).jaxpr.eqns[0].primitive is jprims.jit_p
+    # a closed call bound by hand runs its jaxpr, eagerly and under every transformation
+    inner = wjax.make_jaxpr(lambda x: [jnp.sin(x) * 2])(1.0)
+    f = lambda x: wprims.closed_call_p.bind(x, jaxpr=inner)[0]
+    want = [np.sin(1.0) * 2, np.sin(1.0) * 2, np.cos(1.0) * 2]
+    np.testing.assert_allclose([f(1.0), wjax.jit(f)(1.0), wjax.grad(f)(1.0)], want, rtol=1e-6)
+    np.testing.assert_allclose(wjax.vmap(f)(X), np.sin(X) * 2, rtol=1e-6)
+
+
+def test_trace_state_clean_matches_jax():
+    from jax._src.core import trace_state_clean as jclean
+
+    from wjax._src.core import trace_state_clean as wclean
+    for mod, clean, numpy in ((wjax, wclean, jnp), (jax, jclean, jjnp)):
+        seen = []
+
+        def f(x):
+            seen.append(clean())
+            return numpy.sin(x)
+        f(1.0)
+        mod.jit(f)(2.0)
+        mod.grad(f)(3.0)
+        mod.vmap(f)(X)
+        assert clean() and seen == [True, False, False, False], (mod, seen)
+
+
+def _perturbed_flags(jx, np_):
+    # a symbolic_zeros fwd sees which inputs carry tangents (JAX's CustomVJPPrimal.perturbed),
+    # jitted or not; a Python residual reaches bwd as a Python value (bwd branches on it)
+    seen = []
+
+    @jx.custom_vjp
+    def f(x, y):
+        return x * y
+
+    def fwd(x, y):
+        seen.append((x.perturbed, y.perturbed))
+        return x.value * y.value, (x.value, y.value, y.perturbed)
+
+    def bwd(res, g):
+        x, y, y_perturbed = res
+        return g * y, (g * x if y_perturbed else None)
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    y = np_.float32(3.0)
+    g1 = jx.grad(lambda a: f(a, y))(np_.float32(2.0))
+    g2 = jx.jit(jx.grad(lambda a, b: f(a, b) + f(b, a), argnums=1))(np_.float32(2.0), y)
+    g3 = jx.grad(jx.jit(lambda a: f(a, y) * 2))(np_.float32(2.0))
+    return [float(g1), float(g2), float(g3)], sorted(set(seen))
+
+
+def test_custom_vjp_perturbed_flags_and_static_residuals_match_jax():
+    assert _perturbed_flags(wjax, jnp) == _perturbed_flags(jax, jjnp)
+
+
+def _prefix_cotangents(jx, np_):
+    # bwd returns a prefix of the primal's structure: None for a whole subtree, and a value
+    # where the primal has None (dropped, as JAX's)
+    @jx.custom_vjp
+    def f(p):
+        return p["a"] * p["b"][0] + p["b"][1]
+
+    f.defvjp(lambda p: (f(p), p), lambda p, g: ({"a": g * p["b"][0], "b": None, "c": g},))
+    p = {"a": np_.float32(2.0), "b": (np_.float32(3.0), np_.float32(1.0)), "c": None}
+    return jx.tree_util.tree_map(float, jx.grad(f)(p))
+
+
+def test_custom_vjp_cotangent_prefix_matches_jax():
+    assert _prefix_cotangents(wjax, jnp) == _prefix_cotangents(jax, jjnp)
+
+
+def test_registered_array_types_are_abstracted_like_jax():
+    # tfp registers its ndarray subclass in both tables (jax.interpreters.xla and jax.core)
+    from jax.interpreters import xla as jxla
+
+    from wjax.interpreters import xla as wxla
+
+    class Var(np.ndarray):
+        pass
+    for jx, xla in ((wjax, wxla), (jax, jxla)):
+        xla.canonicalize_dtype_handlers[Var] = xla.canonicalize_dtype_handlers[np.ndarray]
+        jx.core.pytype_aval_mappings[Var] = jx.core.pytype_aval_mappings[np.ndarray]
+        assert xla.canonicalize_dtype_handlers[np.ndarray](np.arange(3.0)).dtype == np.float32
+        aval = jx.core.pytype_aval_mappings[np.ndarray](np.arange(3.0))
+        assert (aval.shape, aval.dtype) == ((3,), np.float32)
+    v = np.arange(3.0, dtype=np.float32).view(Var)
+    np.testing.assert_allclose(wjax.jit(lambda x: x * 2)(v), jax.jit(lambda x: x * 2)(v))
+    np.testing.assert_allclose(jnp.sin(v), jjnp.sin(v), rtol=1e-6)

@@ -312,3 +312,78 @@ def test_elementwise_consumers_fuse_into_the_last_pass():
                  (lambda m, a: m.abs(m.fft.fft(a.astype(np.complex64))) ** 2, x)]:
         assert kernels(lambda v: f(jnp, v), a) == bare
         same(wjax.jit(lambda v: f(jnp, v))(a), f(jjnp, a))
+
+
+# --------------------------------------------------------------------------- jax.scipy.fft
+
+def _scipy_fft_pair():
+    import jax.scipy.fft as jfft
+
+    import wjax.scipy.fft as wfft
+    return wfft, jfft
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 12])
+@pytest.mark.parametrize("norm", [None, "backward", "ortho"])
+def test_dct_idct_match_jax(n, norm):
+    wfft, jfft = _scipy_fft_pair()
+    x = np.random.RandomState(n).randn(3, n).astype(np.float32)
+    for name in ("dct", "idct"):
+        for kw in ({}, {"n": n + 3}, {"n": max(1, n - 1)}, {"axis": 0}):
+            got = getattr(wfft, name)(x, norm=norm, **kw)
+            want = getattr(jfft, name)(x, norm=norm, **kw)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+    # idct inverts dct
+    np.testing.assert_allclose(wfft.idct(wfft.dct(x, norm=norm), norm=norm), x, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"s": (3,)}, {"s": (3, 2), "axes": (0, 2)},
+                                {"axes": (0, 2), "s": (3,)}, {"norm": "ortho"},
+                                {"axes": [-1, 0], "norm": "ortho"}])
+def test_dctn_idctn_match_jax(kw):
+    wfft, jfft = _scipy_fft_pair()
+    x = np.random.RandomState(1).randn(2, 3, 4).astype(np.float32)
+    for name in ("dctn", "idctn"):
+        got, want = getattr(wfft, name)(x, **kw), getattr(jfft, name)(x, **kw)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+
+
+def test_dct_complex_int_grad_jit_vmap_match_jax():
+    wfft, jfft = _scipy_fft_pair()
+    rng = np.random.RandomState(2)
+    z = (rng.randn(4, 6) + 1j * rng.randn(4, 6)).astype(np.complex64)
+    np.testing.assert_allclose(wfft.dct(z), jfft.dct(z), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(wfft.idctn(z, norm="ortho"), jfft.idctn(z, norm="ortho"),
+                               rtol=2e-5, atol=2e-5)
+    k = np.arange(5)
+    assert wfft.dct(k).dtype == jfft.dct(k).dtype
+    np.testing.assert_allclose(wfft.dct(k), jfft.dct(k), rtol=2e-5, atol=2e-5)
+    x = rng.randn(4, 6).astype(np.float32)
+    w = np.linspace(-1, 1, 6).astype(np.float32)
+
+    def loss(m, f):
+        return lambda x: m.numpy.sum(f.dct(x, norm="ortho") * w) + m.numpy.sum(f.idct(x) ** 2)
+    np.testing.assert_allclose(wjax.grad(loss(wjax, wfft))(x), jax.grad(loss(jax, jfft))(x),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(wjax.jit(wjax.vmap(wfft.dct))(x), jax.jit(jax.vmap(jfft.dct))(x),
+                               rtol=2e-5, atol=2e-5)
+
+
+def test_dct_bad_calls_raise_like_jax():
+    wfft, jfft = _scipy_fft_pair()
+    x = np.ones(4, np.float32)
+    for f in (wfft, jfft):
+        with pytest.raises(NotImplementedError):
+            f.dct(x, type=3)
+        with pytest.raises(NotImplementedError):
+            f.idctn(x, type=1)
+        with pytest.raises(ValueError):
+            f.dct(x, norm="forward")
+        with pytest.raises(ValueError):
+            f.idctn(x, norm="bogus")
+        with pytest.raises(ValueError):
+            f.dctn(np.ones((2, 2), np.float32), s=(2, 2, 2))
+        with pytest.raises(TypeError):
+            f.dct([1.0, 2.0])

@@ -646,3 +646,36 @@ def test_creation_functions_take_the_array_apis_device_keyword():
     np.testing.assert_array_equal(jnp.eye(2, device=dev), np.eye(2))
     np.testing.assert_array_equal(jnp.empty_like(np.ones(3), device=dev).shape, (3,))
     np.testing.assert_allclose(jnp.linspace(0, 1, 3, device=dev), [0, 0.5, 1])
+
+
+def test_logaddexp_derivatives_match_jax():
+    # JAX's rule: exp(x_i - out) per operand (half each at a tie, as softplus at 0), +inf
+    # counted as 0 in the exponent
+    import jax
+    import jax.numpy as jjnp
+
+    import wjax
+    import wjax.numpy as wjnp
+    cases = [(0.0, 0.0), (1.0, -np.inf), (1.0, np.inf), (-np.inf, -np.inf), (np.inf, 1.0),
+             (2.0, -3.0)]
+    for name in ("logaddexp", "logaddexp2"):
+        for a, b in cases:
+            a, b = np.float32(a), np.float32(b)
+            got = wjax.grad(getattr(wjnp, name), argnums=(0, 1))(a, b)
+            want = jax.grad(getattr(jjnp, name), argnums=(0, 1))(a, b)
+            np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
+    x = np.array([-2.0, 0.0, 3.0], np.float32)
+    np.testing.assert_allclose(wjax.vmap(wjax.grad(wjax.nn.softplus))(x),
+                               jax.vmap(jax.grad(jax.nn.softplus))(x), rtol=1e-6)
+
+
+def test_expand_dims_takes_any_sequence_of_axes_like_jax():
+    import jax.numpy as jjnp
+
+    import wjax.numpy as wjnp
+    x = np.ones((2,), np.float32)
+    for axis in (range(0), range(2), np.array([0, 2]), (0, -1), 1, np.int64(0)):
+        assert wjnp.expand_dims(x, axis).shape == jjnp.expand_dims(x, axis).shape
+    for mod in (wjnp, jjnp):
+        with pytest.raises(TypeError):
+            mod.expand_dims(x, 1.0)

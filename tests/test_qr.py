@@ -123,3 +123,62 @@ def test_random_orthogonal_complex_is_jaxs_unitary():
     for mod in (wjax, jax):
         with pytest.raises(ValueError, match="float or complex"):
             mod.random.orthogonal(mod.random.key(0), 3, dtype=np.int32)
+
+
+def _raw_cases():
+    rng = np.random.RandomState(7)
+    out = {name: a for name, a in MATS.items()}
+    out["complex (4, 3)"] = (rng.randn(4, 3) + 1j * rng.randn(4, 3)).astype(np.complex64)
+    out["complex (2, 3, 3)"] = (rng.randn(2, 3, 3) + 1j * rng.randn(2, 3, 3)).astype(np.complex64)
+    # an already-reduced column: no reflection (tau 0), as LAPACK's larfg
+    out["zero subcolumn"] = np.array([[2.0, 1.0], [0.0, 3.0], [0.0, 4.0]], np.float32)
+    return out
+
+
+RAW = _raw_cases()
+
+
+@pytest.mark.parametrize("name", sorted(RAW))
+def test_qr_raw_and_householder_forms_match_jax(name):
+    # mode="raw" (NumPy's transposed LAPACK storage) and the lax.linalg functions that read
+    # the reflectors: householder_product and ormqr from either side, with and without Q^H
+    a = RAW[name]
+    (h, t), (hj, tj) = jnp.linalg.qr(a, mode="raw"), jjnp.linalg.qr(a, mode="raw")
+    assert h.shape == hj.shape and t.shape == tj.shape
+    np.testing.assert_allclose(h, hj, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(t, tj, rtol=1e-4, atol=2e-5)
+    m, n = a.shape[-2:]
+    if m >= n:
+        np.testing.assert_allclose(wjax.lax.linalg.householder_product(h.mT, t),
+                                   jax.lax.linalg.householder_product(hj.mT, tj),
+                                   rtol=1e-4, atol=2e-5)
+    rng = np.random.RandomState(1)
+    for left in (True, False):
+        for transpose in (False, True):
+            c = rng.randn(*a.shape[:-2], *((m, 2) if left else (2, m))).astype(a.dtype)
+            np.testing.assert_allclose(
+                wjax.lax.linalg.ormqr(h.mT, t, c, left=left, transpose=transpose),
+                jax.lax.linalg.ormqr(hj.mT, tj, c, left=left, transpose=transpose),
+                rtol=1e-4, atol=2e-5)
+
+
+def test_ormqr_under_jit_and_vmap_matches_jax():
+    a = MATS["(2, 4, 3)"]
+    c = RNG.randn(2, 4, 1).astype(np.float32)
+
+    def f(mod, numpy):
+        def g(a, c):
+            h, t = numpy.linalg.qr(a, mode="raw")
+            return mod.lax.linalg.ormqr(h.mT, t, c, transpose=True)
+        return mod.jit(mod.vmap(g))(a, c)
+    np.testing.assert_allclose(f(wjax, jnp), f(jax, jjnp), rtol=1e-4, atol=2e-5)
+
+
+def test_householder_forms_bad_calls_raise():
+    h, t = jnp.linalg.qr(MATS["(5, 3)"], mode="raw")
+    with pytest.raises(ValueError):
+        wjax.lax.linalg.ormqr(h.mT, t, jnp.ones((4, 2)))          # Q is 5 x 5
+    with pytest.raises(ValueError):
+        wjax.lax.linalg.householder_product(h, t)                  # wide: m < n
+    with pytest.raises(TypeError):
+        wjax.lax.linalg.householder_product(jnp.ones((3, 2), jnp.int32), jnp.ones(2, jnp.int32))

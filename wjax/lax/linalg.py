@@ -1,5 +1,7 @@
 """``jax.lax.linalg``: the decomposition primitives of ``wjax/_src/prims/decomp.py`` with JAX's
-signatures (``cholesky``, ``lu``, ``triangular_solve``, ``lu_pivots_to_permutation``).  The
+signatures (``cholesky``, ``lu``, ``triangular_solve``, ``lu_pivots_to_permutation``), and
+the Householder-reflector forms of QR (``geqrf``, ``householder_product``, ``ormqr``, in
+LAPACK's storage) as compositions of array operations.  The
 Jacobi and Householder decompositions are compositions of array operations and live in
 ``wjax.numpy.linalg`` (``eigh``, ``svd``, ``qr``).
 
@@ -17,7 +19,8 @@ from .._src.core.ir import ShapedArray
 from .._src.prims import decomp as _D
 from .control import fori_loop
 
-__all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation"]
+__all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation",
+           "householder_product", "ormqr"]
 
 
 def _float_matrix(name, x):
@@ -169,3 +172,166 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     """The permutation that LAPACK-style row swaps ``pivots`` (``[..., k]``) make of
     ``range(permutation_size)``."""
     return _D.lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+# --------------------------------------------------------------------------- Householder
+
+def _inexact_matrix(name, x):
+    av = ops._aval(x)
+    if not (dtypes.is_float(av.dtype) or _is_complex(x)):
+        raise TypeError(f"{name} requires a floating-point or complex operand, got "
+                        f"{np.dtype(av.dtype).name}")
+    if av.ndim < 2:
+        raise TypeError(f"Input 0 to {name} must have rank at least 2, but got "
+                        f"shape={tuple(av.shape)}")
+    return av
+
+
+def _cconj(x):
+    return ops.conj(x) if _is_complex(x) else x
+
+
+def geqrf(a):
+    """``(h, taus)``: the QR factorization of ``[..., m, n]`` matrices in LAPACK's ``geqrf``
+    storage -- ``R`` on and above the diagonal of ``h``, below it the reflectors ``v_j`` (unit
+    entry ``j`` implied) of ``Q = H_0 H_1 ... H_{k-1}``, ``H_j = I - tau_j v_j v_j^H``,
+    ``k = min(m, n)``.  Each reflector as LAPACK's ``larfg``: ``H_j^H x = beta e_j`` for the
+    column ``x`` with a real ``beta = -sign(Re x_j) |x|``, and no reflection (``tau = 0``)
+    where ``x`` is already ``(real, 0, ..., 0)``."""
+    av = _inexact_matrix("geqrf", a)
+    shape, nd, dt = tuple(av.shape), av.ndim, av.dtype
+    m, n = shape[-2:]
+    k = min(m, n)
+    one = (1,) * (nd - 2)
+    rows = ops.broadcasted_iota(np.int32, one + (m, 1), nd - 2)
+    cols = ops.broadcasted_iota(np.int32, one + (1, n), nd - 1)
+    kidx = ops.broadcasted_iota(np.int32, one + (k,), nd - 2)
+    taus0 = ops.broadcast_in_dim(np.zeros((), dt), shape[:-2] + (k,), ())
+    if k == 0:
+        return a, taus0
+    cplx = _is_complex(a)
+    zero, one_ = np.zeros((), dt), np.ones((), dt)
+    f0 = np.zeros((), np.float32)
+
+    def step(j, carry):
+        h, taus = carry
+        col = ops.dynamic_index_in_dim(h, j, axis=nd - 1)                     # (..., m, 1)
+        alpha = ops.dynamic_index_in_dim(col, j, axis=nd - 2)                 # (..., 1, 1)
+        below = ops.where(ops.gt(rows, j), col, zero)
+        if cplx:
+            re, im = ops.real(alpha), ops.imag(alpha)
+            sub2 = ops.reduce_sum(ops.add(ops.mul(ops.real(below), ops.real(below)),
+                                          ops.mul(ops.imag(below), ops.imag(below))), (nd - 2,))
+            sub2 = ops.expand_dims(sub2, (nd - 2,))
+            reflect = ops.bitwise_or(ops.gt(sub2, f0), ops.ne(im, f0))
+            norm = ops.sqrt(ops.add(ops.add(ops.mul(re, re), ops.mul(im, im)), sub2))
+        else:
+            re = alpha
+            sub2 = ops.expand_dims(ops.reduce_sum(ops.mul(below, below), (nd - 2,)), (nd - 2,))
+            reflect = ops.gt(sub2, f0)
+            norm = ops.sqrt(ops.add(ops.mul(alpha, alpha), sub2))
+        # -sign(Re alpha) |x|, Fortran's SIGN: a negative zero counts as negative
+        beta = ops.select(ops.lt(ops.bitcast_convert_type(re, np.int32), np.int32(0)),
+                          norm, ops.neg(norm))
+        safe_beta = ops.where(reflect, beta, np.ones((), np.float32))
+        beta_c = ops.convert_element_type(beta, dt) if cplx else beta
+        tau = ops.div(ops.sub(beta_c, alpha), ops.convert_element_type(safe_beta, dt)
+                      if cplx else safe_beta)
+        tau = ops.where(reflect, tau, zero)
+        scale = ops.sub(alpha, beta_c)
+        v_below = ops.div(below, ops.where(reflect, scale, one_))
+        v_below = ops.where(reflect, v_below, below)
+        v = ops.where(ops.eq(rows, j), one_, v_below)                         # (..., m, 1)
+        # H_j^H applied to the trailing columns: h - conj(tau) v (v^H h)
+        vh_h = ops.matmul(ops.swapaxes(_cconj(v), -1, -2), h)                 # (..., 1, n)
+        upd = ops.sub(h, ops.mul(ops.mul(_cconj(tau), v), vh_h))
+        h = ops.where(ops.gt(cols, j), upd, h)
+        newcol = ops.where(ops.lt(rows, j), col,
+                           ops.where(ops.eq(rows, j), ops.where(reflect, beta_c, alpha), v_below))
+        h = ops.where(ops.eq(cols, j), newcol, h)
+        taus = ops.where(ops.eq(kidx, j), ops.squeeze(tau, (nd - 2,)), taus)
+        return h, taus
+
+    return tuple(fori_loop(0, k, step, (a, taus0)))
+
+
+def _reflector(a, taus, i, rows, nd):
+    """Reflector ``i`` of ``a`` (``[..., m, 1]``: 1 at ``i``, a's column below) and its
+    ``tau`` (``[..., 1, 1]``)."""
+    col = ops.dynamic_index_in_dim(a, i, axis=nd - 1)
+    dt = ops._aval(a).dtype
+    v = ops.where(ops.eq(rows, i), np.ones((), dt),
+                  ops.where(ops.gt(rows, i), col, np.zeros((), dt)))
+    tau = ops.expand_dims(ops.dynamic_index_in_dim(taus, i, axis=nd - 2), (nd - 2,))
+    return v, tau
+
+
+def _reflect_all(a, taus, c, left, conj_tau, forward):
+    """``c`` multiplied by the reflectors ``H_i = I - t_i v_i v_i^H`` of ``a`` one at a time
+    (``t_i = conj(tau_i)`` with ``conj_tau``), ``i`` ascending (``forward``) or descending;
+    from the left (``H_i c``) or the right (``c H_i``)."""
+    av, tv = ops._aval(a), ops._aval(taus)
+    nd, m, k = av.ndim, av.shape[-2], tv.shape[-1]
+    rows = ops.broadcasted_iota(np.int32, (1,) * (nd - 2) + (m, 1), nd - 2)
+
+    def step(s, c):
+        i = s if forward else ops.sub(np.int32(k - 1), s)
+        v, tau = _reflector(a, taus, i, rows, nd)
+        t = _cconj(tau) if conj_tau else tau
+        vh = ops.swapaxes(_cconj(v), -1, -2)                                    # (..., 1, m)
+        if left:
+            return ops.sub(c, ops.mul(ops.mul(t, v), ops.matmul(vh, c)))
+        return ops.sub(c, ops.mul(t, ops.matmul(ops.matmul(c, v), vh)))
+
+    return fori_loop(0, k, step, c) if k else c
+
+
+def _reflectors_args(name, a, taus):
+    av = _inexact_matrix(name, a)
+    tv = ops._aval(taus)
+    m, n = av.shape[-2:]
+    if (tv.ndim != av.ndim - 1 or tuple(tv.shape[:-1]) != tuple(av.shape[:-2])
+            or tv.shape[-1] > min(m, n)):
+        raise ValueError(f"{name}: taus of shape {tuple(tv.shape)} do not match reflectors of "
+                         f"shape {tuple(av.shape)} (expected [..., k] with k <= min(m, n))")
+    if np.dtype(tv.dtype) != np.dtype(av.dtype):
+        raise TypeError(f"{name} requires a and taus of the same dtype, got "
+                        f"{np.dtype(av.dtype).name} and {np.dtype(tv.dtype).name}")
+    return av
+
+
+def householder_product(a, taus):
+    """The first ``n`` columns of ``Q = H_0 ... H_{k-1}`` for the reflectors stored below the
+    diagonal of ``a`` (``[..., m, n]``, m >= n) and their factors ``taus`` (``[..., k]``)."""
+    av = _reflectors_args("householder_product", a, taus)
+    m, n = av.shape[-2:]
+    if m < n:
+        raise ValueError(f"householder_product requires m >= n, got shape {tuple(av.shape)}")
+    nd = av.ndim
+    eye = ops.convert_element_type(ops.eq(ops.broadcasted_iota(np.int32, (m, n), 0),
+                                          ops.broadcasted_iota(np.int32, (m, n), 1)), av.dtype)
+    eye = ops.broadcast_in_dim(eye, tuple(av.shape), (nd - 2, nd - 1))
+    return _reflect_all(a, taus, eye, left=True, conj_tau=False, forward=False)
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q c``, ``Q^H c`` (``transpose``), ``c Q`` or ``c Q^H`` (``left=False``) for the
+    ``m x m`` ``Q = H_0 ... H_{k-1}`` of the reflectors below the diagonal of ``a``
+    (``[..., m, n]``) and their factors ``taus`` (``[..., k]``), without forming ``Q``."""
+    av = _reflectors_args("ormqr", a, taus)
+    cv = ops._aval(c)
+    m = av.shape[-2]
+    if cv.ndim != av.ndim or tuple(cv.shape[:-2]) != tuple(av.shape[:-2]):
+        raise ValueError(f"ormqr: c of shape {tuple(cv.shape)} does not match a of shape "
+                         f"{tuple(av.shape)}")
+    if cv.shape[-2 if left else -1] != m:
+        raise ValueError(f"ormqr: c of shape {tuple(cv.shape)} cannot be multiplied "
+                         f"{'from the left' if left else 'from the right'} by Q of shape "
+                         f"({m}, {m})")
+    if np.dtype(cv.dtype) != np.dtype(av.dtype):
+        raise TypeError(f"ormqr requires a and c of the same dtype, got "
+                        f"{np.dtype(av.dtype).name} and {np.dtype(cv.dtype).name}")
+    # Q c = H_0 (H_1 (... H_{k-1} c)); Q^H c = H_{k-1}^H (... H_0^H c); c Q = ((c H_0) H_1)...;
+    # c Q^H = ((c H_{k-1}^H) ...) H_0^H
+    forward = transpose if left else not transpose
+    return _reflect_all(a, taus, c, left=bool(left), conj_tau=bool(transpose), forward=forward)

@@ -531,9 +531,8 @@ def _qr_args(a, mode):
     a = _float(asarray(a))
     if a.ndim < 2:
         raise TypeError(f"Input 0 to qr must have rank at least 2, but got shape={a.shape}")
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"Unsupported QR decomposition mode '{mode}'" if mode != "raw" else
-                         "wjax: qr mode 'raw' (Householder vectors) is not implemented")
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     return a
 
 
@@ -580,8 +579,13 @@ def _qr_jvp(complete, primals, tangents):
 
 def qr(a, mode: str = "reduced"):
     """QR by Householder reflections on the device (LAPACK's signs), differentiable with
-    JAX's rule; ``mode`` is ``reduced``, ``complete`` or ``r``."""
+    JAX's rule; ``mode`` is ``reduced``, ``complete``, ``r`` or ``raw`` (NumPy's: LAPACK's
+    reflectors and R, transposed, and the reflectors' factors; ``lax.linalg.ormqr`` and
+    ``householder_product`` take ``h.mT``)."""
     a = _qr_args(a, mode)
+    if mode == "raw":
+        h, taus = _lax_linalg.geqrf(a)
+        return QRResult(swapaxes(h, -1, -2), taus)
     q, r = _qr_core(a, mode == "complete")
     if mode == "r":
         return r

@@ -130,7 +130,11 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
     a = _arraylike("expand_dims", a)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    # an int or any sequence of ints (a range, a NumPy array), as JAX's
+    try:
+        axes = (operator.index(axis),)
+    except TypeError:
+        axes = tuple(axis)
     nd = a.ndim + len(axes)
     axes = tuple(_axis(x, nd) for x in axes)
     return lax.expand_dims(a, axes)

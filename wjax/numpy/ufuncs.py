@@ -10,6 +10,7 @@ import numpy as np
 from .. import lax
 from .._src.core import dtypes
 from .._src.core.ir import WeakScalar
+from .._src.api.custom_derivatives import custom_jvp
 from .._src.core.tracing import to_concrete_value
 from ._util import (_aval, _broadcast_to_shape, _const, _f32, _inexact, _is_array, _is_complex,
                     _is_float, _no_complex, _select, _wrap_result, broadcast_shapes, promote_args)
@@ -614,25 +615,63 @@ def _logaddexp_complex(x1, x2, exp, scale, period):
     return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
 
 
-def logaddexp(x1, x2, /):
-    x1, x2 = _inexact("logaddexp", x1, x2)
-    if _is_complex(x1):
-        return _logaddexp_complex(x1, x2, lax.exp, 1, np.pi)
+def _logaddexp_real(x1, x2, exp, scale):
+    """``max + scale log1p(exp(-|x1 - x2|))``; where the difference is NaN (a NaN, or
+    infinities of one sign) ``x1 + x2``."""
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
+    t = lax.log1p(exp(lax.neg(lax.abs(delta))))
     return _select(lax.ne(delta, delta), lax.add(x1, x2),
-                   lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+                   lax.add(amax, t if scale == 1 else lax.mul(_const(x1, scale), t)))
+
+
+def _finite_plus_inf(x):
+    """``x`` with +inf (of the real part) replaced by 0, for the derivative's exponent."""
+    re = lax.real(x) if _is_complex(x) else x
+    return _select(lax.eq(re, _const(re, np.inf)), zeros_like(x), x)
+
+
+def _logaddexp_rule(fun, exp):
+    """The derivative of log(exp(x1) + exp(x2)) as JAX defines it: each tangent weighted by
+    ``exp(x_i - out)`` -- half each where x1 == x2 (the max's tie), and +inf operands or
+    outputs counted as 0 in the exponent."""
+    def jvp(primals, tangents):
+        x1, x2 = primals
+        t1, t2 = tangents
+        out = fun(x1, x2)
+        r_out = _finite_plus_inf(out)
+        w1 = exp(lax.sub(_finite_plus_inf(x1), r_out))
+        w2 = exp(lax.sub(_finite_plus_inf(x2), r_out))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+    return jvp
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
+    if _is_complex(x1):
+        return _logaddexp_complex(x1, x2, lax.exp, 1, np.pi)
+    return _logaddexp_real(x1, x2, lax.exp, 1)
+
+
+@custom_jvp
+def _logaddexp2(x1, x2):
+    if _is_complex(x1):
+        return _logaddexp_complex(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
+    return _logaddexp_real(x1, x2, lax.exp2, 1 / np.log(2))
+
+
+_logaddexp.defjvp(_logaddexp_rule(_logaddexp, lax.exp))
+_logaddexp2.defjvp(_logaddexp_rule(_logaddexp2, lax.exp2))
+
+
+def logaddexp(x1, x2, /):
+    x1, x2 = _inexact("logaddexp", x1, x2)
+    return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
     x1, x2 = _inexact("logaddexp2", x1, x2)
-    if _is_complex(x1):
-        return _logaddexp_complex(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    return _select(lax.ne(delta, delta), lax.add(x1, x2),
-                   lax.add(amax, lax.mul(_const(x1, 1 / np.log(2)),
-                                         lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))))))
+    return _logaddexp2(x1, x2)
 
 
 def sinc(x, /):

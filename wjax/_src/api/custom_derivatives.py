@@ -20,16 +20,17 @@ The primitives and their rules are in ``wjax/_src/prims/calls.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
 from ..array import asarray_device
-from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, Var, WeakScalar, abstractify
+from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, PerturbedRule, Var, WeakScalar, abstractify
 from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
                             trace_flat)
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
@@ -173,10 +174,13 @@ class SymbolicZero:
         return f"SymbolicZero({self.aval.str_short()})"
 
 
-class CustomVJPPrimal(NamedTuple):
+@dataclasses.dataclass
+class CustomVJPPrimal:
     """A primal input as a ``custom_vjp`` fwd rule registered with ``symbolic_zeros=True``
     receives it: the value, and whether it may be differentiated (every floating input: wjax
-    traces the fwd rule once, before it knows which inputs a transformation perturbs)."""
+    traces the fwd rule once, before it knows which inputs a transformation perturbs).  As
+    JAX's, a plain dataclass: a pytree leaf, so ``tree_map`` over the inputs sees each one
+    whole."""
     value: Any
     perturbed: bool
 
@@ -376,7 +380,8 @@ class custom_vjp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
-        if _differentiating() and not self._tracing_rule:
+        # (a symbolic_zeros fwd waits for the jvp, where it learns which inputs are perturbed)
+        if _differentiating() and not self._tracing_rule and not self.symbolic_zeros:
             out = self._call_differentiated(name, args)
             if out is not None:
                 return out
@@ -387,19 +392,31 @@ class custom_vjp:
         pj, ptc, pkc = _split_consts(closed)
         pa = [t.aval for t in ptc]
 
-        def rules():
-            return self._rules(name, avals, fwd_flat, nd, dyn, res_box, out_box)
+        def rules(perturbed=None):
+            flat = fwd_flat if perturbed is None else self._fwd_flat(
+                full, in_tree, out_tree, res_box, out_box, perturbed)
+            return self._rules(name, avals, flat, nd, dyn, res_box, out_box)
 
         if self._tracing_rule or not _closes_over_tracers(self.fwd):
             # fwd and bwd are traced when the call is differentiated, as in JAX (also when
             # called from inside its own fwd/bwd); a fwd holding tracers is traced now
-            def lazy():
-                fj, ftc, fkc, bwd = rules()
+            def lazy(perturbed=None):
+                fj, ftc, fkc, bwd = rules(perturbed)
                 if ftc:
                     _lazy_tracer_error(name)
                 return _with_leading(fj, fkc, pa, [], []), bwd
-            pair = LazyJaxpr(lazy)
-            fwd, bwd, ftc = LazyJaxpr(lambda: pair()[0]), LazyJaxpr(lambda: pair()[1]), []
+            if self.symbolic_zeros:     # traced per set of perturbed inputs
+                pairs = {}
+
+                def pair_for(mask):
+                    if mask not in pairs:
+                        pairs[mask] = lazy(mask)
+                    return pairs[mask]
+                fwd = PerturbedRule(lambda m: pair_for(m)[0])
+                bwd, ftc = PerturbedRule(lambda m: pair_for(m)[1]), []
+            else:
+                pair = LazyJaxpr(lazy)
+                fwd, bwd, ftc = LazyJaxpr(lambda: pair()[0]), LazyJaxpr(lambda: pair()[1]), []
         else:
             fj, ftc, fkc, bwd = rules()
             fwd = _with_leading(fj, fkc, pa, fj.invars[:len(ftc)], [])
@@ -475,12 +492,15 @@ class custom_vjp:
             return ClosedJaxpr(bj, bkc)
         return fj, ftc, fkc, LazyJaxpr(bwd)
 
-    def _fwd_flat(self, full, in_tree, out_tree, res_box, out_box):
+    def _fwd_flat(self, full, in_tree, out_tree, res_box, out_box, perturbed=None):
         """The fwd rule over flat leaves: primal outputs then residuals (their trees saved;
-        ``out_tree`` None: the primal's structure is fwd's)."""
+        ``out_tree`` None: the primal's structure is fwd's).  With symbolic zeros, each leaf
+        is a CustomVJPPrimal, perturbed as ``perturbed`` says (None: if floating)."""
         def fwd_flat(*xs):
             if self.symbolic_zeros:
-                xs = [CustomVJPPrimal(x, dtypes.is_float(x.aval.dtype)) for x in xs]
+                flags = (perturbed if perturbed is not None else
+                         [dtypes.is_float(x.aval.dtype) for x in xs])
+                xs = [CustomVJPPrimal(x, bool(p)) for x, p in zip(xs, flags)]
             r = self.fwd(*full(tree_util.tree_unflatten(in_tree, list(xs))))
             if not (isinstance(r, (tuple, list)) and len(r) == 2):
                 raise TypeError(f"Custom VJP fwd rule {getattr(self.fwd, '__name__', 'fwd')} must "
@@ -494,15 +514,21 @@ class custom_vjp:
                 raise TypeError(f"Custom VJP fwd rule must produce an output with the same "
                                 f"container (pytree) structure as the primal function, got {ot} "
                                 f"and {out_tree}.")
+            # residuals known while fwd is traced (Python scalars, NumPy or concrete arrays)
+            # reach bwd as they are, as JAX's known values do: bwd may branch on them
             rl, rt = tree_util.tree_flatten(res)
-            res_box.append(rt)
-            return ol + rl
+            static = {i: x for i, x in enumerate(rl) if not isinstance(x, Tracer)}
+            res_box.append((rt, static))
+            return ol + [x for i, x in enumerate(rl) if i not in static]
         return fwd_flat
 
     def _bwd_flat(self, nd, dyn, out_tree, res_tree, n_res):
         """The bwd rule over flat leaves: (residuals, output cotangents) -> input cotangents."""
         def bwd_flat(*xs):
-            res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
+            tree, static = res_tree
+            traced = iter(xs[:n_res])
+            res = tree_util.tree_unflatten(tree, [static[i] if i in static else next(traced)
+                                                  for i in range(tree.num_leaves)])
             ct = tree_util.tree_unflatten(out_tree, list(xs[n_res:]))
             r = self.bwd(*[nd[i] for i in sorted(nd)], res, ct)
             if not isinstance(r, (tuple, list)) or len(r) != len(dyn):
@@ -524,11 +550,16 @@ def _cotangents_like(dyn, r) -> list:
         if c is None:
             flat.extend(_ad.zeros(abstractify(x)) for x in al)
             continue
+        # as JAX's: the cotangent is a prefix of the primal -- a None stands for the zeros
+        # of a whole subtree, and a cotangent where the primal has no leaves (None) is dropped
         cl, ct_ = tree_util.tree_flatten(c, is_leaf=lambda v: v is None)
-        if len(cl) != len(al):
+        try:
+            subtrees = ct_.flatten_up_to(arg)
+        except ValueError:
             raise TypeError(f"Custom VJP bwd rule produced a cotangent with structure "
-                            f"{ct_} for a primal argument with structure {at}.")
-        for x, cc in zip(al, cl):
+                            f"{ct_} for a primal argument with structure {at}.") from None
+        pairs = [(x, cc) for cc, sub in zip(cl, subtrees) for x in tree_util.tree_leaves(sub)]
+        for x, cc in pairs:
             a = abstractify(x)
             if cc is None:
                 cc = _ad.zeros(a)

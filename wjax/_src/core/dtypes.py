@@ -563,3 +563,29 @@ def itemsize_bits(dtype) -> int:
     if dt == float0 or dt.kind == "V":
         raise ValueError(f"unexpected input: dtype={dt!r}")
     return dt.itemsize * 8
+
+
+# ---------------------------------------------------------------------------
+# Host values as the device holds them (JAX's ``canonicalize_value_handlers``, exported as
+# ``jax.interpreters.xla.canonicalize_dtype_handlers``): a type -> handler registry that
+# libraries extend for their own array types (tfp registers its ndarray subclass).
+
+def _canonical_array(x):
+    x = np.asarray(x)
+    dt = canonicalize_dtype(x.dtype)
+    return x if x.dtype == dt else x.astype(dt)
+
+
+canonicalize_value_handlers: dict[type, Any] = {
+    np.ndarray: _canonical_array, np.generic: _canonical_array,
+    bool: lambda x: x, int: lambda x: x, float: lambda x: x, complex: lambda x: x}
+
+
+def canonicalize_value(x):
+    """``x`` with a dtype wjax holds, by the handler registered for its type (or the nearest
+    base class); a TypeError for a type none is registered for."""
+    for typ in type(x).__mro__:
+        handler = canonicalize_value_handlers.get(typ)
+        if handler is not None:
+            return handler(x)
+    raise TypeError(f"No canonicalize_dtype handler for type: {type(x)}")

@@ -131,13 +131,29 @@ def raise_to_shaped(x) -> ShapedArray:
     return ShapedArray(np.shape(x), dt, weak)
 
 
+def _numpy_aval(x) -> ShapedArray:
+    return raise_to_shaped(np.asarray(x))
+
+
+# JAX's ``core.pytype_aval_mappings``: the aval of a host value by its type (or nearest base
+# class); libraries register their own array types (tfp: an ndarray subclass).
+pytype_aval_mappings: dict[type, Any] = {
+    np.ndarray: _numpy_aval, np.generic: _numpy_aval, bool: raise_to_shaped,
+    int: raise_to_shaped, float: raise_to_shaped, complex: raise_to_shaped}
+
+
 def abstractify(x) -> ShapedArray:
     """The aval of an argument of a transformation (``jit``, ``grad``, ``vmap``): arrays,
-    tracers, NumPy values, Python scalars and anything with ``shape`` and ``dtype``
-    (``ShapeDtypeStruct``); a TypeError for anything else."""
+    tracers, the types in ``pytype_aval_mappings`` (NumPy values, Python scalars, registered
+    types) and anything with ``shape`` and ``dtype`` (``ShapeDtypeStruct``); a TypeError for
+    anything else."""
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
+    for typ in type(x).__mro__:
+        handler = pytype_aval_mappings.get(typ)
+        if handler is not None:
+            return handler(x)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return raise_to_shaped(x)
     if isinstance(x, (np.ndarray, np.generic)):
@@ -602,6 +618,29 @@ class LazyJaxpr:
         if self._val is None:
             self._val = self._make()
         return self._val
+
+
+class PerturbedRule(LazyJaxpr):
+    """A custom_vjp rule registered with ``symbolic_zeros=True``: its fwd rule receives which
+    inputs are perturbed (carry nonzero tangents), known only when the call is
+    differentiated, so the rule is traced per mask -- ``make_for(mask)``, a tuple of bools
+    over the call's non-const operands.  Forced without a mask (``force_jaxpr``), every
+    floating input counts as perturbed."""
+
+    def __init__(self, make_for):
+        super().__init__(lambda: make_for(None))
+        self._make_for, self._by_mask = make_for, {}
+
+    def for_perturbed(self, mask):
+        mask = tuple(bool(m) for m in mask)
+        if mask not in self._by_mask:
+            self._by_mask[mask] = self._make_for(mask)
+        return self._by_mask[mask]
+
+
+def for_perturbed(j, mask):
+    """``j`` (a rule parameter) for the inputs ``mask`` perturbs."""
+    return j.for_perturbed(mask) if isinstance(j, PerturbedRule) else j
 
 
 def force_jaxpr(j) -> "ClosedJaxpr":

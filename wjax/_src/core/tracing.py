@@ -304,6 +304,12 @@ def current_builder() -> Builder | None:
     return b[-1] if b else None
 
 
+def trace_state_clean() -> bool:
+    """No trace is being recorded (no jit, grad, vmap... around): primitives bound now run
+    eagerly (JAX's ``jax._src.core.trace_state_clean``)."""
+    return current_builder() is None
+
+
 @contextlib.contextmanager
 def _eager():
     """No active builder inside: primitives bound here run eagerly."""

@@ -2,6 +2,8 @@
 
     pjit             jit under a trace: ``jaxpr``, ``name``
     checkpoint       jax.checkpoint (remat): ``jaxpr``, ``prevent_cse``, ``policy``, ``name``
+    closed_call,     JAX's plain calls of a jaxpr (``jax.extend.core.primitives``): ``jaxpr``;
+    call             wjax binds neither, a program or library may
     custom_jvp_call  a custom_jvp function: ``jaxpr`` (the primal), ``jvp_jaxpr`` (the rule),
                      ``num_consts``, ``name``, ``symbolic_zeros``
     custom_vjp_call  a custom_vjp function: ``jaxpr``, ``fwd_jaxpr`` (operands -> outs,
@@ -19,7 +21,8 @@ first use.  The APIs that bind these live in ``wjax/_src/api/``.
 from __future__ import annotations
 
 from ..core import caches, tree_util
-from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, Var, force_jaxpr
+from ..core.ir import (ClosedJaxpr, Eqn, Jaxpr, LazyJaxpr, PerturbedRule, Var, for_perturbed,
+                       force_jaxpr)
 from ..core.primitive import Primitive
 from ..core.tracing import eval_jaxpr
 from ..transforms import ad as _ad
@@ -168,6 +171,15 @@ pjit_p.pp_share_names = True
 pjit_p.pp_params = lambda params, eqn: [("name", params["name"])] + sorted(
     (k, v) for k, v in params.items() if k != "name" and not k.startswith("_"))
 
+# plain calls: run the jaxpr, and every rule is the jaxpr's
+closed_call_p = Primitive("closed_call", multiple_results=True)
+call_p = Primitive("call", multiple_results=True)
+for _p in (closed_call_p, call_p):
+    _transparent_rules(_p, rename=False)
+    _p.impl = _run_inner
+    _p.partial_eval = _call_partial_eval
+del _p
+
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 _transparent_rules(checkpoint_p, rename=False)
 checkpoint_p.impl = _run_inner
@@ -202,6 +214,9 @@ def _custom_call_pp(rules: tuple):
 
 def _batch_carried(j, in_dims, n):
     """``j`` batched (outputs at axis 0); ``in_dims`` is a list, or a function of the jaxpr."""
+    if isinstance(j, PerturbedRule):        # ... and traced per perturbed mask
+        return PerturbedRule(lambda m: _batch_carried(force_jaxpr(j.for_perturbed(m)),
+                                                      in_dims, n))
     if isinstance(j, LazyJaxpr):            # a lazily traced rule stays lazy
         return LazyJaxpr(lambda: _batch_carried(force_jaxpr(j), in_dims, n))
     if callable(in_dims):
@@ -311,11 +326,14 @@ def _custom_vjp_call_jvp(primals, tangents, *, jaxpr, fwd_jaxpr, bwd_jaxpr, num_
             f"custom_vjp function {name} closes over a value that is being differentiated; the "
             "custom rule only covers its explicit inputs. Pass the value as an argument (or use "
             "closure_convert).")
+    tans = tangents[num_consts:]
+    # a symbolic_zeros fwd rule learns which operands are perturbed
+    perturbed = [not isinstance(t, _ad.Zero) for t in tans]
+    fwd_jaxpr, bwd_jaxpr = for_perturbed(fwd_jaxpr, perturbed), for_perturbed(bwd_jaxpr, perturbed)
     fj = force_jaxpr(fwd_jaxpr)
     outs = eval_jaxpr(fj.jaxpr, fj.consts, *primals)
     m = len(jaxpr.out_avals)
     outs, res = list(outs[:m]), list(outs[m:])
-    tans = tangents[num_consts:]
     if all(isinstance(t, _ad.Zero) for t in tans):
         return outs, [_ad.Zero(a) for a in jaxpr.out_avals]
     touts = custom_lin_p.bind(*res, *[_ad.instantiate(t) for t in tans], bwd_jaxpr=bwd_jaxpr,

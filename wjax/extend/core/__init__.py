@@ -16,14 +16,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._src.api.callbacks import pure_callback
-from .._src.api.jit import compiling_user_jit
-from .._src.core.errors import ConcretizationTypeError, TracerArrayConversionError
-from .._src.core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as
+from ..._src.api.callbacks import pure_callback
+from ..._src.api.jit import compiling_user_jit
+from ..._src.core.errors import ConcretizationTypeError, TracerArrayConversionError
+from ..._src.core.ir import (ClosedJaxpr, DropVar, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, Lit as
                             Literal, ShapedArray, ShapeDtypeStruct, Var, raise_to_shaped, subjaxprs)
-from .._src.core.ir import abstractify, typecheck as check_jaxpr
-from .._src.core.primitive import Primitive as _CorePrimitive
-from .._src.core.tracing import (Trace, TraceTag, Tracer, concrete_or_error, current_builder,
+from ..._src.core.ir import abstractify, typecheck as check_jaxpr
+from ..._src.core.primitive import Primitive as _CorePrimitive
+from ..._src.core.tracing import (Trace, TraceTag, Tracer, concrete_or_error, current_builder,
                                  eval_jaxpr, find_top_trace, set_current_trace,
                                  take_current_trace, trace_flat)
 
