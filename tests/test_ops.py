@@ -30,6 +30,9 @@ from wjax._src.core.primitive import REGISTRY
 EXCLUDED = {
     "pjit": "call primitive (runs a nested jaxpr); covered by the jit-vs-eager checks below",
     "checkpoint": "call primitive (remat of a nested jaxpr); tests/test of ad_checkpoint",
+    "call": "call primitive (runs a nested jaxpr; jax.extend.core.primitives.call_p); "
+            "tests/test_extend.py",
+    "closed_call": "call primitive (runs a nested closed jaxpr); tests/test_extend.py",
     "custom_jvp_call": "call primitive carrying a jvp rule jaxpr; custom_derivatives tests",
     "custom_vjp_call": "call primitive carrying fwd/bwd jaxprs; custom_derivatives tests",
     "custom_lin": "linearized custom_vjp call (bwd jaxpr); custom_derivatives tests",

@@ -172,18 +172,37 @@ fn wj_bf16r4(v: vec4<f32>) -> vec4<f32> {
 }"""
 
 
+# ``bitcast<f32>(literal)`` of an infinity or NaN: a constant expression whose value is not
+# finite, which the WGSL spec makes a shader-creation error (Chrome's Tint enforces it; naga
+# does not).  ``finalize`` routes such bits through a function, which is not constant.
+_NONFINITE_BITS = re.compile(r"bitcast<f32>\(\s*(-?(?:0x[0-9a-fA-F]+|\d+))([iu]?)\s*\)")
+_F32_BITS = "fn wj_f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }"
+
+
+def _nonfinite_call(m: re.Match) -> str:
+    bits = int(m.group(1), 0) & 0xFFFFFFFF
+    if bits & 0x7F800000 != 0x7F800000:
+        return m.group(0)
+    return f"wj_f32_bits({bits:#010x}u)"
+
+
 def finalize(src: str) -> str:
     """The last touch every kernel gets before compiling (``Runtime.pipeline`` calls it): a
     kernel rounding to bfloat16 (``wrap_narrow``) gets ``wj_bf16r``, one converting to float16
     ``wj_f16r``; a kernel using the opaque zero of ``wj_opq`` (see ``wgsl_math``) sets it at
     the start of ``main``, from ``num_workgroups`` -- never 0 in a running dispatch, unknown to
-    the compiler."""
+    the compiler; infinities and NaNs written as ``bitcast<f32>(literal)`` go through
+    ``wj_f32_bits`` (a non-finite constant expression is an error in WGSL)."""
     if "wj_bf16r4(" in src and "fn wj_bf16r4(" not in src:
         src = src + _BF16R4 + "\n"
     if "wj_bf16r(" in src and "fn wj_bf16r(" not in src:
         src = src + _BF16R + "\n"
     if "wj_f16r(" in src and "fn wj_f16r(" not in src:       # (a conversion to float16)
         src = src + HELPERS["wj_f16r"].strip() + "\n"
+    if "bitcast<f32>(" in src and "fn wj_f32_bits(" not in src:
+        fixed = _NONFINITE_BITS.sub(_nonfinite_call, src)
+        if fixed != src:
+            src = fixed + "\n" + _F32_BITS + "\n"
     if "var<private> wj_zero" not in src:
         return src
     m = _MAIN.search(src)

@@ -175,7 +175,7 @@ export class Program {
                        : m[3] === "read_write" ? "storage" : "read-only-storage"}}));
       const bgl = dev.createBindGroupLayout({entries});
       const layout = dev.createPipelineLayout({bindGroupLayouts: [bgl]});
-      const module = dev.createShaderModule({code: portable(code)});
+      const module = dev.createShaderModule({code});
       try {
         return {pipeline: await dev.createComputePipelineAsync(
                     {layout, compute: {module, entryPoint: "main"}}), bgl};
@@ -299,19 +299,6 @@ function pick(inputs, d, i) {
     throw new Error(`wjax-web: missing input '${d.name}' (${d.dtype}[${d.shape}]); pass an ` +
                     "object keyed by the input names or an array in their order");
   return v;
-}
-
-/** The kernel as strict WGSL compilers (Chrome's Tint) take it: a constant expression may not
- *  evaluate to infinity or NaN, so `bitcast<f32>(0x7f800000u)` becomes a call of a function
- *  (never a constant expression) with the same value. */
-export function portable(code) {
-  let helpers = "";
-  const out = code.replace(/bitcast<f32>\(\s*(-?(?:0x[0-9a-fA-F]+|\d+))([iu]?)\s*\)/g,
-                           (_, lit, suffix) => `wj_f32_bits_${suffix === "u" ? "u" : "i"}(${lit})`);
-  for (const t of ["u", "i"])
-    if (out.includes(`wj_f32_bits_${t}(`))
-      helpers += `\nfn wj_f32_bits_${t}(x: ${t}32) -> f32 { return bitcast<f32>(x); }`;
-  return helpers ? out + helpers + "\n" : code;
 }
 
 async function throwIfError(dev, what, scopes = 1) {
