@@ -369,3 +369,40 @@ def test_recorder_refuses_host_reads():
     with pytest.raises(Exception, match="writes into a program input"):
         record(lambda r, ins: (r.copy(r.alloc(16), ins[0], 16), [ins[0]])[1],
                [wjax.ShapedArray((4,), np.float32)], 1 << 27)
+
+
+def test_vjp_serialized_to_an_order_differentiates_as_in_jax():
+    jax = pytest.importorskip("jax")
+    from jax import export as jexport
+
+    def f(x):
+        return 7 * x * x * x
+
+    ours = wexport.deserialize(wexport.export(wjax.jit(f))(1.0).serialize(vjp_order=3)).call
+    theirs = jexport.deserialize(jexport.export(jax.jit(f))(1.0).serialize(vjp_order=3)).call
+    for k in range(4):
+        a, b = ours, theirs
+        for _ in range(k):
+            a, b = wjax.grad(a), jax.grad(b)
+        np.testing.assert_allclose(a(0.1), b(0.1), rtol=1e-6)
+    np.testing.assert_allclose(wjax.jit(wjax.grad(ours))(0.1), jax.grad(theirs)(0.1), rtol=1e-6)
+    with pytest.raises(ValueError, match="No VJP is available"):
+        wjax.grad(wjax.grad(wjax.grad(wjax.grad(ours))))(0.1)
+    with pytest.raises(ValueError, match="No VJP is available"):
+        jax.grad(jax.grad(jax.grad(jax.grad(theirs))))(0.1)
+
+
+def test_vjp_of_a_pytree_program_matches_jax_gradients():
+    jax = pytest.importorskip("jax")
+    f, args = _rnn(wjax)
+    exp = wexport.export(wjax.jit(f))(*args)
+    assert exp.has_vjp() and exp.vjp().fun_name == "vjp_loss"
+    back = wexport.deserialize(exp.serialize(vjp_order=1))
+    jf, _ = _rnn(jax)
+    _assert_same(wjax.grad(back.call, argnums=(0, 1))(*args),
+                 jax.grad(jf, argnums=(0, 1))(*args))
+    # integer inputs or outputs: no VJP, as the message says
+    ints = wexport.export(wjax.jit(lambda x: x * 2))(np.ones(3, np.int32))
+    assert not ints.has_vjp()
+    with pytest.raises(ValueError, match="No VJP is available"):
+        ints.serialize(vjp_order=1)

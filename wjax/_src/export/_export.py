@@ -18,7 +18,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..api.jit import JitWrapped
+from ..api.autodiff import vjp as _vjp
+from ..api.custom_derivatives import custom_vjp
+from ..api.jit import JitWrapped, jit
 from ..array import Array
 from ..backend import runtime
 from ..backend.execute import Executable, const_buffer
@@ -26,7 +28,8 @@ from ..backend.recorder import Recorded, Unrecordable, record
 from ..backend.target import Target
 from ..backend.wgsl import host_storage_dtype
 from ..core import tree_util
-from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray, abstractify
+from ..core import dtypes
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, abstractify
 from ..core.tracing import Tracer, current_builder, eval_jaxpr
 from ..dispatch import device_array, placed
 from ..prims.exported import call_exported_p
@@ -96,7 +99,7 @@ class Exported:
 
     def __init__(self, *, fun_name, in_tree, in_avals, out_tree, out_avals, in_names,
                  out_names, program, blobs, requirements, disabled_safety_checks=(),
-                 closed: ClosedJaxpr | None = None):
+                 closed: ClosedJaxpr | None = None, get_vjp: Callable | None = None):
         self.fun_name = fun_name
         self.in_tree, self.in_avals = in_tree, tuple(in_avals)
         self.out_tree, self.out_avals = out_tree, tuple(out_avals)
@@ -114,6 +117,9 @@ class Exported:
         self.uses_global_constants = False
         self._closed = closed               # the traced program, in the exporting process
         self._recorded = Recorded(program, blobs)
+        self._get_vjp = get_vjp             # () -> the Exported of the VJP, where there is one
+        self._vjp = None
+        self._differentiable = None
 
     def __str__(self):
         return f"Exported(fun_name={self.fun_name}, ...)"
@@ -131,12 +137,18 @@ class Exported:
         return "\n".join(lines)
 
     def has_vjp(self) -> bool:
-        return False
+        """Whether the VJP is available: in the exporting process (for float inputs and
+        outputs), and after ``deserialize`` when it was serialized with ``vjp_order`` > 0."""
+        return self._get_vjp is not None
 
-    def vjp(self):
-        raise ValueError(f"No VJP is available for the exported function '{self.fun_name}': "
-                         "wjax exports programs without their derivatives; export the gradient "
-                         "function itself (jax.export.export(jax.jit(jax.grad(f))))")
+    def vjp(self) -> "Exported":
+        """The exported VJP: a function of the flat primal inputs then the flat output
+        cotangents, returning the flat input cotangents (JAX's)."""
+        if self._get_vjp is None:
+            raise ValueError("No VJP is available")
+        if self._vjp is None:
+            self._vjp = self._get_vjp()
+        return self._vjp
 
     def in_shardings_jax(self, mesh):
         return (None,) * len(self.in_avals)
@@ -153,6 +165,8 @@ class Exported:
         if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
             if self._closed is not None:        # in the exporting process: the traced program
                 outs = eval_jaxpr(self._closed.jaxpr, self._closed.consts, *leaves)
+            elif self.has_vjp():                # differentiable through its serialized VJP
+                outs = self._differentiable_call()(*leaves)
             else:
                 outs = call_exported_p.bind(*leaves, program=self._recorded,
                                             out_avals=self.out_avals, fun_name=self.fun_name)
@@ -161,6 +175,21 @@ class Exported:
             rt, bufs = placed(arrays)
             outs = [Array(b, a) for b, a in zip(self._recorded.run(rt, bufs), self.out_avals)]
         return tree_util.tree_unflatten(self.out_tree, list(outs))
+
+    def _differentiable_call(self):
+        """The program as a ``custom_vjp`` function of its flat inputs: its VJP program is
+        the backward rule (itself differentiable when serialized to a higher order)."""
+        if self._differentiable is None:
+            def bind(*xs):
+                return tuple(call_exported_p.bind(*xs, program=self._recorded,
+                                                  out_avals=self.out_avals,
+                                                  fun_name=self.fun_name))
+
+            f = custom_vjp(bind)
+            f.defvjp(lambda *xs: (f(*xs), xs),
+                     lambda xs, cts: tuple(self.vjp().call(*xs, *cts)))
+            self._differentiable = f
+        return self._differentiable
 
     def _check_args(self, args, kwargs) -> list:
         tree = (tuple(args), dict(kwargs))
@@ -191,10 +220,12 @@ class Exported:
     def serialize(self, vjp_order: int = 0) -> bytearray:
         """The program as bytes (``deserialize`` reads them; the format is in
         docs/export.md)."""
-        if vjp_order:
-            raise ValueError("wjax serializes exported programs without their derivatives "
-                             "(vjp_order=0); export the gradient function itself")
-        return serialization.write(_header(self), self.blobs)
+        header, blobs = _header(self), list(self.blobs)
+        if vjp_order > 0:       # the VJP, serialized to one order less, as one more blob
+            vjp_bytes = self.vjp().serialize(vjp_order - 1)
+            header["vjp_blob"] = len(blobs)
+            blobs.append(np.frombuffer(bytes(vjp_bytes), np.uint8))
+        return serialization.write(header, blobs)
 
     def to_web(self, directory, *, title: str | None = None) -> str:
         """Writes a web bundle into ``directory``: the program, the ES module runtime
@@ -288,11 +319,33 @@ def _export(fun_jit: JitWrapped, args, kwargs, disabled) -> Exported:
         raise NotImplementedError(f"jax.export: '{traced.fun_name}' cannot be exported: {e}") \
             from None
     blobs = rec.pop("blobs")
+    differentiable = all(dtypes.is_inexact(a.dtype)
+                         for a in list(closed.in_avals) + list(closed.out_avals))
     return Exported(fun_name=traced.fun_name, in_tree=in_tree, in_avals=closed.in_avals,
                     out_tree=traced.out_tree, out_avals=closed.out_avals, in_names=in_names,
                     out_names=out_names, program=rec, blobs=blobs,
                     requirements=requirements(rec, target), disabled_safety_checks=disabled,
-                    closed=closed)
+                    closed=closed,
+                    get_vjp=(lambda: _export_vjp(closed, traced.fun_name))
+                    if differentiable else None)
+
+
+def _export_vjp(closed: ClosedJaxpr, name: str) -> Exported:
+    """The Exported of ``closed``'s VJP: (flat primals, flat output cotangents) -> flat input
+    cotangents, as JAX's ``Exported.vjp``."""
+    n = len(closed.in_avals)
+
+    def primal(*xs):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+
+    def fun_vjp(*args):
+        _, pullback = _vjp(primal, *args[:n])
+        return list(pullback(list(args[n:])))
+
+    fun_vjp.__name__ = f"vjp_{name}"
+    specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in
+             list(closed.in_avals) + list(closed.out_avals)]
+    return _export(jit(fun_vjp), specs, {}, ())
 
 
 _SYMBOLIC = ("jax.export in wjax exports concrete shapes only: export once per shape "
@@ -465,7 +518,9 @@ def deserialize(blob) -> Exported:
             in_names=header["in_names"], out_names=header["out_names"],
             program=header["program"], blobs=blobs, requirements=header["requirements"],
             disabled_safety_checks=[DisabledSafetyCheck(n)
-                                    for n in header["disabled_safety_checks"]])
+                                    for n in header["disabled_safety_checks"]],
+            get_vjp=(lambda: deserialize(blobs[header["vjp_blob"]].tobytes()))
+            if "vjp_blob" in header else None)
     except (KeyError, TypeError) as err:
         raise ValueError(f"jax.export: the serialized program is malformed ({type(err).__name__}:"
                          f" {err})") from None

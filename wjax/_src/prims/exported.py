@@ -3,8 +3,9 @@
 The program is a recording (``backend/recorder.py``: kernels and the operations over buffers
 one run performs); inside ``jit`` it lowers to a plan host step that replays it on the
 operands' buffers and copies its (fresh) outputs into the equation's.  It has no jvp and no
-batching rule (as JAX's, a deserialized program is differentiated only through a VJP that was
-serialized with it, which wjax does not serialize).
+batching rule: as JAX's, a deserialized program is differentiated only through a VJP
+serialized with it (``Exported.call`` then wraps the call in a ``custom_vjp`` whose backward
+rule is the VJP program).
 
     call_exported   operands: *args   params: program (a Recorded), out_avals, fun_name
 """
@@ -35,9 +36,9 @@ def _kernel(ctx, *avals, program, out_avals, fun_name):
 
 
 def _jvp(primals, tangents, *, program, out_avals, fun_name):
-    raise ValueError(f"The exported function '{fun_name}' was deserialized without a VJP: "
-                     "wjax serializes programs without their derivatives; export the "
-                     "gradient function itself (jax.export.export(jax.jit(jax.grad(f))))")
+    raise ValueError(f"No VJP is available: the exported function '{fun_name}' was "
+                     "serialized without it (serialize(vjp_order=1) keeps one order of "
+                     "derivatives; or export the gradient function itself)")
 
 
 def _batch(args, dims, **params):
