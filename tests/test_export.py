@@ -406,3 +406,16 @@ def test_vjp_of_a_pytree_program_matches_jax_gradients():
     assert not ints.has_vjp()
     with pytest.raises(ValueError, match="No VJP is available"):
         ints.serialize(vjp_order=1)
+
+
+def test_program_does_not_depend_on_the_exporting_adapter(target_options):
+    # lowered for the portable target: the local adapter's strategies and options (here
+    # forced to other kernel forms) do not reach the program
+    f, args = _fori(wjax)
+    plain = wexport.export(wjax.jit(f))(*args).program
+    target_options(matmul="vec4", reduction="slices", elementwise="looped",
+                   in_kernel_loops=False, loop_workgroup=64)
+    forced = wexport.export(wjax.jit(f))(*args).program
+    assert forced == plain
+    assert wexport.export(wjax.jit(f))(*args).requirements["limits"][
+        "maxComputeInvocationsPerWorkgroup"] == 256       # the WebGPU default
