@@ -529,3 +529,16 @@ def test_complex_gradient_weak_type_as_jax():
                 repr(j.grad(lambda z: jnp.imag(z) * 2.)(3. + 4.j)),
                 repr(j.vjp(lambda z: (z * z).real, 3. + 4.j)[1](1.))]
     assert run(jax) == run(real)
+
+
+def test_jacobians_take_the_weak_type_of_their_leaf_as_jax():
+    jx = pytest.importorskip("jax")
+    cases = [(lambda m: m.jacfwd(lambda x: x ** 2), (3.0,)),
+             (lambda m: m.jacrev(lambda x: x ** 2), (3.0,)),
+             (lambda m: m.jacfwd(lambda x: x * 2.0), (np.float32(3.0),)),
+             (lambda m: m.hessian(lambda x: x ** 3), (2.0,)),
+             (lambda m: m.jacrev(lambda x: m.numpy.sin(x) * x), (np.ones(2, np.float32),))]
+    for make, args in cases:
+        ours, theirs = make(jax)(*args), make(jx)(*args)
+        assert ours.weak_type == theirs.weak_type and ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)

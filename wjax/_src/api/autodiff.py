@@ -490,6 +490,15 @@ def _check_jacfwd_inputs(leaves, holomorphic):
             )
 
 
+def _like(block, example):
+    """A Jacobian block in the dtype and weak type of ``example`` -- the output leaf (jacfwd)
+    or the input leaf (jacrev) it belongs to -- its real part where that is real, as JAX's."""
+    a, want = abstractify(block), abstractify(example)
+    if dtypes.is_complex(a.dtype) and not dtypes.is_complex(want.dtype):
+        block = ops.real(block)
+    return ops.convert_element_type(block, want.dtype, weak_type=want.weak_type)
+
+
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """The Jacobian of ``fun`` by forward mode: jvp mapped (vmap) over a basis of the inputs."""
@@ -536,7 +545,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             per, off = [], 0
             for x, s in zip(leaves, sizes):
                 b = j[..., off:off + s]
-                per.append(ops.reshape(b, yshape + tuple(np.shape(x))))
+                per.append(_like(ops.reshape(b, yshape + tuple(np.shape(x))), yv))
                 off += s
             t = tree_util.tree_unflatten(in_tree, per)
             blocks.append(t[0] if isinstance(argnums, int) else t)
@@ -584,7 +593,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             per_x = []
             for x, c in zip(leaves, cts):
                 b = c[off:off + s]
-                per_x.append(ops.reshape(b, tuple(np.shape(yv)) + tuple(np.shape(x))))
+                per_x.append(_like(ops.reshape(b, tuple(np.shape(yv)) + tuple(np.shape(x))), x))
             t = tree_util.tree_unflatten(in_tree, per_x)
             per_y.append(t[0] if isinstance(argnums, int) else t)
             off += s
