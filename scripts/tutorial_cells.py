@@ -12,6 +12,9 @@ The multi-device docs (``parallel``, ``shard_map``) run with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` on both sides (wjax honours that flag as
 ``WJAX_NUM_DEVICES``: 8 logical devices on one adapter).
 
+Real JAX runs each doc twice: a cell whose output differs between JAX's two runs (it prints
+``np.random`` draws without a seed, a buffer pointer) is compared without its numbers.
+
 For each cell the driver records what the cell printed (stdout; stderr is kept for the report but
 not compared), the ``repr`` of the cell's last expression when it is not ``None`` and the cell does
 not end in ``;`` (what a notebook displays), and the class and message of an exception the cell
@@ -19,9 +22,11 @@ raised (the doc then goes on, as in a notebook).  Two cells match when
 
 * both ran without an exception, or both raised an exception of the same class name; and
 * their printed and displayed text is the same after normalization (``normalize``): device and
-  platform names (``webgpu`` -> ``cpu``), memory addresses, temporary file names; then the text
-  is split into words as tests/test_libraries.py ``_same`` does (brackets and commas dropped) and
-  numbers are compared with rtol 1e-4 / atol 1e-6, words exactly.
+  platform names (``webgpu`` -> ``cpu``, ``WebGPUDevice(id=N, ...)`` -> ``CpuDevice(id=N)``),
+  memory addresses, ``Var(id=...)`` (JAX's are ``id()``s), temporary file names; then the text
+  is split into words as tests/test_libraries.py ``_same`` does (brackets, commas, colons and
+  box-drawing characters dropped, so whitespace and box widths do not count) and numbers are
+  compared with rtol 1e-4 / atol 1e-6, words exactly.
 
 IPython syntax is handled as a notebook's output would need it: ``!`` shell lines and ``%`` line
 magics are dropped (``%time STMT`` runs ``STMT``), ``%%time`` runs its body, ``%%timeit`` cells
@@ -325,7 +330,8 @@ def normalize(text: str) -> str:
                   text)
     text = re.sub(r"\bwebgpu:(\d+)", r"cpu:\1", text)
     text = re.sub(r"llvmpipe \(LLVM [^)]*\)", "cpu", text)
-    text = re.sub(r"\bWebGPU\b|\bwebgpu\b|\bWEBGPU\b", "cpu", text)
+    text = re.sub(r"\bWEBGPU\b", "CPU", text)  # visualize_array_sharding's labels
+    text = re.sub(r"\bWebGPU\b|\bwebgpu\b", "cpu", text)
     text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x?", text)
     text = re.sub(r"\bVar\(id=\d+\)", "Var(id=?)", text)  # JAX's are id()s
     text = re.sub(r"/tmp/tutcells-[^/\s]+", "/tmp/X", text)
@@ -333,7 +339,9 @@ def normalize(text: str) -> str:
 
 
 def words(text: str):
-    text = re.sub(r"[\[\](){},:]", " ", normalize(text))
+    # box-drawing characters (visualize_array_sharding's boxes, whose widths follow the length
+    # of the device names) separate words like brackets: the boxes' labels are compared in order
+    text = re.sub(r"[\[\](){},:\u2500-\u257f]", " ", normalize(text))
     text = re.sub(r"(\d\.?)\s+([+-](?:\d+\.?\d*(?:e[+-]?\d+)?|inf|nan)j)", r"\1\2", text)
     return text.split()
 
