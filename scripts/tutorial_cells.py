@@ -512,7 +512,7 @@ def main(argv=None):
         for d, why in EXCLUDED.items():
             print(f"excluded {d}: {why}")
         return 0
-    outdir = pathlib.Path(args.out)
+    outdir = pathlib.Path(args.out).resolve()  # the children run in temporary folders
     cells_of = {d: cells(doc_text(args.git_dir, args.rev, d)) for d in docs}
     if not args.compare_only:
         # JAX runs twice: the cells whose outputs differ between its runs are nondeterministic
