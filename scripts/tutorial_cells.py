@@ -33,6 +33,8 @@ magics are dropped (``%time STMT`` runs ``STMT``), ``%%time`` runs its body, ``%
 and ``%timeit`` lines are dropped (their output is a timing), cells tagged ``skip-execution`` are
 not run.  A cell left empty by this is not counted.
 
+The method, the selection, the counts and the causes: docs/tutorial_cells.md.
+
 Usage (with the venv that has both JAX and wjax)::
 
     python scripts/tutorial_cells.py --install-deps       # matplotlib into .tutdeps/ (once)
@@ -120,7 +122,7 @@ LOOSE = {
 
 
 def short(doc: str) -> str:
-    return doc.rsplit("/", 1)[-1].removesuffix(".md")
+    return doc.removeprefix("notebooks/").removesuffix(".md")
 
 
 def resolve_docs(names):
