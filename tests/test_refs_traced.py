@@ -164,3 +164,46 @@ def test_unsupported_cases_raise():
     w = wjax.new_ref(wjnp.zeros(3))
     with pytest.raises(NotImplementedError, match="inside grad"):
         wjax.grad(lambda x: (w.__setitem__(..., x), x.sum())[1])(wjnp.ones(3))
+
+
+def test_refs_print_vmap_and_refuse_math_as_in_jax():
+    jax = pytest.importorskip("jax")
+
+    def program(m):
+        jnp = m.numpy
+        out = []
+        out.append(repr(m.new_ref(jnp.zeros((2, 3)))))
+        out.append(repr(m.new_ref(1.0)))
+        out.append(str(m.new_ref(jnp.arange(3))))
+
+        def dist(x, y, out_ref):          # vmap over ref arguments (the array refs doc)
+            assert out_ref.ndim == 0
+            out_ref[...] = jnp.sum((x - y) ** 2)
+        vecs = jnp.arange(12.).reshape(3, 4)
+        out_ref = m.new_ref(jnp.zeros((3, 3)))
+        m.vmap(m.vmap(dist, (0, None, 0)), (None, 0, 0))(vecs, vecs, out_ref)
+        out.append(repr(out_ref))
+        r = m.new_ref(jnp.zeros(3))
+
+        def acc(v, rr):
+            rr[...] = rr[...] + v
+            return v * 2
+        out.append(repr(m.vmap(acc)(jnp.arange(3.), r)) + repr(r))
+        x_ref = m.new_ref(0.)
+
+        def closed(v):
+            x_ref[...] = v
+        for f, a in ((closed, (jnp.arange(3.),)),
+                     (lambda v, rr: acc(v, rr), (jnp.arange(3.), m.new_ref(jnp.zeros(()))))):
+            try:
+                m.vmap(f, (0,) * len(a) if len(a) == 1 else (0, None))(*a)
+                out.append("no error")
+            except Exception as e:        # noqa: BLE001 - JAX raises Exception itself
+                out.append(f"{type(e).__name__}: {e}")
+        try:
+            jnp.sin(m.new_ref(1.0))
+        except TypeError as e:
+            out.append(str(e).split(", got")[0])
+        out.append(type(m.new_ref(jnp.ones(2)).unsafe_buffer_pointer()).__name__)
+        return out
+    assert program(wjax) == program(jax)

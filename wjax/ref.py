@@ -131,8 +131,13 @@ class Ref(_refs.RefCell):
     def set(self, value) -> None:
         self[...] = value
 
-    def __repr__(self):
-        return f"Ref({self._value!r})"
+    def __repr__(self):             # JAX's: the array's repr, named Ref
+        r = repr(self._value)
+        return "Ref" + r[len("Array"):] if r.startswith("Array(") else f"Ref({r})"
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address-like identity of the device buffer holding the ref's value."""
+        return self._value.unsafe_buffer_pointer()
 
 
 def new_ref(init_val: Any) -> Ref:

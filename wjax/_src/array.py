@@ -315,6 +315,12 @@ class Array:
             rt.synchronize()
         return self
 
+    def unsafe_buffer_pointer(self) -> int:
+        """An integer naming the device buffer that holds the array (JAX's is its address;
+        WebGPU exposes none, so wjax gives the buffer object's identity): arrays sharing
+        storage give the same number."""
+        return id(self.buffer.gpu)
+
     def copy_to_host_async(self) -> None:
         for rt in self._runtimes():
             rt.flush()

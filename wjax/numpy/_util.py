@@ -13,6 +13,7 @@ from .._src.array import Array, asarray_device
 from .._src.core import dtypes
 from .._src.core.config import config as _config
 from .._src.core.ir import WeakScalar, raise_to_shaped
+from .._src.core.refs import RefCell
 from .._src.core.tracing import ConcretizationTypeError, Tracer
 
 
@@ -27,7 +28,7 @@ def _is_array(x) -> builtins.bool:
 def _check_arg(name, x, pos=0):
     """JAX's ``check_arraylike``: jnp functions take arrays and scalars, not lists or tuples
     (which would be converted silently on every call) nor strings or None."""
-    if isinstance(x, (list, tuple, str, bytes)) or x is None:
+    if isinstance(x, (list, tuple, str, bytes, RefCell)) or x is None:
         raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at "
                         f"position {pos}.")
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dispatch
+from ..core import refs as _refs
 from ..core import tree_util
 from ..core.ir import Lit, abstractify
 from ..core.tracing import (DebugInfo, arg_names_of, current_builder, eval_jaxpr, extend_axis_env,
@@ -153,6 +154,12 @@ class _Vmapped:
             )
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         dims = _flatten_axes("in_axes", (in_axes, 0), (args, kwargs), in_axes, args)
+        # refs passed in: mapped like their values; each example's writes come out as extra
+        # results, written back into the refs
+        ref_pos = [i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell)]
+        refs = [leaves[i] for i in ref_pos]
+        if ref_pos:
+            leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         dims = [_normalize_in_dim(x, d) for x, d in zip(leaves, dims)]
         size = _mapped_size(self.fun, args, kwargs, leaves, dims, self.axis_size)
         if self.max_size is not None and size > self.max_size:
@@ -169,11 +176,16 @@ class _Vmapped:
         out_tree_box = []
 
         def flat(*tracers):
-            a, kw = tree_util.tree_unflatten(in_tree, list(tracers))
-            out = self.fun(*a, **kw)
+            ins = list(tracers)
+            for i, r in zip(ref_pos, refs):
+                ins[i] = r
+            a, kw = tree_util.tree_unflatten(in_tree, ins)
+            with _refs.rebound(refs, [tracers[i] for i in ref_pos]):
+                out = self.fun(*a, **kw)
+                new_values = [r._value for r in refs]
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
-            return out_leaves
+            return out_leaves + new_values
 
         per_arg = [len(tree_util.tree_leaves(a)) for a in args]
         names = arg_names_of(self.fun, per_arg) + [k for k in kwargs for _ in
@@ -190,6 +202,15 @@ class _Vmapped:
         out_axes = _flatten_axes("out_axes", self.out_axes, dummy)
         paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(dummy)[0]]
         batched, out_dims = vmap_jaxpr(closed.jaxpr, dims, size, axis_name=self.axis_name)
+        n_out = len(out_axes)
+        for i, r, d in zip(ref_pos, refs, out_dims[n_out:]):
+            if dims[i] is None and d is not None:
+                raise Exception(   # JAX's exception class
+                    "performing a set/swap operation with vmapped value on an unbatched array "
+                    f"reference of type Ref{{{_refs._aval_text(r._value)}}}. Move the array "
+                    "reference to be an argument to the vmapped function?")
+        out_axes = list(out_axes) + [dims[i] for i in ref_pos]
+        paths += [f"<ref argument {i}>" for i in ref_pos]
 
         def run(*xs):
             outs = eval_jaxpr(batched, closed.consts, *xs)
@@ -204,7 +225,10 @@ class _Vmapped:
             in_avals = [batched_aval(a, d, size) for a, d in zip(avals, dims)]
             final = trace_flat(run, in_avals, DebugInfo("vmap", self.fun, names))
             outs = dispatch.run_closed(final, leaves, getattr(self.fun, "__name__", "vmap"))
-        return tree_util.tree_unflatten(out_tree, list(outs))
+        outs = list(outs)
+        for r, v in zip(refs, outs[n_out:]):
+            _refs.write(r, v)
+        return tree_util.tree_unflatten(out_tree, outs[:n_out])
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -80,11 +80,24 @@ def write(ref: RefCell, value, what: str | None = None) -> None:
                            "created in a jitted function or loop body used after it)")
     name = getattr(b, "debug", None)
     name = getattr(name, "what", None)
+    if name == "vmap":
+        raise Exception(   # JAX's exception class and words
+            "performing a set/swap operation with vmapped value on an unbatched array "
+            f"reference of type Ref{{{_aval_text(ref._value)}}}. Move the "
+            "array reference to be an argument to the vmapped function?")
     raise NotImplementedError(
         f"wjax: writing{_where(name)} a ref created outside it is not supported (wjax "
         "threads refs through jit arguments, scan, fori_loop and while_loop bodies only; "
         "under grad, vmap, cond/switch and other transformations, create the ref inside the "
         "transformed function or pass values instead)")
+
+
+def _aval_text(value) -> str:
+    """``float32[3]``: a ref's type as JAX names it (never weak)."""
+    a = getattr(value, "aval", None)
+    shape = ",".join(str(d) for d in getattr(value, "shape", ()))
+    dtype = getattr(getattr(a, "dtype", None), "name", None) or str(getattr(value, "dtype", ""))
+    return f"{dtype}[{shape}]"
 
 
 def tracking(fn: Callable[[], Any]) -> tuple[Any, list[RefCell]]:
