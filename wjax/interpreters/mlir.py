@@ -87,7 +87,6 @@ def register_lowering(prim, rule: Callable, platform: str | None = None, **kwarg
     chosen = next((_mlir_rules[(prim, p)] for p in ("webgpu", None)
                    if (prim, p) in _mlir_rules), rule)
     prim.expand = chosen.expand if isinstance(chosen, LoweredFun) else MlirRule(prim, chosen)
-    return rule
 
 
 def emit_python_callback(*args: Any, **kwargs: Any):

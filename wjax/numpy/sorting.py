@@ -13,7 +13,8 @@ from .. import lax
 from .._src.core import dtypes
 from .._src.core.ir import WeakScalar
 from .._src.core.tracing import ConcretizationTypeError, Tracer
-from ._util import _aval, _f32, _int, _is_array, _is_float
+from .._src.api.jit import jit
+from ._util import _aval, _check_arg, _f32, _int, _is_array, _is_float
 from .creation import (_arraylike, _promote_dtypes, asarray, astype, full, full_like, ones,
                        ones_like, unravel_index, zeros, zeros_like)
 from . import ufuncs
@@ -27,11 +28,22 @@ from .reductions import cumsum
 from .grids import linspace
 
 
+def _where(condition, x, y):
+    return _where_xy(condition, x, y)
+
+
+_where_jit = jit(_where)     # as JAX's jnp.where: jaxprs show a jit[name=_where] call
+
+
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``where(c, x, y)`` elementwise; ``where(c)`` is ``nonzero(c, size=..., fill_value=...)``."""
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
-    return _where_xy(condition, x, y)
+    if x is None or y is None:
+        return _where_xy(condition, x, y)              # (JAX's ValueError)
+    for i, v in enumerate((condition, x, y)):
+        _check_arg("where", v, i)
+    return _where_jit(condition, x, y)
 
 
 def _sort_operand(name, a, axis, kind, order):

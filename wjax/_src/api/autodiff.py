@@ -228,6 +228,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             _check_input_revderiv("grad", holomorphic, allow_int, abstractify(x))
         tr = _trace_for_ad(fun, leaves, make, has_aux, "grad")
         out_avals = tr.fun_jaxpr.out_avals
+        if (tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree)
+                or out_avals[0].shape != ()):
+            # JAX linearizes before it looks at the output: a primitive that cannot be
+            # differentiated (a callback) is the error reported first
+            jvp_jaxpr(tr.fun_jaxpr, [False] * tr.nc + [_is_float_aval(a) for a in
+                                                        tr.fun_jaxpr.in_avals[tr.nc:]])
         if tr.n_main != 1 or not tree_util.treedef_is_leaf(tr.out_tree):
             raise TypeError(
                 f"Gradient only defined for scalar-output functions. Output was {tr.out!r}."
