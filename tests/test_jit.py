@@ -92,8 +92,8 @@ def test_make_jaxpr_python_scalar_is_weak():
 
 def _jaxpr_programs(mod, np_mod):
     """Programs whose jaxprs both libraries print: (name, function, args, exact) -- ``exact``
-    where the whole text agrees, else only the literals (JAX wraps ``where``/``clip`` in
-    inner ``jit``s and prints sub-jaxpr params on their own lines)."""
+    where the whole text agrees (layout, sub-jaxprs, the inner ``jit``s JAX's jnp.where and
+    jax.nn functions make), else only the literals."""
     lax = mod.lax
     x3, i3 = np_mod.ones(3), np_mod.arange(3)
 
@@ -118,17 +118,18 @@ def _jaxpr_programs(mod, np_mod):
         ("nan_inf", lambda x: np_mod.maximum(x + np_mod.nan, -np_mod.inf), (x3,), True),
         ("mean", np_mod.mean, (x3,), True),
         ("outputs", lambda x: (x, 1.0, 2), (1.0,), True),
-        ("where", lambda x: np_mod.where(x > 0, x, 0.0), (x3,), False),
-        ("full", lambda x: x + np_mod.zeros(3), (x3,), False),
+        ("where", lambda x: np_mod.where(x > 0, x, 0.0), (x3,), True),
+        ("full", lambda x: x + np_mod.zeros(3), (x3,), True),
         ("cond", lambda x: lax.cond(x.sum() > 0, lambda y: y * 2.0, lambda y: y - 1.0, x),
-         (x3,), False),
-        ("scan", lambda x: lax.scan(lambda c, a: (c + a * 2.0, c), 0.0, x), (x3,), False),
+         (x3,), True),
+        ("scan", lambda x: lax.scan(lambda c, a: (c + a * 2.0, c), 0.0, x), (x3,), True),
         ("while", lambda x: lax.while_loop(lambda c: c[0] < 10,
                                            lambda c: (c[0] + 1, c[1] * 2.0), (0, x)),
-         (x3,), False),
-        ("pjit", lambda x: mod.jit(lambda y: y * 2.0 + 1)(x) - 1.0, (x3,), False),
-        ("custom_jvp", lambda x: cj(x) + 1.0, (x3,), False),
-        ("relu", mod.nn.relu, (x3,), False),
+         (x3,), True),
+        ("pjit", lambda x: mod.jit(lambda y: y * 2.0 + 1)(x) - 1.0, (x3,), True),
+        ("custom_jvp", lambda x: cj(x) + 1.0, (x3,), True),
+        ("relu", mod.nn.relu, (x3,), True),
+        ("grad_silu", mod.grad(lambda x: mod.nn.silu(x).sum()), (x3,), False),
     ]
 
 

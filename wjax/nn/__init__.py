@@ -2,7 +2,8 @@
 
 Gradients follow JAX's definitions: ``relu`` and ``relu6`` have custom jvps
 (the derivative at the kinks is 0), ``softmax``/``log_softmax``/``logsumexp``
-subtract a stop-gradient max so they stay finite for large inputs.
+subtract a stop-gradient max so they stay finite for large inputs.  The elementwise
+activations are ``jit``-wrapped as JAX's are, so jaxprs show the same ``jit[name=relu]`` calls.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .._src.core import dtypes
 from .. import lax
 from .. import numpy as jnp
 from .._src.api.custom_derivatives import custom_jvp
+from .._src.api.jit import jit
 from ..scipy import special as _special
 from ..scipy.special import _erfc, _inexact, logsumexp
 from . import initializers  # noqa: F401
@@ -34,11 +36,13 @@ def _stop_gradient(x):
     return f(x) if f is not None else x
 
 
+@jit
 def identity(x):
     return _arr(x)
 
 
 @custom_jvp
+@jit
 def relu(x):
     """``max(x, 0)``; its derivative at 0 is 0."""
     return jnp.maximum(x, 0)
@@ -48,6 +52,7 @@ relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, jnp.zeros_like(g)))
 
 
 @custom_jvp
+@jit
 def relu6(x):
     """``min(max(x, 0), 6)``; its derivative at 0 and 6 is 0."""
     return jnp.minimum(jnp.maximum(x, 0), 6.)
@@ -60,16 +65,19 @@ def sigmoid(x):
     return lax.logistic(_arr(x))
 
 
+@jit
 def softplus(x):
     """``log(1 + exp(x))``, as ``logaddexp(x, 0)``."""
     return jnp.logaddexp(x, 0)
 
 
+@jit
 def soft_sign(x):
     x = _arr(x)
     return x / (jnp.abs(x) + 1)
 
 
+@jit
 def silu(x):
     x = _arr(x)
     return x * sigmoid(x)
@@ -78,35 +86,42 @@ def silu(x):
 swish = silu
 
 
+@jit
 def mish(x):
     x = _arr(x)
     return x * jnp.tanh(softplus(x))
 
 
+@jit
 def log_sigmoid(x):
     x = _arr(x)
     return -softplus(-x)
 
 
+@jit
 def elu(x, alpha=1.0):
     x = _arr(x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0., x)))
 
 
+@jit
 def leaky_relu(x, negative_slope=1e-2):
     x = _arr(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@jit
 def hard_tanh(x):
     x = _arr(x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@jit
 def celu(x, alpha=1.0):
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
+@jit
 def selu(x):
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
@@ -134,25 +149,30 @@ def glu(x, axis=-1):
     return x1 * sigmoid(x2)
 
 
+@jit
 def squareplus(x, b=4):
     x = _arr(x)
     y = x + jnp.sqrt(jnp.square(x) + b)
     return y / 2
 
 
+@jit
 def sparse_plus(x):
     x = _arr(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@jit
 def sparse_sigmoid(x):
     return 0.5 * jnp.clip(_arr(x) + 1.0, 0.0, 2.0)
 
 
+@jit
 def hard_sigmoid(x):
     return relu6(_arr(x) + 3.) / 6.
 
 
+@jit
 def hard_silu(x):
     x = _arr(x)
     return x * hard_sigmoid(x)
