@@ -1,2 +1,2 @@
-"""``jax._src.lib.mlir`` (see ``wjax/_src/lib/__init__.py``)."""
-from . import dialects  # noqa: F401
+"""``jax._src.lib.mlir`` (see ``ir.py``): MLIR's Python API as JAX's tutorials use it."""
+from . import ir, dialects  # noqa: F401
