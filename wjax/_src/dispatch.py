@@ -60,8 +60,9 @@ def executable(jaxpr: Jaxpr, name: str = "jit", key=None, keep=None, rt=None) ->
 class Compiled:
     """A closed jaxpr compiled for the device: ``compiled(arrays) -> arrays``."""
 
-    def __init__(self, closed: ClosedJaxpr, name: str = "jit"):
+    def __init__(self, closed: ClosedJaxpr, name: str = "jit", defer_invalid: bool = False):
         self.name, self.closed = name, closed
+        self.defer_invalid = defer_invalid    # (a user's jit re-runs its Python function)
         # a program holding shard_map equations runs them on their meshes (wjax/_src/spmd.py)
         self.program = _program_hook(closed, name) if _program_hook is not None else None
         if self.program is None:
@@ -92,7 +93,8 @@ class Compiled:
         outs = self.bound.run(rt, bufs)
         res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
         if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
-            _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res)
+            _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res,
+                           self.defer_invalid)
         return res
 
 
@@ -230,31 +232,56 @@ def _invalid(arrays) -> str | None:
     return None
 
 
+DEOPTIMIZED = ("Invalid nan value encountered in the output of a jax.jit function. Calling "
+                "the de-optimized version.")
+
+
+class InvalidOutput(FloatingPointError):
+    """A jitted program's output holds a NaN/inf under ``jax_debug_nans``/``infs``: its caller
+    runs the function again de-optimized (``no_invalid_in_deoptimized`` if that is clean)."""
+
+    def __init__(self, name: str, kind: str):
+        super().__init__(f"invalid value ({kind}) encountered in {name}")
+        self.name, self.kind = name, kind
+
+
 def _check_op(name: str, outs) -> None:
     kind = _invalid(outs)
     if kind is not None:
+        # as JAX's eager jnp functions (themselves jitted) say before their de-optimized run
+        print(DEOPTIMIZED)
         raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")
 
 
-def _check_program(name: str, jaxpr: Jaxpr, consts, args, outs) -> None:
+def _check_program(name: str, jaxpr: Jaxpr, consts, args, outs, defer=False) -> None:
     """A compiled program made a NaN/inf: run it again op by op (eagerly, so each op checks
-    its outputs) to raise at the op that made it, as JAX's de-optimized re-run does."""
+    its outputs) to raise at the op that made it, as JAX's de-optimized re-run does --
+    or, with ``defer`` (a user's ``jit``), raise ``InvalidOutput`` for the caller to run
+    the Python function itself again, as JAX does."""
     kind = _invalid(outs)
     if kind is None:
         return
-    logger.warning("Invalid %s value encountered in the output of a jax.jit function. "
-                   "Calling the de-optimized version.", kind)
+    if defer:
+        raise InvalidOutput(f"jit({name})", kind)
+    print(DEOPTIMIZED)
     eval_jaxpr(jaxpr, consts, *args)
-    # JAX's words (``api_util._raise_no_nan_in_deoptimized``), its ``(name, kind)`` first
-    raise FloatingPointError(
-        f"{(f'jit({name})', kind)!r}. Because jax_config.debug_nans.value and/or "
+    raise no_invalid_in_deoptimized(f"jit({name})", kind)
+
+
+def no_invalid_in_deoptimized(name: str, kind: str) -> FloatingPointError:
+    """JAX's error when the de-optimized run made no NaN/inf
+    (``api_util._raise_no_nan_in_deoptimized``), its ``(name, kind)`` first."""
+    return FloatingPointError(
+        f"{(name, kind)!r}. Because jax_config.debug_nans.value and/or "
         "config.jax_debug_infs is set, the de-optimized function (i.e., the function as if the "
         "`jit` decorator were removed) was called in an attempt to get a more precise error "
         "message. However, the de-optimized function did not produce invalid values during its "
         "execution. This behavior can result from `jit` optimizations causing the invalid value "
         "to be produced. It may also arise from having nan/inf literals as inputs or outputs, "
         "like `jax.jit(lambda ...: jax.numpy.nan)(...)`. \n\nIt may be possible to avoid the "
-        "invalid value by removing the `jit` decorator, at the cost of losing optimizations. ")
+        "invalid value by removing the `jit` decorator, at the cost of losing optimizations. "
+        "\n\nIf you see this error, consider opening a bug report at "
+        "https://github.com/jax-ml/jax.")
 
 
 set_eager(eager)

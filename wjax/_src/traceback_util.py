@@ -1,29 +1,26 @@
-"""``jax._src.traceback_util``: JAX hides its own frames from tracebacks; libraries register
-theirs to be hidden too.  wjax does not filter tracebacks, so registering is recorded only."""
+"""``jax._src.traceback_util``: tracebacks without the library's own frames
+(``wjax/_src/core/traceback_util.py``); libraries register their files to be hidden too, and
+mark their entry points with ``api_boundary``."""
 from __future__ import annotations
 
 import functools
-import types
 from typing import Callable
 
-_exclusions: list[str] = []
-
-
-def register_exclusion(path: str) -> None:
-    """Marks frames from files under ``path`` as library internals."""
-    _exclusions.append(path)
-
-
-def include_filename(filename: str) -> bool:
-    return not any(filename.startswith(p) for p in _exclusions)
-
-
-def include_frame(f: types.FrameType) -> bool:
-    return include_filename(f.f_code.co_filename)
+from .core.traceback_util import (filter_traceback, filtered, include_filename,  # noqa: F401
+                                  include_frame, register_exclusion)
 
 
 def api_boundary(fun: Callable | None = None, **kwargs) -> Callable:
-    """Marks a public entry point (a no-op: tracebacks are shown whole)."""
+    """Marks a public entry point: exceptions leaving it lose the library frames."""
     if fun is None:
         return functools.partial(api_boundary, **kwargs)
-    return fun
+
+    @functools.wraps(fun)
+    def reraise_with_filtered_traceback(*args, **kw):
+        _wjax_api_boundary = True  # noqa: F841 (read by core.traceback_util)
+        try:
+            return fun(*args, **kw)
+        except Exception as e:
+            filtered(e)
+            raise
+    return reraise_with_filtered_traceback

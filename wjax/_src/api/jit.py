@@ -21,6 +21,7 @@ from .. import dispatch
 from ..array import Array
 from ..backend import runtime
 from ..core import caches, tree_util
+from ..core import traceback_util as _tb
 from ..core import refs as _refs
 from ..core.config import config as _cfg
 from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, abstractify
@@ -297,6 +298,26 @@ class JitWrapped:
         return hit, leaves
 
     def __call__(self, *args, **kwargs):
+        # an API boundary: errors leaving it lose wjax's frames (core/traceback_util.py)
+        _wjax_api_boundary = True  # noqa: F841
+        try:
+            return self._call(args, kwargs)
+        except dispatch.InvalidOutput as bad:
+            # jax_debug_nans/infs: as JAX, the function runs again without jit, so the error
+            # names the operation that made the value
+            print(dispatch.DEOPTIMIZED)
+            try:
+                self.fun(*args, **kwargs)
+            except (FloatingPointError, ZeroDivisionError) as e:
+                _tb.filtered(e)
+                e.__suppress_context__ = True
+                raise
+            raise dispatch.no_invalid_in_deoptimized(bad.name, bad.kind) from None
+        except Exception as e:
+            _tb.filtered(e)
+            raise
+
+    def _call(self, args, kwargs):
         if _cfg.jax_disable_jit:
             return self.fun(*args, **kwargs)
         eager = current_builder() is None
@@ -347,7 +368,8 @@ class JitWrapped:
         if hit[2] is None:
             _user_jit.depth = getattr(_user_jit, "depth", 0) + 1
             try:
-                hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"))
+                hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"),
+                                       defer_invalid=True)
             finally:
                 _user_jit.depth -= 1
         return hit[2]

@@ -106,6 +106,10 @@ class Settings:
         "into fused multiply-adds (a test setting: backend/strict_driver.py)")
     log_compiles: bool = _env("WJAX_LOG_COMPILES", False, _on_if_set,
                               "the default of jax_log_compiles")
+    traceback_filtering: str | None = _env(
+        "JAX_TRACEBACK_FILTERING", None, _lower,
+        "the default of jax_traceback_filtering: off, quiet_remove_frames, remove_frames, "
+        "tracebackhide or auto")
     compilation_cache_dir: str | None = _env(
         "JAX_COMPILATION_CACHE_DIR", None, lambda raw: raw or None,
         "the default of jax_compilation_cache_dir (the persistent cache)")
@@ -316,6 +320,11 @@ default_matmul_precision = _optional_enum(
 platforms = State("jax_platforms", None, "Platforms to initialize.")
 platform_name = State("jax_platform_name", None, "Deprecated platform name.")
 debug_nans = _bool("jax_debug_nans", False, "FloatingPointError at the op that makes a NaN.")
+traceback_filtering = _optional_enum(
+    "jax_traceback_filtering", None,
+    ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto"),
+    "Whether wjax hides its own frames from the tracebacks of errors raised through it "
+    "(None: the environment's JAX_TRACEBACK_FILTERING, else auto).")
 debug_infs = _bool("jax_debug_infs", False, "FloatingPointError at the op that makes an inf.")
 numpy_dtype_promotion = _enum(
     "jax_numpy_dtype_promotion", "standard", ("standard", "strict"),

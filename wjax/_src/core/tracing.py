@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import traceback_util as _tb
 from .errors import (ConcretizationTypeError, NonConcreteBooleanIndexError,  # noqa: F401
                      TracerArrayConversionError, TracerBoolConversionError,
                      TracerIntegerConversionError, UnexpectedTracerError)
@@ -398,7 +399,17 @@ def set_manual_hook(hook) -> None:
 
 
 def bind(prim, args, params):
-    """Binds a primitive: traced when a builder is active, else run eagerly."""
+    """Binds a primitive: traced when a builder is active, else run eagerly.  An API boundary:
+    an error leaving it loses wjax's frames (``traceback_util``)."""
+    _wjax_api_boundary = True  # noqa: F841 (read by traceback_util)
+    try:
+        return _bind(prim, args, params)
+    except Exception as e:
+        _tb.filtered(e)
+        raise
+
+
+def _bind(prim, args, params):
     b = current_builder()
     if b is not None and _compile_time_eval.depth and not any(
             isinstance(a, Tracer) for a in args):
