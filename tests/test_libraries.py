@@ -83,7 +83,8 @@ def _same(ours, theirs):
                                      "tutorials_vmap_pytrees_random_control.py",
                                      "stax_mnist.py", "flax_nnx.py", "flax_linen.py",
                                      "complex_autodiff.py", "lineax_solve.py",
-                                     "optimistix_newton.py", "debug_nans_traceback.py", "lineax_qr.py",
+                                     "optimistix_newton.py", "debug_nans_traceback.py",
+                                     "lineax_qr.py",
                                      "numpyro_nuts.py", "diffrax_tsit5.py", "distrax_tanh.py"])
 def test_program_runs_unchanged_with_jax_results(program):
     path = str(PROGRAMS / program)

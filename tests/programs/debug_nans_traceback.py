@@ -12,10 +12,10 @@ def f(x):
 
 try:
   f(5.)
-except FloatingPointError as e:
+except FloatingPointError:
   print(traceback.format_exc(limit=2).replace(__file__, "PROGRAM"))
 print("=====")
 try:
   jax.jit(f)(5.)
-except FloatingPointError as e:
+except FloatingPointError:
   print(traceback.format_exc(limit=2).replace(__file__, "PROGRAM"))
