@@ -207,3 +207,30 @@ def test_refs_print_vmap_and_refuse_math_as_in_jax():
         out.append(type(m.new_ref(jnp.ones(2)).unsafe_buffer_pointer()).__name__)
         return out
     assert program(wjax) == program(jax)
+
+
+def test_ref_argument_errors_are_jax_errors():
+    jax = pytest.importorskip("jax")
+
+    def program(m):
+        x_ref = m.new_ref(0.)
+        out = []
+
+        def err1(r):
+            r[...] = 5.
+            return r
+
+        def err2(a, b):
+            return None
+
+        def err3(y_ref):
+            y_ref[...] = x_ref[...]
+
+        for f, args in ((err1, (x_ref,)), (err2, (x_ref, x_ref)), (err3, (x_ref,))):
+            try:
+                m.jit(f)(*args)
+                out.append("no error")
+            except ValueError as e:
+                out.append(str(e))
+        return out
+    assert program(wjax) == program(jax)

@@ -95,6 +95,14 @@ def compiling_user_jit() -> bool:
     return getattr(_user_jit, "depth", 0) > 0
 
 
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
 class Lowered:
     def __init__(self, closed, compiled):
         self.jaxpr, self._compiled = closed, compiled
@@ -226,8 +234,8 @@ class JitWrapped:
         # refs passed in: their values go in, their new values come out as extra results
         ref_pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell))
         ref_objs = [leaves[i] for i in ref_pos]
-        if len({id(r) for r in ref_objs}) != len(ref_objs):
-            raise ValueError("jit: the same Ref is passed as more than one argument")
+        if ref_pos:
+            self._check_ref_args(dyn_args, leaves, ref_pos, ref_objs)
         if ref_pos:
             leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         try:
@@ -266,10 +274,17 @@ class JitWrapped:
                     out = self.fun(*full, **kw)
                     new_values = [r._value for r in ref_objs + closed_refs]
                 out_leaves, out_tree = tree_util.tree_flatten(out)
-                if any(isinstance(x, _refs.RefCell) for x in out_leaves):
-                    raise ValueError(f"function {_fun_info(self.fun)} traced for jit returned a "
-                                     "mutable array reference, but mutable array references "
-                                     "cannot be returned (return jax.freeze(ref) or ref[...])")
+                for x in out_leaves:
+                    if isinstance(x, _refs.RefCell):
+                        ty = _refs._aval_text(x._value)
+                        msg = (f"function {_fun_info(self.fun)} traced for jit returned a "
+                               f"mutable array reference of type Ref{{{ty}}}, but mutable "
+                               "array references cannot be returned.")
+                        where = [i for i, r in zip(ref_pos, ref_objs) if r is x]
+                        if where:
+                            msg += ("\n\nThe returned mutable array was passed in as the "
+                                    f"argument {self._leaf_names(dyn_args, leaves)[where[0]]}.")
+                        raise ValueError(msg)
                 out_tree_box.append(out_tree)
                 return out_leaves + new_values
 
@@ -296,6 +311,37 @@ class JitWrapped:
         if hit[4]:
             leaves = list(leaves) + [r._value for r in hit[4]]
         return hit, leaves
+
+    def _leaf_names(self, dyn_args, leaves) -> list:
+        per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
+        names = arg_names_of(self.fun, per_arg)
+        return names + [f"args[{i}]" for i in range(len(names), len(leaves))]
+
+    def _check_ref_args(self, dyn_args, leaves, ref_pos, ref_objs) -> None:
+        """JAX's errors for refs passed in: one ref as two arguments, or a ref passed in
+        that the function also names from its globals or closure."""
+        names = self._leaf_names(dyn_args, leaves)
+        seen: dict = {}
+        for i, r in zip(ref_pos, ref_objs):
+            if id(r) in seen:
+                raise ValueError(
+                    "only one reference to a mutable array may be passed as an argument to a "
+                    f"function, but when tracing {_fun_info(self.fun)} for jit the mutable "
+                    f"array reference of type Ref{{{_refs._aval_text(r._value)}}} appeared at "
+                    f"both {names[seen[id(r)]]} and {names[i]}.")
+            seen[id(r)] = i
+        code = getattr(self.fun, "__code__", None)
+        if code is None:
+            return
+        scope = [getattr(self.fun, "__globals__", {}).get(n) for n in code.co_names]
+        scope += [c.cell_contents for c in (getattr(self.fun, "__closure__", None) or ())
+                  if _cell_filled(c)]
+        for i, r in zip(ref_pos, ref_objs):
+            if any(v is r for v in scope):
+                raise ValueError(
+                    f"when tracing {_fun_info(self.fun)} for jit, a mutable array reference of "
+                    f"type Ref{{{_refs._aval_text(r._value)}}} was both closed over and passed "
+                    f"as the argument {names[i]}")
 
     def __call__(self, *args, **kwargs):
         # an API boundary: errors leaving it lose wjax's frames (core/traceback_util.py)
