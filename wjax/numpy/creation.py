@@ -371,8 +371,10 @@ def _stack_rows(rows):
         raise ValueError("All input arrays must have the same shape, got "
                          + ", ".join(str(r.shape) for r in rows))
     dt = dtypes.result_type(*rows)
-    return lax.concatenate([lax.expand_dims(astype(r, dt) if r.dtype != dt else r, (0,))
-                            for r in rows], 0)
+    # each row in the result's dtype, strongly typed (JAX's jaxprs convert even weak int32
+    # scalars to int32), a leading axis, one concatenate
+    return lax.concatenate([lax.expand_dims(lax.convert_element_type(r, dt, weak_type=False),
+                                            (0,)) for r in rows], 0)
 
 
 def copy(a, order=None):

@@ -402,16 +402,8 @@ def concatenate(operands, dimension):
     ops = list(operands)
     if len(ops) == 1:
         return ops[0]
-    # a kernel binds each operand's buffer (portable limit: 8 per stage): concatenate many
-    # operands as a tree of small concatenates, which the lowering can split into kernels
-    k = 4
-    while len(ops) > k:
-        ops = [
-            _p("concatenate").bind(*ops[i : i + k], dimension=int(dimension))
-            if len(ops[i : i + k]) > 1
-            else ops[i]
-            for i in range(0, len(ops), k)
-        ]
+    # one equation, as JAX's; the lowering splits one of more operands than a kernel can
+    # bind into a tree of concatenates (backend/passes.py ``chunk_wide_concats``)
     return _p("concatenate").bind(*ops, dimension=int(dimension))
 
 

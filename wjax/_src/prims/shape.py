@@ -215,8 +215,8 @@ def _expand_fuse(kb, idx, read, in_avals, out_aval, dimensions):
 expand_dims_p.reference = lambda x, dimensions: np.expand_dims(x, tuple(dimensions))
 # JAX has no expand_dims primitive: its jaxprs show the broadcast_in_dim it is
 expand_dims_p.pp_name = "broadcast_in_dim"
-expand_dims_p.pp_params = lambda params, eqn: [("broadcast_dimensions", tuple(
-    d for d in range(eqn.outvars[0].aval.ndim) if d not in params["dimensions"]))]
+expand_dims_p.pp_params = lambda params, eqn: _bcast_pp({"broadcast_dimensions": tuple(
+    d for d in range(eqn.outvars[0].aval.ndim) if d not in params["dimensions"])}, eqn)
 _ad.deflinear(expand_dims_p, lambda ct, x, dimensions: [ops.reshape(ct, x.aval.shape)])
 
 
