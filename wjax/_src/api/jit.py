@@ -235,7 +235,7 @@ class JitWrapped:
         ref_pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell))
         ref_objs = [leaves[i] for i in ref_pos]
         if ref_pos:
-            self._check_ref_args(dyn_args, leaves, ref_pos, ref_objs)
+            self._jit_check_ref_args(dyn_args, leaves, ref_pos, ref_objs)
         if ref_pos:
             leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         try:
@@ -283,7 +283,7 @@ class JitWrapped:
                         where = [i for i, r in zip(ref_pos, ref_objs) if r is x]
                         if where:
                             msg += ("\n\nThe returned mutable array was passed in as the "
-                                    f"argument {self._leaf_names(dyn_args, leaves)[where[0]]}.")
+                                    f"argument {self._jit_leaf_names(dyn_args, leaves)[where[0]]}.")
                         raise ValueError(msg)
                 out_tree_box.append(out_tree)
                 return out_leaves + new_values
@@ -312,15 +312,15 @@ class JitWrapped:
             leaves = list(leaves) + [r._value for r in hit[4]]
         return hit, leaves
 
-    def _leaf_names(self, dyn_args, leaves) -> list:
+    def _jit_leaf_names(self, dyn_args, leaves) -> list:
         per_arg = [len(tree_util.tree_leaves(a)) for a in dyn_args]
         names = arg_names_of(self.fun, per_arg)
         return names + [f"args[{i}]" for i in range(len(names), len(leaves))]
 
-    def _check_ref_args(self, dyn_args, leaves, ref_pos, ref_objs) -> None:
+    def _jit_check_ref_args(self, dyn_args, leaves, ref_pos, ref_objs) -> None:
         """JAX's errors for refs passed in: one ref as two arguments, or a ref passed in
         that the function also names from its globals or closure."""
-        names = self._leaf_names(dyn_args, leaves)
+        names = self._jit_leaf_names(dyn_args, leaves)
         seen: dict = {}
         for i, r in zip(ref_pos, ref_objs):
             if id(r) in seen:
@@ -347,7 +347,7 @@ class JitWrapped:
         # an API boundary: errors leaving it lose wjax's frames (core/traceback_util.py)
         _wjax_api_boundary = True  # noqa: F841
         try:
-            return self._call(args, kwargs)
+            return self._jit_call(args, kwargs)
         except dispatch.InvalidOutput as bad:
             # jax_debug_nans/infs: as JAX, the function runs again without jit, so the error
             # names the operation that made the value
@@ -363,7 +363,7 @@ class JitWrapped:
             _tb.filtered(e)
             raise
 
-    def _call(self, args, kwargs):
+    def _jit_call(self, args, kwargs):
         if _cfg.jax_disable_jit:
             return self.fun(*args, **kwargs)
         eager = current_builder() is None
