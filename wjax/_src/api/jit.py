@@ -235,8 +235,8 @@ class JitWrapped:
         ref_pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell))
         ref_objs = [leaves[i] for i in ref_pos]
         if ref_pos:
-            self._jit_check_ref_args(dyn_args, leaves, ref_pos, ref_objs)
-        if ref_pos:
+            leaf_names = self._jit_leaf_names(dyn_args, leaves)
+            self._jit_check_ref_args(leaf_names, ref_pos, ref_objs)
             leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         try:
             avals = tuple(abstractify(x) for x in leaves)
@@ -283,7 +283,7 @@ class JitWrapped:
                         where = [i for i, r in zip(ref_pos, ref_objs) if r is x]
                         if where:
                             msg += ("\n\nThe returned mutable array was passed in as the "
-                                    f"argument {self._jit_leaf_names(dyn_args, leaves)[where[0]]}.")
+                                    f"argument {leaf_names[where[0]]}.")
                         raise ValueError(msg)
                 out_tree_box.append(out_tree)
                 return out_leaves + new_values
@@ -317,10 +317,9 @@ class JitWrapped:
         names = arg_names_of(self.fun, per_arg)
         return names + [f"args[{i}]" for i in range(len(names), len(leaves))]
 
-    def _jit_check_ref_args(self, dyn_args, leaves, ref_pos, ref_objs) -> None:
+    def _jit_check_ref_args(self, names, ref_pos, ref_objs) -> None:
         """JAX's errors for refs passed in: one ref as two arguments, or a ref passed in
         that the function also names from its globals or closure."""
-        names = self._jit_leaf_names(dyn_args, leaves)
         seen: dict = {}
         for i, r in zip(ref_pos, ref_objs):
             if id(r) in seen:

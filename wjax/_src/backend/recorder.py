@@ -38,18 +38,16 @@ interpretation the browser runtime (``wjax/_src/export/wjax-web.js``) makes.
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 
 import numpy as np
 
 from . import wgsl as W
 from .execute import nbytes_of
-from .runtime import Buffer, size_class
+from .runtime import Buffer, Runtime, size_class
 
 _indices = itertools.count(1 << 30)     # recorders' device indices: never a real device's
-_BINDING = re.compile(r"@group\(0\)\s*@binding\((\d+)\)\s*var<(storage|uniform)"
-                      r"(?:,\s*(read_write|read))?>")
+BINDING = Runtime._BINDING     # a kernel's declared bindings: index, storage|uniform, access
 
 
 class Unrecordable(Exception):
@@ -134,7 +132,7 @@ class Recorder:
         k = self.kernels.get(wgsl)
         if k is None:
             k = self.kernels[wgsl] = len(self.kernels)
-            self._writes[k] = [m.group(3) == "read_write" for m in _BINDING.finditer(wgsl)]
+            self._writes[k] = [m.group(3) == "read_write" for m in BINDING.finditer(wgsl)]
         return k
 
     def dispatch(self, wgsl, buffers, grid, ranges=None, indirect=None, meta=None) -> None:

@@ -13,7 +13,6 @@ meets them: in this process or another (``Exported.call``, after ``serialize``/`
 from __future__ import annotations
 
 import inspect
-import re
 from typing import Callable, Sequence
 
 import numpy as np
@@ -24,12 +23,12 @@ from ..api.jit import JitWrapped, jit
 from ..array import Array
 from ..backend import runtime
 from ..backend.execute import Executable, const_buffer
-from ..backend.recorder import Recorded, Unrecordable, record
+from ..backend.recorder import BINDING, Recorded, Unrecordable, record
 from ..backend.target import Target
 from ..backend.wgsl import host_storage_dtype
 from ..core import tree_util
 from ..core import dtypes
-from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, abstractify
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, ShapedArray, abstractify, subjaxprs
 from ..core.tracing import Tracer, current_builder, eval_jaxpr
 from ..dispatch import device_array, placed
 from ..prims.exported import call_exported_p
@@ -131,7 +130,7 @@ class Exported:
         """The program as text.  wjax has no StableHLO: this is every kernel's WGSL, with the
         operations that run them (``jax.export``'s module, in wjax's terms)."""
         lines = [f"// wjax.export program {self.fun_name}: {len(self.program['kernels'])} "
-                 f"kernels, {_count_ops(self.program['ops'])} operations"]
+                 f"kernels, {sum(1 for _ in _all_ops(self.program['ops']))} operations"]
         for i, k in enumerate(self.program["kernels"]):
             lines.append(f"// ---- kernel {i}\n{k}")
         return "\n".join(lines)
@@ -231,17 +230,6 @@ class Exported:
         """Writes a web bundle into ``directory``: the program, the ES module runtime
         ``wjax-web.js`` and a minimal page (``web.py``).  Returns the page's path."""
         return web.write_bundle(self.serialize(), _header(self), directory, title=title)
-
-
-def _count_ops(ops) -> int:
-    n = 0
-    for op in ops:
-        n += 1
-        if op["op"] == "loop":
-            n += _count_ops(op["body"])
-        elif op["op"] == "switch":
-            n += sum(_count_ops(b) for b in op["branches"])
-    return n
 
 
 def _arg_path(path) -> str:
@@ -357,19 +345,8 @@ def _all_vars(j: Jaxpr):
     yield from j.invars
     for e in j.eqns:
         yield from e.outvars
-        for p in e.params.values():
-            for sub in _sub_jaxprs(p):
-                yield from _all_vars(sub)
-
-
-def _sub_jaxprs(p):
-    if isinstance(p, ClosedJaxpr):
-        yield p.jaxpr
-    elif isinstance(p, Jaxpr):
-        yield p
-    elif isinstance(p, (tuple, list)):
-        for x in p:
-            yield from _sub_jaxprs(x)
+        for sub in subjaxprs(e.params):
+            yield from _all_vars(sub)
 
 
 def _check_exportable(j: Jaxpr, name: str) -> None:
@@ -379,9 +356,8 @@ def _check_exportable(j: Jaxpr, name: str) -> None:
                 f"jax.export: '{name}' calls a host callback ({e.prim.name}: "
                 f"jax.pure_callback, jax.experimental.io_callback or jax.debug.print/"
                 "callback), which runs Python and cannot be exported")
-        for p in e.params.values():
-            for sub in _sub_jaxprs(p):
-                _check_exportable(sub, name)
+        for sub in subjaxprs(e.params):
+            _check_exportable(sub, name)
 
 
 def _in_names(fun, dyn_args, dyn_kw, statics) -> list:
@@ -414,7 +390,7 @@ def requirements(rec: dict, target: Target) -> dict:
     the target's workgroup limits (the WebGPU defaults, met by every adapter)."""
     storage = uniform = 0
     for k in rec["kernels"]:
-        kinds = re.findall(r"@binding\(\d+\)\s*var<(storage|uniform)", k)
+        kinds = [m.group(2) for m in BINDING.finditer(k)]
         storage = max(storage, kinds.count("storage"))
         uniform = max(uniform, kinds.count("uniform"))
     sizes = [b["size"] for b in rec["buffers"]] + [s["size"] for s in rec["slots"]]
