@@ -26,7 +26,8 @@ import numpy as np
 from ..core import dtypes
 from ..backend import wgsl as W
 from ..backend.wgsl import Index
-from ..core.ir import ShapedArray
+from ..core.ir import ShapedArray, raise_to_shaped
+from ..core import ops
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
 from .elementwise import convert_expr, kind
@@ -123,6 +124,167 @@ conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.fuse_inputs = (1,)
 
 
+# ------------------------------------------------------------- GPUs: im2col onto the matmul kernel
+# On a GPU target (``Target.matmul == "tiled"``) a convolution runs as an explicit im2col and one
+# ``dot_general`` per chunk, so its work lands on the matmul kernel (workgroup-memory tiles):
+# the direct kernel below is shaped for CPU adapters (register blocks straight from storage)
+# and ran at ~1% of an H100's peak.  The patches are views of the input -- a pad (padding and
+# the lhs-dilation lattice as interior padding), then one gather whose indices (iotas: output
+# position x stride + window position x rhs dilation) are computed where they are read -- so
+# the matmul's operand copy (``dot._canonical``) is the one kernel that gathers them, one load
+# per element; a window of one position is a strided slice.
+CONV_PATCH_BYTES = 256 << 20    # the patch matrix of one chunk at most (and one binding)
+CONV_MIN_TILES = 256            # split a long contraction while the product has fewer 64x64
+CONV_MIN_DEPTH = 1024           # output tiles than this, into parts of at least this depth
+
+
+def _shape(x):
+    return list(raise_to_shaped(x).shape)
+
+
+def _slice_axis(x, axis, start, limit, stride=1):
+    shape = _shape(x)
+    if start == 0 and limit == shape[axis] and stride == 1:
+        return x
+    lo, hi, st = [0] * len(shape), list(shape), [1] * len(shape)
+    lo[axis], hi[axis], st[axis] = start, limit, stride
+    return ops.slice(x, lo, hi, st if stride != 1 else None)
+
+
+def _split_axis(x, axis, S):
+    shape = _shape(x)
+    return ops.reshape(x, shape[:axis] + [S, shape[axis] // S] + shape[axis + 1:])
+
+
+def _patches(x, lead, O, K, strides, rhs_dilation, o0):
+    """x[..., P_1 .. P_n] (``lead`` leading axes, then the padded spatial axes) as
+    [..., O_1 .. O_n, K_1 .. K_n]: entry (o, k) is x[(o0_d + o_d) s_d + k_d rd_d] (``o0``:
+    the first output position of this chunk along each axis)."""
+    nsp = len(O)
+    if all(k == 1 for k in K):            # 1x1 windows: a strided slice
+        for d in range(nsp):
+            a = lead + d
+            start = o0[d] * strides[d]
+            x = _slice_axis(x, a, start, start + (O[d] - 1) * strides[d] + 1, strides[d])
+        return ops.reshape(x, _shape(x) + [1] * nsp)
+    bshape = list(O) + list(K) + [1]
+    comps = []
+    for d in range(nsp):
+        io = ops.broadcasted_iota(np.int32, bshape, d)
+        ik = ops.broadcasted_iota(np.int32, bshape, nsp + d)
+        c = ops.add(ops.mul(io, np.int32(strides[d])), ops.mul(ik, np.int32(rhs_dilation[d])))
+        if o0[d]:
+            c = ops.add(c, np.int32(o0[d] * strides[d]))
+        comps.append(c)
+    idx = ops.concatenate(comps, len(bshape) - 1) if nsp > 1 else comps[0]
+    shape = _shape(x)
+    spatial = tuple(range(lead, lead + nsp))
+    gdn = ops.GatherDimensionNumbers(offset_dims=tuple(range(lead)),
+                                     collapsed_slice_dims=spatial, start_index_map=spatial)
+    return ops.gather(x, idx, gdn, shape[:lead] + [1] * nsp)
+
+
+def _im2col_decompose(target, lhs, rhs, *, window_strides, padding, lhs_dilation,
+                      rhs_dilation, dimension_numbers, feature_group_count=1,
+                      batch_group_count=1, precision=None, preferred_element_type=None,
+                      out_sharding=None):
+    """The convolution as patches x reshaped kernel (``dot_general``), in chunks of the
+    batch (then of the first spatial dimension's output rows) whose patch matrix stays within
+    ``CONV_PATCH_BYTES`` and the target's largest binding; None for an empty problem."""
+    dn = dimension_numbers
+    fgc, bgc = feature_group_count, batch_group_count
+    G = fgc * bgc
+    nsp = lhs.ndim - 2
+    out = _out_shape(lhs, rhs, dn, window_strides, padding, lhs_dilation, rhs_dilation, bgc)
+    out_n = out[dn.out_spec[0]]
+    O_sp = [out[d] for d in dn.out_spec[2:]]
+    K_sp = [rhs.shape[d] for d in dn.rhs_spec[2:]]
+    Cg = rhs.shape[dn.rhs_spec[1]]
+    Og = rhs.shape[dn.rhs_spec[0]] // G
+    positions = int(np.prod(O_sp, dtype=np.int64))
+    depth = Cg * int(np.prod(K_sp, dtype=np.int64))
+    if out_n * positions == 0 or depth == 0 or Og == 0:
+        return None
+    item = max(np.dtype(lhs.dtype).itemsize, 4)
+    cap = min(CONV_PATCH_BYTES, int(target["max-storage-buffer-binding-size"]))
+    per_n = item * G * depth * positions              # one batch element's patches
+    nb = max(1, min(out_n, cap // per_n))
+    ob = O_sp[0] if nsp else 1
+    if per_n > cap and nsp:                           # one batch element per chunk, and rows
+        ob = max(1, min(O_sp[0], cap // max(per_n // O_sp[0], 1)))
+    # few output tiles and a long contraction (a weight gradient: the contraction runs over
+    # batch x positions): the contraction cut in S parts that run as a batch axis of the
+    # product, then summed -- the tiled matmul kernel gives a workgroup a whole contraction
+    split = None
+    tiles = G * -(-nb * positions // 64) * -(-Og // 64)
+    want_s = min(-(-CONV_MIN_TILES // tiles), depth // CONV_MIN_DEPTH)
+    if want_s >= 2 and ob == (O_sp[0] if nsp else 1):
+        sizes = {"c": Cg, **{("k", d): K_sp[d] for d in range(nsp)}}
+        best = max(((max(q for q in range(1, want_s + 1) if n % q == 0), t)
+                    for t, n in sizes.items()), key=lambda e: e[0])
+        if best[0] >= 2:
+            split = (best[1], best[0])
+    # the contraction in the input's memory order: channels innermost for a channels-last input
+    channels_last = bool(nsp) and dn.lhs_spec[1] > max(dn.lhs_spec[2:])
+    pet = preferred_element_type
+
+    def conv(lhs_, rhs_):
+        x = ops.transpose(lhs_, dn.lhs_spec)                 # N C spatial
+        w = ops.transpose(rhs_, dn.rhs_spec)                 # O I window
+        cfg = [(0, 0, 0), (0, 0, 0)] + [(lo, hi, ld - 1) for (lo, hi), ld
+                                        in zip(padding, lhs_dilation)]
+        if any(c != (0, 0, 0) for c in cfg):
+            x = ops.pad(x, np.zeros((), lhs.dtype), cfg)
+        xs = _shape(x)
+        if fgc > 1:
+            x, tags = ops.reshape(x, [xs[0], G, Cg] + xs[2:]), ["n", "g", "c"]
+        elif bgc > 1:
+            x, tags = ops.reshape(x, [G, out_n, Cg] + xs[2:]), ["g", "n", "c"]
+        else:
+            tags = ["n", "c"]
+        ptags = tags + [("o", d) for d in range(nsp)] + [("k", d) for d in range(nsp)]
+        wtags = (["g", "o", "c"] if G > 1 else ["o", "c"]) + [("k", d) for d in range(nsp)]
+        if G > 1:
+            w = ops.reshape(w, [G, Og, Cg] + K_sp)
+        ks = [("k", d) for d in range(nsp)]
+        contract = ks + ["c"] if channels_last else ["c"] + ks
+        batch = ["g"] if G > 1 else []
+        if split is not None:      # the contraction axis ``split[0]`` cut in ``split[1]`` parts
+            t, S = split
+            w = _split_axis(w, wtags.index(t), S)
+            wtags[wtags.index(t):wtags.index(t) + 1] = ["s", t]
+            batch = batch + ["s"]
+        ptags_s = ptags if split is None else [u for v in ptags for u in
+                                               (["s", v] if v == split[0] else [v])]
+        dims = (([ptags_s.index(t) for t in contract], [wtags.index(t) for t in contract]),
+                ([ptags_s.index(t) for t in batch], [wtags.index(t) for t in batch]))
+        # the product's axes: [g, s] + the patches' free axes (n, o...) + [o]
+        ytags = batch + [t for t in ptags_s if t not in contract + batch] + ["o"]
+        want = ["n"] + [t for t in batch if t != "s"] + ["o"] + [("o", d) for d in range(nsp)]
+        perm = [[t for t in ytags if t != "s"].index(t) for t in want]    # after the sum
+        pieces = []
+        for n0 in range(0, out_n, nb):
+            n1 = min(n0 + nb, out_n)
+            xn = _slice_axis(x, tags.index("n"), n0, n1)
+            row = []
+            for o0 in range(0, O_sp[0] if nsp else 1, ob):
+                osp = ([min(o0 + ob, O_sp[0]) - o0] + O_sp[1:]) if nsp else []
+                p = _patches(xn, len(tags), osp, K_sp, window_strides, rhs_dilation,
+                             [o0] + [0] * (nsp - 1))
+                if split is not None:
+                    p = _split_axis(p, ptags.index(split[0]), split[1])
+                y = ops.dot_general(p, w, dims, precision=precision,
+                                    preferred_element_type=pet)
+                if split is not None:
+                    y = ops.reduce_sum(y, (ytags.index("s"),))
+                y = ops.transpose(y, perm)
+                row.append(ops.reshape(y, [n1 - n0, G * Og] + osp))
+            pieces.append(ops.concatenate(row, 2) if len(row) > 1 else row[0])
+        y = ops.concatenate(pieces, 0) if len(pieces) > 1 else pieces[0]
+        return ops.transpose(y, tuple(int(i) for i in np.argsort(dn.out_spec)))
+    return conv
+
+
 def _conv_decompose(target, lhs, rhs, **params):
     """At lowering: the convolution as several summed over slices of the input channels, or
     None (its kernel).  The generic kernel gives each thread one contraction of (input channels
@@ -131,6 +293,10 @@ def _conv_decompose(target, lhs, rhs, **params):
     output positions -- is cut into channel slices of at most ``k_chunk(target)`` terms.  The
     direct kernel (float32, output features per group a multiple of 4) splits its contraction
     itself (``_conv_splits``); so do kernels on a driver without a limit."""
+    if target.matmul == "tiled":      # GPUs: patches x kernel on the matmul kernel
+        im2col = _im2col_decompose(target, lhs, rhs, **params)
+        if im2col is not None:
+            return im2col
     chunk = k_chunk(target)
     dn = params["dimension_numbers"]
     fgc, bgc = params.get("feature_group_count", 1), params.get("batch_group_count", 1)
