@@ -1,0 +1,189 @@
+"""Convolutions on GPU targets: im2col onto the matmul kernel (``prims/conv.py``,
+``_im2col_decompose``, chosen at lowering where ``Target.matmul == "tiled"``).
+
+Each case runs here (lavapipe) under the GPU strategies (``profiles.GPU_STRATEGIES``) against
+the NumPy reference rule and real JAX, forward and ``grad`` with respect to both operands (the
+transposes bind convolutions with lhs dilation, swapped dimensions and feature/batch groups,
+which take the same path); the lowered programs hold the matmul kernel under the GPU
+strategies and lavapipe's direct convolution kernel under its own."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from checks import assert_same
+
+import wjax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax._src.backend import execute, passes, profiles, runtime
+from wjax._src.backend.target import Target
+from wjax._src.prims import conv as CV
+
+F = np.float32
+
+CASES = {
+    "same": dict(ls=(2, 3, 9, 8), rs=(4, 3, 3, 3), strides=(1, 1), padding="SAME"),
+    "valid-strides": dict(ls=(2, 3, 11, 9), rs=(8, 3, 3, 2), strides=(2, 3), padding="VALID"),
+    "explicit-pad-dilations": dict(ls=(2, 4, 9, 8), rs=(8, 4, 3, 2), strides=(2, 1),
+                                   padding=[(1, 2), (0, -1)], ld=(2, 1), rd=(1, 2)),
+    "feature-groups": dict(ls=(2, 6, 7, 8), rs=(9, 2, 3, 3), strides=(1, 1), padding="SAME",
+                           fgc=3),
+    "batch-groups": dict(ls=(6, 4, 7, 8), rs=(9, 4, 3, 3), strides=(1, 1), padding="SAME",
+                         bgc=3),
+    "nhwc": dict(ls=(2, 9, 8, 4), rs=(3, 3, 4, 8), strides=(1, 1), padding="SAME",
+                 dn=("NHWC", "HWIO", "NHWC")),
+    "nhwc-in-nchw-out": dict(ls=(2, 9, 8, 4), rs=(8, 4, 3, 3), strides=(2, 2), padding="SAME",
+                             dn=("NHWC", "OIHW", "NCHW")),
+    "1x1": dict(ls=(2, 4, 9, 8), rs=(8, 4, 1, 1), strides=(1, 1), padding="VALID"),
+    "1x1-strided-nhwc": dict(ls=(2, 9, 8, 4), rs=(1, 1, 4, 8), strides=(2, 2), padding="VALID",
+                             dn=("NHWC", "HWIO", "NHWC")),
+    "1d-groups-dilations": dict(ls=(2, 4, 9), rs=(6, 2, 3), strides=(2,), padding=[(2, 1)],
+                                fgc=2, rd=(2,), ld=(2,)),
+    "1d-batch-groups-negative-pad": dict(ls=(4, 2, 7), rs=(4, 2, 3), strides=(1,),
+                                         padding=[(-1, 2)], bgc=2),
+    "3d": dict(ls=(1, 2, 5, 4, 4), rs=(4, 2, 2, 3, 2), strides=(2, 1, 1), padding="SAME"),
+    "window-as-big-as-the-input": dict(ls=(3, 4, 12, 12), rs=(4, 4, 12, 12), strides=(1, 1),
+                                       padding=[(1, 1), (1, 1)]),
+}
+
+
+def rjax():
+    return pytest.importorskip("jax")
+
+
+def _kw(case):
+    return dict(lhs_dilation=case.get("ld"), rhs_dilation=case.get("rd"),
+                dimension_numbers=case.get("dn"), feature_group_count=case.get("fgc", 1),
+                batch_group_count=case.get("bgc", 1))
+
+
+def _operands(case):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal(case["ls"]).astype(F),
+            rng.standard_normal(case["rs"]).astype(F))
+
+
+def _conv(mod, case):
+    kw = _kw(case)
+    return lambda a, b: mod.lax.conv_general_dilated(a, b, case["strides"], case["padding"],
+                                                     **kw)
+
+
+def _loss(mod, case, ct):
+    conv = _conv(mod, case)
+    return lambda a, b: (conv(a, b) * ct).sum()
+
+
+def _labels(f, *args, target=None):
+    closed = wjax.make_jaxpr(f)(*args)
+    target = target or runtime.get().target()
+    return [s.label for s in execute.Executable(closed.jaxpr, target).plan.steps
+            if hasattr(s, "label")]
+
+
+def _under_gpu_strategies(fn):
+    rt = runtime.get()
+    wjax.clear_caches()
+    try:
+        with rt.options(**profiles.GPU_STRATEGIES):
+            return fn()
+    finally:
+        wjax.clear_caches()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_forward_and_grads_against_reference_and_jax(name):
+    jax = rjax()
+    case = CASES[name]
+    x, w = _operands(case)
+    ct = np.random.default_rng(1).standard_normal(
+        np.shape(jax.eval_shape(_conv(jax, case), x, w))).astype(F)
+
+    def run():
+        got = wjax.jit(_conv(wjax, case))(x, w)
+        grads = wjax.jit(wjax.grad(_loss(wjax, case, ct), argnums=(0, 1)))(x, w)
+        labels = _labels(_conv(wjax, case), x, w)
+        return np.asarray(got), [np.asarray(g) for g in grads], labels
+
+    got, grads, labels = _under_gpu_strategies(run)
+    assert not any(lb.startswith("conv_general_dilated") for lb in labels), labels
+    assert any(lb.startswith("dot_general") for lb in labels), labels
+    eqn = wjax.make_jaxpr(_conv(wjax, case))(x, w).jaxpr.eqns[-1]
+    assert_same(got, CV.conv_general_dilated_p.reference(x, w, **eqn.params), 1e-4, 1e-4)
+    assert_same(got, np.asarray(_conv(jax, case)(x, w)), 1e-4, 1e-4)
+    want = jax.grad(_loss(jax, case, ct), argnums=(0, 1))(x, w)
+    for g, v in zip(grads, want):
+        assert_same(g, np.asarray(v), 1e-4, 1e-4)
+
+
+def test_int_and_preferred_element_type_under_gpu_strategies():
+    jax = rjax()
+    x = np.arange(2 * 3 * 7 * 6, dtype=np.int32).reshape(2, 3, 7, 6) % 11 - 5
+    w = np.arange(4 * 3 * 3 * 3, dtype=np.int32).reshape(4, 3, 3, 3) % 7 - 3
+    xb, wb = x.astype(np.int8), w.astype(np.int8)
+
+    def run():
+        return (np.asarray(lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), (1, 2),
+                                                    "SAME")),
+                np.asarray(lax.conv_general_dilated(jnp.asarray(xb), jnp.asarray(wb), (1, 1),
+                                                    "VALID", preferred_element_type=np.int32)))
+    a, b = _under_gpu_strategies(run)
+    assert_same(a, np.asarray(jax.lax.conv_general_dilated(x, w, (1, 2), "SAME")), 0, 0)
+    assert_same(b, np.asarray(jax.lax.conv_general_dilated(
+        xb, wb, (1, 1), "VALID", preferred_element_type=np.int32)), 0, 0)
+
+
+def test_chunks_bound_the_patch_matrix(monkeypatch):
+    """A patch matrix over the cap is built and multiplied a chunk of the batch at a time, or
+    (one batch element over the cap) a block of output rows at a time."""
+    jax = rjax()
+    case = dict(ls=(4, 3, 10, 9), rs=(8, 3, 3, 3), strides=(1, 1), padding="SAME")
+    x, w = _operands(case)
+    want = np.asarray(_conv(jax, case)(x, w))
+    per_n = 4 * 3 * 9 * 10 * 9                      # bytes of one batch element's patches
+    for cap, dots in ((2 * per_n, 2), (per_n // 3, 4 * 4)):
+        monkeypatch.setattr(CV, "CONV_PATCH_BYTES", cap)
+        labels, got = _under_gpu_strategies(lambda: (
+            _labels(_conv(wjax, case), x, w), np.asarray(wjax.jit(_conv(wjax, case))(x, w))))
+        assert sum(lb.startswith("dot_general(gather") for lb in labels) == dots, labels
+        assert_same(got, want, 1e-4, 1e-4)
+
+
+def test_weight_gradient_splits_its_long_contraction():
+    """The weight gradient (few outputs, a contraction over batch x positions) runs as a
+    product with the contraction cut into parts as a batch axis, then a sum."""
+    jax = rjax()
+    case = dict(ls=(4, 8, 40, 40), rs=(8, 8, 3, 3), strides=(1, 1), padding="SAME")
+    x, w = _operands(case)
+    ct = np.random.default_rng(1).standard_normal((4, 8, 40, 40)).astype(F)
+    f = lambda b: _loss(wjax, case, ct)(x, b)               # noqa: E731
+    closed = wjax.make_jaxpr(wjax.grad(f))(w)
+    target = Target.for_profile("nvidia")
+    flat, _ = passes.flatten_closed(closed, target)
+    dots = [e for e in flat.eqns if e.prim.name == "dot_general"]
+    assert len(dots) == 1 and len(dots[0].params["dimension_numbers"][1][0]) == 1
+    assert any(e.prim.name == "reduce_sum" for e in flat.eqns)
+    got = _under_gpu_strategies(lambda: np.asarray(wjax.jit(wjax.grad(f))(w)))
+    want = np.asarray(jax.grad(lambda b: _loss(jax, case, ct)(x, b))(w))
+    # 6400-term float32 sums: both round at about 1e-6 of the largest entry
+    assert_same(got, want, 1e-4, 1e-5 * np.abs(want).max())
+
+
+def test_gpu_targets_use_the_matmul_kernel_and_lavapipe_its_direct_kernel():
+    x = np.ones((2, 8, 12, 12), F)
+    w = np.ones((8, 8, 3, 3), F)
+    f = lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME")   # noqa: E731
+    for name in ("nvidia", "webgpu-default"):
+        labels = _labels(f, x, w, target=Target.for_profile(name))
+        assert any(lb.startswith("dot_general(gather") for lb in labels), labels
+        assert not any(lb.startswith("conv_general_dilated") for lb in labels), labels
+    gpu = _under_gpu_strategies(lambda: _labels(f, x, w))
+    assert any(lb.startswith("dot_general") for lb in gpu), gpu
+    assert not any(lb.startswith("conv_general_dilated") for lb in gpu), gpu
+    rt = runtime.get()
+    if rt.target().matmul != "vec4":
+        pytest.skip(f"not a CPU adapter: {rt.describe()}")
+    cpu = _labels(f, x, w)
+    assert cpu and all(lb.startswith("conv_general_dilated") for lb in cpu), cpu
+    # the jaxpr is the same everywhere: one conv_general_dilated, as JAX binds
+    assert [e.prim.name for e in wjax.make_jaxpr(f)(x, w).jaxpr.eqns] == ["conv_general_dilated"]
