@@ -1,4 +1,6 @@
-"""conv_general_dilated as a matrix product over an implicit im2col (nothing materialized).
+"""conv_general_dilated as a matrix product: on GPU targets (``Target.matmul == "tiled"``) an
+explicit im2col and ``dot_general`` chosen at lowering (``_im2col_decompose``), elsewhere over
+an implicit im2col (nothing materialized), as below.
 
 A convolution is a batched matrix product once its operands are read through
 index maps:
