@@ -288,13 +288,14 @@ def _im2col_decompose(target, lhs, rhs, *, window_strides, padding, lhs_dilation
 
 
 def _conv_decompose(target, lhs, rhs, **params):
-    """At lowering: the convolution as several summed over slices of the input channels, or
-    None (its kernel).  The generic kernel gives each thread one contraction of (input channels
-    x window) terms; under the target's loop limit (lavapipe stops an invocation after 65535
-    loop iterations, silently) a longer one -- the weight gradient contracts over batch x
-    output positions -- is cut into channel slices of at most ``k_chunk(target)`` terms.  The
-    direct kernel (float32, output features per group a multiple of 4) splits its contraction
-    itself (``_conv_splits``); so do kernels on a driver without a limit."""
+    """At lowering: on GPU targets the im2col product (``_im2col_decompose``); elsewhere the
+    convolution as several summed over slices of the input channels, or None (its kernel).
+    The generic kernel gives each thread one contraction of (input channels x window) terms;
+    under the target's loop limit (lavapipe stops an invocation after 65535 loop iterations,
+    silently) a longer one -- the weight gradient contracts over batch x output positions --
+    is cut into channel slices of at most ``k_chunk(target)`` terms.  The direct kernel
+    (float32, output features per group a multiple of 4) splits its contraction itself
+    (``_conv_splits``); so do kernels on a driver without a limit."""
     if target.matmul == "tiled":      # GPUs: patches x kernel on the matmul kernel
         im2col = _im2col_decompose(target, lhs, rhs, **params)
         if im2col is not None:
