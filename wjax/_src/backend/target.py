@@ -25,6 +25,8 @@ class Target(dict):
     ``subgroup_size``    the profile's subgroup size where the adapter has ``subgroup``, else
                          None
     ``matmul``           the matmul kernel: "vec4" (register blocks) or "tiled" (workgroup memory)
+    ``matmul_tile``      "" (the tiled kernel's tile chosen per product) or a forced tile,
+                         "BMxBNxBK" (``prims/dot.py``'s ``TILES``)
     ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
                          memory)
     ``fft``              the FFT passes: "registers" (CPU: every pass a short DFT in one
@@ -55,7 +57,8 @@ class Target(dict):
     is what compiled executables are cached under, together with their jaxpr.
     """
 
-    OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul", "sort",
+    OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
+               "matmul_tile", "sort",
                "fft", "reduction", "elementwise", "register_block", "loop_workgroup",
                "loop_constants", "in_kernel_loops", "loop_work", "decomp_iters", "compiles",
                "tune")
@@ -63,6 +66,7 @@ class Target(dict):
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
                  subgroup_size: int | None = None, matmul: str = "tiled",
+                 matmul_tile: str = "",
                  sort: str = "workgroup", fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_constants: str = "storage",
@@ -75,6 +79,7 @@ class Target(dict):
         self.name, self.profile, self.loop_limit = name, profile, loop_limit
         self.has_f16, self.subgroup_size = has_f16, subgroup_size
         self.matmul, self.sort, self.fft = matmul, sort, fft
+        self.matmul_tile = matmul_tile
         self.reduction, self.elementwise = reduction, elementwise
         self.register_block, self.loop_workgroup = register_block, loop_workgroup
         self.loop_constants = loop_constants
@@ -97,6 +102,8 @@ class Target(dict):
         forced = {}
         if settings is not None and settings.matmul in ("tiled", "vec4"):
             forced["matmul"] = settings.matmul
+        if settings is not None and settings.matmul_tile:
+            forced["matmul_tile"] = settings.matmul_tile
         return cls._build(profiles.find(info), name, limits, features, compiles, tune,
                           dict(forced, **options))
 

@@ -84,6 +84,9 @@ class Settings:
                           "MiB of freed buffers the pool keeps for reuse")
     matmul: str = _env("WJAX_MATMUL", "auto", _lower,
                        "force the float32 matmul kernel: tiled or vec4 (auto: the profile's)")
+    matmul_tile: str = _env("WJAX_MATMUL_TILE", "", _lower,
+                            "force the tiled matmul kernel's tile, BMxBNxBK (128x128x16, "
+                            "128x128x8, 128x64x16 or 64x64x16; default: chosen per product)")
     num_devices: int = _env("WJAX_NUM_DEVICES", 0, _count,
                             "N logical devices on the chosen adapter (0: the default)")
     xla_device_count: int = _env("XLA_FLAGS", 0, _xla_device_count,

@@ -176,17 +176,45 @@ def k_chunk(target) -> int | None:
 
 
 class MMConfig(NamedTuple):
-    """A vec4 matmul variant: RM rows x V vec4 columns per thread, WG threads per workgroup,
-    the contraction split S ways; ``tiled`` (RM etc. unused): the workgroup-memory kernel."""
+    """A matmul variant, the contraction split S ways: the vec4 kernel's RM rows x V vec4
+    columns per thread and WG threads per workgroup, or (``tiled``) the workgroup-memory
+    kernel's BM x BN tile and BK-deep slabs."""
     rm: int
     v: int
     wg: int
     s: int
     tiled: bool = False
+    bm: int = 0
+    bn: int = 0
+    bk: int = 0
 
     @property
     def name(self) -> str:
-        return "tiled" if self.tiled else f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
+        if self.tiled:
+            return f"t{self.bm}x{self.bn}x{self.bk}s{self.s}"
+        return f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
+
+
+def _tile_config(target, B, M, N, K) -> MMConfig:
+    """The tiled kernel's variant for a product: the forced tile (``Target.matmul_tile``) or
+    the largest tile that still gives the GPU ``GPU_FILL`` workgroups without padding the
+    product by more than a quarter (measured on an H100: 128 x 128 from 2048^2 up, 64 x 64
+    at 1024^2; bench/results/gpu-h100-20261127-0836.txt); then the contraction
+    split while there are too few workgroups and each part keeps >= 512 steps."""
+    def fits(t):         # enough workgroups, and at most a quarter of the tile padding
+        rows, cols = -(-M // t[0]), -(-N // t[1])
+        return B * rows * cols >= GPU_FILL and rows * t[0] * cols * t[1] <= 1.25 * M * N
+
+    forced = TILES.get(target.matmul_tile)
+    if forced is None:
+        forced = next((t for t in TILES.values() if t[2] == 16 and fits(t)),
+                      TILES["64x64x16"])
+    bm, bn, bk = forced
+    tiles = B * -(-M // bm) * -(-N // bn)
+    S = 1
+    while S < 64 and tiles * S < GPU_FILL and K // (2 * S) >= 512:
+        S *= 2
+    return MMConfig(0, 0, 0, S, True, bm, bn, bk)
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
@@ -208,7 +236,7 @@ def _fits_one_thread(target, K) -> bool:
 
 def _mm_default(target, B, M, N4, K) -> MMConfig:
     if target.matmul == "tiled" and _fits_one_thread(target, K):
-        return MMConfig(0, 0, 0, 1, True)
+        return _tile_config(target, B, M, 4 * N4, K)
     RM, V, S = MM_RM, MM_V, 1
     while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
         RM, V = RM // 2, max(1, V // 2)
@@ -218,11 +246,12 @@ def _mm_default(target, B, M, N4, K) -> MMConfig:
     return MMConfig(RM, V, MM_WG, S)
 
 
-def _mm_candidates(target, Mp, N4p, Kp) -> list:
-    """The variants tried on a proxy problem (Mp x 4 N4p x Kp, one batch)."""
+def _mm_candidates(target, Mp, N4p, Kp, tiled=True) -> list:
+    """The variants tried on a proxy problem (Mp x 4 N4p x Kp, one batch); ``tiled``: the
+    workgroup-memory kernel among them (float32 only)."""
     out = []
-    if _fits_one_thread(target, Kp):
-        out.append(MMConfig(0, 0, 0, 1, True))
+    if tiled and _fits_one_thread(target, Kp):
+        out.append(_tile_config(target, 1, Mp, 4 * N4p, Kp))
     if target.register_block == "large":      # CPU adapters: fewer loads per multiply-add
         blocks = [(8, 4), (16, 4), (16, 8)]
         if Mp >= 256 and N4p >= 32:
@@ -240,12 +269,16 @@ def _mm_candidates(target, Mp, N4p, Kp) -> list:
     return out
 
 
-def _mm_config(target, B, M, N, K) -> MMConfig:
-    """The variant for a float32 product: the tuned one for its size class, or the default."""
+def _mm_config(target, B, M, N, K, tiled=True) -> MMConfig:
+    """The variant for a float32 product: the tuned one for its size class, or the default.
+    GPU targets take the tiled kernel's variant by its rule (``_tile_config``): proxies of the
+    size class would be too small to show a GPU's preference for big tiles."""
     N4 = -(-N // 4)
     default = _mm_default(target, B, M, N4, K)
+    if default.tiled and target.register_block == "small":
+        return default
     Mp, Np, Kp = _pow2(B * M, 4, 512), _pow2(N, 4, 512), _pow2(K, 4, 1024)
-    cands = _mm_candidates(target, Mp, Np // 4, Kp)
+    cands = _mm_candidates(target, Mp, Np // 4, Kp, tiled)
     if len(cands) < 2:
         return default
     key = f"matmul|{Mp}x{Np}x{Kp}"
@@ -257,6 +290,8 @@ def _mm_config(target, B, M, N, K) -> MMConfig:
     c = by_name.get(name)
     if c is None or (c.tiled and not _fits_one_thread(target, K)):
         return default
+    if c.tiled:          # the tile as tuned, the split for the product's own size
+        return _tile_config(target.replace(matmul_tile=f"{c.bm}x{c.bn}x{c.bk}"), B, M, N, K)
     return c
 
 
@@ -264,12 +299,12 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
     """The dispatches of variant ``cfg`` on buffers 0: A (M x K), 1: B (K x N), 2: C (M x N),
     3: split-K partials."""
     kb = W.KernelBuilder(int(target["max-compute-workgroups-per-dimension"]))
-    if cfg.tiled:
-        src, grid = _tiled_src(kb, "A", "B", "C", 1, M, N, K, "")
-        return [(src, [0, 1, 2], grid)]
     S = _mm_splits(K, cfg.s, k_chunk(target))
     out = "C" if S == 1 else "P"
-    src, grid = _vec4_src(kb, "A", "B", out, 1, M, N, K, cfg, S, [])
+    if cfg.tiled:
+        src, grid = _tiled_src(kb, "A", "B", out, 1, M, N, K, cfg, cfg.s, [])
+    else:
+        src, grid = _vec4_src(kb, "A", "B", out, 1, M, N, K, cfg, S, [])
     order = {"A": 0, "B": 1, "C": 2, "P": 3}
     d = [(src, [order[k] for k, _, _ in kb.bindings], grid)]
     if S > 1:
@@ -279,15 +314,120 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
     return d
 
 
-def _tiled_src(kb, ka, kbk, kc, B, M, N, K, epi):
-    f32 = np.dtype(np.float32)
-    a_name = kb.bind(ka, f32, "read")
-    b_name = kb.bind(kbk, f32, "read")
-    c_name = kb.bind(kc, f32, "read_write")
-    tiles = B * (-(-M // 64)) * (-(-N // 64))
+# The tiled kernel's tiles (shaders/matmul_tiled.wgsl), 256 threads each: BM x BN outputs,
+# BK-deep slabs (workgroup memory (BM + BN) BK 4 bytes: at most 16 KiB, WebGPU's default).
+TILES = {"128x128x16": (128, 128, 16), "128x128x8": (128, 128, 8),
+         "128x64x16": (128, 64, 16), "64x64x16": (64, 64, 16)}
+TILE_WG = 256
+GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
+
+
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0):
+    """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
+    their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
+    ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
+    along the contiguous axis (its length a multiple of 4).  Returns (decl, load(k), stage)."""
+    units = BX * BK // 4
+    U = units // TILE_WG
+    smem = f"{tag.upper()}s"
+    decl, load, stage = [], [], []
+    zero = "vec4<f32>(0.0)"
+    for u in range(U):
+        e = f"(lid + {u * TILE_WG}u)"
+        r = f"l{tag}{u}"
+        decl.append(f"  var {r} = {zero};")
+        if kfirst:          # unit (kk, x4): 4 free indices at one k
+            kk, gx = f"({e} / {BX // 4}u)", f"(t0{tag} + ({e} % {BX // 4}u) * 4u)"
+            gk = f"(k + {kk})"
+            if vec:
+                load.append(f"    {r} = select({zero}, {name}[({base} + min({gk}, {K - 1}u) * "
+                            f"{X}u + min({gx}, {X - 4}u)) / 4u], {gk} < ke && {gx} < {X}u);")
+            else:
+                comps = ", ".join(
+                    f"select(0.0, {name}[{base} + min({gk}, {K - 1}u) * {X}u + min({gx} + {c}u, "
+                    f"{X - 1}u)], {gk} < ke && {gx} + {c}u < {X}u)" for c in range(4))
+                load.append(f"    {r} = vec4<f32>({comps});")
+            stage.append(f"    {smem}[{e}] = {r};")
+        else:               # unit (x, kq): 4 k at one free index
+            gx, kq = f"(t0{tag} + {e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
+            gk = f"(k + {kq} * 4u)"
+            if vec:
+                load.append(f"    {r} = select({zero}, {name}[({base} + min({gx}, {X - 1}u) * "
+                            f"{K}u + min({gk}, {K - 4}u)) / 4u], {gx} < {X}u && {gk} < ke);")
+            else:
+                comps = ", ".join(
+                    f"select(0.0, {name}[{base} + min({gx}, {X - 1}u) * {K}u + min({gk} + {c}u, "
+                    f"{K - 1}u)], {gx} < {X}u && {gk} + {c}u < ke)" for c in range(4))
+                load.append(f"    {r} = vec4<f32>({comps});")
+            x = f"({e} / {BK // 4}u)"
+            stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = {r}[{c}];"
+                      for c in range(4)]
+    return decl, load, stage
+
+
+def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirst=True):
+    """shaders/matmul_tiled.wgsl for tile ``cfg`` (``MMConfig`` with ``tiled``), ``S``
+    contraction splits (``kc`` then holds S partial products), epilogue lines ``epi`` (S == 1
+    only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N] (else [B, N, K])."""
+    BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
+    TM, TN = BM // 16, BN // 16
+    TX, TY = BN // TN, BM // TM
+    a_vec = (M if a_kfirst else K) % 4 == 0
+    b_vec = (N if b_kfirst else K) % 4 == 0
+    kb.vec = 4 if a_vec else 1
+    a_name = kb.bind(ka, _F32, "read")
+    kb.vec = 4 if b_vec else 1
+    b_name = kb.bind(kbk, _F32, "read")
+    c_vec = N % 4 == 0 and not epi
+    kb.vec = 4 if c_vec else 1
+    c_name = kb.bind(kc, _F32, "read_write")
+    kb.vec = 1
+    KC = -(-(-(-K // S)) // BK) * BK
+    tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
-    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), A_NAME=a_name, B_NAME=b_name,
-                   C_NAME=c_name, M=M, N=N, K=K, B=B, NX=grid[0], EPILOGUE="        " + epi)
+    da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm")
+    db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn")
+    decl = da + db + ["  let t0a = tm;", "  let t0b = tn;"]
+    decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
+             for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
+    fma = [f"      let a{i} = As[kk * {BM // 4}u + {i * TY}u + ty];" for i in range(TM // 4)]
+    fma += [f"      let b{j} = Bs[kk * {BN // 4}u + {j * TX}u + tx];" for j in range(TN // 4)]
+    fma += [f"      c{i}_{q}_{j} = fma(vec4<f32>(a{i}[{q}]), b{j}, c{i}_{q}_{j});"
+            for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
+    store = []
+    rowvar = "bb" if S > 1 else "b"
+    for i in range(TM // 4):
+        for q in range(4):
+            store.append(f"  let m{i}_{q} = tm + ({i * TY}u + ty) * 4u + {q}u;")
+    for j in range(TN // 4):
+        store.append(f"  let n{j} = tn + ({j * TX}u + tx) * 4u;")
+    if c_vec:
+        for i in range(TM // 4):
+            for q in range(4):
+                for j in range(TN // 4):
+                    store.append(f"  if (m{i}_{q} < {M}u && n{j} < {N}u) {{ {c_name}[(({rowvar} * "
+                                 f"{M}u + m{i}_{q}) * {N}u + n{j}) / 4u] = c{i}_{q}_{j}; }}")
+    else:
+        body = "\n".join(f"        {line}" for line in epi)
+        cs = ", ".join(f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4)
+                       for j in range(TN // 4))
+        nv = TM * TN // 4
+        store.append(f"  var cs = array<vec4<f32>, {nv}>({cs});")
+        store.append(
+            f"  for (var ii = 0u; ii < {nv * 4}u; ii = ii + 1u) {{\n"
+            f"    let iq = ii / {TN}u;\n    let j = (ii / 4u) % {TN // 4}u;\n"
+            f"    let m = tm + ((iq / 4u) * {TY}u + ty) * 4u + iq % 4u;\n"
+            f"    let n = tn + (j * {TX}u + tx) * 4u + ii % 4u;\n"
+            f"    if (m < {M}u && n < {N}u) {{\n"
+            f"      let o = ({rowvar} * {M}u + m) * {N}u + n;\n"
+            f"      let val = cs[ii / 4u][ii % 4u];\n      {c_name}[o] = val;\n{body}\n    }}\n  }}")
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4,
+                   WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK,
+                   TX=TX, NX=grid[0], DECL="\n".join(decl),
+                   LOAD="\n".join(line.replace("(k + ", "(ks + ")[2:] for line in la + lb),
+                   STAGE="\n".join(sa + sb),
+                   LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
+                   FMA="\n".join(fma), STORE="\n".join(store))
     return src, grid
 
 
@@ -375,13 +515,36 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     return kb.elementwise_kernel(total)
 
 
-def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out):
-    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False)
+def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
+    """How operand ``i``'s own buffer already holds it: "free" ([B, free, K]), "k"
+    ([B, K, free]) or None (it needs a copy)."""
+    a = ctx.eqn.invars[i]
+    if not (isinstance(a, Var) and a.id in ctx.lowering.materialized):
+        return None
+    b, f, c = tuple(batch_dims), tuple(free_dims), tuple(contract_dims)
+    for name, order in (("free", b + f + c), ("k", b + c + f)):
+        if order == tuple(range(aval.ndim)):
+            return name
+    return None
+
+
+def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
+    """The workgroup-memory kernel; an operand stored either way round is read in place."""
+    a_kfirst = _stored_as(ctx, 0, lhs, lb, lfree, lc) == "k"
+    b_kfirst = _stored_as(ctx, 1, rhs, rb, rfree, rc) != "free"
+    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, not a_kfirst)
+    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, not b_kfirst)
+    S = cfg.s
+    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
     kb = ctx.new_kb()
-    epi = "\n        ".join(ctx.epilogue_code(kb, "val", "o"))
-    src, grid = _tiled_src(kb, ka, kbk, ctx.out_key(0), B, M, N, K, epi)
+    epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
+    src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst, b_kfirst)
     ctx.dispatch(kb, src, grid)
+    if S > 1:
+        kb = ctx.new_kb()
+        epi = ctx.epilogue_code(kb, "acc", "i")
+        src, grid = _split_sum_src(kb, out_key, ctx.out_key(0), S, B * M * N, out.dtype, epi)
+        ctx.dispatch(kb, src, grid)
 
 
 def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
@@ -537,7 +700,7 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
         cfg = _mm_config(ctx.target, B, M, N, K)
         if cfg.tiled:
-            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out)
+            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     if (((lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16)
          or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
@@ -545,7 +708,7 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
         # float16 storage (bfloat16: f32 lanes), float32 accumulation
         # (``preferred_element_type=float32`` keeps the float32 result): the register-blocked
         # kernel, its block tuned as float32's
-        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K)
+        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K, tiled=False)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))

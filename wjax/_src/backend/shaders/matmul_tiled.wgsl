@@ -1,64 +1,47 @@
-// C[b] = A[b] (M x K) * B[b] (K x N), f32, row-major: the classic GPU kernel.  A 16x16
-// workgroup computes a 64x64 tile of C, each thread a 4x4 block in registers; the K loop
-// walks 16-deep slabs of A and B staged through workgroup memory (each thread loads 4+4
-// elements per slab, zero-filled outside the matrices).  Chosen on GPU adapters, where
-// workgroup memory is fast; CPU adapters use matmul_vec4.wgsl (see wjax/_src/prims/dot.py).
+// C[b] = A[b] (M x K) * B[b] (K x N), f32: the GPU kernel.  A workgroup of TY x TX threads
+// computes a BM x BN tile of C, each thread a TM x TN block held in vec4 registers; the
+// contraction walks BK-deep slabs of A and B staged through workgroup memory (As: k-major
+// columns of A as vec4 of 4 rows, Bs: rows of B as vec4 of 4 columns), the next slab's
+// global loads issued before the current slab's products (register double buffering).  A
+// thread's rows are the vec4 row groups ty, ty + TY, ...; its columns the vec4 column groups
+// tx, tx + TX, ...: neighbouring threads read neighbouring vec4s of workgroup memory.
+// Operands may be stored rows-first ([B, M, K] / [B, N, K]) or k-first ([B, K, M] / [B, K, N]),
+// read as vec4 along their contiguous axis where it is a multiple of 4.  The contraction may
+// be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores its partial product
+// apart (a second kernel sums them).  The loads, products and stores are unrolled by
+// wjax/_src/prims/dot.py (``_tiled_src``).
 {{HEADER}}
-var<workgroup> As: array<array<f32, 16>, 64>;
-var<workgroup> Bs: array<array<f32, 64>, 16>;
+var<workgroup> As: array<vec4<f32>, {{AS}}>;
+var<workgroup> Bs: array<vec4<f32>, {{BS}}>;
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-  let tiles_n = ({{N}}u + 63u) / 64u;
-  let tiles_m = ({{M}}u + 63u) / 64u;
+@compute @workgroup_size({{WG}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let tiles_n = ({{N}}u + {{BN}}u - 1u) / {{BN}}u;
+  let tiles_m = ({{M}}u + {{BM}}u - 1u) / {{BM}}u;
   let g = wid.x + wid.y * {{NX}}u;
-  if (g >= tiles_n * tiles_m * {{B}}u) { return; }   // uniform per workgroup: barriers stay safe
-  let b = g / (tiles_n * tiles_m);
+  if (g >= tiles_n * tiles_m * {{BSPLIT}}u) { return; }   // uniform per workgroup: barriers stay safe
+  let bb = g / (tiles_n * tiles_m);              // split * B + batch
+  let b = bb % {{B}}u;
+  let ks = (bb / {{B}}u) * {{KC}}u;
+  let ke = min(ks + {{KC}}u, {{K}}u);
   let r = g % (tiles_n * tiles_m);
-  let tm = (r / tiles_n) * 64u;
-  let tn = (r % tiles_n) * 64u;
+  let tm = (r / tiles_n) * {{BM}}u;
+  let tn = (r % tiles_n) * {{BN}}u;
+  let tx = lid % {{TX}}u;
+  let ty = lid / {{TX}}u;
   let abase = b * {{M}}u * {{K}}u;
   let bbase = b * {{K}}u * {{N}}u;
-  var acc: array<array<f32, 4>, 4>;
-  for (var k0 = 0u; k0 < {{K}}u; k0 = k0 + 16u) {
-    for (var q = 0u; q < 4u; q = q + 1u) {
-      let e = li * 4u + q;            // 0..1023
-      let ar = e / 16u;               // A slab: 64 rows x 16
-      let ac = e % 16u;
-      let am = tm + ar;
-      let ak = k0 + ac;
-      As[ar][ac] = select(0.0, {{A_NAME}}[abase + min(am, {{M}}u - 1u) * {{K}}u + min(ak, {{K}}u - 1u)],
-                          am < {{M}}u && ak < {{K}}u);
-      let br = e / 64u;               // B slab: 16 rows x 64
-      let bc = e % 64u;
-      let bk = k0 + br;
-      let bn = tn + bc;
-      Bs[br][bc] = select(0.0, {{B_NAME}}[bbase + min(bk, {{K}}u - 1u) * {{N}}u + min(bn, {{N}}u - 1u)],
-                          bk < {{K}}u && bn < {{N}}u);
-    }
+{{DECL}}
+{{LOAD}}
+  for (var k0 = ks; k0 < ke; k0 = k0 + {{BK}}u) {
+{{STAGE}}
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      var a: array<f32, 4>;
-      var bv: array<f32, 4>;
-      for (var i = 0u; i < 4u; i = i + 1u) { a[i] = As[lid.y * 4u + i][kk]; }
-      for (var j = 0u; j < 4u; j = j + 1u) { bv[j] = Bs[kk][lid.x * 4u + j]; }
-      for (var i = 0u; i < 4u; i = i + 1u) {
-        for (var j = 0u; j < 4u; j = j + 1u) { acc[i][j] = fma(a[i], bv[j], acc[i][j]); }
-      }
+    let k1 = k0 + {{BK}}u;
+{{LOAD_NEXT}}
+    for (var kk = 0u; kk < {{BK}}u; kk = kk + 1u) {
+{{FMA}}
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i = i + 1u) {
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let m = tm + lid.y * 4u + i;
-      let n = tn + lid.x * 4u + j;
-      if (m < {{M}}u && n < {{N}}u) {
-        let o = (b * {{M}}u + m) * {{N}}u + n;
-        let val = acc[i][j];
-        {{C_NAME}}[o] = val;
-{{EPILOGUE}}
-      }
-    }
-  }
+{{STORE}}
 }

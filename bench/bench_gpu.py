@@ -1,0 +1,283 @@
+"""The GPU workloads of one table: bandwidth, reductions, matmul, the MLP step, a scan RNN,
+convolutions, attention, call latency and first-call time -- on wjax, or with ``--module jax``
+on real JAX (whatever platform it has: CUDA on an NVIDIA machine), same code, same sizes.
+
+    WJAX_BACKEND=vulkan python3 bench/bench_gpu.py --json wjax.json     # wjax on the adapter
+    python3 bench/bench_gpu.py --module jax --json xla.json             # real JAX on its device
+    python3 bench/bench_gpu.py --compare wjax.json xla.json             # one table, with ratios
+
+Sizes: the issue's (2^26-element elementwise, 4096^2 matmul, ...) on a GPU; on a CPU adapter
+(lavapipe) or JAX on CPU, small ones (``--small``, chosen automatically) so the same code runs
+in seconds.  Each number is the median wall time of repeated calls after warm-up, each call
+ending in ``block_until_ready``; matmuls and convolutions at ``precision=HIGHEST`` (exact
+float32) unless the row says otherwise; rates count the fewest bytes a workload must move
+(inputs read once, outputs written once) and 2*M*N*K flops for a product.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+import numpy as np  # noqa: E402
+
+
+def median_time(fn, *, warmup=2, reps=10, min_time=0.3, max_time=5.0):
+    """Median wall seconds of ``fn()`` (which waits for its result) after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    ts = []
+    t_start = time.perf_counter()
+    while len(ts) < reps or time.perf_counter() - t_start < min_time:
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+        if time.perf_counter() - t_start > max_time and len(ts) >= 3:
+            break
+    return statistics.median(ts)
+
+
+class Bench:
+    def __init__(self, jax, small):
+        self.jax, self.jnp, self.small = jax, jax.numpy, small
+        self.rows = []
+        self.rng = np.random.default_rng(0)
+
+    def put(self, a):
+        return self.jax.device_put(np.asarray(a))
+
+    def randn(self, *shape, dtype=np.float32):
+        return self.put(self.rng.standard_normal(shape).astype(dtype))
+
+    def row(self, name, seconds, *, nbytes=None, flops=None, note=""):
+        rate = ""
+        if nbytes:
+            rate = f"{nbytes / seconds / 1e9:,.0f} GB/s"
+        elif flops:
+            rate = f"{flops / seconds / 1e12:.2f} TFLOP/s"
+        self.rows.append(dict(name=name, seconds=seconds, rate=rate, note=note))
+        print(f"  {name:<48} {seconds * 1e3:10.3f} ms  {rate:>16}  {note}", flush=True)
+
+    def timed(self, name, fn, args, **kw):
+        jax = self.jax
+        f = jax.jit(fn)
+
+        def call():
+            jax.block_until_ready(f(*args))
+        try:
+            self.row(name, median_time(call), **kw)
+        except Exception as e:     # one workload's failure must not hide the others
+            msg = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+            print(f"  {name:<48} FAILED {msg}", flush=True)
+            self.rows.append(dict(name=name, seconds=None, rate="", note="FAILED " + msg))
+
+
+def workloads(b: Bench, only=None):
+    jax, jnp, lax = b.jax, b.jnp, b.jax.lax
+    S = b.small
+    HI = lax.Precision.HIGHEST
+
+    def want(key):
+        return only is None or any(o in key for o in only)
+
+    # -- bandwidth ------------------------------------------------------------------------
+    n = 2 ** 20 if S else 2 ** 26
+    if want("elementwise"):
+        x, y = b.randn(n), b.randn(n)
+
+        def selu(x, alpha=1.67, lmbda=1.05):
+            return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+        b.timed(f"selu, {n} elements", selu, (x,), nbytes=8 * n)
+        b.timed(f"a*2+b, {n}", lambda a, c: a * 2 + c, (x, y), nbytes=12 * n)
+    if want("sum"):
+        x = b.randn(n)
+        b.timed(f"sum, {n}", jnp.sum, (x,), nbytes=4 * n)
+    if want("colnorm"):
+        r = 2 ** 14 if S else 2 ** 20
+        X = b.randn(r, 64)
+        b.timed(f"(X - mean(X,0)) / std(X,0), {r} x 64",
+                lambda X: (X - X.mean(0)) / X.std(0), (X,), nbytes=8 * r * 64)
+    if want("softmax"):
+        r, c = (512, 1024) if S else (8192, 4096)
+        X = b.randn(r, c)
+        b.timed(f"softmax over rows, {r} x {c}", lambda X: jax.nn.softmax(X, axis=-1), (X,),
+                nbytes=8 * r * c)
+    if want("cumsum"):
+        m = 2 ** 16 if S else 2 ** 24
+        x = b.randn(m)
+        b.timed(f"cumsum, {m}", jnp.cumsum, (x,), nbytes=8 * m)
+    if want("sort"):
+        m = 2 ** 14 if S else 2 ** 22
+        x = b.randn(m)
+        b.timed(f"sort, {m}", jnp.sort, (x,), nbytes=8 * m)
+
+    # -- compute --------------------------------------------------------------------------
+    if want("matmul"):
+        for m in ((128, 256) if S else (1024, 2048, 4096, 8192)):
+            A, B = b.randn(m, m), b.randn(m, m)
+            b.timed(f"matmul {m} f32 HIGHEST", lambda A, B: jnp.matmul(A, B, precision=HI),
+                    (A, B), flops=2 * m ** 3)
+        m = 256 if S else 4096
+        A, B = b.randn(m, m), b.randn(m, m)
+        b.timed(f"matmul {m} f32 DEFAULT", jnp.matmul, (A, B), flops=2 * m ** 3)
+        for dt in ("bfloat16", "float16"):
+            A16, B16 = A.astype(dt), B.astype(dt)
+            b.timed(f"matmul {m} {dt}", jnp.matmul, (A16, B16), flops=2 * m ** 3)
+    if want("mlp"):
+        sizes = (784, 256, 256, 10) if S else (784, 2048, 2048, 10)
+        batch = 128 if S else 1024
+        params = [(b.randn(m, k) / np.sqrt(m), jnp.zeros(k)) for m, k in zip(sizes, sizes[1:])]
+        xb = b.randn(batch, sizes[0])
+        yb = jax.nn.one_hot(jnp.arange(batch) % 10, 10)
+
+        def loss(params, x, y):
+            h = x
+            for i, (W, c) in enumerate(params):
+                h = jnp.dot(h, W, precision=HI) + c
+                if i < len(params) - 1:
+                    h = jax.nn.relu(h)
+            return -jnp.mean(jnp.sum(jax.nn.log_softmax(h) * y, -1))
+
+        def step(params, x, y):
+            l, g = jax.value_and_grad(loss)(params, x, y)
+            return l, jax.tree_util.tree_map(lambda p, q: p - 0.01 * q, params, g)
+        fl = 6 * batch * sum(m * k for m, k in zip(sizes, sizes[1:]))
+        b.timed(f"MLP step {'-'.join(map(str, sizes))}, batch {batch}", step, (params, xb, yb),
+                flops=fl)
+    if want("rnn"):
+        H, T, Bt = (64, 50, 16) if S else (256, 200, 64)
+        Wh, Wx = b.randn(H, H) / np.sqrt(H), b.randn(H, H) / np.sqrt(H)
+        xs = b.randn(T, Bt, H)
+        h0 = jnp.zeros((Bt, H))
+
+        def rnn(Wh, Wx, xs):
+            def cell(h, x):
+                h = jnp.tanh(jnp.dot(h, Wh, precision=HI) + jnp.dot(x, Wx, precision=HI))
+                return h, h
+            h, hs = lax.scan(cell, h0, xs)
+            return jnp.sum(hs)
+        b.timed(f"tanh RNN scan h{H} T{T} b{Bt}: forward", rnn, (Wh, Wx, xs))
+        b.timed(f"tanh RNN scan h{H} T{T} b{Bt}: grad", jax.grad(rnn, argnums=(0, 1)),
+                (Wh, Wx, xs))
+    if want("conv"):
+        N, C, HW, O = (4, 16, 28, 16) if S else (32, 64, 56, 64)
+        xc = b.randn(N, C, HW, HW)
+        w = b.randn(O, C, 3, 3) / np.sqrt(9 * C)
+
+        def conv(x, w):
+            return lax.conv_general_dilated(x, w, (1, 1), "SAME", precision=HI)
+        fl = 2 * N * O * HW * HW * C * 9
+        b.timed(f"conv {N}x{C}x{HW}x{HW} * {O}x{C}x3x3 SAME: forward", conv, (xc, w), flops=fl)
+
+        def closs(w, x):
+            return jnp.sum(jax.nn.relu(conv(x, w)) ** 2)
+        b.timed(f"conv {N}x{C}x{HW}x{HW}: value_and_grad (w, x)",
+                jax.value_and_grad(closs, argnums=(0, 1)), (w, xc), flops=3 * fl)
+        # first call: trace + compile + run of a fresh function of the same conv
+        try:
+            def conv2(x, w):
+                return lax.conv_general_dilated(x, w, (1, 1), "SAME", precision=HI) * 1.0
+            t0 = time.perf_counter()
+            jax.block_until_ready(jax.jit(conv2)(xc, w))
+            b.row("first call (trace + compile + run) of the conv", time.perf_counter() - t0)
+        except Exception as e:
+            print("  first call FAILED", type(e).__name__, e)
+    if want("attention"):
+        Bt, Hh, Sq, D = (2, 4, 128, 64) if S else (8, 16, 1024, 64)
+        q, k, v = (b.randn(Bt, Hh, Sq, D) for _ in range(3))
+
+        def attn(q, k, v):
+            s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=HI) / np.sqrt(D)
+            return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v, precision=HI)
+        b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}", attn, (q, k, v),
+                flops=4 * Bt * Hh * Sq * Sq * D)
+
+    # -- latency --------------------------------------------------------------------------
+    if want("call"):
+        x5 = b.put(np.arange(5, dtype=np.float32))
+        f = jax.jit(lambda x: x + 1)
+        jax.block_until_ready(f(x5))
+        b.row("jit call of x+1 on 5 elements + block_until_ready",
+              median_time(lambda: jax.block_until_ready(f(x5)), reps=200))
+        outs = []
+        t = median_time(lambda: outs.append(f(x5)), reps=200)
+        jax.block_until_ready(outs)
+        b.row("the same call, not waited", t)
+
+
+def describe(module):
+    if module == "jax":
+        import jax
+        d = jax.devices()[0]
+        return jax, f"JAX {jax.__version__} on {d.platform}: {getattr(d, 'device_kind', d)}"
+    import wjax
+    from wjax._src.backend import runtime
+    rt = runtime.get()
+    return wjax, f"wjax on {rt.target().name} (profile {rt.target().profile})"
+
+
+def compare(paths):
+    runs = [json.load(open(p)) for p in paths]
+    names = []
+    for r in runs:
+        for row in r["rows"]:
+            if row["name"] not in names:
+                names.append(row["name"])
+    print("\n" + " | ".join(["workload"] + [r["who"] for r in runs]
+                            + ([f"{runs[0]['short']} / {runs[1]['short']}"] if len(runs) == 2
+                               else [])))
+    for nm in names:
+        cells, secs = [], []
+        for r in runs:
+            row = next((x for x in r["rows"] if x["name"] == nm), None)
+            s = None if row is None else row["seconds"]
+            secs.append(s)
+            cells.append("-" if s is None else
+                         f"{s * 1e3:.3f} ms" + (f" ({row['rate']})" if row["rate"] else ""))
+        if len(runs) == 2:
+            a, c = secs
+            # speed of the first relative to the second: above 1 = the first is faster
+            cells.append(f"{c / a:.2f}" if a and c else "-")
+        print(" | ".join([nm] + cells))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--module", default="wjax", choices=("wjax", "jax"))
+    ap.add_argument("--small", action="store_true", default=None)
+    ap.add_argument("--full", dest="small", action="store_false")
+    ap.add_argument("--only", nargs="*", help="workload keys: elementwise sum colnorm softmax "
+                    "cumsum sort matmul mlp rnn conv attention call")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--compare", nargs="+", help="print the table of these --json files")
+    a = ap.parse_args()
+    if a.compare:
+        compare(a.compare)
+        return
+    jax, who = describe(a.module)
+    small = a.small
+    if small is None:
+        if a.module == "jax":
+            small = jax.devices()[0].platform == "cpu"
+        else:
+            from wjax._src.backend import runtime
+            small = runtime.get().target().profile in ("lavapipe", "llvmpipe-gl", "generic-cpu")
+    print(f"# bench_gpu: {who}; {'small' if small else 'full'} sizes; "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC; {platform.node()}")
+    b = Bench(jax, small)
+    workloads(b, a.only)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(who=who, short=a.module, small=small, rows=b.rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The GPU matmul kernel (shaders/matmul_tiled.wgsl, ``prims/dot.py``'s ``_tiled_src``) run
+here under the GPU strategies: every tile (``dot.TILES``), operands stored rows-first or
+k-first (read in place), lengths that are not multiples of 4 (scalar loads) or of the tile,
+batches, split contractions (``_tile_config``) and fused epilogues, against NumPy in float64
+and real JAX; and which tile and split the rule picks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import wjax
+import wjax.numpy as jnp
+from wjax import lax
+from wjax._src.backend import profiles, runtime
+from wjax._src.backend.target import Target
+from wjax._src.prims import dot
+
+HI = lax.Precision.HIGHEST
+RS = np.random.RandomState(0)
+SHAPES = [(1, 130, 67, 33), (2, 65, 132, 40), (1, 8, 520, 9), (1, 64, 64, 3000),
+          (3, 33, 5, 17), (1, 256, 256, 64)]
+
+
+def _gpu(tile=""):
+    return runtime.get().options(**dict(profiles.GPU_STRATEGIES), matmul_tile=tile)
+
+
+def _close(got, want):
+    got = np.asarray(got, np.float64)
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
+
+
+@pytest.mark.parametrize("tile", sorted(dot.TILES))
+def test_tiles_layouts_splits_epilogues(tile):
+    wjax.clear_caches()
+    with _gpu(tile):
+        for B, M, N, K in SHAPES:
+            a = RS.randn(B, M, K).astype(np.float32)
+            b = RS.randn(B, K, N).astype(np.float32)
+            want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+            at = np.ascontiguousarray(a.transpose(0, 2, 1))
+            bt = np.ascontiguousarray(b.transpose(0, 2, 1))
+            _close(wjax.jit(lambda x, y: jnp.matmul(x, y, precision=HI))(a, b), want)
+            _close(wjax.jit(lambda x, y: jnp.einsum("bkm,bkn->bmn", x, y, precision=HI))(at, b),
+                   want)
+            _close(wjax.jit(lambda x, y: jnp.einsum("bmk,bnk->bmn", x, y, precision=HI))(a, bt),
+                   want)
+            _close(wjax.jit(lambda x, y: jnp.maximum(jnp.matmul(x, y, precision=HI), 0) * 2)(
+                a, b), np.maximum(want, 0) * 2)
+    wjax.clear_caches()
+
+
+def test_against_real_jax_with_grads():
+    J = pytest.importorskip("jax")
+    a = RS.randn(96, 200).astype(np.float32)
+    w = RS.randn(200, 72).astype(np.float32)
+
+    def loss(np_, a, w):
+        return np_.sum(np_.tanh(np_.dot(a, w, precision="highest")) ** 2)
+    wjax.clear_caches()
+    with _gpu():
+        got = wjax.jit(wjax.value_and_grad(lambda a, w: loss(jnp, a, w), (0, 1)))(a, w)
+    wjax.clear_caches()
+    want = J.jit(J.value_and_grad(lambda a, w: loss(J.numpy, a, w), (0, 1)))(a, w)
+    np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=1e-5)
+    for g, h in zip(got[1], want[1]):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-4, atol=1e-4)
+
+
+def test_tile_rule():
+    t = Target.for_profile("nvidia")
+    # big products take the big tile, no split
+    assert dot._tile_config(t, 1, 4096, 4096, 4096)[4:] == (True, 128, 128, 16)
+    assert dot._tile_config(t, 1, 4096, 4096, 4096).s == 1
+    assert dot._tile_config(t, 1, 2048, 2048, 2048)[5:7] == (128, 128)
+    # 1024^2: 64 tiles of 128x128 or 128 of 128x64 are too few; 64x64 gives 256
+    assert dot._tile_config(t, 1, 1024, 1024, 1024)[5:7] == (64, 64)
+    # attention's P V (N = 64): a 128-wide tile would be half padding
+    assert dot._tile_config(t, 128, 1024, 64, 1024)[5:7] == (128, 64)
+    # a weight gradient (256 x 256 result, contraction 12,800): small tiles, split contraction
+    c = dot._tile_config(t, 1, 256, 256, 12800)
+    assert (c.bm, c.bn) == (64, 64) and c.s == 16
+    # a forced tile
+    assert dot._tile_config(t.replace(matmul_tile="128x128x8"), 1, 64, 64, 64)[5:] == \
+        (128, 128, 8)
+    # every tile fits WebGPU's default workgroup memory with 256 threads
+    for bm, bn, bk in dot.TILES.values():
+        assert (bm + bn) * bk * 4 <= 16384 and (bm // 16) * (bn // 16) * 256 == bm * bn
+
+
+def test_gpu_target_lowers_to_tiled_kernel():
+    """Under the GPU strategies a float32 product is the tiled kernel (its workgroup tiles
+    in the WGSL), an operand stored transposed is read in place (no copy kernel)."""
+    a = RS.randn(300, 200).astype(np.float32)
+    b = RS.randn(300, 100).astype(np.float32)
+    wjax.clear_caches()
+    with _gpu():
+        f = wjax.jit(lambda x, y: lax.dot_general(x, y, (((0,), (0,)), ((), ())),
+                                                  precision=HI))
+        text = f.lower(a, b).compile().as_text()
+        _close(f(a, b), a.T.astype(np.float64) @ b)
+    wjax.clear_caches()
+    assert "var<workgroup> As" in text
+    assert text.count("@compute") == 1, text[:2000]
+
+
+def test_half_precision_products_never_take_the_float32_tile():
+    """float16/bfloat16 products run on the vec4 kernel (the tiled one is float32): a tuner
+    that prefers the first candidate must not hand them a tiled variant (an H100 run of a
+    4096 bfloat16 matmul died on that: ZeroDivisionError)."""
+    t = Target.for_profile("nvidia", tune=lambda key, names, build, nb, default: names[0])
+    cfg = dot._mm_config(t.replace(matmul="vec4"), 1, 4096, 4096, 4096, tiled=False)
+    assert not cfg.tiled and cfg.rm > 0
+    a = RS.randn(64, 96).astype(np.float16)
+    b = RS.randn(96, 80).astype(np.float16)
+    with _gpu():
+        got = wjax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))(a, b)
+    wjax.clear_caches()
+    np.testing.assert_allclose(np.asarray(got), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-3, atol=1e-3)
