@@ -46,8 +46,9 @@ def median_time(fn, *, warmup=2, reps=10, min_time=0.3, max_time=5.0):
 
 
 class Bench:
-    def __init__(self, jax, small):
+    def __init__(self, jax, small, profile_to=None):
         self.jax, self.jnp, self.small = jax, jax.numpy, small
+        self.profile_to = profile_to      # wjax: a file for each workload's profiler summary
         self.rows = []
         self.rng = np.random.default_rng(0)
 
@@ -74,10 +75,24 @@ class Bench:
             jax.block_until_ready(f(*args))
         try:
             self.row(name, median_time(call), **kw)
+            if self.profile_to:
+                self.profile(name, call)
         except Exception as e:     # one workload's failure must not hide the others
             msg = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
             print(f"  {name:<48} FAILED {msg}", flush=True)
             self.rows.append(dict(name=name, seconds=None, rate="", note="FAILED " + msg))
+
+
+    def profile(self, name, call):
+        """wjax's profiler (GPU timestamps) over three calls: its summary, appended."""
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            with self.jax.profiler.trace(d):
+                for _ in range(3):
+                    call()
+            text = self.jax.profiler.last_summary() or ""
+        with open(self.profile_to, "a") as f:
+            f.write(f"\n### {name} (3 calls)\n{text}\n")
 
 
 def workloads(b: Bench, only=None):
@@ -257,6 +272,7 @@ def main():
     ap.add_argument("--only", nargs="*", help="workload keys: elementwise sum colnorm softmax "
                     "cumsum sort matmul mlp rnn conv attention call")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--profile", help="wjax: append each workload's profiler summary here")
     ap.add_argument("--compare", nargs="+", help="print the table of these --json files")
     a = ap.parse_args()
     if a.compare:
@@ -272,7 +288,7 @@ def main():
             small = runtime.get().target().profile in ("lavapipe", "llvmpipe-gl", "generic-cpu")
     print(f"# bench_gpu: {who}; {'small' if small else 'full'} sizes; "
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC; {platform.node()}")
-    b = Bench(jax, small)
+    b = Bench(jax, small, a.profile if a.module == "wjax" else None)
     workloads(b, a.only)
     if a.json:
         with open(a.json, "w") as f:

@@ -31,7 +31,7 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
 
 
-@pytest.mark.parametrize("tile", sorted(dot.TILES))
+@pytest.mark.parametrize("tile", sorted(dot.TILES))   # lavapipe has 32 KiB of workgroup memory
 def test_tiles_layouts_splits_epilogues(tile):
     wjax.clear_caches()
     with _gpu(tile):
@@ -84,9 +84,13 @@ def test_tile_rule():
     # a forced tile
     assert dot._tile_config(t.replace(matmul_tile="128x128x8"), 1, 64, 64, 64)[5:] == \
         (128, 128, 8)
-    # every tile fits WebGPU's default workgroup memory with 256 threads
-    for bm, bn, bk in dot.TILES.values():
-        assert (bm + bn) * bk * 4 <= 16384 and (bm // 16) * (bn // 16) * 256 == bm * bn
+    # the tiles the rule picks fit WebGPU's default workgroup memory; a forced tile the
+    # target cannot hold falls back to the rule
+    for name, (bm, bn, bk) in dot.TILES.items():
+        assert (bm // 16) * (bn // 16) * 256 == bm * bn
+        assert bk != 16 or (bm + bn) * bk * 4 <= 16384
+    small = Target.for_profile("webgpu-default", matmul_tile="128x128x32")
+    assert dot._tile_config(small, 1, 4096, 4096, 4096)[5:] == (128, 128, 16)
 
 
 def test_gpu_target_lowers_to_tiled_kernel():
