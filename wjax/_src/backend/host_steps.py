@@ -58,6 +58,7 @@ from ..core import caches
 from ..core.ir import ClosedJaxpr, Lit
 from . import wgsl as W
 from .execute import Bound, Executable, nbytes_of, upload
+from .runtime import View
 from .loops import in_kernel_loop
 from .lower import HostStep
 from ..util import split_list
@@ -413,19 +414,33 @@ class _RecordedScan:
         aligned ``ys`` slices into place; returns the final carries and accumulators."""
         length, k, ys_al, ynb = self.length, self.k, self.ys_al, self.ynb
         s, recorded = 0, 0
+        xv, yv = self._views(rt)
         while s < length:
             kk = k if s + k <= length else 1
-            per_run = len(self.subs[kk].plan.steps)
+            sub = self.subs[kk]
+            per_run = len(sub.plan.steps)
             ts = [length - 1 - (s + st) if self.reverse else s + st for st in range(kk)]
             steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
+            direct = kk == 1 and self._all_dispatches(sub)
             step_in = _step_inputs(rt, s, ts, [xs[j] for j in self.xs_al],
-                                   [self.xnb[j] for j in self.xs_al], ctr, steps_buf)
+                                   [self.xnb[j] for j in self.xs_al], ctr, steps_buf,
+                                   xv if direct else None)
             extra = [xs[j] for j in self.xs_mis]
-            res = self.subs[kk].run(rt, consts + rc + step_in + extra + accs)
+            y_views = None
+            if direct and any(yv):     # the body writes its own ys slices in place
+                own = self._own_outputs(sub, len(self.rest), len(ys_al) * kk)
+                y_views = [View(yout[j], t * ynb[j], ynb[j]) if own[i] and yv[q] else None
+                           for i, (t, (q, j)) in enumerate((t, qj) for t in ts
+                                                           for qj in enumerate(ys_al))]
+                out_buffers = [None] * len(self.rest) + y_views + [None] * len(accs)
+                res = sub.run(rt, consts + rc + step_in + extra + accs, out_buffers=out_buffers)
+            else:
+                res = sub.run(rt, consts + rc + step_in + extra + accs)
             rc, ys, accs = split_list(res, [len(self.rest), len(ys_al) * kk])
             for st, t in enumerate(ts):
-                for j, y in zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)]):
-                    _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
+                for q, (j, y) in enumerate(zip(ys_al, ys[st * len(ys_al):(st + 1) * len(ys_al)])):
+                    if y_views is None or y is not y_views[st * len(ys_al) + q]:
+                        _copy(rt, y, yout[j], ynb[j], dst_offset=t * ynb[j])
             s += kk
             recorded += per_run
             if recorded >= FLUSH_EVERY:     # let the device start while the host records on
@@ -434,12 +449,57 @@ class _RecordedScan:
         return rc, accs
 
 
-def _step_inputs(rt, s, ts, xs, xnb, ctr, steps_buf) -> list:
+    def _views(self, rt):
+        """Which aligned ``xs`` and ``ys`` slices the steps may read and write in place
+        (``View``): those whose offsets are multiples of the adapter's binding alignment;
+        none in a recording (``jax.export`` replays copies)."""
+        if getattr(rt, "records", False):
+            return [False] * len(self.xs_al), [False] * len(self.ys_al)
+        align = int(rt.target()["min-storage-buffer-offset-alignment"])
+        return ([self.xnb[j] % align == 0 for j in self.xs_al],
+                [self.ynb[j] % align == 0 for j in self.ys_al])
+
+    @staticmethod
+    def _own_outputs(sub, n_carry, n_ys) -> list:
+        """Per ``ys`` output of the body plan: whether it is a value of its own (not also a
+        carry, another output or an input) that only the kernel computing it binds.  Only
+        those are written through a view: a value living in a window of ``ys`` and read by
+        another kernel (a carry, next step) would be read from a buffer that kernel also
+        writes, which one dispatch may not do."""
+        own = getattr(sub, "_own", None)
+        if own is None:
+            keys = list(sub.plan.out_keys)
+            ins = set(sub.plan.in_keys)
+            bound: dict = {}
+            for d in sub.plan.steps:
+                for k in set(d.keys):
+                    bound[k] = bound.get(k, 0) + 1
+            own = sub._own = [keys.count(k) == 1 and k not in ins and bound.get(k) == 1 and not
+                              (isinstance(k, tuple) and k and k[0] == "lit")
+                              for k in keys[n_carry:n_carry + n_ys]]
+        return own
+
+    @staticmethod
+    def _all_dispatches(sub) -> bool:
+        """A body plan of kernels only (a host step inside would read its inputs' buffers
+        itself, not through a binding)."""
+        flag = getattr(sub, "_all_dispatches", None)
+        if flag is None:
+            flag = sub._all_dispatches = not any(isinstance(d, HostStep)
+                                                 for d in sub.plan.steps)
+        return flag
+
+
+def _step_inputs(rt, s, ts, xs, xnb, ctr, steps_buf, views=None) -> list:
     """Buffers for steps s, s+1, ... (at positions ``ts`` of ``xs``): each step's ``xs``
-    slices, counter values and (for misaligned slices) its step index, copied out."""
+    slices (where ``views[j]``: windows of ``xs[j]`` itself), counter values and (for
+    misaligned slices) its step index, copied out."""
     step_in = []
     for st, t in enumerate(ts):
-        for x, nb in zip(xs, xnb):
+        for j, (x, nb) in enumerate(zip(xs, xnb)):
+            if views is not None and views[j]:
+                step_in.append(View(x, t * nb, nb))
+                continue
             b = rt.alloc(nb)
             _copy(rt, x, b, nb, src_offset=t * nb)
             step_in.append(b)

@@ -109,6 +109,31 @@ class Buffer:
             pass
 
 
+class View:
+    """A window of a Buffer (``offset``, ``nbytes``; the offset a multiple of the adapter's
+    min-storage-buffer-offset-alignment) that a kernel binds and a copy reads or writes in
+    place of a whole buffer: a recorded scan's step reads its ``xs`` slice and writes its
+    ``ys`` slice through views instead of copying them (``host_steps._RecordedScan``)."""
+
+    __slots__ = ("base", "gpu", "offset", "nbytes")
+
+    def __init__(self, base: Buffer, offset: int, nbytes: int):
+        self.base, self.gpu, self.offset, self.nbytes = base, base.gpu, offset, nbytes
+
+
+def _view_ranges(buffers, ranges):
+    """``ranges`` with each View's window in place of a whole-buffer binding."""
+    out = []
+    for i, b in enumerate(buffers):
+        r = ranges[i] if ranges is not None else None
+        if type(b) is View:
+            off = b.offset + (r[0] if r is not None else 0)
+            size = r[1] if r is not None and r[1] is not None else b.nbytes - (off - b.offset)
+            r = (off, size)
+        out.append(r)
+    return out
+
+
 class Pool:
     """Free GPU buffers by size class, within a byte budget.
 
@@ -444,6 +469,10 @@ class Runtime:
             return bytes(self.device.queue.read_buffer(buf.gpu, 0, (nbytes + 3) // 4 * 4))[:nbytes]
 
     def copy(self, src: Buffer, dst: Buffer, nbytes: int, src_offset=0, dst_offset=0) -> None:
+        if type(src) is View:
+            src_offset += src.offset
+        if type(dst) is View:
+            dst_offset += dst.offset
         with self._lock:
             self._end_pass()
             enc = self._get_encoder()
@@ -538,6 +567,8 @@ class Runtime:
         pipe = self._pipelines.get(wgsl)
         if pipe is None:
             pipe = self.pipeline(wgsl)
+        if View in map(type, buffers):
+            ranges = _view_ranges(buffers, ranges)
         with self._lock:
             if ranges is None:
                 key = (wgsl, *[id(b.gpu) for b in buffers])
