@@ -542,3 +542,39 @@ def test_jacobians_take_the_weak_type_of_their_leaf_as_jax():
         ours, theirs = make(jax)(*args), make(jx)(*args)
         assert ours.weak_type == theirs.weak_type and ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_jacobians_check_their_inputs_and_outputs_with_a_tree_map_as_jax():
+    """jacfwd/jacrev check the input (and output) dtypes with a ``tree_map``, as JAX's: a custom
+    node's unflatten is called with the checks' results, ``None`` (custom_pytrees' ``MyTree``
+    whose unflatten calls ``jnp.asarray`` raises JAX's ValueError)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        out = []
+
+        class Rec:
+            def __init__(self, a):
+                self.a = a
+
+        class MyTree:
+            def __init__(self, a):
+                self.a = j.numpy.asarray(a)
+
+        seen = []
+        j.tree_util.register_pytree_node(
+            Rec, lambda t: ((t.a,), None), lambda _, c: (seen.append(c[0] is None), Rec(c[0]))[1])
+        j.tree_util.register_pytree_node(
+            MyTree, lambda t: ((t.a,), None), lambda _, c: MyTree(*c))
+        for jac in (j.jacfwd, j.jacrev):
+            seen.clear()
+            r = jac(lambda r: Rec(r.a * 2))(Rec(j.numpy.ones(2, "float32")))
+            out.append((type(r).__name__, np.asarray(r.a.a).tolist(), seen.count(True)))
+            try:
+                jac(lambda x: x)(MyTree(j.numpy.arange(3.0)))
+                out.append("no error")
+            except Exception as e:
+                out.append((type(e).__name__, str(e)))
+        return out
+
+    assert run(jax) == run(jx)

@@ -514,7 +514,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        _check_jacfwd_inputs(leaves, holomorphic)
+        # JAX checks the inputs with a tree_map, so a custom node's unflatten sees the
+        # checks' results (None) as its children
+        tree_util.tree_map(lambda x: _check_jacfwd_inputs([x], holomorphic),
+                           tuple(args[i] for i in nums))
         basis, sizes = _std_basis(leaves)
 
         def f_flat(*xs):
@@ -536,12 +539,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         outs = vmap(pushfwd, in_axes=0, out_axes=0)(*basis)
         y, jt = outs[0], outs[1]
         y = tree_util.tree_map(lambda v: v[0], y)
+
+        def check_out(yv):
+            if holomorphic and np.dtype(abstractify(yv).dtype).kind != "c":
+                raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {np.dtype(abstractify(yv).dtype).name}.")
+
+        tree_util.tree_map(check_out, y)                        # as JAX's: a tree_map
         yl, y_tree = tree_util.tree_flatten(y)
-        if holomorphic:
-            for yv in yl:
-                if np.dtype(abstractify(yv).dtype).kind != "c":
-                    raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
-                                    f"dtype, but got {np.dtype(abstractify(yv).dtype).name}.")
         jl = tree_util.tree_leaves(jt)
         blocks = []
         for yv, j in zip(yl, jl):
@@ -576,8 +581,11 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        for x in leaves:
-            _check_input_revderiv("jacrev", holomorphic, allow_int, abstractify(x))
+        # JAX checks the inputs with a tree_map, so a custom node's unflatten sees the
+        # checks' results (None) as its children
+        tree_util.tree_map(
+            lambda x: _check_input_revderiv("jacrev", holomorphic, allow_int, abstractify(x)),
+            tuple(args[i] for i in nums))
 
         def f_flat(*xs):
             a, kw = make(list(xs))
@@ -587,9 +595,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             y, pullback, aux = vjp(f_flat, *leaves, has_aux=True)
         else:
             y, pullback = vjp(f_flat, *leaves)
+        tree_util.tree_map(
+            lambda yv: _check_output_revderiv("jacrev", holomorphic, abstractify(yv)), y)
         yl, y_tree = tree_util.tree_flatten(y)
-        for yv in yl:
-            _check_output_revderiv("jacrev", holomorphic, abstractify(yv))
         basis, ysizes = _std_basis(yl)
         cts = vmap(lambda *bs: pullback(tree_util.tree_unflatten(y_tree, list(bs))))(*basis)
         # cts: per input leaf, (M, *x.shape)
