@@ -578,3 +578,32 @@ def test_jacobians_check_their_inputs_and_outputs_with_a_tree_map_as_jax():
         return out
 
     assert run(jax) == run(jx)
+
+
+def test_grad_jaxpr_and_weak_type_as_jax():
+    """grad's jaxpr keeps the equations of the value it drops (JAX's make_jaxpr shows
+    ``_:f32[] = log c``), seeds the output's weak type (``full_like(out, 1)``), and its
+    gradient has its primal's weak type traced as well as eager (under vmap and jit)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        jnp = j.numpy
+
+        def log1pexp(x):
+            return jnp.log(1. + jnp.exp(x))
+
+        x = (jnp.arange(3) + 1.) / 5.
+        fs = [jnp.sin, lambda x: x * 2.0, lambda x: 2.0, lambda x: x.astype(jnp.float32),
+              lambda x: jnp.log(jnp.arctanh(x))]
+        out = [str(j.make_jaxpr(j.grad(log1pexp))(100.)),
+               str(j.make_jaxpr(j.grad(lambda x: jnp.sum(jnp.sin(x) ** 2)))(jnp.ones(3))),
+               str(j.make_jaxpr(j.grad(lambda x: x.astype(jnp.float32)))(0.5))]
+        for f in fs:
+            g = j.grad(f)
+            out.append([g(0.5).weak_type, j.vmap(g)(x).weak_type, j.jit(g)(0.5).weak_type,
+                        g(np.float32(0.5)).weak_type, j.jit(j.vmap(g))(x).weak_type])
+        out.append(repr(j.jit(j.vmap(j.grad(lambda x: jnp.log(jnp.arctanh(x)))))(x[:2])))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    assert ours == theirs

@@ -22,7 +22,7 @@ from ..array import Array
 from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
 from ..core import caches
-from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, WeakScalar, abstractify, jaxpr_key
 from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
 from ..transforms import ad as _ad
 from ..transforms.dce import dce_closed
@@ -134,14 +134,40 @@ def _grad_jaxpr(fun_jaxpr, nc, diff, out_diff, need_value=True):
     ``need_value`` the first output (the value) is left out."""
     known, tj, nres = _vjp_pieces(fun_jaxpr, nc, diff, out_diff)
     n_out = len(out_diff)
-    seeds = [np.ones((), a.dtype) for a, d in zip(fun_jaxpr.out_avals, out_diff) if d]
+    # the seed is JAX's ``full_like(out, 1)``: weak when the output is
+    seeds = [WeakScalar(np.ones((), a.dtype)) if a.weak_type else np.ones((), a.dtype)
+             for a, d in zip(fun_jaxpr.out_avals, out_diff) if d]
+    primals = [a for a, d in zip(fun_jaxpr.in_avals[nc:], diff) if d]
+    # (a complex primal's gradient from a real output is strong: see _like_primal)
+    real_out = np.dtype(fun_jaxpr.out_avals[0].dtype).kind != "c"
+    primals = [a.update(weak_type=False) if real_out and np.dtype(a.dtype).kind == "c" else a
+               for a in primals]
 
     def fused(*xs):
         kr = eval_jaxpr(known.jaxpr, known.consts, *xs)
-        return list(kr[:n_out]) + list(eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds))
+        gs = eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds)
+        # a gradient has its primal's weak type (JAX's cotangent types), traced or not
+        gs = [_weak_as(g, a) for g, a in zip(gs, primals)]
+        return list(kr[:n_out]) + list(gs)
 
-    used = [need_value] + [True] * (n_out - 1 + sum(diff))
-    return dce_closed(trace_flat(fused, fun_jaxpr.in_avals), used)[0]
+    closed = dce_closed(trace_flat(fused, fun_jaxpr.in_avals))[0]
+    if not need_value:
+        # JAX's grad computes the value and drops it: the equations computing it stay (its
+        # make_jaxpr shows them, ``_:f32[] = log c``); lowering removes them
+        j = closed.jaxpr
+        closed = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars[1:], j.eqns), closed.consts)
+    return closed
+
+
+def _weak_as(g, aval):
+    """``g`` with the weak type of ``aval`` (same dtype): a constant stays a constant (a weak
+    scalar becomes a weak literal, as JAX's ``0.0:f32[]``), a traced value is converted."""
+    ga = abstractify(g)
+    if ga.weak_type == aval.weak_type or ga.dtype != aval.dtype:
+        return g
+    if not isinstance(g, Tracer) and aval.weak_type and ga.shape == ():
+        return WeakScalar(np.asarray(g, ga.dtype))
+    return ops.convert_element_type(g, aval.dtype, weak_type=aval.weak_type)
 
 
 def _like_primal(g, aval, real_outs=False):
