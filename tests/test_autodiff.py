@@ -607,3 +607,38 @@ def test_grad_jaxpr_and_weak_type_as_jax():
 
     ours, theirs = run(jax), run(jx)
     assert ours == theirs
+
+
+def test_custom_jvp_rule_traced_once_per_differentiation_level_as_jax():
+    """Under nested differentiation JAX runs a custom_jvp rule once per level, the rule's call
+    of the function going to the level below: grad(grad(f)) prints ``f_jvp`` twice and ``f``
+    once (Custom_derivative_rules_for_Python_code cell 48)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        log = []
+
+        @j.custom_jvp
+        def f(x):
+            log.append("f")
+            return j.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            log.append("f_jvp")
+            x, = primals
+            t, = tangents
+            return f(x), j.numpy.cos(x) * t
+
+        out = []
+        for g in (f, j.grad(f), j.grad(j.grad(f)), j.jit(j.grad(f)), j.grad(j.jit(f)),
+                  j.grad(j.grad(j.grad(f))), j.jit(j.grad(j.grad(f))),
+                  lambda x: j.jvp(j.grad(f), (x,), (1.,))[1], lambda x: j.vmap(j.grad(f))(x * np.ones(2))):
+            log.clear()
+            out.append((np.asarray(g(3.)).tolist(), list(log)))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    for (a, la), (b, lb) in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+        assert la == lb
