@@ -642,3 +642,47 @@ def test_custom_jvp_rule_traced_once_per_differentiation_level_as_jax():
     for (a, la), (b, lb) in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5)
         assert la == lb
+
+
+def test_checkpoint_reuses_its_trace_of_a_function_as_jax():
+    """jax.checkpoint traces a function once per argument types (JAX's ``_trace_to_jaxpr``
+    cache on the function), also when called eagerly: checkpointing it again with another
+    policy after a global it calls was redefined keeps the first trace
+    (gradient-checkpointing cell 21: no named residual)."""
+    jx = pytest.importorskip("jax")
+    import io
+    from contextlib import redirect_stdout
+
+    def run(j):
+        jnp = j.numpy
+        from_ad = __import__(j.__name__ + ".ad_checkpoint", fromlist=["x"])
+        g = {"jnp": jnp}
+        exec("def loss(x): return jnp.sum(predict(x))\n"
+             "def predict(x): return jnp.sin(jnp.sin(x))", g)
+        out, log = [], []
+
+        def f(x):
+            log.append("traced")
+            return jnp.sin(x) * 2
+
+        c = j.checkpoint(f)
+        out.append([float(c(1.0)), float(c(2.0)), float(j.grad(c)(1.0)),
+                    float(j.jit(c)(1.0)), len(log)])
+        x = jnp.ones(4)
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            from_ad.print_saved_residuals(j.checkpoint(g["loss"]), x)
+            exec("def predict(x):\n"
+                 "    return jnp.sin(checkpoint_name(jnp.sin(x), 'a'))",
+                 dict(g, checkpoint_name=from_ad.checkpoint_name), g)
+            print("--")
+            pol = j.checkpoint_policies.save_any_names_but_these("b")
+            from_ad.print_saved_residuals(j.checkpoint(g["loss"], policy=pol), x)
+        out.append([line.split(" from ")[0] for line in buf.getvalue().splitlines()])
+        out.append(float(j.grad(j.checkpoint(g["loss"]))(x[0])))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    assert ours[1] == theirs[1]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5)
