@@ -633,7 +633,8 @@ def test_custom_jvp_rule_traced_once_per_differentiation_level_as_jax():
         out = []
         for g in (f, j.grad(f), j.grad(j.grad(f)), j.jit(j.grad(f)), j.grad(j.jit(f)),
                   j.grad(j.grad(j.grad(f))), j.jit(j.grad(j.grad(f))),
-                  lambda x: j.jvp(j.grad(f), (x,), (1.,))[1], lambda x: j.vmap(j.grad(f))(x * np.ones(2))):
+                  lambda x: j.jvp(j.grad(f), (x,), (1.,))[1],
+                  lambda x: j.vmap(j.grad(f))(x * np.ones(2))):
             log.clear()
             out.append((np.asarray(g(3.)).tolist(), list(log)))
         return out
