@@ -101,6 +101,31 @@ def test_repr_matches_real_jax():
         assert repr(make(jnp)) == repr(make(jax.numpy))
 
 
+def test_type_named_as_jax():
+    """The concrete array type is presented as JAX's, ``jaxlib._jax.ArrayImpl`` (thinking_in_jax
+    prints ``type(x)``), under the abstract ``jax.Array`` that tracers also pass; arrays still
+    pickle and copy."""
+    import copy
+    import pickle
+
+    jax = _jax()
+
+    def show(j):
+        x = j.numpy.arange(3.0)
+        seen = []
+        with j.disable_jit():
+            j.jit(lambda v: seen.append(type(v).__name__) or v)(x)
+        return (str(type(x)), type(x).__name__, type(x).__qualname__, type(x).__module__,
+                isinstance(x, j.Array), issubclass(type(x), j.Array), seen,
+                bool(j.jit(lambda v: isinstance(v, j.Array) and not isinstance(v, type(x)))(x)),
+                str(type(j.device_put(1.0))))
+
+    assert show(wjax) == show(jax)
+    x = jnp.arange(3.0)
+    for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x), copy.copy(x)):
+        assert type(y) is type(x) and y.tolist() == x.tolist()
+
+
 def test_str_and_format():
     assert str(jnp.arange(3.0)) == "[0. 1. 2.]"
     assert str(jnp.asarray(np.int32(3))) == "3"

@@ -542,3 +542,148 @@ def test_jacobians_take_the_weak_type_of_their_leaf_as_jax():
         ours, theirs = make(jax)(*args), make(jx)(*args)
         assert ours.weak_type == theirs.weak_type and ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_jacobians_check_their_inputs_and_outputs_with_a_tree_map_as_jax():
+    """jacfwd/jacrev check the input (and output) dtypes with a ``tree_map``, as JAX's: a custom
+    node's unflatten is called with the checks' results, ``None`` (custom_pytrees' ``MyTree``
+    whose unflatten calls ``jnp.asarray`` raises JAX's ValueError)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        out = []
+
+        class Rec:
+            def __init__(self, a):
+                self.a = a
+
+        class MyTree:
+            def __init__(self, a):
+                self.a = j.numpy.asarray(a)
+
+        seen = []
+        j.tree_util.register_pytree_node(
+            Rec, lambda t: ((t.a,), None), lambda _, c: (seen.append(c[0] is None), Rec(c[0]))[1])
+        j.tree_util.register_pytree_node(
+            MyTree, lambda t: ((t.a,), None), lambda _, c: MyTree(*c))
+        for jac in (j.jacfwd, j.jacrev):
+            seen.clear()
+            r = jac(lambda r: Rec(r.a * 2))(Rec(j.numpy.ones(2, "float32")))
+            out.append((type(r).__name__, np.asarray(r.a.a).tolist(), seen.count(True)))
+            try:
+                jac(lambda x: x)(MyTree(j.numpy.arange(3.0)))
+                out.append("no error")
+            except Exception as e:
+                out.append((type(e).__name__, str(e)))
+        return out
+
+    assert run(jax) == run(jx)
+
+
+def test_grad_jaxpr_and_weak_type_as_jax():
+    """grad's jaxpr keeps the equations of the value it drops (JAX's make_jaxpr shows
+    ``_:f32[] = log c``), seeds the output's weak type (``full_like(out, 1)``), and its
+    gradient has its primal's weak type traced as well as eager (under vmap and jit)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        jnp = j.numpy
+
+        def log1pexp(x):
+            return jnp.log(1. + jnp.exp(x))
+
+        x = (jnp.arange(3) + 1.) / 5.
+        fs = [jnp.sin, lambda x: x * 2.0, lambda x: 2.0, lambda x: x.astype(jnp.float32),
+              lambda x: jnp.log(jnp.arctanh(x))]
+        out = [str(j.make_jaxpr(j.grad(log1pexp))(100.)),
+               str(j.make_jaxpr(j.grad(lambda x: jnp.sum(jnp.sin(x) ** 2)))(jnp.ones(3))),
+               str(j.make_jaxpr(j.grad(lambda x: x.astype(jnp.float32)))(0.5))]
+        for f in fs:
+            g = j.grad(f)
+            out.append([g(0.5).weak_type, j.vmap(g)(x).weak_type, j.jit(g)(0.5).weak_type,
+                        g(np.float32(0.5)).weak_type, j.jit(j.vmap(g))(x).weak_type])
+        out.append(repr(j.jit(j.vmap(j.grad(lambda x: jnp.log(jnp.arctanh(x)))))(x[:2])))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    assert ours == theirs
+
+
+def test_custom_jvp_rule_traced_once_per_differentiation_level_as_jax():
+    """Under nested differentiation JAX runs a custom_jvp rule once per level, the rule's call
+    of the function going to the level below: grad(grad(f)) prints ``f_jvp`` twice and ``f``
+    once (Custom_derivative_rules_for_Python_code cell 48)."""
+    jx = pytest.importorskip("jax")
+
+    def run(j):
+        log = []
+
+        @j.custom_jvp
+        def f(x):
+            log.append("f")
+            return j.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            log.append("f_jvp")
+            x, = primals
+            t, = tangents
+            return f(x), j.numpy.cos(x) * t
+
+        out = []
+        for g in (f, j.grad(f), j.grad(j.grad(f)), j.jit(j.grad(f)), j.grad(j.jit(f)),
+                  j.grad(j.grad(j.grad(f))), j.jit(j.grad(j.grad(f))),
+                  lambda x: j.jvp(j.grad(f), (x,), (1.,))[1],
+                  lambda x: j.vmap(j.grad(f))(x * np.ones(2))):
+            log.clear()
+            out.append((np.asarray(g(3.)).tolist(), list(log)))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    for (a, la), (b, lb) in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+        assert la == lb
+
+
+def test_checkpoint_reuses_its_trace_of_a_function_as_jax():
+    """jax.checkpoint traces a function once per argument types (JAX's ``_trace_to_jaxpr``
+    cache on the function), also when called eagerly: checkpointing it again with another
+    policy after a global it calls was redefined keeps the first trace
+    (gradient-checkpointing cell 21: no named residual)."""
+    jx = pytest.importorskip("jax")
+    import io
+    from contextlib import redirect_stdout
+
+    def run(j):
+        jnp = j.numpy
+        from_ad = __import__(j.__name__ + ".ad_checkpoint", fromlist=["x"])
+        g = {"jnp": jnp}
+        exec("def loss(x): return jnp.sum(predict(x))\n"
+             "def predict(x): return jnp.sin(jnp.sin(x))", g)
+        out, log = [], []
+
+        def f(x):
+            log.append("traced")
+            return jnp.sin(x) * 2
+
+        c = j.checkpoint(f)
+        out.append([float(c(1.0)), float(c(2.0)), float(j.grad(c)(1.0)),
+                    float(j.jit(c)(1.0)), len(log)])
+        x = jnp.ones(4)
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            from_ad.print_saved_residuals(j.checkpoint(g["loss"]), x)
+            exec("def predict(x):\n"
+                 "    return jnp.sin(checkpoint_name(jnp.sin(x), 'a'))",
+                 dict(g, checkpoint_name=from_ad.checkpoint_name), g)
+            print("--")
+            pol = j.checkpoint_policies.save_any_names_but_these("b")
+            from_ad.print_saved_residuals(j.checkpoint(g["loss"], policy=pol), x)
+        out.append([line.split(" from ")[0] for line in buf.getvalue().splitlines()])
+        out.append(float(j.grad(j.checkpoint(g["loss"]))(x[0])))
+        return out
+
+    ours, theirs = run(jax), run(jx)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    assert ours[1] == theirs[1]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-5)

@@ -241,13 +241,19 @@ def live_arrays(platform=None) -> list:
     return list(_live.values())
 
 
-class Array:
+class ArrayImpl:
     """An immutable n-d array on a WebGPU device, or sharded over several (``_shards``: one
     single-device Array per addressable device of ``_sharding``).  A sharded array's
     ``buffer`` is its global value gathered onto the default device (through host memory, on
     first use), so any program can read it; programs that understand shardings read the
-    shards (``wjax/_src/spmd.py``)."""
+    shards (``wjax/_src/spmd.py``).
 
+    The concrete type behind the abstract ``jax.Array`` (:class:`BaseArray`), named as JAX
+    names its own, ``jaxlib._jax.ArrayImpl``: ``type(x)``, error messages and libraries that
+    recognise JAX arrays by type name see JAX's name.  No module of that name is loaded (wjax
+    replaces jaxlib); arrays pickle through ``__reduce__``, not by the class's name."""
+
+    __module__ = "jaxlib._jax"
     __array_priority__ = 100
     __hash__ = None
 
@@ -472,6 +478,9 @@ class Array:
 
     def __reduce__(self):
         return (asarray_device, (np.asarray(self), None, self.weak_type))
+
+
+Array = ArrayImpl       # wjax's own name for it
 
 
 # --------------------------------------------------------------------------- shards

@@ -22,7 +22,7 @@ from ..array import Array
 from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
 from ..core import caches
-from ..core.ir import ClosedJaxpr, Jaxpr, Lit, abstractify, jaxpr_key
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, WeakScalar, abstractify, jaxpr_key
 from ..core.tracing import DebugInfo, Tracer, arg_names_of, eval_jaxpr, trace_flat
 from ..transforms import ad as _ad
 from ..transforms.dce import dce_closed
@@ -134,14 +134,40 @@ def _grad_jaxpr(fun_jaxpr, nc, diff, out_diff, need_value=True):
     ``need_value`` the first output (the value) is left out."""
     known, tj, nres = _vjp_pieces(fun_jaxpr, nc, diff, out_diff)
     n_out = len(out_diff)
-    seeds = [np.ones((), a.dtype) for a, d in zip(fun_jaxpr.out_avals, out_diff) if d]
+    # the seed is JAX's ``full_like(out, 1)``: weak when the output is
+    seeds = [WeakScalar(np.ones((), a.dtype)) if a.weak_type else np.ones((), a.dtype)
+             for a, d in zip(fun_jaxpr.out_avals, out_diff) if d]
+    primals = [a for a, d in zip(fun_jaxpr.in_avals[nc:], diff) if d]
+    # (a complex primal's gradient from a real output is strong: see _like_primal)
+    real_out = np.dtype(fun_jaxpr.out_avals[0].dtype).kind != "c"
+    primals = [a.update(weak_type=False) if real_out and np.dtype(a.dtype).kind == "c" else a
+               for a in primals]
 
     def fused(*xs):
         kr = eval_jaxpr(known.jaxpr, known.consts, *xs)
-        return list(kr[:n_out]) + list(eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds))
+        gs = eval_jaxpr(tj.jaxpr, tj.consts, *kr[n_out:], *seeds)
+        # a gradient has its primal's weak type (JAX's cotangent types), traced or not
+        gs = [_weak_as(g, a) for g, a in zip(gs, primals)]
+        return list(kr[:n_out]) + list(gs)
 
-    used = [need_value] + [True] * (n_out - 1 + sum(diff))
-    return dce_closed(trace_flat(fused, fun_jaxpr.in_avals), used)[0]
+    closed = dce_closed(trace_flat(fused, fun_jaxpr.in_avals))[0]
+    if not need_value:
+        # JAX's grad computes the value and drops it: the equations computing it stay (its
+        # make_jaxpr shows them, ``_:f32[] = log c``); lowering removes them
+        j = closed.jaxpr
+        closed = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.outvars[1:], j.eqns), closed.consts)
+    return closed
+
+
+def _weak_as(g, aval):
+    """``g`` with the weak type of ``aval`` (same dtype): a constant stays a constant (a weak
+    scalar becomes a weak literal, as JAX's ``0.0:f32[]``), a traced value is converted."""
+    ga = abstractify(g)
+    if ga.weak_type == aval.weak_type or ga.dtype != aval.dtype:
+        return g
+    if not isinstance(g, Tracer) and aval.weak_type and ga.shape == ():
+        return WeakScalar(np.asarray(g, ga.dtype))
+    return ops.convert_element_type(g, aval.dtype, weak_type=aval.weak_type)
 
 
 def _like_primal(g, aval, real_outs=False):
@@ -514,7 +540,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        _check_jacfwd_inputs(leaves, holomorphic)
+        # JAX checks the inputs with a tree_map, so a custom node's unflatten sees the
+        # checks' results (None) as its children
+        tree_util.tree_map(lambda x: _check_jacfwd_inputs([x], holomorphic),
+                           tuple(args[i] for i in nums))
         basis, sizes = _std_basis(leaves)
 
         def f_flat(*xs):
@@ -536,12 +565,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         outs = vmap(pushfwd, in_axes=0, out_axes=0)(*basis)
         y, jt = outs[0], outs[1]
         y = tree_util.tree_map(lambda v: v[0], y)
+
+        def check_out(yv):
+            if holomorphic and np.dtype(abstractify(yv).dtype).kind != "c":
+                raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {np.dtype(abstractify(yv).dtype).name}.")
+
+        tree_util.tree_map(check_out, y)                        # as JAX's: a tree_map
         yl, y_tree = tree_util.tree_flatten(y)
-        if holomorphic:
-            for yv in yl:
-                if np.dtype(abstractify(yv).dtype).kind != "c":
-                    raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
-                                    f"dtype, but got {np.dtype(abstractify(yv).dtype).name}.")
         jl = tree_util.tree_leaves(jt)
         blocks = []
         for yv, j in zip(yl, jl):
@@ -576,8 +607,11 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         leaves, in_tree, make = _partial_args(args, kwargs, nums)
-        for x in leaves:
-            _check_input_revderiv("jacrev", holomorphic, allow_int, abstractify(x))
+        # JAX checks the inputs with a tree_map, so a custom node's unflatten sees the
+        # checks' results (None) as its children
+        tree_util.tree_map(
+            lambda x: _check_input_revderiv("jacrev", holomorphic, allow_int, abstractify(x)),
+            tuple(args[i] for i in nums))
 
         def f_flat(*xs):
             a, kw = make(list(xs))
@@ -587,9 +621,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             y, pullback, aux = vjp(f_flat, *leaves, has_aux=True)
         else:
             y, pullback = vjp(f_flat, *leaves)
+        tree_util.tree_map(
+            lambda yv: _check_output_revderiv("jacrev", holomorphic, abstractify(yv)), y)
         yl, y_tree = tree_util.tree_flatten(y)
-        for yv in yl:
-            _check_output_revderiv("jacrev", holomorphic, abstractify(yv))
         basis, ysizes = _std_basis(yl)
         cts = vmap(lambda *bs: pullback(tree_util.tree_unflatten(y_tree, list(bs))))(*basis)
         # cts: per input leaf, (M, *x.shape)

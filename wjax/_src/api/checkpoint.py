@@ -11,15 +11,45 @@ A ``policy`` chooses values to save instead of recompute (``prims/calls.py``).
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable, Sequence
 
-from ..core import tree_util
+from ..core import caches, refs as _refs, tree_util
+from ..core.config import config as _cfg
 from ..core.ir import ClosedJaxpr, abstractify
-from ..core.tracing import DebugInfo, current_builder, trace_flat
+from ..core.tracing import DebugInfo, Tracer, axis_env, trace_flat
 from ..prims.calls import checkpoint_p
 from ..prims.elementwise import name_p
 from .custom_derivatives import _split_consts
 
+
+
+class _TraceCache:
+    """The traces of checkpointed functions, per function (held weakly) and per argument
+    types, static arguments and trace context: as JAX's (``_trace_to_jaxpr``, a weakref LRU
+    cache on the function), a function checkpointed again -- with another policy, say -- is not
+    traced again, so it keeps what it was traced with (a global it calls redefined since)."""
+
+    def __init__(self):
+        self._by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    def get(self, fun, key):
+        try:
+            return self._by_fun.get(fun, {}).get(key)
+        except TypeError:                 # not weak-referenceable, or a key not hashable
+            return None
+
+    def put(self, fun, key, value) -> None:
+        try:
+            self._by_fun.setdefault(fun, {})[key] = value
+        except TypeError:
+            pass
+
+    def clear_cache(self) -> None:
+        self._by_fun.clear()
+
+
+_traces = caches.register_owner(_TraceCache())
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
@@ -35,8 +65,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
 
     @functools.wraps(fun)
     def remat_f(*args, **kwargs):
-        if current_builder() is None:
-            return fun(*args, **kwargs)
+        # traced (or taken from the cache) also when called eagerly, as JAX's
         n = len(args)
         static = {i % n: args[i] for i in static_argnums} if n else {}
         dyn = [a for i, a in enumerate(args) if i not in static]
@@ -52,8 +81,21 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True,
             box.append(ot)
             return ol
 
-        closed = trace_flat(flat, [abstractify(x) for x in leaves], DebugInfo("checkpoint", fun))
-        j, tc, kc = _split_consts(closed)
+        avals = tuple(abstractify(x) for x in leaves)
+        key = (in_tree, avals, n, tuple(sorted(static.items())), _cfg.trace_context(),
+               axis_env())
+        hit = _traces.get(fun, key)
+        if hit is not None:
+            j, kc, out_tree = hit
+            tc = []
+            box.append(out_tree)
+        else:
+            closed = trace_flat(flat, list(avals), DebugInfo("checkpoint", fun))
+            j, tc, kc = _split_consts(closed)
+            # reusable unless it closes over an enclosing trace's values or a ref's value
+            if not tc and not any(isinstance(c, Tracer) for c in kc) \
+                    and not _refs.holds_ref_value(kc):
+                _traces.put(fun, key, (j, kc, box[0]))
         outs = checkpoint_p.bind(*tc, *leaves, jaxpr=ClosedJaxpr(j, kc), prevent_cse=prevent_cse,
                                  policy=policy, name=getattr(fun, "__name__", "checkpoint"))
         return tree_util.tree_unflatten(box[0], list(outs))

@@ -31,8 +31,8 @@ from ..core import dtypes, ops, tree_util
 from ..core.tree import flatten_call
 from ..array import asarray_device
 from ..core.ir import ClosedJaxpr, Jaxpr, LazyJaxpr, PerturbedRule, Var, WeakScalar, abstractify
-from ..core.tracing import (DebugInfo, Tracer, current_builder, eval_jaxpr, to_concrete_value,
-                            trace_flat)
+from ..core.tracing import (DebugInfo, Tracer, builder_stack, current_builder, eval_jaxpr,
+                            to_concrete_value, trace_flat)
 from ..prims.calls import custom_jvp_call_p, custom_vjp_call_p
 from ..prims.solves import linear_call_p
 from ..transforms import ad as _ad
@@ -83,6 +83,13 @@ def _differentiating() -> bool:
     there, as in JAX, a custom function's rule is traced instead of the function itself."""
     b = current_builder()
     return b is not None and getattr(b.debug, "differentiated", False)
+
+
+def _differentiation_depth() -> int:
+    """How many traces on the stack autodiff will differentiate: JAX processes a custom_jvp
+    call once per differentiating trace, the rule of each level calling the function at the
+    level below, so under ``grad(grad(f))`` the rule runs twice and ``f`` once."""
+    return sum(1 for b in builder_stack() if getattr(b.debug, "differentiated", False))
 
 
 def _closes_over_tracers(fn) -> bool:
@@ -231,7 +238,11 @@ class custom_jvp:
         args = _resolve(self.fun, args, kwargs)
         if current_builder() is None:
             return self.fun(*args)
-        if _differentiating() and not self._tracing_rule:
+        # the rule is traced in place of the function under autodiff; called again from
+        # inside the rule, once more for each enclosing differentiating trace (JAX's nesting)
+        if (_differentiating() and not self._tracing_rule) or (
+                0 < self._tracing_rule < _differentiation_depth()
+                and getattr(current_builder().debug, "what", None) == "custom_jvp rule"):
             out = self._call_differentiated(name, args)
             if out is not None:
                 return out

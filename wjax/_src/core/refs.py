@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Any, Callable
 
 from .tracing import _state as _trace_state, current_builder
 
-__all__ = ["RefCell", "rebound", "tracking", "write"]
+__all__ = ["RefCell", "holds_ref_value", "rebound", "tracking", "write"]
+
+_cells: "weakref.WeakSet" = weakref.WeakSet()     # every live ref
 
 
 class RefCell:
@@ -33,12 +36,20 @@ class RefCell:
     _depth: int
 
     def _bind_here(self, value) -> None:
+        _cells.add(self)
         self._value = value
         self._home = current_builder()
         self._depth = len(_trace_state.builders)
         frames = _frames.stack
         if frames and frames[-1].depth < self._depth:
             frames[-1].local.add(id(self))
+
+
+def holds_ref_value(values) -> bool:
+    """Whether one of ``values`` is a live ref's current value: a trace that read a ref holds
+    it as a constant, so that trace is not reusable once the ref is written."""
+    held = {id(r._value) for r in list(_cells)}
+    return any(id(v) in held for v in values)
 
 
 class _Frame:

@@ -305,6 +305,11 @@ def current_builder() -> Builder | None:
     return b[-1] if b else None
 
 
+def builder_stack() -> tuple:
+    """The active builders, outermost first."""
+    return tuple(_state.builders)
+
+
 def trace_state_clean() -> bool:
     """No trace is being recorded (no jit, grad, vmap... around): primitives bound now run
     eagerly (JAX's ``jax._src.core.trace_state_clean``)."""
