@@ -15,10 +15,13 @@ elementwise bodies, in one workgroup for small bodies with reductions and matmul
 is recorded here:
 
 * ``scan`` (``recorded_scan``) records ``length`` runs of the body plan with no readback at
-  all.  The carry buffers one run returns are the next run's inputs; each step's slice of
-  ``xs`` is a small buffer-to-buffer copy (a few us on lavapipe, against ~65 us for a
-  dispatch) and each step's ``ys`` slice is copied into place.  Slices whose byte size is not
-  a multiple of 4 (odd float16 rows) cannot be copied: the body reads them with
+  all.  The carry buffers one run returns are the next run's inputs.  A step reads its slice
+  of ``xs`` and writes its own slice of ``ys`` in place, through windows of the scan's
+  buffers bound at an offset (``runtime.View``), when the slice's byte offset is a multiple
+  of the adapter's binding alignment and the body is kernels only; otherwise (and for
+  unrolled steps, or a ``ys`` that is also read, like a carry: one dispatch may not read one
+  window of a buffer and write another) the slice is a small buffer-to-buffer copy.  Slices
+  whose byte size is not a multiple of 4 (odd float16 rows) cannot be copied: the body reads them with
   ``dynamic_slice`` and writes them with ``dynamic_update_slice`` inside a wrapper jaxpr
   that takes the step index instead.  A loop counter carry (``i -> i + 1``, as in
   ``fori_loop``) is not computed by a dispatch per step: its values ``init + s`` are
