@@ -208,3 +208,37 @@ def test_strided_forms_are_what_gpus_get():
         assert ("subgroupShuffleXor" in full[1].wgsl) == sg
         soft = kernels(lambda a: wjax.nn.softmax(a, axis=1), (8192, 4096), profile)
         assert len(soft) == 3 and soft[0].grid[0] * soft[0].grid[1] == 8192
+
+
+def test_gpu_elementwise_forms():
+    """Under the GPU forms: the normalization's mean and std (a division and a square root
+    of reductions, broadcast over 2^20 x 64) are computed once in a small kernel rather than
+    per element, a cheap clamp (softmax's ``max(m, -inf)``) stays inlined, and flat vec4
+    kernels take 4 vec4s a grid apart per thread; the results agree with NumPy and JAX."""
+    from wjax._src.backend import execute
+    from wjax._src.backend.target import Target
+
+    def norm(X):
+        return (X - X.mean(0)) / X.std(0)
+
+    def steps(f, shapes, profile="nvidia"):
+        closed = wjax.make_jaxpr(f)(*[wjax.ShapeDtypeStruct(s, np.float32) for s in shapes])
+        return execute.Executable(closed.jaxpr, Target.for_profile(profile)).plan.steps
+    st = steps(norm, [(1 << 20, 64)])
+    assert len(st) == 4 and st[2].grid == (1, 1, 1) and "wj_sqrt" in st[2].wgsl
+    assert "wj_sqrt" not in st[3].wgsl
+    assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 3
+    (ax,) = steps(lambda a, b: a * 2 + b, [(1 << 20,), (1 << 20,)])
+    assert "q * 65536u" in ax.wgsl and "@workgroup_size(256)" in ax.wgsl
+    rt = runtime.get()
+    x = RS.randn(1 << 16, 12).astype(np.float32) * 3 + 1
+    a, b = RS.randn(2, 1 << 15).astype(np.float32)
+    with rt.options(**profiles.GPU_FORMS):
+        got = wjax.jit(norm)(x)
+        got2 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
+    xd = x.astype(np.float64)
+    check([got], [(xd - xd.mean(0)) / xd.std(0)], 2e-5)
+    check([got2[0]], [a * 2 + b], 1e-6)
+    J = rjax()
+    check([got, got2[1]], [J.jit(norm)(x), J.nn.selu(a)], 2e-5)
+    wjax.clear_caches()

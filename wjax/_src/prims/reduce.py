@@ -836,10 +836,15 @@ class _Strided(_Sequential):
             T *= 2
         return T
 
-    def _fold_team(self, kb, acc: str, T: int, write: str) -> list:
+    SUBGROUP_ITEMS = 4096   # work items up to which a whole-workgroup team uses subgroups
+
+    def _fold_team(self, kb, acc: str, T: int, write: str, items: int) -> list:
         """Folds the states ``acc`` of each team of ``T`` threads; the first thread of a
-        team runs ``write`` (with ``res``)."""
-        if T == self.WG and self.target.subgroup_size:
+        team runs ``write`` (with ``res``).  Subgroup shuffles where the target has
+        subgroups, the team is the whole workgroup and there are few work items (a full
+        reduction's parts, a second pass): on an H100 they were as fast as the tree there,
+        and 10% slower for 8192 rows of 4096."""
+        if T == self.WG and self.target.subgroup_size and items <= self.SUBGROUP_ITEMS:
             kb.sg = True
             mono_words = []
             for k, m in enumerate(self.monos):
@@ -909,7 +914,8 @@ class _Strided(_Sequential):
         head.append(f"for (var r = lo + wj_tl; r < hi; r = r + {T}u) {{\n    {inner}\n"
                     f"    {step}\n  }}")
         head.append(f"var wj_acc = {fold[0]};")
-        tail = self._fold_team(kb, "wj_acc", T, f"    if (wj_act) {{\n{write_of()}\n    }}")
+        tail = self._fold_team(kb, "wj_acc", T, f"    if (wj_act) {{\n{write_of()}\n    }}",
+                               items)
         kb.decls.append(f"var<workgroup> sv: array<RState, {sv_len}>;")
         return self._rows_main(kb, WG, "\n  ".join(head + tail)), grid
 
