@@ -719,8 +719,8 @@ class _Strided(_Sequential):
         out = [f"sv[lid] = {acc};", "workgroupBarrier();"]
         s = TL // 2
         while s >= 1:
-            out += [f"if ({lane} < {s}u) {{ sv[lid] = {self._comb('sv[lid]', f'sv[lid + {s * stride}u]')}; }}",
-                    "workgroupBarrier();"]
+            both = self._comb("sv[lid]", f"sv[lid + {s * stride}u]")
+            out += [f"if ({lane} < {s}u) {{ sv[lid] = {both}; }}", "workgroupBarrier();"]
             s //= 2
         out.append(f"if ({lane} == 0u) {{\n  let res = sv[lid];\n{write}\n  }}")
         return out
@@ -773,8 +773,8 @@ class _Strided(_Sequential):
                f"@builtin(local_invocation_index) lid: u32) {{\n  "
                + "\n  ".join(head + pre)
                + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
-               f"  for (var r = lo + wj_l; r < hi; r = r + {TL}u) {{\n    {inner}\n    {step}\n  }}\n  "
-               + "\n  ".join(tail) + "\n}\n")
+               f"  for (var r = lo + wj_l; r < hi; r = r + {TL}u) {{\n    {inner}\n"
+               f"    {step}\n  }}\n  " + "\n  ".join(tail) + "\n}\n")
         return src, grid
 
     def _columns_pass2(self):
