@@ -107,3 +107,138 @@ def test_kernel_counts():
     assert n_kernels(norm, jnp.ones((10000, 10))) == 3
     assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == 2
     assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == 1
+
+
+# --------------------------------------------------------------------------- GPU strided forms
+# prims/reduce.py's ``_Strided``: columns (a workgroup of column threads by row lanes, split
+# in parts over a tall axis, the [P, M] partial states folded as a column reduction) and rows
+# (a team of threads per output or part, vec4 loads, folded with subgroup shuffles or a
+# workgroup tree).  ``threads`` is lowered so that modest sizes are split into several parts.
+
+STRIDED_CASES = [((4099, 64), 0), ((1 << 15, 12), 0), ((20000, 7), 0), ((513, 3, 36), 1),
+                 ((3, 5000, 8), 1), ((64, 1000), 1), ((5, 4097), 1), ((1 << 17,), 0),
+                 ((100003,), 0), ((37, 5, 11), (0, 2)), ((9, 0), 1), ((2, 3), 1)]
+
+
+def _strided_options(rt, subgroups):
+    if subgroups and "subgroup" not in rt.features:
+        pytest.skip("this adapter has no subgroups")
+    return dict(profiles.GPU_FORMS, threads=1 << 14, subgroup_size=8 if subgroups else None)
+
+
+@pytest.mark.parametrize("subgroups", [False, True])
+@pytest.mark.parametrize("shape,ax", STRIDED_CASES)
+def test_strided_reductions(shape, ax, subgroups):
+    rt = runtime.get()
+    x = RS.randn(*shape).astype(np.float32)
+    xi = RS.randint(-1000, 1000, size=shape).astype(np.int32)
+    xb = xi > 300
+
+    def f(np_, a, ai, ab):
+        out = (a.sum(axis=ax), a.std(axis=ax), ai.sum(axis=ax), ab.any(axis=ax),
+               ab.all(axis=ax))
+        if a.size:
+            out += (a.max(axis=ax), a.min(axis=ax), ai.max(axis=ax), ai.min(axis=ax))
+        if isinstance(ax, int) and a.shape[ax]:
+            out += (a.argmax(ax), a.argmin(ax), ai.argmax(ax))
+        return out
+    with rt.options(**_strided_options(rt, subgroups)):
+        got = wjax.jit(lambda *a: f(jnp, *a))(x, xi, xb)
+    want = f(np, x.astype(np.float64), xi, xb)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        if np.issubdtype(g.dtype, np.floating):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+        else:
+            np.testing.assert_array_equal(g, w)
+    J = rjax()
+    jw = J.jit(lambda *a: f(J.numpy, *a))(x, xi, xb)
+    for g, w in zip(got, jw):
+        if np.issubdtype(np.asarray(w).dtype, np.floating):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+        else:
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    wjax.clear_caches()
+
+
+@pytest.mark.parametrize("subgroups", [False, True])
+def test_strided_sums_stay_compensated(subgroups):
+    """Every lane, tree level and shuffle of the strided forms carries TwoSum's error term:
+    a sum of 0.1s over many parts, rows and columns is as exact as XLA's; NaN and inf
+    propagate; argmax takes the first NaN and the lowest index of ties."""
+    rt = runtime.get()
+    with rt.options(**_strided_options(rt, subgroups)):
+        assert float(wjax.jit(jnp.sum)(jnp.ones(10 ** 6) * 0.1)) == np.float32(100000.0)
+        cols = np.asarray(wjax.jit(lambda a: a.sum(0))(jnp.ones((1 << 16, 8)) * 0.1))
+        np.testing.assert_array_equal(cols, np.float32(6553.6))
+        x = np.zeros((3, 70000), np.float32)
+        x[0, 5], x[1, 9] = np.nan, np.inf
+        x[2, [7, 60000]] = 5.0
+        x[1, 69999] = np.inf
+        s = np.asarray(wjax.jit(lambda a: a.sum(1))(x))
+        assert np.isnan(s[0]) and s[1] == np.inf and s[2] == 10.0
+        am = np.asarray(wjax.jit(lambda a: a.argmax(1))(x))
+        np.testing.assert_array_equal(am, [5, 9, 7])
+        m = np.asarray(wjax.jit(lambda a: a.max(0))(x.T.copy()))
+        assert np.isnan(m[0]) and m[1] == np.inf and m[2] == 5.0
+    wjax.clear_caches()
+
+
+def test_strided_forms_are_what_gpus_get():
+    """What the GPU profiles' lowering emits: a tall-skinny column sum (2^20 x 64) and a
+    full sum of 2^26 each split over many workgroups (two kernels, the first with hundreds of
+    workgroups of 256 invocations); the full sum folds with subgroup shuffles where the
+    profile has subgroups (``nvidia``) and in a workgroup tree where it has none
+    (``webgpu-default``); softmax's row reductions run a workgroup per row."""
+    from wjax._src.backend import execute
+    from wjax._src.backend.target import Target
+
+    def kernels(f, shape, profile):
+        closed = wjax.make_jaxpr(f)(wjax.ShapeDtypeStruct(shape, np.float32))
+        return execute.Executable(closed.jaxpr, Target.for_profile(profile)).plan.steps
+    for profile, sg in (("nvidia", True), ("webgpu-default", False)):
+        cols = kernels(lambda a: a.sum(0), (1 << 20, 64), profile)
+        assert len(cols) == 2
+        assert cols[0].grid[0] * cols[0].grid[1] >= 512 and "@workgroup_size(256)" in cols[0].wgsl
+        assert "vec4<f32>" in cols[0].wgsl and "var<workgroup> sv" in cols[0].wgsl
+        full = kernels(jnp.sum, (1 << 26,), profile)
+        assert len(full) == 2 and full[0].grid[0] * full[0].grid[1] >= 512
+        assert ("subgroupShuffleXor" in full[0].wgsl) == sg
+        assert ("subgroupShuffleXor" in full[1].wgsl) == sg
+        soft = kernels(lambda a: wjax.nn.softmax(a, axis=1), (8192, 4096), profile)
+        assert len(soft) == 3 and soft[0].grid[0] * soft[0].grid[1] == 8192
+
+
+def test_gpu_elementwise_forms():
+    """Under the GPU forms: the normalization's mean and std (a division and a square root
+    of reductions, broadcast over 2^20 x 64) are computed once in a small kernel rather than
+    per element, a cheap clamp (softmax's ``max(m, -inf)``) stays inlined, and flat vec4
+    kernels take 4 vec4s a grid apart per thread; the results agree with NumPy and JAX."""
+    from wjax._src.backend import execute
+    from wjax._src.backend.target import Target
+
+    def norm(X):
+        return (X - X.mean(0)) / X.std(0)
+
+    def steps(f, shapes, profile="nvidia"):
+        closed = wjax.make_jaxpr(f)(*[wjax.ShapeDtypeStruct(s, np.float32) for s in shapes])
+        return execute.Executable(closed.jaxpr, Target.for_profile(profile)).plan.steps
+    st = steps(norm, [(1 << 20, 64)])
+    assert len(st) == 4 and st[2].grid == (1, 1, 1) and "wj_sqrt" in st[2].wgsl
+    assert "wj_sqrt" not in st[3].wgsl
+    assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 3
+    (ax,) = steps(lambda a, b: a * 2 + b, [(1 << 20,), (1 << 20,)])
+    assert "q * 65536u" in ax.wgsl and "@workgroup_size(256)" in ax.wgsl
+    rt = runtime.get()
+    x = RS.randn(1 << 16, 12).astype(np.float32) * 3 + 1
+    a, b = RS.randn(2, 1 << 15).astype(np.float32)
+    with rt.options(**profiles.GPU_FORMS):
+        got = wjax.jit(norm)(x)
+        got2 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
+    xd = x.astype(np.float64)
+    check([got], [(xd - xd.mean(0)) / xd.std(0)], 2e-5)
+    check([got2[0]], [a * 2 + b], 1e-6)
+    J = rjax()
+    check([got, got2[1]], [J.jit(norm)(x), J.nn.selu(a)], 2e-5)
+    wjax.clear_caches()

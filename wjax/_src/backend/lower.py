@@ -26,7 +26,8 @@ from ..transforms.dce import dce_jaxpr
 from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
-from .passes import check_avals, chunk_wide_concats, cse_and_fold, deep_fusion_splits
+from .passes import (broadcast_splits, check_avals, chunk_wide_concats, cse_and_fold,
+                     deep_fusion_splits)
 
 
 class Dispatch:
@@ -527,7 +528,11 @@ class Lowering:
             return
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
-            src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
+            if self.target.elementwise == "flat":     # GPUs: 256 threads, interleaved
+                src, grid = vkb.elementwise_kernel(n // 4, wg=256, per_thread=4,
+                                                   interleave=True)
+            else:
+                src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)
             if vkb.vec_ok and self._compiles(vkb.finish(src)):
                 self.add_dispatch(vkb, src, grid)
                 return
@@ -757,6 +762,8 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     check_avals(j, target)
     split: set[int] = deep_fusion_splits(j)
+    if target.elementwise == "flat":
+        split |= broadcast_splits(j)
     while True:
         lowering = Lowering(j, target, split)
         try:

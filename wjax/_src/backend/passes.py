@@ -212,3 +212,68 @@ def deep_fusion_splits(jaxpr: Jaxpr, max_depth: int = MAX_FUSE_DEPTH) -> set:
             else:
                 depth[v.id] = d
     return split
+
+
+BROADCAST_RATIO = 16        # a broadcast this many times larger than its operand ...
+BROADCAST_MIN = 1 << 16     # ... and at least this many elements
+# operations worth computing once rather than per element (a clamp of a kernel's output,
+# ``max(m, -inf)``, is cheaper than a kernel of its own)
+_COSTLY = {"div", "rem", "sqrt", "rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log1p",
+           "pow", "tanh", "logistic", "erf", "erfc", "erf_inv", "sin", "cos", "tan", "atan2",
+           "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma",
+           "digamma", "integer_pow"}
+
+
+def broadcast_splits(jaxpr: Jaxpr) -> set:
+    """Fused values computed from a kernel's output and broadcast into a much larger kernel
+    (``mean = sum / n`` and ``std = sqrt(...)`` read by every element of ``(X - mean) / std``):
+    they are materialized, computed once in a small kernel of their own instead of once per
+    element of the large one (on GPUs the divisions and square roots per element made the
+    normalization compute-bound).  Views and values of the inputs alone stay inlined.  Only
+    for ``Target.elementwise == "flat"`` (GPUs; ``lower.lower_jaxpr``)."""
+    producer = {v.id: e for e in jaxpr.eqns for v in e.outvars}
+    memo: dict[tuple, bool] = {}
+
+    def walk(v, what) -> bool:
+        """what == "derived": v is computed (not only viewed) from a kernel's output through
+        fused operations; what == "costly": v's fused expression holds a ``_COSTLY`` op."""
+        if not isinstance(v, Var):
+            return False
+        if (v.id, what) in memo:
+            return memo[v.id, what]
+        e = producer.get(v.id)
+        r = False
+        if e is not None and e.prim.fuse is not None:
+            args = [a for a in e.invars if isinstance(a, Var)]
+            inner = [a for a in args if not _from_kernel(a, producer)]
+            if what == "costly":
+                r = (not e.prim.view and e.prim.name in _COSTLY) or any(
+                    walk(a, what) for a in inner)
+            else:
+                r = any(walk(a, what) for a in inner) or (
+                    not e.prim.view and len(inner) < len(args))
+        memo[v.id, what] = r
+        return r
+
+    def computed(v) -> bool:
+        return walk(v, "derived") and walk(v, "costly")
+    split = set()
+    for e in jaxpr.eqns:
+        if e.prim.name != "broadcast_in_dim" or not isinstance(e.invars[0], Var):
+            continue
+        a, out = e.invars[0], e.outvars[0]
+        if (out.aval.size >= BROADCAST_MIN and out.aval.size >= BROADCAST_RATIO * a.aval.size
+                and computed(a)):
+            split.add(a.id)
+    return split
+
+
+def _from_kernel(v: Var, producer: dict) -> bool:
+    """``v`` is the output of a kernel op, or a view of one."""
+    e = producer.get(v.id)
+    while e is not None and e.prim.fuse is not None and e.prim.view:
+        a = e.invars[0]
+        if not isinstance(a, Var):
+            return False
+        e = producer.get(a.id)
+    return e is not None and e.prim.kernel is not None

@@ -239,43 +239,84 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n:
   for (var i = t * per; i < t * per + per; i++) { y[i] = x[i]; }
 }"""
 
+# GPUs: neighbouring invocations copy neighbouring vec4s (a grid-stride loop)
+_COPY_STRIDED = """@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let total = n.x * n.y * 256u;
+  let t = g.x + g.y * n.x * 256u;
+  for (var i = t; i < arrayLength(&y); i += total) { y[i] = x[i]; }
+}"""
+
 _FMA = """@group(0) @binding(0) var<storage, read_write> y: array<vec4<f32>>;
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-  var a = vec4<f32>(f32(g.x) * 1e-7, 1.0, 2.0, 3.0);
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let t = g.x + g.y * n.x * 64u;
+  var a = vec4<f32>(f32(t) * 1e-7, 1.0, 2.0, 3.0);
   var b = vec4<f32>(0.999, 0.998, 0.997, 0.996);
   var c = a; var d = b;
   for (var k = 0u; k < 4096u; k++) { a = fma(a, b, d); c = fma(c, d, b); }
-  y[g.x] = a + c;
+  y[t] = a + c;
 }"""
+
+
+def probe_size(target) -> tuple:
+    """(bytes copied each way, copy kernel, FMA invocations) of the peak probe, sized to the
+    adapter by its ``Target``: ``threads`` invocations (CPU 1024, GPU 2^18) and 2 KiB per
+    invocation each way (at least 16 MiB, at most a quarter of the largest binding), copied
+    as the reduction strategy reads (contiguous slices on CPU adapters, neighbouring vec4s
+    on GPUs), and FMA chains on at least 4096 invocations."""
+    threads = int(target.threads)
+    nbytes = max(16 << 20, min(threads * 2048,
+                               int(target["max-storage-buffer-binding-size"]) // 4))
+    nbytes -= nbytes % (16 * 64 * 256)
+    copy = _COPY if target.reduction == "slices" else _COPY_STRIDED
+    return nbytes, copy, max(4096, threads)
 
 
 def measure_peak(rt) -> dict:
     """The adapter's copy bandwidth (GB/s, read + written bytes) and vec4 FMA rate
-    (GFLOP/s), each the best of five runs of a small kernel (cached on the runtime).  On a
-    loaded CPU adapter this is what the adapter gets now, so a kernel may show above 100%."""
+    (GFLOP/s), each the best of five timings of ``REPS`` launches of a kernel sized to the
+    adapter (``probe_size``; cached on the runtime).  On a loaded CPU adapter this is what
+    the adapter gets now, so a kernel may show above 100%."""
     cached = getattr(rt, "_measured_peak", None)
     if cached is not None:
         return cached
-    n_vec = (16 << 20) // 16                       # 16 MiB each way
-    threads = 64 * 256
+    nbytes, copy, fma_threads = probe_size(rt.target())
+    n_vec = nbytes // 16
+    reps = 4
     x, y = rt.alloc(n_vec * 16), rt.alloc(n_vec * 16)
-    out = rt.alloc(threads * 16)
+    out = rt.alloc(fma_threads * 16)
 
     def best(run):
         ts = []
         for _ in range(5):
             rt.synchronize()
             t0 = time.perf_counter()
-            run()
+            for _ in range(reps):
+                run()
             rt.synchronize()
-            ts.append(time.perf_counter() - t0)
+            ts.append((time.perf_counter() - t0) / reps)
         return min(ts)
-    rt.pipeline(_COPY)
+    rt.pipeline(copy)
     rt.pipeline(_FMA)
-    t_copy = best(lambda: rt.dispatch(_COPY, [x, y], (256, 1, 1)))
-    t_fma = best(lambda: rt.dispatch(_FMA, [out], (64, 1, 1)))
+    copy_groups = 256 if copy is _COPY else max(1, min(n_vec, fma_threads) // 256)
+    max_groups = int(rt.target()["max-compute-workgroups-per-dimension"])
+    fma_grid = grid_of(fma_threads // 64, max_groups)
+    best(lambda: rt.dispatch(copy, [x, y], grid_of(copy_groups, max_groups)))   # warm-up
+    t_copy = best(lambda: rt.dispatch(copy, [x, y], grid_of(copy_groups, max_groups)))
+    t_fma = best(lambda: rt.dispatch(_FMA, [out], fma_grid))
     peak = {"gbps": 2 * n_vec * 16 / t_copy / 1e9,
-            "gflops": 64 * 64 * 4096 * 2 * 2 * 4 / t_fma / 1e9}
+            "gflops": fma_grid[0] * fma_grid[1] * 64 * 4096 * 2 * 2 * 4 / t_fma / 1e9}
     rt._measured_peak = peak
     return peak
+
+
+def grid_of(groups: int, max_per_dim: int) -> tuple:
+    """A 2-D grid of exactly ``groups`` workgroups or a few more when ``groups`` passes the
+    per-dimension limit (the probes cover whole rows: ``x * y`` invocation blocks)."""
+    if groups <= max_per_dim:
+        return (groups, 1, 1)
+    y = -(-groups // max_per_dim)
+    return (groups // y, y, 1)

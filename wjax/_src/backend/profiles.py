@@ -34,8 +34,12 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
 #                    passes in workgroup memory
-CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", fft="registers")
-GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", fft="workgroup")
+#   threads          invocations in flight that keep the adapter busy: how many workgroups a
+#                    strided reduction is split over, and the size of the profiler's peak probe
+CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", fft="registers",
+                      threads=1024)
+GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", fft="workgroup",
+                      threads=1 << 18)
 
 # The WebGPU specification's default limits (what every adapter provides at least).
 WEBGPU_LIMITS = {

@@ -41,6 +41,9 @@ class Target(dict):
     ``loop_workgroup``   threads of a single-workgroup in-kernel loop (CPU 64, GPU 256)
     ``loop_constants``   "uniform" (CPU: a loop's small constants bound as uniform buffers) or
                          "storage"
+    ``threads``          invocations in flight that keep the adapter busy (CPU 1024, GPU 2^18):
+                         the workgroups a strided reduction is split over
+                         (``prims/reduce.py``), the size of the profiler's peak probe
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
@@ -60,8 +63,8 @@ class Target(dict):
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
                "matmul_tile", "sort",
                "fft", "reduction", "elementwise", "register_block", "loop_workgroup",
-               "loop_constants", "in_kernel_loops", "loop_work", "decomp_iters", "compiles",
-               "tune")
+               "loop_constants", "threads", "in_kernel_loops", "loop_work", "decomp_iters",
+               "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -70,7 +73,7 @@ class Target(dict):
                  sort: str = "workgroup", fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_constants: str = "storage",
-                 in_kernel_loops: bool = True, loop_work: int = 1 << 24,
+                 threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
                  tune: Callable | None = None):
         super().__init__(profiles.WEBGPU_LIMITS)
@@ -82,7 +85,7 @@ class Target(dict):
         self.matmul_tile = matmul_tile
         self.reduction, self.elementwise = reduction, elementwise
         self.register_block, self.loop_workgroup = register_block, loop_workgroup
-        self.loop_constants = loop_constants
+        self.loop_constants, self.threads = loop_constants, threads
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)

@@ -469,10 +469,12 @@ class KernelBuilder:
         return "\n".join(out)
 
     def elementwise_kernel(self, n: int, wg: int = WORKGROUP, per_thread: int = 1,
-                           base: int = 0) -> tuple[str, tuple]:
+                           base: int = 0, interleave: bool = False) -> tuple[str, tuple]:
         """Wraps ``self.lines`` (which use ``i``, the flat index) in a kernel over ``n``
         elements -- ``base .. base + n - 1`` when dispatched in chunks --, each thread taking
-        ``per_thread`` consecutive ones; returns (wgsl, grid)."""
+        ``per_thread`` consecutive ones, or with ``interleave`` (GPUs) ``per_thread`` ones a
+        whole grid apart, so that each load of a warp reads neighbouring addresses; returns
+        (wgsl, grid)."""
         k = max(1, per_thread if n >= wg * per_thread * 4 else 1)
         groups = -(-n // (wg * k))
         grid = grid_for(groups, self.max_groups)
@@ -493,6 +495,14 @@ class KernelBuilder:
             head += "".join(f"  {ln}\n" for ln in pre)
             body = "\n  ".join(inside)
         body = body.replace("\n  ", "\n    ")
+        if interleave:
+            stride = grid[0] * grid[1] * wg
+            return (
+                head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
+                f"    if (wj_t + q * {stride}u >= {n}u) {{ return; }}\n"
+                f"    let i = wj_t + q * {stride}u{off};\n"
+                f"    {body}\n  }}\n}}\n"
+            ), grid
         return (
             head + f"  for (var q = 0u; q < {k}u; q = q + 1u) {{\n"
             f"    if (wj_t * {k}u + q >= {n}u) {{ return; }}\n    let i = wj_t * {k}u + q{off};\n"

@@ -97,6 +97,8 @@ ALLOWED_BUILTINS = {
     "workgroupBarrier": "synchronization",
     "storageBarrier": "synchronization",
     "workgroupUniformLoad": "exact (a load)",
+    # subgroups (GPU reductions where the adapter has ``subgroup``: words moved, no math)
+    "subgroupShuffleXor": "exact (moves a value between invocations)",
     **{f"atomic{op}": "exact (integer atomics)" for op in (
         "Load", "Store", "Add", "Sub", "Max", "Min", "And", "Or", "Xor", "Exchange",
         "CompareExchangeWeak")},
