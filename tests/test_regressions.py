@@ -20,6 +20,7 @@ from functools import partial
 import numpy as np
 import pytest
 
+import wjax
 import wjax.numpy as jnp
 from checks import against_jax, close
 
@@ -157,3 +158,15 @@ def test_folded_scalar_bitcast_in_vmapped_truncated_normal():
     want = build(jax, jax.numpy, jax.lax)(jax.random.key(5))
     close(got, want, rtol=2e-6)
     assert np.asarray(got[1]).dtype == np.int32 and (np.asarray(got[1]) <= 0).all()
+
+
+def test_var_method_on_tracers():
+    """``x.var(axis)`` inside jit and grad: the tracer's own slot named ``var`` (its jaxpr
+    variable) once hid the array method ("'Var' object is not callable")."""
+    J = pytest.importorskip("jax")
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4) ** 1.5
+    for f in (lambda a: a.var(0), lambda a: a.var(axis=1, ddof=1), lambda a: a.var()):
+        np.testing.assert_allclose(np.asarray(wjax.jit(f)(x)), np.asarray(J.jit(f)(x)),
+                                   rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(wjax.grad(lambda a: a.var())(x)),
+                               np.asarray(J.grad(lambda a: a.var())(x)), rtol=1e-5)

@@ -524,7 +524,7 @@ def vma_typeof(x):
     order = getattr(b, "vma_axes", None)
     if order is None:
         return None
-    jaxpr = Jaxpr(b.constvars, b.invars, [x.var], list(b.eqns))
+    jaxpr = Jaxpr(b.constvars, b.invars, [x._var], list(b.eqns))
     return VmaAval(x.aval, vma_of(jaxpr, b.vma_inputs)[0], order)
 
 

@@ -171,5 +171,5 @@ def install_all(namespace) -> None:
             if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
                 continue
             if isinstance(vars(cls).get(name), types.MemberDescriptorType):
-                continue           # a slot of the class itself (Tracer.var, the jaxpr variable)
+                continue           # a slot of the class itself
             setattr(cls, name, value)

@@ -143,7 +143,7 @@ class Builder:
         for vid in seen:                   # resolve inputs held as tracers of outer traces
             x = self.values.get(vid)
             if isinstance(x, Tracer):
-                x = x.builder.concrete_value(x.var)
+                x = x.builder.concrete_value(x._var)
                 if x is None:
                     return None
                 self.values[vid] = x
@@ -160,7 +160,7 @@ class Builder:
     def to_atom(self, x) -> Var | Lit:
         if isinstance(x, Tracer):
             if x.builder is self:
-                return x.var
+                return x._var
             if not x.builder.alive:
                 raise _leak_error(x)
             if x.builder in _state.builders:   # an outer trace: capture it
@@ -182,10 +182,10 @@ class Builder:
     def add_eqn(self, prim, args, params, out_avals):
         invars = [self.to_atom(a) for a in args]
         outs = [Tracer(a, self, Var(a)) for a in out_avals]
-        eqn = Eqn(prim, invars, [t.var for t in outs], params, current_source())
+        eqn = Eqn(prim, invars, [t._var for t in outs], params, current_source())
         self.eqns.append(eqn)
         for t in outs:
-            self.producer[t.var.id] = eqn
+            self.producer[t._var.id] = eqn
         return outs
 
     def build(self, outs) -> ClosedJaxpr:
@@ -512,11 +512,11 @@ class Tracer:
     """A traced value: an aval and the variable it stands for in a builder.  Its operators and
     array methods are installed by ``wjax/numpy/array_methods.py`` (shared with Array)."""
 
-    __slots__ = ("aval", "builder", "var")
+    __slots__ = ("aval", "builder", "_var")   # not ``var``: that is the array method
     __array_priority__ = 1000
 
     def __init__(self, aval: ShapedArray, builder: Builder, var: Var):
-        self.aval, self.builder, self.var = aval, builder, var
+        self.aval, self.builder, self._var = aval, builder, var
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -541,7 +541,7 @@ class Tracer:
         msg = (head.replace("{shape}", shape) + "\n"
                + (context.replace("{shape}", shape) + "\n" if context else ""))
         if b.debug is not None:
-            deps = b.depends_on(self.var)
+            deps = b.depends_on(self._var)
             msg += (f"The error occurred while tracing the function {b.debug.fun_name} at "
                     f"{b.debug.where} for {b.debug.what}.")
             if deps:
@@ -562,7 +562,7 @@ class Tracer:
 
     def to_concrete_value(self):
         """The value as a NumPy array when this trace knows it (autodiff outside jit), else None."""
-        return self.builder.concrete_value(self.var)
+        return self.builder.concrete_value(self._var)
 
     def __bool__(self):
         v = self.to_concrete_value()

@@ -284,8 +284,8 @@ def _hoist(jaxpr, constvars, consts):
                     keep_c.append(c)
                     continue
                 moved_v.append(v)
-                if c.var.id in defined:
-                    extra.append(defined[c.var.id])
+                if c._var.id in defined:
+                    extra.append(defined[c._var.id])
                 else:
                     ov = by_obj.get(id(c))
                     if ov is None:
