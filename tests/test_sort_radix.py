@@ -193,3 +193,37 @@ def test_lowering_picks_radix_for_long_rows(forms):
         x = RNG.standard_normal(long_n + 3).astype(np.float32)
         np.testing.assert_array_equal(np.asarray(wjax.jit(f)(x)), np.sort(x))
     wjax.clear_caches()
+
+
+def test_every_gpu_profile_runs_the_radix_kernels_here():
+    """The radix kernels lowered for each GPU profile's Target (its strategies; its limits
+    clipped to this device's: a mobile GPU's 16 KiB, the default 8 storage buffers) run here
+    and sort as NumPy does, with a payload and two key words."""
+    from wjax._src.backend import execute
+    from wjax._src.backend.target import Target
+    rt = runtime.get()
+    n = 3001
+    k = RNG.integers(0, 9, n).astype(np.float32)
+    k2 = RNG.integers(-5, 5, n).astype(np.int32)
+    p = RNG.standard_normal(n).astype(np.float32)
+    f = lambda a, b, c: (lax.sort((a, c), num_keys=1), lax.sort((a, b, c), num_keys=2))  # noqa
+    closed = wjax.make_jaxpr(f)(k, k2, p)
+    o1, o2 = np.argsort(k, kind="stable"), np.lexsort((k2, k))
+    want = [k[o1], p[o1], k[o2], k2[o2], p[o2]]
+    seen = 0
+    for prof in profiles.PROFILES:
+        if prof.strategies != profiles.GPU_STRATEGIES:
+            continue
+        limits = {a: min(v, rt.limits[a]) for a, v in prof.limits.items() if a in rt.limits}
+        target = Target.for_profile(prof.name, limits=limits, features=prof.features & rt.features,
+                                    compiles=rt.compiles, loop_limit=rt.target().loop_limit,
+                                    radix_sort=1)
+        exe = execute.Executable(closed.jaxpr, target)
+        assert sum("LSD radix sort" in getattr(s, "wgsl", "") for s in exe.plan.steps) == 8 + 16
+        bufs = [jnp.asarray(a).buffer for a in (k, k2, p)]
+        outs = execute.Bound(exe, closed.consts).run(rt, bufs)
+        got = [np.asarray(wjax._src.array.Array(o, av)) for o, av in zip(outs, exe.out_avals)]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w, err_msg=prof.name)
+        seen += 1
+    assert seen >= 3

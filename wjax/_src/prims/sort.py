@@ -393,7 +393,8 @@ class _RadixSort:
     h = h + select(vec4<u32>(0u), vec4<u32>(1u << ((d & 3u) * 8u)),
                    vec4<u32>(d >> 2u) == vec4<u32>(0u, 1u, 2u, 3u));
   }}
-  {hist}[i * 4u] = h.x; {hist}[i * 4u + 1u] = h.y; {hist}[i * 4u + 2u] = h.z; {hist}[i * 4u + 3u] = h.w;""")
+  {hist}[i * 4u] = h.x; {hist}[i * 4u + 1u] = h.y;
+  {hist}[i * 4u + 2u] = h.z; {hist}[i * 4u + 3u] = h.w;""")
         src, grid = kb.elementwise_kernel(self.R * NC, wg=64)
         self.ctx.dispatch(kb, src, grid)
 
@@ -443,8 +444,8 @@ class _RadixSort:
     def scatter(self, src, dst, w, shift, moved, first):
         kb = self.ctx.new_kb()
         kin = kb.bind(self.keys[src][w], _U32, "read")
-        mv = [(kb.bind(self.keys[src][m], _U32, "read"), kb.bind(self.keys[dst][m], _U32, "read_write"))
-              for m in moved]
+        mv = [(kb.bind(self.keys[src][m], _U32, "read"),
+               kb.bind(self.keys[dst][m], _U32, "read_write")) for m in moved]
         iin = None if first else kb.bind(self.idx[src], _U32, "read")
         iout = kb.bind(self.idx[dst], _U32, "read_write")
         hist = kb.bind(self.hist, _U32, "read")
