@@ -7,6 +7,11 @@ whose unsigned order is the sort order: floats map to JAX's sort order
 position word breaks ties, so the sort is stable and rows pad to a power of
 two with positions past the end.
 
+Long rows (at least ``Target.radix_sort`` elements: 4K on CPU adapters, 128K on GPUs) take
+an LSD radix sort instead (``_RadixSort``): the same key words, 4 bits a pass from the last
+key word's lowest bit (fewer passes for narrow keys), each pass a stable counting scatter of
+(key words, position); the permutation comes out the same and gathers the operands alike.
+
 Two schedules of the same network, chosen per adapter: on GPUs, stages whose
 compare distance fits in a block run in workgroup memory
 (shaders/bitonic_local.wgsl, short rows packed several to a block) and longer
