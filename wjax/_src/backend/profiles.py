@@ -36,9 +36,10 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #                    passes in workgroup memory
 #   radix_sort       rows from this length sort by LSD radix passes instead of the bitonic
 #                    network: on lavapipe it wins from ~4K elements a row (one row of 2^20:
-#                    0.18 s against 0.9 s); on GPUs, where both are dispatch-bound on short
-#                    rows, once the network's global steps outnumber the radix sort's 34
-#                    dispatches (2^17: 28 global steps + 7 local ones)
+#                    0.18 s against 0.6-0.9 s); on GPUs, where short rows are dispatch-bound,
+#                    from where the network takes as many dispatches as the radix sort's 34
+#                    (2^17: 21 global steps, 7 local ones, init and gather) and moves ~3x
+#                    its bytes (448 against ~170 per element)
 CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
                       fft="registers")
 GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
