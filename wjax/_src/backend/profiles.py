@@ -36,10 +36,16 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #                    passes in workgroup memory
 #   threads          invocations in flight that keep the adapter busy: how many workgroups a
 #                    strided reduction is split over, and the size of the profiler's peak probe
-CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", fft="registers",
-                      threads=1024)
-GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", fft="workgroup",
-                      threads=1 << 18)
+#   radix_sort       rows from this length sort by LSD radix passes instead of the bitonic
+#                    network: on lavapipe it wins from ~4K elements a row (one row of 2^20:
+#                    0.18 s against 0.6-0.9 s); on GPUs, where short rows are dispatch-bound,
+#                    from where the network takes as many dispatches as the radix sort's 34
+#                    (2^17: 21 global steps, 7 local ones, init and gather) and moves ~3x
+#                    its bytes (448 against ~170 per element)
+CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
+                      fft="registers", threads=1024)
+GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
+                      fft="workgroup", threads=1 << 18)
 
 # The WebGPU specification's default limits (what every adapter provides at least).
 WEBGPU_LIMITS = {

@@ -29,6 +29,8 @@ class Target(dict):
                          "BMxBNxBK" (``prims/dot.py``'s ``TILES``)
     ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
                          memory)
+    ``radix_sort``       rows at least this long sort by an LSD radix sort (``prims/sort.py``:
+                         4-bit passes, keys of 32 bits or fewer); 0: never (bitonic only)
     ``fft``              the FFT passes: "registers" (CPU: every pass a short DFT in one
                          thread's registers) or "workgroup" (long passes in workgroup memory)
     ``reduction``        "slices" (CPU: each thread folds a contiguous slice; one thread per
@@ -62,15 +64,16 @@ class Target(dict):
 
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
                "matmul_tile", "sort",
-               "fft", "reduction", "elementwise", "register_block", "loop_workgroup",
-               "loop_constants", "threads", "in_kernel_loops", "loop_work", "decomp_iters",
-               "compiles", "tune")
+               "radix_sort", "fft", "reduction", "elementwise", "register_block",
+               "loop_workgroup", "loop_constants", "threads", "in_kernel_loops", "loop_work",
+               "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
                  subgroup_size: int | None = None, matmul: str = "tiled",
                  matmul_tile: str = "",
-                 sort: str = "workgroup", fft: str = "workgroup", reduction: str = "strided",
+                 sort: str = "workgroup", radix_sort: int = 1 << 17,
+                 fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_constants: str = "storage",
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
@@ -83,6 +86,7 @@ class Target(dict):
         self.has_f16, self.subgroup_size = has_f16, subgroup_size
         self.matmul, self.sort, self.fft = matmul, sort, fft
         self.matmul_tile = matmul_tile
+        self.radix_sort = radix_sort
         self.reduction, self.elementwise = reduction, elementwise
         self.register_block, self.loop_workgroup = register_block, loop_workgroup
         self.loop_constants, self.threads = loop_constants, threads

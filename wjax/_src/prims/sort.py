@@ -7,6 +7,11 @@ whose unsigned order is the sort order: floats map to JAX's sort order
 position word breaks ties, so the sort is stable and rows pad to a power of
 two with positions past the end.
 
+Long rows (at least ``Target.radix_sort`` elements: 4K on CPU adapters, 128K on GPUs) take
+an LSD radix sort instead (``_RadixSort``): the same key words, 4 bits a pass from the last
+key word's lowest bit (fewer passes for narrow keys), each pass a stable counting scatter of
+(key words, position); the permutation comes out the same and gathers the operands alike.
+
 Two schedules of the same network, chosen per adapter: on GPUs, stages whose
 compare distance fits in a block run in workgroup memory
 (shaders/bitonic_local.wgsl, short rows packed several to a block) and longer
@@ -93,9 +98,14 @@ def _row_index(kb, shape, axis, row, p):
 def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total_order=False):
     """Dispatches that sort each row of the key operands; returns (idx scratch key, P).
 
-    ``idx[row * P + p]`` is the position (along ``axis``) of the p-th smallest element.  Rows
-    are padded to P = next power of two and sorted by a bitonic network over u32 key words
-    (``key_expr``) plus the position as the last word, so the sort is stable."""
+    ``idx[row * P + p]`` is the position (along ``axis``) of the p-th smallest element.  Long
+    rows (``_radix_fits``) take an LSD radix sort (P = N); the others are padded to P = next
+    power of two and sorted by a bitonic network over u32 key words (``key_expr``) plus the
+    position as the last word, so the sort is stable."""
+    shape = avals[key_positions[0]].shape
+    if _radix_fits(ctx, shape, axis, [avals[k].dtype for k in key_positions]):
+        rs = _RadixSort(ctx, shape, axis, len(key_positions))
+        return rs.run(avals, key_positions, descending, total_order), rs.N
     net = _BitonicNetwork(ctx, avals[key_positions[0]].shape, axis, len(key_positions))
     net.init_keys(avals, key_positions, descending, total_order)
     if net.P > 1:
@@ -243,6 +253,231 @@ class _BitonicNetwork:
             kb.emit(" ".join(f"{bufs[w]}[boff + {q * jlo}u] = x{w}_{q};" for w in words))
         src, grid = kb.elementwise_kernel(self.Rpad * per_row, wg=64)
         self.ctx.dispatch(kb, src, grid)
+
+
+# --------------------------------------------------------------------------- radix sort
+
+RADIX_BITS = 4                   # bits per pass: 16 digits
+_DIGITS = 1 << RADIX_BITS
+
+
+def radix_key(kb, v: str, dtype, total_order: bool = False):
+    """(u32 expr, lowest bit, highest bit + 1): a key whose unsigned order is the sort order
+    of ``v`` and the bits of it that can differ between two values of ``dtype`` (the passes
+    of a radix sort).  Like ``key_expr``, but narrow types keep narrow keys: 8/16-bit ints
+    are offset to [0, 2^bits), a float16's key has 13 constant low bits, a bfloat16's 16."""
+    k, name = kind(dtype), np.dtype(dtype).name
+    if k == "i" and name in ("int8", "int16"):
+        bits = 8 if name == "int8" else 16
+        return (f"((bitcast<u32>({v}) + {1 << (bits - 1)}u) & {(1 << bits) - 1}u)", 0, bits)
+    if k == "u" and name in ("uint8", "uint16"):
+        return f"u32({v})", 0, 8 if name == "uint8" else 16
+    if k == "b":
+        return key_expr(kb, v, dtype, total_order), 0, 1
+    if name == "bfloat16":      # rounded again: the low 16 bits are zero even if a kernel forgot
+        return key_expr(kb, f"wj_bf16r(f32({v}))", np.float32, total_order), 16, 32
+    if name == "float16":
+        return key_expr(kb, v, dtype, total_order), 13, 32
+    return key_expr(kb, v, dtype, total_order), 0, 32
+
+
+def _radix_params(target):
+    """(C elements per thread's chunk, S chunks per superblock, scan workgroup threads)."""
+    if target.sort == "registers":
+        return 128, 16, 64
+    return 16, 64, 256
+
+
+def _radix_fits(ctx, shape, axis, key_dtypes) -> bool:
+    """The Target's rule: a row of at least ``Target.radix_sort`` elements whose keys are
+    32-bit or narrower (every dtype a sort key may have) takes the radix sort, where its
+    kernels fit the binding and loop limits (else the bitonic network)."""
+    t = ctx.target
+    N = shape[axis]
+    if not t.radix_sort or N < t.radix_sort or N < 2:
+        return False
+    if any(kind(d) == "c" for d in key_dtypes):
+        return False
+    R = int(np.prod(shape, dtype=np.int64)) // N
+    if R * N >= 1 << 31:
+        return False
+    C, S, T = _radix_params(t)
+    NC = -(-N // C)
+    NSB = -(-NC // S)
+    M = _DIGITS * NSB
+    if t.loop_limit is not None and 2 * -(-M // T) + T > t.loop_limit:
+        return False
+    win = ctx.lowering.windows
+
+    def bindings(nbytes):       # what a buffer of nbytes takes (windows over the binding limit)
+        return 1 if nbytes <= win.max_binding else -(-nbytes // (win.max_binding // 256 * 256))
+
+    nk = len(key_dtypes)
+    scatter = ((2 * nk + 2) * bindings(4 * R * N) + bindings(16 * R * NC)
+               + bindings(4 * R * M))
+    return scatter <= ctx.lowering.max_storage
+
+
+class _RadixSort:
+    """A stable LSD radix sort of R rows of N elements: u32 key words (``radix_key``; the
+    last key word's digits first) and the position of each element, 4 bits per pass.
+
+    A pass is four dispatches.  ``count``: one thread per chunk of C consecutive elements of
+    a row counts its digits (sixteen 8-bit counters packed in a vec4<u32>, in registers).
+    ``sums``: one thread per superblock of S chunks adds their counts, written digit-major
+    ([row][digit][superblock]).  ``scan``: one workgroup per row turns those into exclusive
+    prefix sums (shaders/radix_scan.wgsl): where each (digit, superblock) starts in the
+    sorted row.  ``scatter``: one thread per chunk adds the counts of the chunks before it in
+    its superblock to its superblock's starts and walks its chunk in order, writing every
+    element (key words still needed, position) to its place: equal digits keep their order,
+    so each pass is stable and the passes together sort by the whole key.  Key and position
+    words ping-pong between two buffers; the first pass writes the positions it reads."""
+
+    def __init__(self, ctx, shape, axis, nk):
+        self.ctx, self.shape, self.axis, self.nk = ctx, shape, axis, nk
+        self.N = N = shape[axis]
+        self.R = R = int(np.prod(shape, dtype=np.int64)) // N
+        self.C, self.S, self.T = _radix_params(ctx.target)
+        self.NC = -(-N // self.C)
+        self.NSB = -(-self.NC // self.S)
+        self.M = _DIGITS * self.NSB
+        words = lambda: [ctx.scratch(ShapedArray((R * N,), _U32)) for _ in range(nk)]
+        self.keys = [words(), words()]
+        self.idx = [ctx.scratch(ShapedArray((R * N,), _U32)) for _ in range(2)]
+        self.hist = ctx.scratch(ShapedArray((R * self.NC * 4,), _U32))
+        self.sums = ctx.scratch(ShapedArray((R * self.M,), _U32))
+
+    def run(self, avals, key_positions, descending, total_order):
+        """The dispatches; returns the key of the buffer of sorted positions."""
+        bits = self.init_keys(avals, key_positions, descending, total_order)
+        passes = [(w, s, s + RADIX_BITS >= bits[w][1])
+                  for w in reversed(range(self.nk))
+                  for s in range(bits[w][0], bits[w][1], RADIX_BITS)]
+        for n, (w, shift, last_of_word) in enumerate(passes):
+            src, dst = n % 2, 1 - n % 2
+            self.count(self.keys[src][w], shift)
+            self.superblock_sums()
+            self.scan()
+            moved = list(range(w)) + ([] if last_of_word else [w])
+            self.scatter(src, dst, w, shift, moved, first=n == 0)
+        return self.idx[len(passes) % 2]
+
+    def init_keys(self, avals, key_positions, descending, total_order):
+        """Key words of every element in row-major rows; returns each word's (lo, hi) bits."""
+        ctx = self.ctx
+        kb = ctx.new_kb()
+        f = ctx.fuser(kb)
+        row = kb.let(f"i / {self.N}u", "u32")
+        p = kb.let(f"i % {self.N}u", "u32")
+        bits = []
+        for slot, pos in enumerate(key_positions):
+            a = avals[pos]
+            v = ctx.reader(kb, pos, f)(_row_index(kb, a.shape, self.axis, row, p))
+            ke, lo, hi = radix_key(kb, v, a.dtype, total_order)
+            if descending:
+                ke = f"(~{ke})" if hi == 32 else f"({(1 << hi) - 1}u - {ke})"
+            bits.append((lo, hi))
+            name = kb.bind(self.keys[0][slot], _U32, "read_write")
+            kb.emit(f"{name}[i] = {ke};")
+        src, grid = kb.elementwise_kernel(self.R * self.N)
+        ctx.dispatch(kb, src, grid)
+        return bits
+
+    def count(self, keys, shift):
+        kb = self.ctx.new_kb()
+        kin = kb.bind(keys, _U32, "read")
+        hist = kb.bind(self.hist, _U32, "read_write")
+        N, C, NC = self.N, self.C, self.NC
+        kb.emit(f"""let row = i / {NC}u;
+  let start = (i % {NC}u) * {C}u;
+  let cnt = min({C}u, {N}u - start);
+  let kbase = row * {N}u + start;
+  var h = vec4<u32>(0u);
+  for (var q = 0u; q < cnt; q = q + 1u) {{
+    let d = ({kin}[kbase + q] >> {shift}u) & {_DIGITS - 1}u;
+    h = h + select(vec4<u32>(0u), vec4<u32>(1u << ((d & 3u) * 8u)),
+                   vec4<u32>(d >> 2u) == vec4<u32>(0u, 1u, 2u, 3u));
+  }}
+  {hist}[i * 4u] = h.x; {hist}[i * 4u + 1u] = h.y;
+  {hist}[i * 4u + 2u] = h.z; {hist}[i * 4u + 3u] = h.w;""")
+        src, grid = kb.elementwise_kernel(self.R * NC, wg=64)
+        self.ctx.dispatch(kb, src, grid)
+
+    @staticmethod
+    def _add_counts(hist, first, end):
+        """WGSL: lo/hi (vec4<u32>, 16-bit fields) += the packed counts of chunks first..end-1."""
+        return f"""var lo = vec4<u32>(0u);
+  var hi = vec4<u32>(0u);
+  for (var cc = {first}; cc < {end}; cc = cc + 1u) {{
+    let h = vec4<u32>({hist}[cc * 4u], {hist}[cc * 4u + 1u], {hist}[cc * 4u + 2u],
+                      {hist}[cc * 4u + 3u]);
+    lo = lo + (h & vec4<u32>(0x00ff00ffu));
+    hi = hi + ((h >> vec4<u32>(8u)) & vec4<u32>(0x00ff00ffu));
+  }}"""
+
+    @staticmethod
+    def _digit_count(d):
+        """WGSL: digit d's count from lo/hi (byte d % 4 of word d / 4)."""
+        j, b = divmod(d, 4)
+        v = "lo" if b % 2 == 0 else "hi"
+        return f"({v}[{j}] & 0xffffu)" if b < 2 else f"({v}[{j}] >> 16u)"
+
+    def superblock_sums(self):
+        kb = self.ctx.new_kb()
+        hist = kb.bind(self.hist, _U32, "read")
+        sums = kb.bind(self.sums, _U32, "read_write")
+        NC, S, NSB = self.NC, self.S, self.NSB
+        kb.emit(f"""let row = i / {NSB}u;
+  let sb = i % {NSB}u;
+  let c0 = row * {NC}u + sb * {S}u;
+  {self._add_counts(hist, "c0", f"row * {NC}u + min(sb * {S}u + {S}u, {NC}u)")}
+  let ob = row * {self.M}u + sb;""")
+        for d in range(_DIGITS):
+            kb.emit(f"{sums}[ob + {d * NSB}u] = {self._digit_count(d)};")
+        src, grid = kb.elementwise_kernel(self.R * NSB, wg=64)
+        self.ctx.dispatch(kb, src, grid)
+
+    def scan(self):
+        kb = self.ctx.new_kb()
+        buf = kb.bind(self.sums, _U32, "read_write")
+        T = self.T
+        grid = W.grid_for(self.R, kb.max_groups)
+        src = W.render("radix_scan.wgsl", HEADER=kb.header(), T=T, NX=grid[0], ROWS=self.R,
+                       M=self.M, PER=-(-self.M // T), BUF=buf)
+        self.ctx.dispatch(kb, src, grid)
+
+    def scatter(self, src, dst, w, shift, moved, first):
+        kb = self.ctx.new_kb()
+        kin = kb.bind(self.keys[src][w], _U32, "read")
+        mv = [(kb.bind(self.keys[src][m], _U32, "read"),
+               kb.bind(self.keys[dst][m], _U32, "read_write")) for m in moved]
+        iin = None if first else kb.bind(self.idx[src], _U32, "read")
+        iout = kb.bind(self.idx[dst], _U32, "read_write")
+        hist = kb.bind(self.hist, _U32, "read")
+        sums = kb.bind(self.sums, _U32, "read")
+        N, C, NC, S, NSB = self.N, self.C, self.NC, self.S, self.NSB
+        kb.emit(f"""let row = i / {NC}u;
+  let c = i % {NC}u;
+  let sb = c / {S}u;
+  {self._add_counts(hist, f"row * {NC}u + sb * {S}u", "i")}
+  let ob = row * {self.M}u + sb;
+  var off: array<u32, {_DIGITS}>;""")
+        for d in range(_DIGITS):
+            kb.emit(f"off[{d}] = {sums}[ob + {d * NSB}u] + {self._digit_count(d)};")
+        moves = "".join(f"\n    {o}[to] = {s}[at];" for s, o in mv)
+        pos = "start + q" if first else f"{iin}[at]"
+        kb.emit(f"""let start = c * {C}u;
+  let cnt = min({C}u, {N}u - start);
+  let rbase = row * {N}u;
+  for (var q = 0u; q < cnt; q = q + 1u) {{
+    let at = rbase + start + q;
+    let d = ({kin}[at] >> {shift}u) & {_DIGITS - 1}u;
+    let to = rbase + off[d];
+    off[d] = off[d] + 1u;{moves}
+    {iout}[to] = {pos};
+  }}""")
+        src_, grid = kb.elementwise_kernel(self.R * NC, wg=64)
+        self.ctx.dispatch(kb, src_, grid)
 
 
 def _register_exchange(q, r, nk, words) -> str:
