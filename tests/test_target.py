@@ -267,3 +267,22 @@ def test_every_setting_is_in_the_settings_table():
     table = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "devices.md").read_text()
     missing = [n for n in config.SETTING_VARIABLES if f"| `{n}` |" not in table]
     assert not missing, f"docs/devices.md's settings table lacks {missing}"
+
+
+def test_jitted_function_follows_the_target_options():
+    """A function jitted (and called) before a ``Runtime.options`` block is compiled again for
+    the block's target, and for the default again after it: its cached executable was once
+    reused across targets, so a test of a GPU kernel form could run the CPU form."""
+    x = np.random.default_rng(0).standard_normal((300, 200)).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal((200, 100)).astype(np.float32)
+    f = wjax.jit(lambda a, b: a @ b)
+    rt = runtime.get()
+    before = f.lower(x, y).compile().as_text()
+    f(x, y)
+    with rt.options(**dict(profiles.GPU_STRATEGIES)):
+        inside = f.lower(x, y).compile().as_text()
+        np.testing.assert_allclose(np.asarray(f(x, y)), x @ y, rtol=1e-4, atol=1e-4)
+    after = f.lower(x, y).compile().as_text()
+    assert "var<workgroup> As" in inside
+    assert (("var<workgroup> As" in before) == ("var<workgroup> As" in after)
+            == (rt.target().matmul == "tiled"))

@@ -410,7 +410,7 @@ class JitWrapped:
         return out
 
     def _compiled(self, hit) -> dispatch.Compiled:
-        if hit[2] is None:
+        if hit[2] is None or not hit[2].is_current():
             _user_jit.depth = getattr(_user_jit, "depth", 0) + 1
             try:
                 hit[2] = dispatch.Compiled(hit[0], getattr(self.fun, "__name__", "fun"),
