@@ -329,9 +329,12 @@ def _host(a):
 
 
 def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
-    """The repr of ``arr`` (NumPy's, under the name of the array's class)."""
+    """The repr of ``arr``: NumPy's, under the name of the class of a wjax array (JAX's:
+    ``ArrayImpl(...)``); a host array's as NumPy writes it."""
     text = np.array_repr(_host(arr), max_line_width, precision, suppress_small)
-    return type(arr).__name__ + text[len("array"):] if text.startswith("array") else text
+    if isinstance(arr, (np.ndarray, np.generic)) or not text.startswith("array"):
+        return text
+    return type(arr).__name__ + text[len("array"):]
 
 
 def array_str(a, max_line_width=None, precision=None, suppress_small=None):
