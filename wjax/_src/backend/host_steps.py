@@ -21,8 +21,8 @@ is recorded here:
   of the adapter's binding alignment and the body is kernels only; otherwise (and for
   unrolled steps, or a ``ys`` that is also read, like a carry: one dispatch may not read one
   window of a buffer and write another) the slice is a small buffer-to-buffer copy.  Slices
-  whose byte size is not a multiple of 4 (odd float16 rows) cannot be copied: the body reads them with
-  ``dynamic_slice`` and writes them with ``dynamic_update_slice`` inside a wrapper jaxpr
+  whose byte size is not a multiple of 4 (odd float16 rows) cannot be copied: the body reads
+  them with ``dynamic_slice`` and writes them with ``dynamic_update_slice`` inside a wrapper jaxpr
   that takes the step index instead.  A loop counter carry (``i -> i + 1``, as in
   ``fori_loop``) is not computed by a dispatch per step: its values ``init + s`` are
   precomputed once and copied in like an ``xs`` slice.  ``unroll=k`` compiles k steps into

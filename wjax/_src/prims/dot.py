@@ -363,8 +363,8 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0):
                     f"{K - 1}u)], {gx} < {X}u && {gk} + {c}u < ke)" for c in range(4))
                 load.append(f"    {r} = vec4<f32>({comps});")
             x = f"({e} / {BK // 4}u)"
-            stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = {r}[{c}];"
-                      for c in range(4)]
+            stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
+                      f"{r}[{c}];" for c in range(4)]
     return decl, load, stage
 
 
@@ -423,7 +423,8 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
             f"    let n = tn + (j * {TX}u + tx) * 4u + ii % 4u;\n"
             f"    if (m < {M}u && n < {N}u) {{\n"
             f"      let o = ({rowvar} * {M}u + m) * {N}u + n;\n"
-            f"      let val = cs[ii / 4u][ii % 4u];\n      {c_name}[o] = val;\n{body}\n    }}\n  }}")
+            f"      let val = cs[ii / 4u][ii % 4u];\n      {c_name}[o] = val;\n{body}\n"
+            f"    }}\n  }}")
     src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4,
                    WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK,
                    TX=TX, NX=grid[0], DECL="\n".join(decl),
