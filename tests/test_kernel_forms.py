@@ -122,7 +122,10 @@ STRIDED_CASES = [((4099, 64), 0), ((1 << 15, 12), 0), ((20000, 7), 0), ((513, 3,
 
 def _strided_options(rt, subgroups):
     if subgroups and "subgroup" not in rt.features:
-        pytest.skip("this adapter has no subgroups")
+        # no subgroups on this adapter (wgpu's GL backend): its target must never ask for
+        # them, and the test runs the workgroup-tree fold instead
+        assert rt.target().subgroup_size is None
+        subgroups = False
     return dict(profiles.GPU_FORMS, threads=1 << 14, subgroup_size=8 if subgroups else None)
 
 
