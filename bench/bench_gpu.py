@@ -115,9 +115,11 @@ def workloads(b: Bench, only=None):
     if want("sum"):
         x = b.randn(n)
         b.timed(f"sum, {n}", jnp.sum, (x,), nbytes=4 * n)
+        b.timed(f"max, {n}", jnp.max, (x,), nbytes=4 * n)
     if want("colnorm"):
         r = 2 ** 14 if S else 2 ** 20
         X = b.randn(r, 64)
+        b.timed(f"column sum X.sum(0), {r} x 64", lambda X: X.sum(0), (X,), nbytes=4 * r * 64)
         b.timed(f"(X - mean(X,0)) / std(X,0), {r} x 64",
                 lambda X: (X - X.mean(0)) / X.std(0), (X,), nbytes=8 * r * 64)
     if want("softmax"):
