@@ -295,7 +295,7 @@ def test_demo_page_classifies_a_click(chrome):
     classify, acc = demo.build(chrome.root_path / "demo", verbose=False)
     assert acc > 0.95
     chrome.navigate("demo/index.html")
-    chrome.wait_for("document.body.dataset.state === 'ready'")
+    chrome.wait_for("document.body?.dataset.state === 'ready'")
     left, top = chrome.evaluate("(c => { const r = c.getBoundingClientRect(); "
                                 "return [r.left + c.clientLeft, r.top + c.clientTop]; })"
                                 "(document.getElementById('plot'))")
@@ -303,7 +303,7 @@ def test_demo_page_classifies_a_click(chrome):
         chrome.call("Input.dispatchMouseEvent", session=True, type=kind, x=left + 192,
                     y=top + 64, button="left", clickCount=1)
     chrome.wait_for("document.getElementById('point').textContent === '(0.500, 0.500)' && "
-                    "document.body.dataset.state === 'ready'")
+                    "document.body?.dataset.state === 'ready'")
     shown = chrome.evaluate("['prob', 'cls'].map(id => document.getElementById(id).textContent)")
     grid = chrome.evaluate("Array.from(window.lastOutput[\"result['grid']\"])")
     want = classify(demo.grid_points(), np.array([0.5, 0.5], np.float32))
