@@ -325,46 +325,43 @@ TILE_WG = 256
 GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
+def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end):
+    """4 consecutive elements of a row-major [rows, cols] operand at (``row``, ``col``...),
+    zero outside (``row_ok``; columns from ``col_end``): one vec4 load where ``vec``, else
+    four scalar ones.  Indices are clamped, so nothing is read out of bounds."""
+    at = f"{base} + min({row}, {rows - 1}u) * {cols}u"
+    if vec:
+        return (f"select(vec4<f32>(0.0), {name}[({at} + min({col}, {cols - 4}u)) / 4u], "
+                f"{row_ok} && {col} < {col_end})")
+    comps = ", ".join(f"select(0.0, {name}[{at} + min({col} + {c}u, {cols - 1}u)], "
+                      f"{row_ok} && {col} + {c}u < {col_end})" for c in range(4))
+    return f"vec4<f32>({comps})"
+
+
 def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
     along the contiguous axis (its length a multiple of 4).  Returns (decl, load(k), stage)."""
-    units = BX * BK // 4
-    U = units // TILE_WG
+    U = BX * BK // 4 // TILE_WG
     smem = f"{tag.upper()}s"
     decl, load, stage = [], [], []
-    zero = "vec4<f32>(0.0)"
     for u in range(U):
         e = f"(lid + {u * TILE_WG}u)"
         r = f"l{tag}{u}"
-        decl.append(f"  var {r} = {zero};")
+        decl.append(f"  var {r} = vec4<f32>(0.0);")
         if kfirst:          # unit (kk, x4): 4 free indices at one k
-            kk, gx = f"({e} / {BX // 4}u)", f"(t0{tag} + ({e} % {BX // 4}u) * 4u)"
-            gk = f"(k + {kk})"
-            if vec:
-                load.append(f"    {r} = select({zero}, {name}[({base} + min({gk}, {K - 1}u) * "
-                            f"{X}u + min({gx}, {X - 4}u)) / 4u], {gk} < ke && {gx} < {X}u);")
-            else:
-                comps = ", ".join(
-                    f"select(0.0, {name}[{base} + min({gk}, {K - 1}u) * {X}u + min({gx} + {c}u, "
-                    f"{X - 1}u)], {gk} < ke && {gx} + {c}u < {X}u)" for c in range(4))
-                load.append(f"    {r} = vec4<f32>({comps});")
+            gx = f"({t0} + ({e} % {BX // 4}u) * 4u)"
+            gk = f"(k + ({e} / {BX // 4}u))"
+            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < ke", gx, X, f"{X}u")
             stage.append(f"    {smem}[{e}] = {r};")
         else:               # unit (x, kq): 4 k at one free index
-            gx, kq = f"(t0{tag} + {e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
-            gk = f"(k + {kq} * 4u)"
-            if vec:
-                load.append(f"    {r} = select({zero}, {name}[({base} + min({gx}, {X - 1}u) * "
-                            f"{K}u + min({gk}, {K - 4}u)) / 4u], {gx} < {X}u && {gk} < ke);")
-            else:
-                comps = ", ".join(
-                    f"select(0.0, {name}[{base} + min({gx}, {X - 1}u) * {K}u + min({gk} + {c}u, "
-                    f"{K - 1}u)], {gx} < {X}u && {gk} + {c}u < ke)" for c in range(4))
-                load.append(f"    {r} = vec4<f32>({comps});")
-            x = f"({e} / {BK // 4}u)"
+            x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
+            gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
+            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, "ke")
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
+        load.append(f"    {r} = {v};")
     return decl, load, stage
 
 
@@ -390,7 +387,7 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     grid = W.grid_for(tiles, kb.max_groups)
     da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm")
     db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn")
-    decl = da + db + ["  let t0a = tm;", "  let t0b = tn;"]
+    decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
     fma = [f"      let a{i} = As[kk * {BM // 4}u + {i * TY}u + ty];" for i in range(TM // 4)]
