@@ -577,13 +577,10 @@ class _Sequential:
                 out.append(self.write_outputs(kb, o))
                 out.append("  }")
         inner = "\n    ".join(inside)
-        src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-               f"@builtin(local_invocation_index) lid: u32) {{\n  "
-               + "\n  ".join(head + pre)
-               + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
-               f"  for (var r = lo; r < hi; r = r + 1u) {{\n    {inner}\n    {step}\n  }}\n"
-               + "\n".join(out) + "\n}\n")
+        src = _main(kb, WG, "  " + "\n  ".join(head + pre)
+                    + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
+                    f"  for (var r = lo; r < hi; r = r + 1u) {{\n    {inner}\n    {step}\n  }}\n"
+                    + "\n".join(out))
         return src, grid
 
     def write_outputs(self, kb, o="o"):
@@ -618,16 +615,14 @@ class _Sequential:
         WG = self.WG
         grid = W.grid_for(-(-M // WG), kb.max_groups)
         write = self.write_outputs(kb)
-        src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-               f"@builtin(local_invocation_index) lid: u32) {{\n"
-               f"  let o = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
-               f"  if (o >= {M}u) {{ return; }}\n"
-               f"  var acc = RState({', '.join(m.identity for m in self.monos)});\n"
-               f"  for (var q = 0u; q < {P}u; q = q + 1u) {{\n"
-               f"    let x = RState({', '.join(states('q'))});\n"
-               f"    acc = {self._comb('acc', 'x')};\n  }}\n"
-               f"  let res = acc;\n{write}\n}}\n")
+        src = _main(kb, WG,
+                    f"  let o = (wid.x + wid.y * {grid[0]}u) * {WG}u + lid;\n"
+                    f"  if (o >= {M}u) {{ return; }}\n"
+                    f"  var acc = RState({', '.join(m.identity for m in self.monos)});\n"
+                    f"  for (var q = 0u; q < {P}u; q = q + 1u) {{\n"
+                    f"    let x = RState({', '.join(states('q'))});\n"
+                    f"    acc = {self._comb('acc', 'x')};\n  }}\n"
+                    f"  let res = acc;\n{write}")
         self.ctx.dispatch(kb, src, grid)
 
 
@@ -768,13 +763,10 @@ class _Strided(_Sequential):
                 write = self.write_outputs(kb, f"o{q}")
             tail += self._tree(a, f"    if (wj_act) {{\n{write}\n    }}", "wj_l", TC, TL)
         inner = "\n    ".join(inside)
-        src = (f"{kb.header()}\n@compute @workgroup_size({WG})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-               f"@builtin(local_invocation_index) lid: u32) {{\n  "
-               + "\n  ".join(head + pre)
-               + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
-               f"  for (var r = lo + wj_l; r < hi; r = r + {TL}u) {{\n    {inner}\n"
-               f"    {step}\n  }}\n  " + "\n  ".join(tail) + "\n}\n")
+        src = _main(kb, WG, "  " + "\n  ".join(head + pre)
+                    + "".join(f"\n  var {a} = {ident};" for a in accs) + "\n"
+                    f"  for (var r = lo + wj_l; r < hi; r = r + {TL}u) {{\n    {inner}\n"
+                    f"    {step}\n  }}\n  " + "\n  ".join(tail))
         return src, grid
 
     def _columns_pass2(self):
@@ -800,19 +792,17 @@ class _Strided(_Sequential):
         grid = W.grid_for(groups, kb.max_groups)
         write = self.write_outputs(kb, "o")
         tail = self._tree("acc", f"    if (wj_act) {{\n{write}\n    }}", "wj_l", TO, TL)
-        src = (f"{kb.header()}\n@compute @workgroup_size({TO * TL})\n"
-               f"fn main(@builtin(workgroup_id) wid: vec3<u32>, "
-               f"@builtin(local_invocation_index) lid: u32) {{\n"
-               f"  let g = wid.x + wid.y * {grid[0]}u;\n"
-               f"  if (g >= {groups}u) {{ return; }}\n"
-               f"  let wj_l = lid / {TO}u;\n"
-               f"  let wj_o = g * {TO}u + lid % {TO}u;\n"
-               f"  let wj_act = wj_o < {M}u;\n"
-               f"  let o = min(wj_o, {M - 1}u);\n"
-               f"  var acc = {ident};\n"
-               f"  for (var r = wj_l; r < select(0u, {P}u, wj_act); r = r + {TL}u) {{\n"
-               f"    acc = {self._comb('acc', 'RState(' + ', '.join(states) + ')')};\n  }}\n  "
-               + "\n  ".join(tail) + "\n}\n")
+        src = _main(kb, TO * TL,
+                    f"  let g = wid.x + wid.y * {grid[0]}u;\n"
+                    f"  if (g >= {groups}u) {{ return; }}\n"
+                    f"  let wj_l = lid / {TO}u;\n"
+                    f"  let wj_o = g * {TO}u + lid % {TO}u;\n"
+                    f"  let wj_act = wj_o < {M}u;\n"
+                    f"  let o = min(wj_o, {M - 1}u);\n"
+                    f"  var acc = {ident};\n"
+                    f"  for (var r = wj_l; r < select(0u, {P}u, wj_act); r = r + {TL}u) {{\n"
+                    f"    acc = {self._comb('acc', 'RState(' + ', '.join(states) + ')')};\n  }}\n  "
+                    + "\n  ".join(tail))
         self.ctx.dispatch(kb, src, grid)
 
     # ------------------------------------------------------------------ rows
@@ -866,17 +856,6 @@ class _Strided(_Sequential):
             return [f"{{\n  let res = {acc};\n{write}\n  }}"]
         return self._tree(acc, write, "wj_tl", 1, T)
 
-    def _rows_main(self, kb, WG, body_head):
-        sg = getattr(kb, "sg", False)
-        params = ("@builtin(workgroup_id) wid: vec3<u32>, "
-                  "@builtin(local_invocation_index) lid: u32")
-        if sg:
-            params += (", @builtin(subgroup_size) wj_sgs: u32, "
-                       "@builtin(subgroup_invocation_id) wj_sid: u32, "
-                       "@builtin(subgroup_id) wj_sgi: u32, @builtin(num_subgroups) wj_nsg: u32")
-        return (f"{kb.header()}\n@compute @workgroup_size({WG})\nfn main({params}) {{\n  "
-                + body_head + "\n}\n")
-
     def _rows_kernel(self, kb, pre, inside, lanes, units, P, write_of, vec):
         """A rows kernel: ``M * P`` work items (an output's part), ``T`` threads each."""
         M = self.M
@@ -917,7 +896,7 @@ class _Strided(_Sequential):
         tail = self._fold_team(kb, "wj_acc", T, f"    if (wj_act) {{\n{write_of()}\n    }}",
                                items)
         kb.decls.append(f"var<workgroup> sv: array<RState, {sv_len}>;")
-        return self._rows_main(kb, WG, "\n  ".join(head + tail)), grid
+        return _main(kb, WG, "  " + "\n  ".join(head + tail)), grid
 
     def _rows_pass1(self, kb, body, lanes, units):
         T = self._team(units)
@@ -969,16 +948,26 @@ def _emit_thread_per_output(jobs, monos, M, N, element_index, write_outputs, wg=
     comb = ", ".join(f"combine{k}(acc.m{k}, x.m{k})" for k in range(len(monos)))
     grid = W.grid_for(-(-M // wg), kb.max_groups)
     inner = "\n    ".join(body)
-    src = (
-        f"{kb.header()}\n@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: "
-        f"vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n"
-        + f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
+    src = _main(
+        kb, wg,
+        f"  let o = (wid.x + wid.y * {grid[0]}u) * {wg}u + lid;\n  if (o >= {M}u) {{ return; }}\n"
         f"  var acc = RState({', '.join(m.identity for m in monos)});\n"
         f"  for (var r = 0u; r < {N}u; r = r + 1u) {{\n    {inner}\n"
         f"    let x = RState({', '.join(lifted)});\n    acc = RState({comb});\n  }}\n"
-        f"  let res = acc;\n{write}\n}}\n"
-    )
+        f"  let res = acc;\n{write}")
     ctx.dispatch(kb, src, grid)
+
+
+def _main(kb, wg: int, body: str) -> str:
+    """A reduction kernel's source: the builder's header, then ``fn main`` taking the
+    workgroup id and local index (and the subgroup builtins where the builder uses subgroups,
+    ``kb.sg``) around ``body``."""
+    params = "@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32"
+    if getattr(kb, "sg", False):
+        params += (", @builtin(subgroup_size) wj_sgs: u32, "
+                   "@builtin(subgroup_invocation_id) wj_sid: u32, "
+                   "@builtin(subgroup_id) wj_sgi: u32, @builtin(num_subgroups) wj_nsg: u32")
+    return f"{kb.header()}\n@compute @workgroup_size({wg})\nfn main({params}) {{\n{body}\n}}\n"
 
 
 def _bits(expr, ty):
