@@ -60,7 +60,7 @@ import numpy as np
 from ..core import caches
 from ..core.ir import ClosedJaxpr, Lit
 from . import wgsl as W
-from .execute import Bound, Executable, nbytes_of, upload
+from .execute import Bound, Executable, _is_lit_key, nbytes_of, upload
 from .runtime import View
 from .loops import in_kernel_loop
 from .lower import HostStep
@@ -367,6 +367,7 @@ class _RecordedScan:
         self.subs = {kk: sub_plan(ctx, (jaxpr,), tag + (kk,),
                                   lambda kk=kk: wrapper(self.xs_mis, self.ys_mis, kk), "scan_body")
                      for kk in {self.k, 1}}     # k steps at a time, and one for the remainder
+        self.own_ys = self._own_ys(self.subs[1].plan, len(self.rest), len(self.ys_al))
         self.ctr_static, self.ctr_subs = self._counters(ctx, counter_values)
         self.steps = (np.arange(max(length, 1), dtype=np.int32)
                       if (self.xs_mis or self.ys_mis) else None)
@@ -424,17 +425,15 @@ class _RecordedScan:
             per_run = len(sub.plan.steps)
             ts = [length - 1 - (s + st) if self.reverse else s + st for st in range(kk)]
             steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
-            direct = kk == 1 and self._all_dispatches(sub)
+            direct = kk == 1 and self.own_ys is not None
             step_in = _step_inputs(rt, s, ts, [xs[j] for j in self.xs_al],
                                    [self.xnb[j] for j in self.xs_al], ctr, steps_buf,
                                    xv if direct else None)
             extra = [xs[j] for j in self.xs_mis]
             y_views = None
-            if direct and any(yv):     # the body writes its own ys slices in place
-                own = self._own_outputs(sub, len(self.rest), len(ys_al) * kk)
-                y_views = [View(yout[j], t * ynb[j], ynb[j]) if own[i] and yv[q] else None
-                           for i, (t, (q, j)) in enumerate((t, qj) for t in ts
-                                                           for qj in enumerate(ys_al))]
+            if direct and any(yv):     # the step writes its own ys slices in place
+                y_views = [View(yout[j], t * ynb[j], ynb[j]) if self.own_ys[q] and yv[q]
+                           else None for t in ts for q, j in enumerate(ys_al)]
                 out_buffers = [None] * len(self.rest) + y_views + [None] * len(accs)
                 res = sub.run(rt, consts + rc + step_in + extra + accs, out_buffers=out_buffers)
             else:
@@ -463,34 +462,23 @@ class _RecordedScan:
                 [self.ynb[j] % align == 0 for j in self.ys_al])
 
     @staticmethod
-    def _own_outputs(sub, n_carry, n_ys) -> list:
-        """Per ``ys`` output of the body plan: whether it is a value of its own (not also a
-        carry, another output or an input) that only the kernel computing it binds.  Only
-        those are written through a view: a value living in a window of ``ys`` and read by
-        another kernel (a carry, next step) would be read from a buffer that kernel also
-        writes, which one dispatch may not do."""
-        own = getattr(sub, "_own", None)
-        if own is None:
-            keys = list(sub.plan.out_keys)
-            ins = set(sub.plan.in_keys)
-            bound: dict = {}
-            for d in sub.plan.steps:
-                for k in set(d.keys):
-                    bound[k] = bound.get(k, 0) + 1
-            own = sub._own = [keys.count(k) == 1 and k not in ins and bound.get(k) == 1 and not
-                              (isinstance(k, tuple) and k and k[0] == "lit")
-                              for k in keys[n_carry:n_carry + n_ys]]
-        return own
-
-    @staticmethod
-    def _all_dispatches(sub) -> bool:
-        """A body plan of kernels only (a host step inside would read its inputs' buffers
-        itself, not through a binding)."""
-        flag = getattr(sub, "_all_dispatches", None)
-        if flag is None:
-            flag = sub._all_dispatches = not any(isinstance(d, HostStep)
-                                                 for d in sub.plan.steps)
-        return flag
+    def _own_ys(plan, n_carry, n_ys):
+        """For one step's body plan: per ``ys`` output, whether it is a value of its own (not
+        also a carry, another output, an input or a literal) that only the kernel computing it
+        binds -- only those are written through a view: a value living in a window of ``ys``
+        and read by another kernel (a carry, next step) would be read from a buffer that
+        kernel also writes, which one dispatch may not do.  None where the plan holds a host
+        step (which would read its inputs' buffers itself, not through a binding)."""
+        if any(isinstance(d, HostStep) for d in plan.steps):
+            return None
+        keys = list(plan.out_keys)
+        ins = set(plan.in_keys)
+        bound: dict = {}
+        for d in plan.steps:
+            for k in set(d.keys):
+                bound[k] = bound.get(k, 0) + 1
+        return [keys.count(k) == 1 and k not in ins and bound.get(k) == 1
+                and not _is_lit_key(k) for k in keys[n_carry:n_carry + n_ys]]
 
 
 def _step_inputs(rt, s, ts, xs, xnb, ctr, steps_buf, views=None) -> list:
