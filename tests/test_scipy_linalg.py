@@ -170,8 +170,8 @@ def _jvp_vjp(fw, fj, args, rtol=2e-4, atol=2e-4, seed=0, sym=()):
     function defined only on them (cholesky): their tangents are symmetric, and their
     cotangents are compared by their symmetric parts (what pairs with a symmetric tangent) --
     off that subspace JAX's versions differ (0.10 differentiates the whole matrix, 0.11 only
-    its lower triangle, as LAPACK reads it); wjax follows 0.10, checked where the oracle
-    does (``_whole_matrix_cholesky``)."""
+    the triangle LAPACK reads); wjax follows 0.10, checked where the oracle does
+    (``_whole_matrix_cholesky``)."""
     r = np.random.RandomState(seed)
     tangents = [np.asarray(r.randn(*np.shape(a)), F) for a in args]
     tangents = [_sym(t) if i in sym else t for i, t in enumerate(tangents)]
@@ -190,9 +190,12 @@ def _jvp_vjp(fw, fj, args, rtol=2e-4, atol=2e-4, seed=0, sym=()):
 
 def _whole_matrix_cholesky():
     """Whether the oracle's cholesky differentiates the whole input matrix (JAX 0.10: a
-    tangent above the diagonal moves the factor) or only its lower triangle (0.11)."""
-    up = np.triu(np.ones((4, 4), F), 1)
-    return bool(np.abs(np.asarray(jax.jvp(jsl.cholesky, (S4,), (up,))[1])).max() > 0)
+    tangent in the triangle it does not read moves the factor) or only the triangle it reads
+    (0.11: the lower one for lower=True, the upper one for cho_factor's default)."""
+    ones = np.ones((4, 4), F)
+    return all(np.abs(np.asarray(jax.jvp(lambda a: jsl.cholesky(a, lower=lower), (S4,),
+                                         (t,))[1])).max() > 0
+               for lower, t in ((True, np.triu(ones, 1)), (False, np.tril(ones, -1))))
 
 
 GRADS = {
@@ -219,6 +222,18 @@ def test_derivatives_match_jax(name):
     _jvp_vjp(lambda *a: f(wsl, *a), lambda *a: f(jsl, *a), args, sym=SYMMETRIC.get(name, ()))
     if name in SYMMETRIC and _whole_matrix_cholesky():
         _jvp_vjp(lambda *a: f(wsl, *a), lambda *a: f(jsl, *a), args)
+
+
+@pytest.mark.parametrize("name", sorted(SYMMETRIC))
+def test_derivatives_under_the_gpu_kernel_forms(name):
+    """The same derivatives with the GPU targets' kernels (strided reductions, tiled matmul,
+    flat elementwise) on this adapter: an H200 run's mismatch here was the oracle's (JAX 0.11
+    differentiates one triangle), not the kernels'."""
+    from wjax._src.backend import profiles, runtime
+    f, args = GRADS[name]
+    with runtime.get().options(**dict(profiles.GPU_STRATEGIES)):
+        _jvp_vjp(lambda *a: f(wsl, *a), lambda *a: f(jsl, *a), args, sym=SYMMETRIC[name])
+    wjax.clear_caches()
 
 
 def test_numpy_linalg_derivatives_match_jax():
