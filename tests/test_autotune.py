@@ -242,9 +242,9 @@ def test_float16_storage_float32_accumulation(target_options):
 def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
     """Under the GPU strategies a product beyond GPU_TUNE_MAX takes the tile rule untimed; a
     smaller one is timed at its own size among the tiles and splits, and one too small to
-    fill the GPU (a scan step's 64 x 256 x 256) against register blocks with split
-    contractions too -- and every variant offered computes the product, in a scan as outside
-    one, against NumPy and real JAX."""
+    fill the GPU (a scan step's 64 x 256 x 256) among tiles and register blocks, unsplit --
+    and every variant offered computes the product, in a scan as outside one, against NumPy
+    and real JAX."""
     from wjax._src.backend import profiles
     rs = np.random.RandomState(3)
     h = rs.randn(64, 256).astype(F)
@@ -276,8 +276,16 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
             (key, names, default)) or default), 1, 64, 256, 256)
         (key, names, default), = offered
         assert key == "matmul-gpu|64x256x256" and default == names[0] == "t64x64x16s1"
-        assert {"t128x128x16s1", "t64x64x16s2", "t128x64x16s2"} <= set(names)  # tiles, splits
-        assert any(n.startswith("rm") and not n.endswith("s1") for n in names)  # blocks, splits
+        assert {"t128x128x16s1", "t128x64x16s1", "rm4v2wg64s1"} <= set(names)  # tiles, blocks
+        assert all(n.endswith("s1") for n in names)       # one dispatch each (in a loop)
+        step_key, step_names = key, names
+        offered.clear()
+        linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
+            (key, names, default)) or default), 1, 1024, 2048, 1024)
+        (_, big_names, _), = offered                     # a product that fills the GPU:
+        assert {"t128x128x16s2", "t64x64x16s4"} <= set(big_names)   # tiles and splits
+        assert not any(n.startswith("rm") for n in big_names)
+        key, names = step_key, step_names
         np.testing.assert_allclose(np.asarray(jax.jit(rnn)(w, xs)), want, rtol=2e-5,
                                    atol=2e-5)
         assert rt.tuner.stats["timed"] == s0["timed"] + 1

@@ -322,22 +322,26 @@ GPU_TUNE_MAX = (4096, 4096, 16384)   # rows (batch x M), N, K: larger products t
 def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
     """A GPU's variant for a product up to ``GPU_TUNE_MAX``: timed on the adapter at its own
     size (rounded up to 16s) among the tiles with contractions split 1, 2 or 4 ways and the
-    rule's pick (``_tile_config``), and for a product too small to fill the GPU (a scan
-    step's) register blocks with split contractions too (``GPU_SPLIT_THREADS``).  Larger
+    rule's pick (``_tile_config``); a product too small to fill the GPU (a scan step's)
+    among the tiles and register blocks, unsplit (one dispatch each).  Larger
     products fill the GPU with the rule's big tiles (measured on an H100 from 2048^2 up)."""
     R = B * M
     if target.matmul_tile or R > GPU_TUNE_MAX[0] or N > GPU_TUNE_MAX[1] or K > GPU_TUNE_MAX[2]:
         return default
     Mp, Np, Kp = (-(-x // 16) * 16 for x in (R, N, K))
     rule = _tile_config(target, 1, Mp, Np, Kp)
+    small = not _fills_gpu(rule, 1, Mp, Np)
+    # a small product's variants are one dispatch each: in a loop every dispatch costs the
+    # host and the GPU several microseconds (an H200's RNN step: split variants halved the
+    # kernels' time and lost it twice over in dispatches)
     cands = [rule]
     for bm, bn, bk in TILES.values():
-        for s in (1, 2, 4):
+        for s in ((1,) if small else (1, 2, 4)):
             c = MMConfig(0, 0, 0, s, True, bm, bn, bk)
             if bk == 16 and (s == 1 or Kp // s >= 128) and c not in cands:
                 cands.append(c)
-    if not _fills_gpu(rule, 1, Mp, Np):
-        cands += _mm_candidates(target, Mp, Np // 4, Kp, tiled=False)
+    if small:
+        cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
     c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
     return default if c is None or c == rule else c
 
@@ -478,21 +482,18 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
                     c = cv4(f"c{i}_{q}_{j}")
                     store.append(f"  if (m{i}_{q} < {M}u && n{j} < {N}u) {{ {c_name}[(({rowvar} * "
                                  f"{M}u + m{i}_{q}) * {N}u + n{j}) / 4u] = {c}; }}")
-    else:
-        body = "\n".join(f"        {line}" for line in epi)
-        cs = ", ".join(f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4)
-                       for j in range(TN // 4))
-        nv = TM * TN // 4
-        store.append(f"  var cs = array<vec4<f32>, {nv}>({cs});")
-        store.append(
-            f"  for (var ii = 0u; ii < {nv * 4}u; ii = ii + 1u) {{\n"
-            f"    let iq = ii / {TN}u;\n    let j = (ii / 4u) % {TN // 4}u;\n"
-            f"    let m = tm + ((iq / 4u) * {TY}u + ty) * 4u + iq % 4u;\n"
-            f"    let n = tn + (j * {TX}u + tx) * 4u + ii % 4u;\n"
-            f"    if (m < {M}u && n < {N}u) {{\n"
-            f"      let o = ({rowvar} * {M}u + m) * {N}u + n;\n"
-            f"      let val = {cv('cs[ii / 4u][ii % 4u]')};\n      {c_name}[o] = val;\n{body}\n"
-            f"    }}\n  }}")
+    else:   # element by element, unrolled: a loop over an array of the accumulators would
+        # index registers dynamically (local memory on a GPU)
+        body = "\n".join(f"      {line}" for line in epi)
+        for i in range(TM // 4):
+            for q in range(4):
+                for j in range(TN // 4):
+                    for e in range(4):
+                        val = cv(f"c{i}_{q}_{j}[{e}]")
+                        store.append(
+                            f"  if (m{i}_{q} < {M}u && n{j} + {e}u < {N}u) {{\n"
+                            f"      let o = ({rowvar} * {M}u + m{i}_{q}) * {N}u + n{j} + {e}u;\n"
+                            f"      let val = {val};\n      {c_name}[o] = val;\n{body}\n  }}")
     src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4,
                    WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK,
                    TX=TX, NX=grid[0], DECL="\n".join(decl),
