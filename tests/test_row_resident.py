@@ -238,18 +238,24 @@ def test_the_targets_forms():
                        plan_labels(soft, np.ones((8, 64), np.float32)))
 
 
-def test_binding_limits_fall_back():
-    """A group whose kernel would bind more buffers than the device has is not formed (or
-    its plan falls back to the ordinary kernels); the results stay right."""
-    xs = [RS.randn(4, 32).astype(np.float32) for _ in range(9)]
-
-    def f(*xs):
-        return [wjax.nn.softmax(a + b) for a, b in zip(xs, xs[1:])]
-    t = Target.for_profile("nvidia", limits={"max-storage-buffers-per-shader-stage": 4})
+def test_binding_limits():
+    """A group reading more buffers through its fused operands than the device binds: the
+    operand is split into a kernel of its own (as for any kernel) and the group stays one
+    kernel; a group that cannot fit is not formed."""
+    xs = [RS.randn(4, 32).astype(np.float32) for _ in range(4)]
+    f = lambda a, b, c, d: wjax.nn.softmax(a + b * c - d)      # noqa: E731
     closed = wjax.make_jaxpr(f)(*xs)
-    assert execute.Executable(closed.jaxpr, t).plan.steps
+    for n in (4, 8):
+        t = Target.for_profile("nvidia", limits={"max-storage-buffers-per-shader-stage": n})
+        labels = [s.label for s in execute.Executable(closed.jaxpr, t).plan.steps]
+        assert (len(labels) > 1) == (n == 4) and labels[-1].startswith("row_group("), labels
+    t = Target.for_profile("nvidia", limits={"max-storage-buffers-per-shader-stage": 3})
+    g = lambda a: (wjax.nn.softmax(a), wjax.nn.log_softmax(a))        # noqa: E731
+    labels = [s.label for s in execute.Executable(wjax.make_jaxpr(g)(xs[0]).jaxpr,
+                                                  t).plan.steps]
+    assert not any(lab.startswith("row_group(") for lab in labels), labels
     with runtime.get().options(**gpu_forms()):
         got = wjax.jit(f)(*xs)
-    for g, a, b in zip(got, xs, xs[1:]):
-        e = np.exp((a + b) - (a + b).max(-1, keepdims=True))
-        close([g], [e / e.sum(-1, keepdims=True)])
+    a, b, c, d = xs
+    e = np.exp((a + b * c - d) - (a + b * c - d).max(-1, keepdims=True))
+    close([got], [e / e.sum(-1, keepdims=True)])
