@@ -755,9 +755,12 @@ def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
 
 
 def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
-    """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
-    allows, the fusable operand reading the most buffers is split into a kernel of its
-    own (materialized) and planning starts again."""
+    """Plans a jaxpr.  Where the target has ``row_resident`` (GPUs), row-resident groups
+    (softmax, logsumexp, layer norms: ``passes.row_groups``) become one kernel each; a plan
+    whose group kernel cannot fit the device's bindings is planned again without groups.
+    When a kernel would bind more storage buffers than the device allows, the fusable
+    operand reading the most buffers is split into a kernel of its own (materialized) and
+    planning starts again (``_plan``)."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     check_avals(j, target)
