@@ -65,7 +65,8 @@ def programs(J):
     }
 
 
-SHAPES = [(8, 64), (5, 3), (7, 33), (4, 1000), (3, 4097), (2, 3, 33), (16, 4096), (1, 12)]
+SHAPES = [(8, 64), (5, 3), (7, 33), (4, 1000), (3, 4097), (2, 3, 33), (2, 3, 64), (16, 4096),
+          (1, 12), (1000,)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -181,6 +182,34 @@ def test_vmap_and_batch_dims():
     want = [J.vmap(J.nn.softmax)(x), J.vmap(J.nn.log_softmax, in_axes=1)(x),
             J.nn.softmax(x.reshape(2, 2, 6, 50))]
     close(got, want)
+
+
+def test_other_layouts():
+    """Reductions over the two trailing axes (vec4 units across a dim boundary, scalar where
+    an operand needs the column), a causal mask from iotas (the column index: scalar units),
+    a per-row bias read at the row, a per-column scale (vec4 loads along the row), and the
+    softmax of a vector under grad."""
+    J = rjax()
+    x = RS.randn(4, 6, 8).astype(np.float32)
+    y = RS.randn(3, 5, 7).astype(np.float32)
+    s = RS.randn(16, 16).astype(np.float32)
+    b = RS.randn(16).astype(np.float32)
+    v = RS.randn(1000).astype(np.float32)
+
+    def progs(J, x, y, s, b, v):
+        m = J.numpy
+        causal = m.arange(16)[None, :] <= m.arange(16)[:, None]
+        return (J.nn.softmax(x, axis=(1, 2)), J.nn.log_softmax(y, axis=(-2, -1)),
+                J.nn.softmax(s, where=causal), J.nn.softmax(s + b[:, None]),
+                J.nn.softmax(s * m.linspace(0.0, 2.0, 16)),
+                J.grad(lambda v: m.sum(J.nn.softmax(v) * m.arange(1000.0)))(v))
+    with runtime.get().options(**gpu_forms()):
+        f = lambda *a: progs(wjax, *a)           # noqa: E731
+        labels = plan_labels(f, x, y, s, b, v)
+        # (the three softmaxes of ``s`` share one kernel: one group per shape and axes)
+        assert len(labels) == 4 and all(lab.startswith("row_group(") for lab in labels), labels
+        got = wjax.jit(f)(x, y, s, b, v)
+    close(got, J.jit(lambda *a: progs(J, *a))(x, y, s, b, v), rtol=2e-5, atol=2e-6)
 
 
 def test_groups_around_other_kernels():

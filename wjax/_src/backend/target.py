@@ -69,8 +69,8 @@ class Target(dict):
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
                "matmul_tile", "sort",
                "radix_sort", "fft", "reduction", "elementwise", "register_block",
-               "loop_workgroup", "loop_constants", "row_resident", "threads", "in_kernel_loops", "loop_work",
-               "decomp_iters", "compiles", "tune")
+               "loop_workgroup", "loop_constants", "row_resident", "threads", "in_kernel_loops",
+               "loop_work", "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
