@@ -288,3 +288,24 @@ def test_binding_limits():
     a, b, c, d = xs
     e = np.exp((a + b * c - d) - (a + b * c - d).max(-1, keepdims=True))
     close([got], [e / e.sum(-1, keepdims=True)])
+
+
+def test_the_primitive_is_its_body():
+    """A ``row_group`` equation only exists inside the lowering; bound by hand it runs its
+    kernel eagerly (any target), and its reference, derivative and batched form are its
+    body's."""
+    from wjax._src.backend import passes
+    from wjax._src.prims.rows import row_group_p
+    from wjax._src.transforms.dce import dce_jaxpr
+    x = RS.randn(4, 16).astype(np.float32)
+    j = dce_jaxpr(passes.cse_and_fold(wjax.make_jaxpr(wjax.nn.softmax)(x).jaxpr))[0]
+    (e,) = passes.row_groups(j, Target.for_profile("nvidia")).eqns
+    assert e.prim is row_group_p and passes.row_groups(j, Target.for_profile("lavapipe")) is j
+    body = e.params["jaxpr"]
+    f = lambda a: row_group_p.bind(a, jaxpr=body)[0]      # noqa: E731
+    w = np.arange(16.0, dtype=np.float32)
+    xb = np.stack([x, 2 * x])
+    close([f(x), row_group_p.reference(x, jaxpr=body)[0],
+           wjax.grad(lambda a: jnp.sum(f(a) * w))(x), wjax.vmap(f)(xb)],
+          [wjax.nn.softmax(x), wjax.nn.softmax(x),
+           wjax.grad(lambda a: jnp.sum(wjax.nn.softmax(a) * w))(x), wjax.vmap(wjax.nn.softmax)(xb)])

@@ -27,8 +27,13 @@ import numpy as np
 from ..backend import wgsl as W
 from ..backend.lower import Fuser
 from ..backend.wgsl import Index
-from ..core.ir import Lit, Var
+from ..core.ir import ClosedJaxpr, Lit, Var
 from ..core.primitive import Primitive
+from ..core.tracing import eval_jaxpr
+from ..transforms import ad as _ad
+from ..transforms import batching
+from ..transforms.jvp import jvp_jaxpr
+from ..transforms.vmap import vmap_closed_jaxpr
 from .reduce import (_from_words, _main, _monoid, _to_words, reduce_max_p, reduce_min_p,
                      reduce_sum_p)
 
@@ -284,7 +289,26 @@ def _kernel(ctx, *avals, jaxpr):
     _RowKernel(ctx, jaxpr).emit()
 
 
+# A group is its equations: it only exists inside the lowering, but were one transformed, its
+# derivative and batched form are those of its body, evaluated in place.
+def _jvp(primals, tangents, *, jaxpr):
+    nz = tuple(not isinstance(t, _ad.Zero) for t in tangents)
+    jc, out_nz = jvp_jaxpr(ClosedJaxpr(jaxpr, []), nz)
+    outs = eval_jaxpr(jc.jaxpr, jc.consts, *primals,
+                      *[t for t in tangents if not isinstance(t, _ad.Zero)])
+    n = len(jaxpr.outvars)
+    it = iter(outs[n:])
+    return list(outs[:n]), [next(it) if z else _ad.Zero(v.aval)
+                            for z, v in zip(out_nz, jaxpr.outvars)]
+
+
+def _batch(args, dims, *, jaxpr):
+    bj, out_dims = vmap_closed_jaxpr(ClosedJaxpr(jaxpr, []), list(dims),
+                                     batching.axis_size(args, dims))
+    return list(eval_jaxpr(bj.jaxpr, bj.consts, *args)), list(out_dims)
+
+
 row_group_p.abstract_eval, row_group_p.reference = _abstract, _reference
-row_group_p.kernel = _kernel
+row_group_p.kernel, row_group_p.jvp, row_group_p.batch = _kernel, _jvp, _batch
 for _p in (reduce_sum_p, reduce_max_p, reduce_min_p):
     _p.row_group = row_group_p
