@@ -4,8 +4,9 @@
 #   once, here:  cp -r ../shared/gpu-kit .gpu-kit && echo /.gpu-kit/ >> .git/info/exclude
 #   there:       bash scripts/gpu_run.sh probe   # cooperative matrices, the card's test failures
 #                                                # with full logs, profiles of the slow workloads
-#                bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and on real JAX
-#                                                # (CUDA) on the same card, matmul tile variants
+#                TESTS=150 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
+#                    # on real JAX (CUDA) on the same card, profiles, the kernel tests on the card
+#                    # (TESTS: their seconds), TILES="128x64x16 ...": matmul tile variants
 set -uo pipefail
 mode="${1:-bench}"
 out="${OUT:-gpu-out}"
@@ -40,16 +41,31 @@ if [ "$mode" = probe ]; then
   exit 0
 fi
 
+# bench: at most 8 files -- card.txt, bench_wjax.txt (and the tile variants), bench_xla.txt,
+# wjax.json, xla.json, autotune.json (the tuner's choices), profile.txt, tests.txt
+export WJAX_AUTOTUNE_CACHE="$out/autotune.json"
 stamp "wjax" | tee -a "$out/card.txt"
 python3 bench/bench_gpu.py --json "$out/wjax.json" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
 stamp "JAX" | tee -a "$out/card.txt"
 JAX_PLATFORMS=cuda python3 bench/bench_gpu.py --module jax --json "$out/xla.json" 2>&1 \
   | grep -v Warning | tee "$out/bench_xla.txt"
-stamp "tiles" | tee -a "$out/card.txt"
-for t in ${TILES:-128x128x32 128x64x16}; do
-  echo "## wjax, matmul tile $t" | tee -a "$out/bench_tiles.txt"
+python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json"
+stamp "profiles" | tee -a "$out/card.txt"
+timeout 60 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise softmax mlp rnn attention call} \
+  --profile "$out/profile.txt" 2>&1 | grep -v Warning > /dev/null
+for t in ${TILES:-}; do
+  echo "## wjax, matmul tile $t" | tee -a "$out/bench_wjax.txt"
   WJAX_MATMUL_TILE=$t python3 bench/bench_gpu.py --only matmul mlp 2>&1 | grep -v Warning \
-    | tee -a "$out/bench_tiles.txt"
+    | tee -a "$out/bench_wjax.txt"
 done
-python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json" | tee "$out/table.txt"
+if [ -n "${TESTS:-}" ]; then
+  stamp "tests" | tee -a "$out/card.txt"
+  JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -q -p no:cacheprovider \
+    -m "not slow" tests/test_numerics.py tests/test_complex.py tests/test_fft.py \
+    tests/test_bfloat16.py tests/test_nn.py tests/test_random.py tests/test_scipy_linalg.py \
+    tests/test_matmul_tiled.py tests/test_autotune.py tests/test_row_resident.py \
+    tests/test_kernel_forms.py tests/test_loops.py tests/test_ops.py \
+    -rf --tb=short 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" > "$out/tests.txt"
+  grep -E "^FAILED|passed|failed" "$out/tests.txt" | tail -40
+fi
 stamp "done" | tee -a "$out/card.txt"

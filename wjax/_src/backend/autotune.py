@@ -136,9 +136,9 @@ class Tuner:
                     for src, idx, grid in dispatches:
                         rt.dispatch(src, [bufs[i] for i in idx], grid)
                 rt.synchronize()
-            run()
             # a short kernel runs ``inner`` times a timing, so that waiting for the device
-            # (tens of microseconds on a GPU) does not drown the kernels' own time
+            # (tens of microseconds on a GPU) does not drown the kernels' own time; the
+            # warm-up run says how long one takes
             t0 = time.perf_counter()
             run()
             inner = max(1, min(MAX_INNER, int(MIN_TIMED / max(time.perf_counter() - t0, 1e-7))))

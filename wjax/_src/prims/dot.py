@@ -556,7 +556,7 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
             for j in range(V)
             for q in range(4)
         )
-    if epi:
+    if epi and RM * V * 4 > 64:   # a CPU's big block: a loop (compile time)
         cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
         body = "\n      ".join(epi)
         store += (f"\n  var cs = array<vec4<f32>, {RM * V}>({cs});\n"
@@ -565,6 +565,13 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
                   f"      let val = {cs_('cs[ii / 4u][ii % 4u]')};\n      {body}\n    }}\n  }}")
+    elif epi:   # a GPU's small block, unrolled: a loop would index registers dynamically
+        body = "\n      ".join(epi)
+        store += "".join(
+            f"\n  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{\n"
+            f"      let o = (b * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u;\n"
+            f"      let val = {cs_(f'c{i}_{j}[{q}]')};\n      {body}\n  }}"
+            for i in range(RM) for j in range(V) for q in range(4))
     src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
                    B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
                    STORE=store)
