@@ -97,16 +97,26 @@ def test_gpu_forms(shape, ax):
 
 
 def test_kernel_counts():
-    """norm over a small leading axis stays 3 kernels (no split: not worth a second
-    dispatch); a big one-row sum is split in parts and folded by a second pass."""
+    """The kernels each target form gives.  CPU forms: norm over a small leading axis stays 3
+    kernels (no split: not worth a second dispatch); a big one-row sum is split in parts and
+    folded by a second pass.  GPU forms (strided reductions split over many workgroups): norm
+    takes 8 -- each of its two column reductions (the sum, then the shifted sums of x and x^2
+    that jnp.var takes together) is split in parts and folded by a second pass, and three
+    10-element kernels run between them (the mean, the shift row x[0] - mean, and the
+    standard deviation), which the CPU forms recompute inside their consumers."""
     n_kernels = lambda f, *a: len(wjax.jit(f).lower(*a).compile().plan.steps)   # noqa: E731
 
     def norm(X):
         X = X - X.mean(0)
         return X / X.std(0)
-    assert n_kernels(norm, jnp.ones((10000, 10))) == 3
-    assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == 2
-    assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == 1
+    rt = runtime.get()
+    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1)),
+                               (profiles.GPU_STRATEGIES, (8, 2, 1))):
+        with rt.options(**dict(strategies)):
+            assert n_kernels(norm, jnp.ones((10000, 10))) == counts[0], strategies
+            assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == counts[1], strategies
+            assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == counts[2], strategies
+    wjax.clear_caches()
 
 
 # --------------------------------------------------------------------------- GPU strided forms
