@@ -277,7 +277,7 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         (key, names, default), = offered
         assert key == "matmul-gpu|64x256x256" and default == names[0] == "t64x64x16s1"
         assert {"t128x128x16s1", "t128x64x16s1", "rm4v2wg64s1"} <= set(names)  # tiles, blocks
-        assert all(n.endswith("s1") for n in names)       # one dispatch each (in a loop)
+        assert all(n.endswith(("s1", "s1d")) for n in names)  # one dispatch each (in a loop)
         step_key, step_names = key, names
         offered.clear()
         linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
@@ -303,3 +303,31 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         want, np.asarray(J.jit(lambda w, xs: J.lax.scan(
             lambda c, x: (J.numpy.tanh(J.numpy.dot(c, w, precision="highest") + x),) * 2,
             J.numpy.asarray(h), xs)[1])(w, xs)), rtol=2e-5, atol=2e-5)
+
+
+def test_every_gpu_variant_is_correct_on_odd_shapes(tuner_file):
+    """Each variant the GPU tuner may choose (tiles, splits, double-buffered tiles, register
+    blocks), forced through the cache file under the GPU strategies, computes NumPy's
+    product for sizes off every tile, a transposed operand and a fused epilogue."""
+    from wjax._src.backend import profiles
+    rs = np.random.RandomState(4)
+    a = rs.randn(70, 300).astype(F)             # M 70, K 300
+    bt = rs.randn(45, 300).astype(F)            # N 45, read transposed
+    want = np.maximum(a.astype(np.float64) @ bt.T, 0) * 3
+    f = jax.jit(lambda a, bt: jnp.maximum(jnp.dot(a, bt.T, precision=lax.Precision.HIGHEST),
+                                          0) * 3)
+    rt = runtime.get()
+    with rt.options(**dict(profiles.GPU_STRATEGIES)):
+        offered = []
+        t = rt.target()
+        linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
+            (key, names)) or default), 1, 70, 45, 300)
+        (key, names), = offered
+        assert any(n.endswith("d") for n in names)       # double-buffered tiles offered
+        adapter = rt.tuner.adapter_key
+        for name in names:
+            tuner_file.write_text(json.dumps({"version": 1, "adapters": {adapter: {key: name}}}))
+            rt.tuner.forget()
+            jax.clear_caches()
+            np.testing.assert_allclose(np.asarray(f(a, bt)), want, rtol=2e-5, atol=2e-4,
+                                       err_msg=name)

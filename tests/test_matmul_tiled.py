@@ -71,7 +71,7 @@ def test_against_real_jax_with_grads():
 def test_tile_rule():
     t = Target.for_profile("nvidia")
     # big products take the big tile, no split
-    assert dot._tile_config(t, 1, 4096, 4096, 4096)[4:] == (True, 128, 128, 16)
+    assert dot._tile_config(t, 1, 4096, 4096, 4096)[4:8] == (True, 128, 128, 16)
     assert dot._tile_config(t, 1, 4096, 4096, 4096).s == 1
     assert dot._tile_config(t, 1, 2048, 2048, 2048)[5:7] == (128, 128)
     # 1024^2: 64 tiles of 128x128 or 128 of 128x64 are too few; 64x64 gives 256
@@ -82,7 +82,7 @@ def test_tile_rule():
     c = dot._tile_config(t, 1, 256, 256, 12800)
     assert (c.bm, c.bn) == (64, 64) and c.s == 16
     # a forced tile
-    assert dot._tile_config(t.replace(matmul_tile="128x128x8"), 1, 64, 64, 64)[5:] == \
+    assert dot._tile_config(t.replace(matmul_tile="128x128x8"), 1, 64, 64, 64)[5:8] == \
         (128, 128, 8)
     # the tiles the rule picks fit WebGPU's default workgroup memory; a forced tile the
     # target cannot hold falls back to the rule
@@ -90,7 +90,7 @@ def test_tile_rule():
         assert (bm // 16) * (bn // 16) * 256 == bm * bn
         assert bk != 16 or (bm + bn) * bk * 4 <= 16384
     small = Target.for_profile("webgpu-default", matmul_tile="128x128x32")
-    assert dot._tile_config(small, 1, 4096, 4096, 4096)[5:] == (128, 128, 16)
+    assert dot._tile_config(small, 1, 4096, 4096, 4096)[5:8] == (128, 128, 16)
 
 
 def test_gpu_target_lowers_to_tiled_kernel():

@@ -187,11 +187,12 @@ class MMConfig(NamedTuple):
     bm: int = 0
     bn: int = 0
     bk: int = 0
+    db: bool = False      # tiled: workgroup memory twice over, one barrier a slab
 
     @property
     def name(self) -> str:
         if self.tiled:
-            return f"t{self.bm}x{self.bn}x{self.bk}s{self.s}"
+            return f"t{self.bm}x{self.bn}x{self.bk}s{self.s}" + ("d" if self.db else "")
         return f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
 
 
@@ -337,9 +338,11 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
     cands = [rule]
     for bm, bn, bk in TILES.values():
         for s in ((1,) if small else (1, 2, 4)):
-            c = MMConfig(0, 0, 0, s, True, bm, bn, bk)
-            if bk == 16 and (s == 1 or Kp // s >= 128) and c not in cands:
-                cands.append(c)
+            for db in (False, True):     # double buffering where the memory holds it twice
+                c = MMConfig(0, 0, 0, s, True, bm, bn, bk, db)
+                if (bk == 16 and (s == 1 or Kp // s >= 128) and c not in cands
+                        and (not db or 2 * (bm + bn) * bk * 4 <= target.workgroup_memory)):
+                    cands.append(c)
     if small:
         cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
     c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
@@ -494,11 +497,16 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
                             f"  if (m{i}_{q} < {M}u && n{j} + {e}u < {N}u) {{\n"
                             f"      let o = ({rowvar} * {M}u + m{i}_{q}) * {N}u + n{j} + {e}u;\n"
                             f"      let val = {val};\n      {c_name}[o] = val;\n{body}\n  }}")
-    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4,
-                   WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK,
-                   TX=TX, NX=grid[0], DECL="\n".join(decl),
+    stage = "\n".join(sa + sb)
+    if cfg.db:      # shaders/matmul_tiled_db.wgsl: halves at offsets na/nb (staging), oa/ob
+        stage = stage.replace("As[", "As[na + ").replace("Bs[", "Bs[nb + ")
+        fma = [f.replace("As[", "As[oa + ").replace("Bs[", "Bs[ob + ") for f in fma]
+    src = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled.wgsl",
+                   HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4, AS2=BM * BK // 2,
+                   BS2=BN * BK // 2, WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC,
+                   BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0], DECL="\n".join(decl),
                    LOAD="\n".join(line.replace("(k + ", "(ks + ")[2:] for line in la + lb),
-                   STAGE="\n".join(sa + sb),
+                   STAGE=stage,
                    LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
                    FMA="\n".join(fma), STORE="\n".join(store))
     return src, grid
