@@ -233,8 +233,9 @@ def test_gpu_elementwise_forms():
     """Under the GPU forms: the normalization's mean and std (a division and a square root
     of reductions, broadcast over 2^20 x 64) are computed once per column, by the epilogue of
     the reductions' second pass, rather than per element or in a kernel of their own (three
-    kernels: the merged sums' two passes and the elementwise one), a cheap clamp (softmax's ``max(m, -inf)``) stays inlined, and flat vec4
-    kernels take 4 vec4s a grid apart per thread; the results agree with NumPy and JAX."""
+    kernels: the merged sums' two passes and the elementwise one), a cheap clamp (softmax's
+    ``max(m, -inf)``) stays inlined, and flat vec4 kernels take 4 vec4s a grid apart per
+    thread; the results agree with NumPy and JAX."""
     from wjax._src.backend import execute
     from wjax._src.backend.target import Target
 

@@ -225,11 +225,13 @@ class KernelContext:
         subst = {out.id: (flat, value)}
         subst.update({v.id: (flat, val) for v, val in more})
         f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst=subst)
-        idx = Index(kb, out.aval.shape, flat=flat)
-        for r in self.epilogue:
-            val = Lowering._read_root(f, r, idx)
+        for r in self.epilogue:    # (a root of another shape reads the outputs at ``flat``,
+            #                         or the Fuser raises EpilogueMismatch)
+            val = Lowering._read_root(f, r, Index(kb, r.aval.shape, flat=flat))
             name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
             kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
+            if r.id in self.lowering.split:    # later roots read it here (it is not inlined)
+                f.subst[r.id] = (flat, val)
         lines, kb.lines = kb.lines, saved
         return lines
 
@@ -417,39 +419,50 @@ class Lowering:
         """Fuses the same-shaped elementwise consumers of a kernel's output into the kernel
         (e.g. bias + relu after a matmul), and the small split values computed from it
         (``self.small``: a column mean or standard deviation, computed once per output by
-        the reduction's last pass instead of by a kernel of their own).  ``batch``: one
-        equation, or the merged equations of one kernel (``kernel_many``: the epilogue may
-        read each of their outputs).  Falls back (returns False) when a consumer reads an
-        output at another position or needs a value not computed yet."""
+        the reduction's last pass instead of by a kernel of their own; of the outputs' size,
+        ``keepdims`` shapes included; also those of later levels computed from it and from
+        earlier such roots, as ``nn.standardize``'s ``rsqrt(var + eps)`` from the mean).
+        ``batch``: one equation, or the merged equations of one kernel (``kernel_many``: the
+        epilogue may read each of their outputs).  Falls back (returns False) when a
+        consumer reads an output at another position or needs a value not computed yet
+        (first without the later levels' roots, if there were any)."""
         outs = [e.outvars[0] for e in batch]
         out = outs[0]
         ids = {v.id for v in outs}
         lvl = self.level[out.id]
-        keys = [(lvl, 0), (lvl, 1)]
-        roots = [
-            r
-            for key in keys for r in groups.get(key, [])
-            if r.aval.shape == out.aval.shape and (key[1] == 1 or r.id in self.small)
-            and ids & self._deps(r)
-        ]
-        if not roots:
-            return False
-        mark = len(self.plan.steps)
-        ctxs = [KernelContext(self, e) for e in batch]
-        ctxs[0].epilogue = roots
-        try:
-            if len(batch) > 1:
-                batch[0].prim.kernel_many(ctxs)
-            else:
-                batch[0].prim.kernel(ctxs[0], *[a.aval for a in batch[0].invars],
-                                     **batch[0].params)
-        except (EpilogueMismatch, BindingOverflow):
-            del self.plan.steps[mark:]
-            return False
-        for key in keys:
-            if key in groups:
+        base, later = [], []
+        for (level, phase), rs in sorted(groups.items(), key=lambda kv: kv[0]):
+            if level < lvl:
+                continue
+            for r in rs:
+                if level == lvl and phase == 1 and r.aval.shape == out.aval.shape:
+                    pass
+                elif not (r.id in self.small and r.aval.size == out.aval.size):
+                    continue
+                if level == lvl and ids & self._deps(r):
+                    base.append(r)
+                elif level > lvl and (ids | {x.id for x in base + later}) & self._deps(r):
+                    later.append(r)
+        tries = [base + later, base] if later and base else [base]
+        for roots in tries:
+            if not roots:
+                continue
+            mark = len(self.plan.steps)
+            ctxs = [KernelContext(self, e) for e in batch]
+            ctxs[0].epilogue = roots
+            try:
+                if len(batch) > 1:
+                    batch[0].prim.kernel_many(ctxs)
+                else:
+                    batch[0].prim.kernel(ctxs[0], *[a.aval for a in batch[0].invars],
+                                         **batch[0].params)
+            except (EpilogueMismatch, BindingOverflow):
+                del self.plan.steps[mark:]
+                continue
+            for key in groups:
                 groups[key] = [r for r in groups[key] if r not in roots]
-        return True
+            return True
+        return False
 
     def _deps(self, v: Var) -> set:
         """Var ids an (unsplit, same-level) fused root reads through virtual producers."""
