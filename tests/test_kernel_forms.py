@@ -111,10 +111,14 @@ def test_kernel_counts():
         X = X - X.mean(0)
         return X / X.std(0)
     rt = runtime.get()
-    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1)),
-                               (profiles.GPU_STRATEGIES, (5, 2, 1))):
+    standardize = lambda X: wjax.nn.standardize(X, axis=0)   # noqa: E731
+    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1, 2)),
+                               (profiles.GPU_STRATEGIES, (5, 2, 1, 3))):
         with rt.options(**dict(strategies)):
             assert n_kernels(norm, jnp.ones((10000, 10))) == counts[0], strategies
+            # one split column reduction of x and x^2 (merged), whose second pass computes
+            # the mean and rsqrt(var + eps) once per column on GPU forms
+            assert n_kernels(standardize, jnp.ones((10000, 10))) == counts[3], strategies
             assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == counts[1], strategies
             assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == counts[2], strategies
     wjax.clear_caches()
@@ -260,8 +264,11 @@ def test_gpu_elementwise_forms():
     with rt.options(**profiles.GPU_FORMS):
         got = wjax.jit(norm)(x)
         got2 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
+        got3 = wjax.jit(lambda x: wjax.nn.standardize(x, axis=0))(x)
     xd = x.astype(np.float64)
     check([got], [(xd - xd.mean(0)) / xd.std(0)], 2e-5)
+    check([got3], [(xd - xd.mean(0)) / np.sqrt(xd.var(0) + 1e-5)], 2e-5)
+    check([got3], [rjax().nn.standardize(x, axis=0)], 2e-5)
     check([got2[0]], [a * 2 + b], 1e-6)
     J = rjax()
     check([got, got2[1]], [J.jit(norm)(x), J.nn.selu(a)], 2e-5)
