@@ -325,9 +325,9 @@ class Bound:
 
     def runner(self, rt: Runtime):
         """``run(buffers, out_buffers)``, the same as ``run(rt, buffers, out_buffers=...)``
-        with what ``run`` looks up per call looked up once: for many runs in a row (a recorded
-        scan's steps), recorded while the caller holds ``rt.lock``.  None where the plan
-        returns literal outputs (``run`` substitutes their constant buffers)."""
+        with what ``run`` looks up per call looked up once (a cached ``jit`` call, a
+        recorded scan's steps).  None where the plan returns literal outputs (``run``
+        substitutes their constant buffers)."""
         exe = self.exe
         exe.prepare(rt)
         inner, lits, consts = exe._ready_on[rt.index] if rt.index else exe._ready
@@ -335,7 +335,9 @@ class Bound:
             return None
         prefix = list(inner) + self._const_buffers(rt)
         prog_run = self.program().run
+        lock = rt.lock
 
         def run(buffers, out_buffers=None):
-            return prog_run(rt, prefix + buffers, None, out_buffers, consts)
+            with lock:
+                return prog_run(rt, prefix + buffers, None, out_buffers, consts)
         return run

@@ -28,7 +28,14 @@ is recorded here:
   precomputed once and copied in like an ``xs`` slice.  ``unroll=k`` compiles k steps into
   one sub-plan, so their elementwise work fuses (``fori_loop(..., unroll=8)`` runs 8 small
   steps per dispatch).  The host submits about every ``FLUSH_EVERY`` recorded dispatches so
-  the device starts while the rest is recorded.
+  the device starts while the rest is recorded.  A body of kernels only whose slices are all
+  views is *replayed* (``_record_replay``): the body's kernels take the slice bindings at
+  dynamic offsets (``Runtime.dynamic_offsets``), each kernel's bind groups are made once per
+  call for a ring of R buffer sets (step s writes set s % R, reads set s - 1; temporaries are
+  one set), and a step is then one ``set_bind_group`` with its offsets and one dispatch per
+  kernel (``Runtime.replay``); ``ys`` that must be copied (a carry also returned as ``ys``)
+  are copied R steps at a time.  Where the adapter lacks dynamic offsets the steps run
+  one by one through the body plan (``_record_direct``).
 * ``while`` (``while_loop``) records its body in chunks with the predicate evaluated on the
   device: the body is compiled *guarded*, ``carry' = select(cond(carry), body(carry),
   carry)``, so iterations run after the predicate turned false are no-ops.  A chunk of K
@@ -421,6 +428,10 @@ class _RecordedScan:
         aligned ``ys`` slices into place; returns the final carries and accumulators."""
         if self.k == 1 and self.own_ys is not None:
             self._dynamic_views(rt)
+            if hasattr(rt, "zero"):     # ys written through dynamic windows: see Runtime.zero
+                for (j, o, v) in zip(self.ys_al, self.own_ys, self._views(rt)[1]):
+                    if o and v:
+                        rt.zero(yout[j])
             if self._replay_ok(rt):
                 return self._record_replay(rt, consts, rc, xs, yout), accs
             run = self.subs[1].bound.runner(rt)

@@ -485,6 +485,17 @@ class Runtime:
             )
             self._count()
 
+    def zero(self, buf: Buffer) -> None:
+        """Fills the whole buffer with zeros (in the pending commands).  A buffer that
+        kernels write only through windows at dynamic offsets needs it first: wgpu tracks
+        which bytes of a buffer were ever written by the bindings' static ranges alone, so it
+        would clear the rest -- the kernels' results -- before the buffer's next use in a
+        later submission."""
+        with self._lock:
+            self._end_pass()
+            self._get_encoder().clear_buffer(buf.gpu, 0, buf.gpu.size)
+            self._count()
+
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, wgsl: str):
         p = self._pipelines.get(wgsl)
