@@ -48,6 +48,7 @@ def median_time(fn, *, warmup=2, reps=10, min_time=0.3, max_time=5.0):
 class Bench:
     def __init__(self, jax, small, profile_to=None):
         self.jax, self.jnp, self.small = jax, jax.numpy, small
+        self.module = "jax" if jax.__name__ == "jax" else "wjax"
         self.profile_to = profile_to      # wjax: a file for each workload's profiler summary
         self.rows = []
         self.rng = np.random.default_rng(0)
@@ -217,6 +218,11 @@ def workloads(b: Bench, only=None):
         b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}", attn, (q, k, v),
                 flops=4 * Bt * Hh * Sq * Sq * D)
 
+    if want("cold"):
+        t = cold_first_call(b.module, S)
+        if t is not None:
+            b.row("first call of the conv forward in a fresh process", t)
+
     # -- latency --------------------------------------------------------------------------
     if want("call"):
         x5 = b.put(np.arange(5, dtype=np.float32))
@@ -228,6 +234,45 @@ def workloads(b: Bench, only=None):
         t = median_time(lambda: outs.append(f(x5)), reps=200)
         jax.block_until_ready(outs)
         b.row("the same call, not waited", t)
+
+
+_COLD = """
+import sys, time
+sys.path[:0] = {paths!r}
+import numpy as np
+import {module} as jax
+from {module} import lax
+N, C, HW, O = {sizes}
+rs = np.random.RandomState(0)
+x = jax.device_put(rs.randn(N, C, HW, HW).astype(np.float32))
+w = jax.device_put((rs.randn(O, C, 3, 3) / np.sqrt(9 * C)).astype(np.float32))
+jax.block_until_ready((x, w))          # the device is up before the clock starts
+t0 = time.perf_counter()
+jax.block_until_ready(jax.jit(lambda x, w: lax.conv_general_dilated(
+    x, w, (1, 1), "SAME", precision=lax.Precision.HIGHEST))(x, w))
+print("SECONDS", time.perf_counter() - t0)
+"""
+
+
+def cold_first_call(module, small):
+    """Seconds of the first call (trace, compile, run) of the conv forward in a fresh process
+    with empty caches (wjax: no autotune choices, no persistent compilation cache; the
+    driver's own shader cache is whatever the machine has)."""
+    import subprocess
+    import tempfile
+    sizes = (4, 16, 28, 16) if small else (32, 64, 56, 64)
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, WJAX_AUTOTUNE_CACHE=os.path.join(d, "autotune.json"),
+                   XDG_CACHE_HOME=d)
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        code = _COLD.format(paths=sys.path[:2], module=module, sizes=sizes)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600)
+    got = [line.split()[1] for line in r.stdout.splitlines() if line.startswith("SECONDS")]
+    if not got:
+        print("  cold first call FAILED", (r.stderr or r.stdout).strip().splitlines()[-1:])
+        return None
+    return float(got[0])
 
 
 def warm_up(b: Bench, seconds=1.0):
@@ -284,7 +329,7 @@ def main():
     ap.add_argument("--small", action="store_true", default=None)
     ap.add_argument("--full", dest="small", action="store_false")
     ap.add_argument("--only", nargs="*", help="workload keys: elementwise sum colnorm softmax "
-                    "cumsum sort matmul mlp rnn conv attention call")
+                    "cumsum sort matmul mlp rnn conv cold attention call")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--profile", help="wjax: append each workload's profiler summary here")
     ap.add_argument("--compare", nargs="+", help="print the table of these --json files")

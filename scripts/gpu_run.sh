@@ -1,38 +1,71 @@
 #!/usr/bin/env bash
-# One run on a lent NVIDIA machine (the `device` tool; ../shared/gpu-kit/README.md): the card,
-# bench/bench_gpu.py on wjax (Vulkan) and on real JAX (CUDA) on the same card, the matmul tile
-# variants, then the kernel-heavy tests on the card.  Everything goes to $OUT (or ./gpu-out),
-# in at most 8 files (what the device tool brings back).
+# One run on a lent NVIDIA machine (the `device` tool; ../shared/gpu-kit/README.md).  Output goes
+# to $OUT (or ./gpu-out), in at most 8 files (what the device tool brings back).
 #   once, here:  cp -r ../shared/gpu-kit .gpu-kit && echo /.gpu-kit/ >> .git/info/exclude
-#   there:       bash scripts/gpu_run.sh [seconds for the tests]
+#   there:       bash scripts/gpu_run.sh probe   # cooperative matrices, the card's test failures
+#                                                # with full logs, profiles of the slow workloads
+#                TESTS=150 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
+#                    # on real JAX (CUDA) on the same card, profiles, the kernel tests on the card
+#                    # (TESTS: their seconds), TILES="128x64x16 ...": matmul tile variants
 set -uo pipefail
+mode="${1:-bench}"
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-test_budget="${1:-150}"
 source .gpu-kit/setup.sh > "$out/card.txt" 2>&1 || { cat "$out/card.txt"; exit 1; }
 export WJAX_BACKEND=vulkan PYTHONUNBUFFERED=1
+stamp() { echo "[$(date +%T) $SECONDS s] $*"; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   python3 -c "import jax; print('jax', jax.__version__, jax.devices())" 2>&1 | tail -1
   python3 -m wjax 2>&1 | head -6
 } | tee -a "$out/card.txt"
-echo "## wjax"
+
+if [ "$mode" = probe ]; then
+  stamp "cooperative matrices" | tee -a "$out/card.txt"
+  timeout 90 python3 bench/probe_coop.py 2>&1 | tee -a "$out/card.txt"
+  stamp "tests" | tee -a "$out/card.txt"
+  # the files that failed on the H100 first, then the kernel-form files; full tracebacks
+  JAX_PLATFORMS=cpu timeout 90 python3 -m pytest -n 14 -q -p no:cacheprovider -m "not slow" \
+    tests/test_numerics.py tests/test_complex.py tests/test_fft.py tests/test_bfloat16.py \
+    tests/test_nn.py tests/test_random.py tests/test_scipy.py tests/test_scipy_linalg.py \
+    -rf --tb=short > "$out/tests1.txt" 2>&1
+  JAX_PLATFORMS=cpu timeout 60 python3 -m pytest -n 14 -q -p no:cacheprovider -m "not slow" \
+    tests/test_matmul_tiled.py tests/test_conv_gemm.py tests/test_sort_radix.py \
+    tests/test_loops.py tests/test_lax_extra.py tests/test_kernel_forms.py tests/test_ops.py \
+    -rf --tb=short > "$out/tests2.txt" 2>&1
+  grep -hE "^FAILED|passed|failed" "$out"/tests1.txt "$out"/tests2.txt | tail -60
+  stamp "profiles" | tee -a "$out/card.txt"
+  timeout 70 python3 bench/bench_gpu.py --only softmax mlp rnn attention cumsum sort call \
+    --profile "$out/profile.txt" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
+  stamp "done" | tee -a "$out/card.txt"
+  exit 0
+fi
+
+# bench: at most 8 files -- card.txt, bench_wjax.txt (and the tile variants), bench_xla.txt,
+# wjax.json, xla.json, autotune.json (the tuner's choices), profile.txt, tests.txt
+export WJAX_AUTOTUNE_CACHE="$out/autotune.json"
+stamp "wjax" | tee -a "$out/card.txt"
 python3 bench/bench_gpu.py --json "$out/wjax.json" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
-echo "## JAX"
+stamp "JAX" | tee -a "$out/card.txt"
 JAX_PLATFORMS=cuda python3 bench/bench_gpu.py --module jax --json "$out/xla.json" 2>&1 \
   | grep -v Warning | tee "$out/bench_xla.txt"
-for t in 128x128x32 128x128x8 128x64x16 64x64x16; do
-  echo "## wjax, matmul tile $t" | tee -a "$out/bench_tiles.txt"
+python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json"
+stamp "profiles" | tee -a "$out/card.txt"
+timeout 60 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise softmax mlp rnn attention call} \
+  --profile "$out/profile.txt" 2>&1 | grep -v Warning > /dev/null
+for t in ${TILES:-}; do
+  echo "## wjax, matmul tile $t" | tee -a "$out/bench_wjax.txt"
   WJAX_MATMUL_TILE=$t python3 bench/bench_gpu.py --only matmul mlp 2>&1 | grep -v Warning \
-    | tee -a "$out/bench_tiles.txt"
+    | tee -a "$out/bench_wjax.txt"
 done
-python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json" | tee "$out/table.txt"
-echo "## tests (${test_budget} s)"
-JAX_PLATFORMS=cpu timeout "$test_budget" python3 -m pytest -n 14 -q -p no:cacheprovider \
-  -m "not slow" tests/test_ops.py tests/test_numerics.py tests/test_conv_gemm.py \
-  tests/test_kernel_forms.py tests/test_linalg_sizes.py tests/test_nn.py tests/test_complex.py \
-  tests/test_fft.py tests/test_reduce_window.py tests/test_bfloat16.py tests/test_control.py \
-  tests/test_matmul_tiled.py tests/test_sort_radix.py tests/test_loops.py tests/test_lax_extra.py \
-  --maxfail=60 -rf --tb=short > "$out/tests.txt" 2>&1
-grep -E "^FAILED|passed|failed" "$out/tests.txt" | tail -40
-cat "$out/table.txt"
+if [ -n "${TESTS:-}" ]; then
+  stamp "tests" | tee -a "$out/card.txt"
+  JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -q -p no:cacheprovider \
+    -m "not slow" tests/test_numerics.py tests/test_complex.py tests/test_fft.py \
+    tests/test_bfloat16.py tests/test_nn.py tests/test_random.py tests/test_scipy_linalg.py \
+    tests/test_matmul_tiled.py tests/test_autotune.py tests/test_row_resident.py \
+    tests/test_kernel_forms.py tests/test_loops.py tests/test_ops.py \
+    -rf --tb=short 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" > "$out/tests.txt"
+  grep -E "^FAILED|passed|failed" "$out/tests.txt" | tail -40
+fi
+stamp "done" | tee -a "$out/card.txt"

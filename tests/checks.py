@@ -73,3 +73,21 @@ def f16_unsupported(fn):
     import pytest
     with pytest.raises(TypeError, match="shader-f16"):
         fn()
+
+
+def f16_uniform_want(rjax, key, shape, lo, hi):
+    """What ``uniform(key, shape, float16, lo, hi)`` gives under JAX 0.10 (which wjax follows),
+    from the oracle's random bits: 10 of them as the float16 u in [0, 1), then u * (hi - lo)
+    rounded to float16, plus lo rounded again (XLA's CPU float16 arithmetic there).  The
+    oracle's own uniform must be that or the once-rounded u * (hi - lo) + lo (JAX 0.11 on the
+    H200 machine's CPU gave this in 25% of the elements): its float16 arithmetic changed,
+    its bits did not."""
+    import numpy as np
+    bits = np.asarray(rjax.random.bits(key, shape, np.uint16))
+    u = (bits >> 6).astype(np.float16) * np.float16(2.0 ** -10)      # exact
+    span, low = np.float16(hi - lo), np.float16(lo)
+    twice = np.maximum(low, (u * span).astype(np.float16) + low)
+    once = np.maximum(low, (u.astype(np.float64) * float(span) + float(low)).astype(np.float16))
+    theirs = np.asarray(rjax.random.uniform(key, shape, np.float16, lo, hi))
+    assert (theirs == twice).all() or (theirs == once).all(), "the oracle's float16 uniform"
+    return twice

@@ -237,3 +237,69 @@ def test_float16_storage_float32_accumulation(target_options):
     target_options(has_f16=False)
     with pytest.raises(TypeError, match="shader-f16"):
         jax.jit(lambda *x: prog(lax, jnp, *x))(a, b, c, d)
+
+
+def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
+    """Under the GPU strategies a product beyond GPU_TUNE_MAX takes the tile rule untimed; a
+    smaller one is timed at its own size among the tiles and splits, and one too small to
+    fill the GPU (a scan step's 64 x 256 x 256) among tiles and register blocks, unsplit --
+    and every variant offered computes the product, in a scan as outside one, against NumPy
+    and real JAX."""
+    from wjax._src.backend import profiles
+    rs = np.random.RandomState(3)
+    h = rs.randn(64, 256).astype(F)
+    w = rs.randn(256, 256).astype(F) / 16
+    xs = rs.randn(5, 64, 256).astype(F)
+
+    def rnn(w, xs):
+        def cell(c, x):
+            c = jnp.tanh(jnp.dot(c, w, precision=lax.Precision.HIGHEST) + x)
+            return c, c
+        return lax.scan(cell, jnp.asarray(h), xs)[1]
+
+    def want_rnn():
+        c, out = h.astype(np.float64), []
+        for x in xs:
+            c = np.tanh(c @ w + x)
+            out.append(c)
+        return np.stack(out)
+    want = want_rnn()
+    rt = runtime.get()
+    with rt.options(**dict(profiles.GPU_STRATEGIES)):
+        t = rt.target()
+        s0 = dict(rt.tuner.stats)
+        big = linalg._mm_config(t, 1, 8192, 8192, 8192)    # beyond GPU_TUNE_MAX
+        assert big.tiled and linalg._fills_gpu(big, 1, 8192, 8192) and big.bm == 128
+        assert rt.tuner.stats == s0                      # the rule: nothing timed
+        offered = []
+        linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
+            (key, names, default)) or default), 1, 64, 256, 256)
+        (key, names, default), = offered
+        assert key == "matmul-gpu|64x256x256" and default == names[0] == "t64x64x16s1"
+        assert {"t128x128x16s1", "t128x64x16s1", "rm4v2wg64s1"} <= set(names)  # tiles, blocks
+        assert all(n.endswith("s1") for n in names)       # one dispatch each (in a loop)
+        step_key, step_names = key, names
+        offered.clear()
+        linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
+            (key, names, default)) or default), 1, 1024, 2048, 1024)
+        (_, big_names, _), = offered                     # a product that fills the GPU:
+        assert {"t128x128x16s2", "t64x64x16s4"} <= set(big_names)   # tiles and splits
+        assert not any(n.startswith("rm") for n in big_names)
+        key, names = step_key, step_names
+        np.testing.assert_allclose(np.asarray(jax.jit(rnn)(w, xs)), want, rtol=2e-5,
+                                   atol=2e-5)
+        assert rt.tuner.stats["timed"] == s0["timed"] + 1
+        assert json.loads(tuner_file.read_text())["adapters"][rt.tuner.adapter_key][key] \
+            in names
+        adapter = rt.tuner.adapter_key
+        for name in names:                               # every variant it may choose
+            tuner_file.write_text(json.dumps({"version": 1, "adapters": {adapter: {key: name}}}))
+            rt.tuner.forget()
+            jax.clear_caches()
+            np.testing.assert_allclose(np.asarray(jax.jit(rnn)(w, xs)), want, rtol=2e-5,
+                                       atol=2e-5, err_msg=name)
+    J = pytest.importorskip("jax")
+    np.testing.assert_allclose(
+        want, np.asarray(J.jit(lambda w, xs: J.lax.scan(
+            lambda c, x: (J.numpy.tanh(J.numpy.dot(c, w, precision="highest") + x),) * 2,
+            J.numpy.asarray(h), xs)[1])(w, xs)), rtol=2e-5, atol=2e-5)

@@ -172,9 +172,14 @@ def test_jnp_fft_matches_jax(name):
 
 
 def test_jit_matches_eager():
+    # Not bit for bit: under jit the scale and the + 1j are fused into the FFT kernels, and a
+    # driver may contract and regroup float operations differently in a fused kernel than in
+    # separate ones (the WGSL spec allows both; an H200 gave 15 of 90 components 1-2 ulp
+    # apart).  Each of the few rounding steps is within an ulp of the largest magnitude.
     f = lambda a: jnp.fft.rfft2(a * 2.0, s=(6, 8)) + 1j     # noqa: E731
     e, j = np.asarray(f(X)), np.asarray(wjax.jit(f)(X))
-    np.testing.assert_array_equal(e, j)
+    eps = np.finfo(np.float32).eps
+    np.testing.assert_allclose(e, j, rtol=0, atol=4 * eps * np.abs(e).max())
     same(j, jjnp.fft.rfft2(X * 2.0, s=(6, 8)) + 1j)
 
 

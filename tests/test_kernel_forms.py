@@ -97,16 +97,26 @@ def test_gpu_forms(shape, ax):
 
 
 def test_kernel_counts():
-    """norm over a small leading axis stays 3 kernels (no split: not worth a second
-    dispatch); a big one-row sum is split in parts and folded by a second pass."""
+    """The kernels each target form gives.  CPU forms: norm over a small leading axis stays 3
+    kernels (no split: not worth a second dispatch); a big one-row sum is split in parts and
+    folded by a second pass.  GPU forms (strided reductions split over many workgroups): norm
+    takes 8 -- each of its two column reductions (the sum, then the shifted sums of x and x^2
+    that jnp.var takes together) is split in parts and folded by a second pass, and three
+    10-element kernels run between them (the mean, the shift row x[0] - mean, and the
+    standard deviation), which the CPU forms recompute inside their consumers."""
     n_kernels = lambda f, *a: len(wjax.jit(f).lower(*a).compile().plan.steps)   # noqa: E731
 
     def norm(X):
         X = X - X.mean(0)
         return X / X.std(0)
-    assert n_kernels(norm, jnp.ones((10000, 10))) == 3
-    assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == 2
-    assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == 1
+    rt = runtime.get()
+    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1)),
+                               (profiles.GPU_STRATEGIES, (8, 2, 1))):
+        with rt.options(**dict(strategies)):
+            assert n_kernels(norm, jnp.ones((10000, 10))) == counts[0], strategies
+            assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == counts[1], strategies
+            assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == counts[2], strategies
+    wjax.clear_caches()
 
 
 # --------------------------------------------------------------------------- GPU strided forms
@@ -197,9 +207,10 @@ def test_strided_forms_are_what_gpus_get():
     from wjax._src.backend import execute
     from wjax._src.backend.target import Target
 
-    def kernels(f, shape, profile):
+    def kernels(f, shape, profile, **options):
         closed = wjax.make_jaxpr(f)(wjax.ShapeDtypeStruct(shape, np.float32))
-        return execute.Executable(closed.jaxpr, Target.for_profile(profile)).plan.steps
+        return execute.Executable(closed.jaxpr,
+                                  Target.for_profile(profile, **options)).plan.steps
     for profile, sg in (("nvidia", True), ("webgpu-default", False)):
         cols = kernels(lambda a: a.sum(0), (1 << 20, 64), profile)
         assert len(cols) == 2
@@ -209,8 +220,12 @@ def test_strided_forms_are_what_gpus_get():
         assert len(full) == 2 and full[0].grid[0] * full[0].grid[1] >= 512
         assert ("subgroupShuffleXor" in full[0].wgsl) == sg
         assert ("subgroupShuffleXor" in full[1].wgsl) == sg
-        soft = kernels(lambda a: wjax.nn.softmax(a, axis=1), (8192, 4096), profile)
+        soft = kernels(lambda a: wjax.nn.softmax(a, axis=1), (8192, 4096), profile,
+                       row_resident=0)
         assert len(soft) == 3 and soft[0].grid[0] * soft[0].grid[1] == 8192
+        # (with row-resident groups: one kernel, tests/test_row_resident.py)
+        soft = kernels(lambda a: wjax.nn.softmax(a, axis=1), (8192, 4096), profile)
+        assert len(soft) == 1 and soft[0].grid[0] * soft[0].grid[1] == 8192
 
 
 def test_gpu_elementwise_forms():
@@ -224,13 +239,16 @@ def test_gpu_elementwise_forms():
     def norm(X):
         return (X - X.mean(0)) / X.std(0)
 
-    def steps(f, shapes, profile="nvidia"):
+    def steps(f, shapes, profile="nvidia", **options):
         closed = wjax.make_jaxpr(f)(*[wjax.ShapeDtypeStruct(s, np.float32) for s in shapes])
-        return execute.Executable(closed.jaxpr, Target.for_profile(profile)).plan.steps
+        return execute.Executable(closed.jaxpr,
+                                  Target.for_profile(profile, **options)).plan.steps
     st = steps(norm, [(1 << 20, 64)])
     assert len(st) == 4 and st[2].grid == (1, 1, 1) and "wj_sqrt" in st[2].wgsl
     assert "wj_sqrt" not in st[3].wgsl
-    assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 3
+    assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)],
+                     row_resident=0)) == 3
+    assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 1
     (ax,) = steps(lambda a, b: a * 2 + b, [(1 << 20,), (1 << 20,)])
     assert "q * 65536u" in ax.wgsl and "@workgroup_size(256)" in ax.wgsl
     rt = runtime.get()

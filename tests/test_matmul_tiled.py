@@ -109,17 +109,63 @@ def test_gpu_target_lowers_to_tiled_kernel():
     assert text.count("@compute") == 1, text[:2000]
 
 
-def test_half_precision_products_never_take_the_float32_tile():
-    """float16/bfloat16 products run on the vec4 kernel (the tiled one is float32): a tuner
-    that prefers the first candidate must not hand them a tiled variant (an H100 run of a
-    4096 bfloat16 matmul died on that: ZeroDivisionError)."""
-    t = Target.for_profile("nvidia", tune=lambda key, names, build, nb, default: names[0])
-    cfg = dot._mm_config(t.replace(matmul="vec4"), 1, 4096, 4096, 4096, tiled=False)
-    assert not cfg.tiled and cfg.rm > 0
+def test_half_precision_products_take_either_kernel_a_tuner_picks():
+    """float16/bfloat16 products run on the tiled kernel or the register-blocked one,
+    whichever the tuner picks (an H100 run of a 4096 bfloat16 matmul once died when a tiled
+    choice reached the register-blocked kernel: ZeroDivisionError)."""
     a = RS.randn(64, 96).astype(np.float16)
     b = RS.randn(96, 80).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    for pick in (0, -1):
+        t = Target.for_profile("nvidia", tune=lambda key, names, build, nb, default: names[pick])
+        cfg = dot._mm_config(t, 1, 8192, 8192, 8192)       # beyond GPU_TUNE_MAX: the rule
+        assert cfg.tiled and cfg.bm == 128
+        small = dot._mm_config(t, 1, 64, 80, 96)
+        assert small.tiled == (pick == 0) and (small.tiled or small.rm > 0)
     with _gpu():
-        got = wjax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))(a, b)
+        f = wjax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))
+        got = f(a, b)
+        text = f.lower(a, b).compile().as_text()
     wjax.clear_caches()
-    np.testing.assert_allclose(np.asarray(got), a.astype(np.float32) @ b.astype(np.float32),
-                               rtol=1e-3, atol=1e-3)
+    assert "var<workgroup> As" in text and "vec4<f16>" in text
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("tile", ["128x128x16", "64x64x16"])
+def test_half_precision_products_take_the_tile(dt, tile):
+    """float16 / bfloat16 operands on the GPU's tiled kernel (float16 read as vec4<f16>,
+    bfloat16 from its f32 lanes), accumulated in float32 and rounded once to the result's
+    type (float16 by the bits, wj_f16r), as XLA: within one ulp of the exact product rounded,
+    equal to real JAX's where JAX rounds the same, with preferred_element_type=float32, a
+    fused epilogue, split contractions and a transposed operand."""
+    J = pytest.importorskip("jax")
+    wjax.clear_caches()
+    rs = np.random.RandomState(5)
+    for M, N, K in ((130, 67, 33), (64, 64, 3000), (256, 256, 64)):
+        a = rs.randn(M, K).astype(np.float32).astype(dt)
+        b = rs.randn(K, N).astype(np.float32).astype(dt)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        with _gpu(tile):
+            got = wjax.jit(jnp.matmul)(a, b)
+            got32 = wjax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))(
+                a, b)
+            gott = wjax.jit(lambda x, y: jnp.maximum(x.T.T @ y, 0) * 2)(a, b)
+            src = wjax.jit(jnp.matmul).lower(a, b).compile().as_text()
+        assert got.dtype == np.dtype(dt) and got32.dtype == np.float32
+        bits = 7 if dt == "bfloat16" else 10             # the type's mantissa bits
+        ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14))) - bits)
+        err = np.abs(np.asarray(got, np.float64) - exact)
+        assert np.all(err <= ulp + 1e-3 * np.abs(exact).max() * 2 ** -8), (M, N, K)
+        np.testing.assert_allclose(np.asarray(got32), exact, rtol=0,
+                                   atol=2e-5 * max(1, np.abs(exact).max()))
+        np.testing.assert_allclose(np.asarray(gott, np.float32),
+                                   np.maximum(np.asarray(got, np.float32), 0) * 2, rtol=0,
+                                   atol=float(ulp.max()) * 2)
+        want = np.asarray(J.jit(J.numpy.matmul)(a, b))
+        # XLA's CPU product of halves sums in float32 in its own order: the two agree to
+        # within the result's ulp
+        assert np.all(np.abs(np.asarray(got, np.float64) - want.astype(np.float64))
+                      <= 2 * ulp + 1e-3 * np.abs(exact).max() * 2 ** -8)
+        assert "var<workgroup> As" in src
+    wjax.clear_caches()

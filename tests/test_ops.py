@@ -51,6 +51,8 @@ EXCLUDED = {
                    "tests/test_surface_top.py against real JAX",
     "custom_vmap_call": "carries a function's jaxpr and its vmap rule (custom_batching); "
                         "tests/test_surface_top.py against real JAX",
+    "row_group": "a row-resident group the backend forms at lowering for GPU targets "
+                 "(backend/passes.row_groups); tests/test_row_resident.py against real JAX",
 }
 # collectives never run on their own: vmap's rewrite of their named axis replaces them with array
 # operations (tests/test_collectives.py compares every one with real JAX)
@@ -1546,6 +1548,15 @@ def _atan2_cut_sign(got, want):
     return g
 
 
+def _digamma_pole_as_jax_0_10(x, want):
+    """digamma at the pole x = +-0: NaN in JAX 0.10 (XLA's rule for every non-positive
+    integer), which wjax follows; JAX 0.11 gives -inf there (an H200 run).  Elsewhere unchanged."""
+    want = np.array(want)
+    pole = (np.asarray(x, np.float32) == 0) & np.isinf(want.astype(np.float32))
+    want[pole] = np.nan
+    return want
+
+
 @pytest.mark.parametrize("dt", ["float32", "int8", "uint8", "int16", "int32", "uint32",
                                 "complex64", "bfloat16"])
 def test_elementwise_references_match_real_jax(dt):
@@ -1581,6 +1592,8 @@ def test_elementwise_references_match_real_jax(dt):
                "bfloat16": (8e-3, 1e-6)}.get(dt, (0, 0))
         if name == "atan2" and dt == "complex64":
             got = _atan2_cut_sign(got, want)
+        if name == "digamma":
+            want = _digamma_pole_as_jax_0_10(args[0], want)
         try:   # JAX's complex zeros carry signs of their own: not compared
             assert_matches(got, want, *tol, what=name,
                            signed_zero=RECORDS[name].signed_zero and dt != "complex64")

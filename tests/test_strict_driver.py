@@ -116,6 +116,12 @@ def test_subnormals_flush_in_arithmetic_and_comparisons_but_not_in_moves():
     np.testing.assert_array_equal(got, [0.0, -1.0, 0.0, -1.0])
     got = run("out[i] = select(0.0, 1.0, x < 0.0) + sign(x) * 4.0;", tiny, zero)
     np.testing.assert_array_equal(got, [4.0, -4.0, 4.0, -4.0])
+    got = run("out[i] = abs(x);", tiny, zero)
+    np.testing.assert_array_equal(got.view(np.int32), np.abs(tiny).view(np.int32))
+    # but min, max and clamp flush theirs (an H200: max(abs(1e-45), 0.0) was 0)
+    for body in ("out[i] = max(abs(x), y);", "out[i] = min(abs(x), 1.0);",
+                 "out[i] = clamp(abs(x), 0.0, 1.0);"):
+        assert not run(body, tiny, zero).view(np.int32).any(), body
     # the same kernel on the local driver keeps them (lavapipe computes with subnormals)
     assert run("out[i] = x * 1.0;", tiny, zero, strict=False).view(np.int32).tolist() == \
         tiny.view(np.int32).tolist()
@@ -144,6 +150,23 @@ def test_contraction_recomputes_a_let_product_only_while_its_names_are_unchanged
                      "\n  let q = z * y;\n  z = 1.0;\n  out[i] = q + z;\n}\n")
     # an inner x shadows the product's factor, and z is a var: neither sum is contracted
     assert "wj_sd_fma" not in src
+
+
+@pytest.mark.parametrize("body", [
+    "out[i] = (0.5 * x) * x;",                   # constant first
+    "out[i] = x * (x * 0.5);",                   # constant inside the second factor
+    "let h = 0.5 * x;\n  out[i] = (h * y) * x;",  # through a let, three factors
+    "out[i] = (0.5 * x) * x + y;",               # then contracted: fma(x * x, 0.5, y)
+])
+def test_constant_factors_are_gathered_last(body):
+    # LLVM's fast-math reassociation (NVIDIA: cosh(89) = (0.5 h) h was inf): the product of
+    # the variables first, so 2^64 * 2^64 overflows before the 0.5 applies
+    x, y = np.full(64, 2.0 ** 64, np.float32), np.full(64, 1.0, np.float32)
+    assert np.isinf(run(body, x, y)).all()
+    assert np.isfinite(run(body, x, y, strict=False)).all()
+    # products of variables only keep their order: (x * y) * x, not (x * x) * y
+    y = np.full(64, 2.0 ** -64, np.float32)
+    np.testing.assert_array_equal(run("out[i] = (x * y) * x;", x, y), 2.0 ** 64)
 
 
 def test_fused_multiply_add_is_rounded_once():

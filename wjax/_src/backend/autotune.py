@@ -29,6 +29,8 @@ from ..core.config import settings
 
 VERSION = 1
 REPS = 3                      # timed runs per candidate (the fastest counts)
+MIN_TIMED = 2e-3              # seconds a timed run should last: short kernels repeat in it ...
+MAX_INNER = 64                # ... at most this many times
 
 
 def enabled() -> bool:
@@ -129,16 +131,22 @@ class Tuner:
             except Exception:         # a variant this adapter cannot compile
                 continue
 
-            def run(dispatches=dispatches):
-                for src, idx, grid in dispatches:
-                    rt.dispatch(src, [bufs[i] for i in idx], grid)
+            def run(n=1, dispatches=dispatches):
+                for _ in range(n):
+                    for src, idx, grid in dispatches:
+                        rt.dispatch(src, [bufs[i] for i in idx], grid)
                 rt.synchronize()
+            # a short kernel runs ``inner`` times a timing, so that waiting for the device
+            # (tens of microseconds on a GPU) does not drown the kernels' own time; the
+            # warm-up run says how long one takes
+            t0 = time.perf_counter()
             run()
+            inner = max(1, min(MAX_INNER, int(MIN_TIMED / max(time.perf_counter() - t0, 1e-7))))
             best = float("inf")
             for _ in range(REPS):
                 t0 = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t0)
+                run(inner)
+                best = min(best, (time.perf_counter() - t0) / inner)
                 if times and best > 2 * min(times.values()):
                     break             # far behind: no need to time it again
             times[name] = best

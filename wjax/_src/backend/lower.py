@@ -27,7 +27,7 @@ from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
 from .passes import (broadcast_splits, check_avals, chunk_wide_concats, cse_and_fold,
-                     deep_fusion_splits)
+                     deep_fusion_splits, row_groups)
 
 
 class Dispatch:
@@ -168,7 +168,7 @@ class Fuser:
                 raise EpilogueMismatch(atom)   # not computed yet when the epilogue runs
             k = lowering.key_of(atom)
             kb = self.kb
-            if kb.vec > 1 and kb.vec_ok and idx._flat != "i":
+            if kb.vec > 1 and kb.vec_ok and idx._flat not in kb.flat_names:
                 got = self._vec_read(k, aval, idx)
                 if got is not None:
                     self.memo[key] = got
@@ -177,7 +177,7 @@ class Fuser:
             flat = idx.flat()
             if flat == "0u" and aval.ndim == 0:
                 self.kb.nonflat_keys.add(k)     # read once: a vec4 kernel splats it
-            elif flat != "i":
+            elif flat not in self.kb.flat_names:
                 self.kb.vec_ok = False
                 self.kb.nonflat_keys.add(k)
             expr = self.kb.load(self.kb.elem(name, flat), aval.dtype)
@@ -755,12 +755,26 @@ def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
 
 
 def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
-    """Plans a jaxpr.  When a kernel would bind more storage buffers than the device
-    allows, the fusable operand reading the most buffers is split into a kernel of its
-    own (materialized) and planning starts again."""
+    """Plans a jaxpr.  Where the target has ``row_resident`` (GPUs), row-resident groups
+    (softmax, logsumexp, layer norms: ``passes.row_groups``) become one kernel each; a plan
+    whose group kernel cannot fit the device's bindings is planned again without groups.
+    When a kernel would bind more storage buffers than the device allows, the fusable
+    operand reading the most buffers is split into a kernel of its own (materialized) and
+    planning starts again (``_plan``)."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     check_avals(j, target)
+    if target.row_resident:
+        grouped = row_groups(j, target)
+        if grouped is not j:
+            try:
+                return _plan(grouped, target)
+            except (NotImplementedError, MemoryError):
+                pass        # a group's kernel binds too many buffers: plan without groups
+    return _plan(j, target)
+
+
+def _plan(j: Jaxpr, target: Target) -> Plan:
     split: set[int] = deep_fusion_splits(j)
     if target.elementwise == "flat":
         split |= broadcast_splits(j)

@@ -277,3 +277,179 @@ def _from_kernel(v: Var, producer: dict) -> bool:
             return False
         e = producer.get(a.id)
     return e is not None and e.prim.kernel is not None
+
+
+# --------------------------------------------------------------------------- row-resident groups
+
+# views that read their operand at the output's own position
+_SAME_POSITION = {"convert_element_type", "stop_gradient", "name", "conj"}
+# views that keep a row's values in that row when both shapes are row shapes (``Bd + (1,)*j``)
+_ROW_VIEWS = {"reshape", "squeeze", "expand_dims"}
+MAX_ROW_REDUCTIONS = 6      # reductions one row-resident kernel folds (workgroup memory)
+
+
+def row_groups(jaxpr: Jaxpr, target: Target) -> Jaxpr:
+    """Where ``Target.row_resident`` allows (GPUs), collapses each *row-resident group* into one
+    equation of the reductions' ``row_group`` primitive, whose kernel (``prims/rows.py``) gives
+    each row a team of threads that loads it once, folds every reduction of the group in
+    workgroup memory or subgroup shuffles, and writes the results once.
+
+    A group grows from a seed reduction (``reduce_sum/max/min`` of a float operand of shape
+    ``S = Bd + Rd`` over the trailing axes ``Rd``, ``2 <= prod(Rd) <= row_resident``): the
+    later reductions of the same ``S`` and axes, and every fusable equation that reads a
+    value of the group through same-position elementwise math (operands of its own shape or
+    0-d), same-position views, or the row views and leading-identity broadcasts that carry a
+    row's values (shape ``Bd + (1,)*j``) back over the row (shape ``S``).  Values computed
+    outside the group from group values are *tainted* and never read by it, so the group is
+    one equation after the untainted rest and before the tainted rest.  A group is kept when
+    it saves a pass: some reduction or element of it reads a reduction of it (softmax's sum
+    reads its max, the normalization reads both).  Softmax, log_softmax, logsumexp, layer
+    norm and their gradients each become one kernel."""
+    bound = int(getattr(target, "row_resident", 0) or 0)
+    if not bound or any(has_effects(e) for e in jaxpr.eqns):
+        return jaxpr
+    if not any(getattr(e.prim, "row_group", None) is not None for e in jaxpr.eqns):
+        return jaxpr
+    deep = deep_fusion_splits(jaxpr)
+    limits = (int(target["max-storage-buffers-per-shader-stage"]),
+              int(target["max-storage-buffer-binding-size"]),
+              min(MAX_ROW_REDUCTIONS, target.workgroup_memory // 2048))
+    tried: set = set()
+    while True:
+        new = _one_row_group(jaxpr, bound, deep, limits, tried)
+        if new is None:
+            return jaxpr
+        jaxpr = new
+
+
+def _row_key(e: Eqn, bound: int):
+    """(S, axes) of a reduction a row-resident group may hold, or None."""
+    if getattr(e.prim, "row_group", None) is None or len(e.invars) != 1:
+        return None
+    a = e.invars[0]
+    shape, nd = tuple(a.aval.shape), len(a.aval.shape)
+    axes = tuple(sorted(e.params.get("axes", ())))
+    if (not axes or axes != tuple(range(nd - len(axes), nd))
+            or W.value_type(a.aval.dtype) not in ("f32", "f16")
+            or getattr(a.aval.dtype, "is_key", False)):
+        return None
+    n = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    if not 2 <= n <= bound or a.aval.size == 0:
+        return None
+    return shape, axes
+
+
+def _row_shapes(S, axes) -> set:
+    bd = S[:len(S) - len(axes)]
+    return {bd + (1,) * j for j in range(len(axes) + 1)}
+
+
+def _joins(e: Eqn, gvals: set, S, rows: set) -> bool:
+    """Whether fusable ``e``, reading group values, computes a group value: of shape ``S``
+    or a row shape, reading each group value at its own element or row."""
+    if len(e.outvars) != 1:
+        return False
+    out = tuple(e.outvars[0].aval.shape)
+    if out != S and out not in rows:
+        return False
+    if getattr(e.outvars[0].aval.dtype, "is_key", False):
+        return False
+    ins = [a for a in e.invars if isinstance(a, Var)]
+    name = e.prim.name
+    if name == "broadcast_in_dim":
+        a = e.invars[0]
+        src = tuple(a.aval.shape)
+        return (src in rows or src == S) and tuple(
+            e.params["broadcast_dimensions"]) == tuple(range(len(src)))
+    if name in _ROW_VIEWS:
+        src = tuple(e.invars[0].aval.shape)
+        return (src in rows and out in rows or src == out) and (
+            name != "reshape" or e.params.get("dimensions") is None)
+    if e.prim.view and name not in _SAME_POSITION:
+        return False
+    if name == "gather":        # reads its operand where its indices say
+        return False
+    return all(tuple(a.aval.shape) == out or a.aval.ndim == 0
+               for a in ins if a.id in gvals)
+
+
+def _one_row_group(jaxpr: Jaxpr, bound: int, deep: set, limits, tried: set):
+    """The jaxpr with the first worthwhile row-resident group collapsed, or None."""
+    eqns = jaxpr.eqns
+    max_storage, max_binding, max_reds = limits
+    for si, seed in enumerate(eqns):
+        key = _row_key(seed, bound)
+        if key is None or id(seed) in tried:
+            continue
+        tried.add(id(seed))
+        S, axes = key
+        rows = _row_shapes(S, axes)
+        members: list[int] = []
+        gvals: set = set()
+        reds: set = set()          # outputs of the group's reductions
+        after: set = set()         # group values computed from a group reduction
+        taint: set = set()
+        tainted: set = set()       # equation indices computed from the group outside it
+        gain = False
+        for k in range(si, len(eqns)):
+            e = eqns[k]
+            vids = [a.id for a in e.invars if isinstance(a, Var)]
+            g = any(v in gvals for v in vids)
+            t = any(v in taint for v in vids)
+            join = False
+            if not t:
+                if _row_key(e, bound) == key and len(reds) < max_reds:
+                    join = True
+                    if vids and vids[0] in after:
+                        gain = True
+                elif (g and e.prim.fuse is not None and not any(v.id in deep for v in e.outvars)
+                        and _joins(e, gvals, S, rows)):
+                    join = True
+                    if tuple(e.outvars[0].aval.shape) == S and any(v in after for v in vids):
+                        gain = True
+            if join:
+                members.append(k)
+                for v in e.outvars:
+                    gvals.add(v.id)
+                    if e.prim.fuse is None:
+                        reds.add(v.id)
+                        after.add(v.id)
+                    elif any(x in after for x in vids):
+                        after.add(v.id)
+            elif g or t:
+                tainted.add(k)
+                taint.update(v.id for v in e.outvars)
+        if not gain:
+            continue
+        new = _collapse(jaxpr, members, tainted, gvals, max_storage, max_binding)
+        if new is not None:
+            return new
+    return None
+
+
+def _collapse(jaxpr: Jaxpr, members, tainted, gvals, max_storage, max_binding):
+    """The jaxpr with equations ``members`` made one ``row_group`` equation (None when it
+    would bind too many buffers, or one larger than a binding)."""
+    eqns = jaxpr.eqns
+    mset = set(members)
+    body = [eqns[k] for k in members]
+    ins, seen = [], set()
+    for e in body:
+        for a in e.invars:
+            if isinstance(a, Var) and a.id not in gvals and a.id not in seen:
+                seen.add(a.id)
+                ins.append(a)
+    used = {a.id for k, e in enumerate(eqns) if k not in mset
+            for a in e.invars if isinstance(a, Var)}
+    used |= {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    outs = [v for e in body for v in e.outvars if v.id in used]
+    if not outs or len(ins) + len(outs) > max_storage - 1:
+        return None
+    for v in ins + outs:
+        if v.aval.size * W.storage_itemsize(v.aval.dtype) > max_binding:
+            return None
+    prim = next(e.prim.row_group for e in body if e.prim.fuse is None)
+    geqn = Eqn(prim, list(ins), list(outs), {"jaxpr": Jaxpr([], list(ins), list(outs), body)})
+    rest = [e for k, e in enumerate(eqns) if k not in mset and k not in tainted]
+    late = [e for k, e in enumerate(eqns) if k in tainted]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, rest + [geqn] + late)

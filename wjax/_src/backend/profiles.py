@@ -27,10 +27,14 @@ import dataclasses
 #                    every thread's coroutine)
 #   loop_constants   "uniform": a loop's small constants bound as uniform buffers (one gather
 #                    on lavapipe); "storage": as storage buffers
+#   row_resident     the longest row whose reductions and broadcast-back elementwise work
+#                    (softmax, logsumexp, layer norm) run as one kernel, a team of threads per
+#                    row holding it in registers (``prims/rows.py``); 0: never (CPU adapters,
+#                    where a workgroup tree per row costs more than the passes it saves)
 CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
-             "loop_workgroup": 64, "loop_constants": "uniform"}
+             "loop_workgroup": 64, "loop_constants": "uniform", "row_resident": 0}
 GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
-             "loop_workgroup": 256, "loop_constants": "storage"}
+             "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
 #                    passes in workgroup memory

@@ -7,10 +7,11 @@ spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU
 
 * **Subnormals flushed as NVIDIA does.**  Every f32 arithmetic operation (``+ - * /``,
   ``sqrt inverseSqrt fma ldexp``) and every f32 comparison reads its subnormal operands as zero
-  of the same sign, and an arithmetic result that would be subnormal becomes that zero.  Loads,
-  stores, ``select``, ``bitcast``, negation and the exact builtins (``abs min max clamp floor
-  ceil trunc round sign``) see the bits unchanged: on the H100, ``floor(-1e-45)`` is -1 while
-  ``-1e-45 < 0.0`` is false.
+  of the same sign, and an arithmetic result that would be subnormal becomes that zero; so do
+  ``min``, ``max`` and ``clamp`` (on an H200 ``max(abs(1e-45), 0.0)`` was 0).  Loads, stores,
+  ``select``, ``bitcast``, negation and the other exact builtins (``abs floor ceil trunc round
+  sign``) see the bits unchanged: on the H100, ``floor(-1e-45)`` is -1 while ``-1e-45 < 0.0``
+  is false.
 * **Division and square roots at the spec's error bound.**  ``x / y`` (2.5 ulp for |y| in
   [2^-126, 2^126]) returns the correctly rounded quotient moved by 2 ulp, up or down by a hash of
   the operands' bits; ``inverseSqrt`` (2 ulp) is the correctly rounded value moved by 1 ulp;
@@ -21,6 +22,11 @@ spec allows would compute -- so the test suite, run on lavapipe, sees a real GPU
 * **The transcendental builtins** (which no kernel may call, ``wgsl_math.ALLOWED_BUILTINS``)
   at their bounds too: ``sin``/``cos`` off by 2^-11 absolute, ``exp``/``exp2`` by 3 + 2|x| ulp,
   ``log``/``log2`` by 2^-21 near 1 and 3 ulp elsewhere, ``tan``/``pow`` inherited.
+* **Reassociation.**  A product chain with a literal factor is computed with the literal last,
+  as LLVM's fast-math reassociation orders it: ``(c * u) * v`` and ``u * (c * v)`` become
+  ``(u * v) * c``, ``((c * u) * w) * v`` becomes ``((u * w) * v) * c`` (NVIDIA: ``(0.5 * h) *
+  h`` overflowed where ``h * h`` does, so cosh(89) was inf).  Products of variables keep their
+  order (``(m * 2^k1) * 2^k2`` was not regrouped there: exp(88.7) is finite).
 * **Contraction.**  A product feeding an addition or subtraction (in one expression, through a
   ``let``, or into ``+=``/``-=``) becomes one fused multiply-add, as SPIR-V compilers do; f16
   products are added in f32 and rounded once.  ``fma`` itself is fused (lavapipe's is not).
@@ -142,9 +148,10 @@ _FIXED = {"atomicStore": None, "pack2x16float": "u32", "unpack2x16float": "vec2<
           "subgroupAny": "bool", "subgroupElect": "bool"}
 _ATOMICS = {"atomicLoad", "atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd",
             "atomicOr", "atomicXor", "atomicExchange"}
-# float builtins that compute, so flush their operands (NVIDIA's floor, ceil, trunc, round,
-# sign, abs, min and max do not: floor(-1e-45) is -1 there, so neither does the emulation)
-_FLUSHING = {"ldexp", "fma", "sqrt", "inverseSqrt"}
+# float builtins that flush their operands: those that compute, and min/max/clamp (an H200's
+# max(abs(1e-45), 0.0) was 0: sign(1e-45 + 0j) returned its input); NVIDIA's floor, ceil,
+# trunc, round, sign and abs do not (floor(-1e-45) is -1 there), so neither does the emulation
+_FLUSHING = {"ldexp", "fma", "sqrt", "inverseSqrt", "min", "max", "clamp"}
 _LOOSE_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "pow"}
 
 
@@ -716,6 +723,30 @@ class _Kernel:
                 return product[0]
         return None
 
+    def reassoc(self, x, y):
+        """The factors ``x * y`` is computed from after fast-math reassociation, or None where
+        it stays: LLVM's reassociation (which SPIR-V drivers run) gathers the constants of a
+        product chain last, so ``(c * u) * v`` becomes ``(u * v) * c`` and ``((c * u) * w) * v``
+        ``((u * w) * v) * c`` -- and ``(0.5 * h) * h`` overflows where ``h * h`` does (NVIDIA:
+        cosh(89) = inf)."""
+        if not (_is_float(x.ty) or _is_float(y.ty)):
+            return None
+        fs = self.factors(x) + self.factors(y)
+        lits = [f for f in fs if f.k == "lit"]
+        rest = [f for f in fs if f.k != "lit"]
+        if not lits or len(rest) < 2 or (x.k != "lit" and y.k == "lit" and len(lits) == 1):
+            return None
+        u = rest[0]
+        for v in rest[1:]:
+            u = N("bin", _unify(u.ty, v.ty), "*", u, v)
+        for c in lits[:-1]:
+            u = N("bin", _unify(u.ty, c.ty), "*", u, c)
+        return u, lits[-1]
+
+    def factors(self, e):
+        f = self.product_of(e)
+        return [e] if f is None else self.factors(f[0]) + self.factors(f[1])
+
     def emit(self, e):
         k = e.k
         if k == "lit":
@@ -750,6 +781,9 @@ class _Kernel:
                     x, y = pb
                     z = a
                     neg_xy, neg_z = op == "-", False
+                f = self.reassoc(x, y)
+                if f is not None:
+                    x, y = f
                 xs, ys, zs = self.splat(x, ty), self.splat(y, ty), self.splat(z, ty)
                 if neg_xy:
                     xs = f"(-{xs})"
@@ -758,6 +792,10 @@ class _Kernel:
                 return self.helper("fma", ty, xs, ys, zs)
         if op == "/":
             return self.helper("div", ty, self.splat(a, ty), self.splat(b, ty))
+        if op == "*":
+            f = self.reassoc(a, b)
+            if f is not None:
+                return self.emit(N("bin", ty, "*", *f))
         text = f"({self.ftz(a)} {op} {self.ftz(b)})"
         if _scalar(ty) == "f32":
             return self.helper("ftz", ty, text)

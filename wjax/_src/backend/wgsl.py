@@ -297,6 +297,10 @@ class KernelBuilder:
         # ``i`` and what is computed from it); a read at an index naming none of them is the
         # same for every lane: one scalar read, splatted (``uniform``)
         self.varying: set = {"i"}
+        # names of flat element indices (vec mode: the vec4 index) that read a buffer at its own
+        # position with one load: ``i``, or one per slot of a kernel covering several
+        # positions per thread (``prims/rows.py``)
+        self.flat_names: set = {"i"}
         # a vec whose lanes are 4 consecutive positions of the innermost dim: that dim's
         # expression (``lane_dim``, varying) and its value at lane 0 (``lane_base``, a
         # multiple of 4): an operand read at (uniform dims..., lane_dim) is a vec4 load too
@@ -696,7 +700,8 @@ class Index:
             pass       # dims that are the same for all lanes, and lane-varying ones
         elif kb.vec > 1 and self._lane_ok():
             pass       # the same position for every lane, or consecutive innermost ones
-        elif len(self.shape) > 1 or self._flat not in (None, "0u") and self._flat != "i":
+        elif (len(self.shape) > 1
+              or self._flat not in (None, "0u") and self._flat not in kb.flat_names):
             self.kb.vec_ok = False
         elif self._dims is None and len(self.shape) == 1:
             self.kb.vec_ok = False

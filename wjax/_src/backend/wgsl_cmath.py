@@ -113,11 +113,13 @@ fn wj_csign(z: vec2<f32>) -> vec2<f32> {{
   }}
   // zero and subnormal by the bits: where both components are subnormal (or zero), they are
   // scaled by 2^149 through their integer significands (exact), as a flushing driver would read
-  // them as zeros in z / m (NVIDIA's `m == 0.0` is true at 1e-45: sign(1e-45 + 0j) was z)
-  let m = max(abs(z.x), abs(z.y));
-  if (bitcast<u32>(m) == 0u) {{ return z; }}
+  // them as zeros in z / m (NVIDIA's `m == 0.0` is true at 1e-45: sign(1e-45 + 0j) was z); the
+  // larger magnitude by an integer max, as a float max flushes there too (an H200's
+  // max(abs(1e-45), 0.0) was 0, and z came back)
+  let mb = max(bitcast<u32>(z.x) & 0x7fffffffu, bitcast<u32>(z.y) & 0x7fffffffu);
+  if (mb == 0u) {{ return z; }}
   var w = z;
-  if (bitcast<u32>(m) < 0x00800000u) {{
+  if (mb < 0x00800000u) {{
     w = vec2<f32>(wj_copysign(f32(bitcast<u32>(z.x) & 0x7fffffu), z.x),
                   wj_copysign(f32(bitcast<u32>(z.y) & 0x7fffffu), z.y));
   }}
@@ -279,8 +281,9 @@ fn wj_cpow(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {{
 
 # --------------------------------------------------------------------------- hyperbolic, trig
 
-# past |re| = 88, sinh and cosh of the real part as (e^(|a|/2) / 2) e^(|a|/2): no overflow
-# before a finite result; a zero imaginary part (by the bits, as in wj_cexp) is kept
+# past |re| = 88, sinh and cosh of the real part times cos b / sin b as wj_exph_mul (e^|a| / 2
+# times the factor, scaled last): no overflow before a finite result, however a compiler
+# regroups; a zero imaginary part (by the bits, as in wj_cexp) is kept
 W.helper("wj_csinh", """
 fn wj_csinh(z: vec2<f32>) -> vec2<f32> {
   if (!wj_isfin(z.y)) { return wj_cnan(); }
@@ -288,9 +291,8 @@ fn wj_csinh(z: vec2<f32>) -> vec2<f32> {
   let c = wj_cos(z.y);
   let s = wj_sin(z.y);
   if (abs(z.x) > 88.0) {
-    let h = wj_exp(0.5 * abs(z.x));
-    let re = (0.5 * h * c) * h;
-    return vec2<f32>(select(re, -re, z.x < 0.0), (0.5 * h * s) * h);
+    let re = wj_exph_mul(abs(z.x), c);
+    return vec2<f32>(select(re, -re, z.x < 0.0), wj_exph_mul(abs(z.x), s));
   }
   return vec2<f32>(wj_sinh(z.x) * c, wj_cosh(z.x) * s);
 }""")
@@ -301,9 +303,8 @@ fn wj_ccosh(z: vec2<f32>) -> vec2<f32> {
   let c = wj_cos(z.y);
   let s = wj_sin(z.y);
   if (abs(z.x) > 88.0) {
-    let h = wj_exp(0.5 * abs(z.x));
-    let im = (0.5 * h * s) * h;
-    return vec2<f32>((0.5 * h * c) * h, select(im, -im, z.x < 0.0));
+    let im = wj_exph_mul(abs(z.x), s);
+    return vec2<f32>(wj_exph_mul(abs(z.x), c), select(im, -im, z.x < 0.0));
   }
   return vec2<f32>(wj_cosh(z.x) * c, wj_sinh(z.x) * s);
 }""")

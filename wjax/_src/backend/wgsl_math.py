@@ -36,9 +36,9 @@ conformant driver; ``tests/test_numerics.py`` checks it at the hard points: ±0,
 tiny, huge, ±inf, NaN, exact halves, integers above 2^23, and on dense samples): ``x / y`` and
 ``sqrt`` within 0.5 ulp (correctly rounded but where the correction's own error decides a
 near-tie; a subnormal quotient on a driver keeping subnormals rounds twice, so may be a
-subnormal ulp off), ``exp exp2 log log1p expm1`` within 2 ulp, ``sinh cosh tanh asinh acosh
-atanh cbrt`` within 3 (``cosh sinh`` 3.7 near 52), ``sin cos`` within 1.3 and ``tan`` within
-3.2 for every finite argument (the floats nearest the multiples of pi/2 included); ``pow``
+subnormal ulp off), ``exp exp2 log log1p expm1`` within 2 ulp, ``tanh asinh acosh atanh
+cbrt`` within 3, ``sinh cosh`` within 1.6, ``sin cos`` within 1.3 and ``tan`` within 3.2 for
+every finite argument (the floats nearest the multiples of pi/2 included); ``pow``
 within about 1 + 0.8 |y log2 x| ulp (exp2 of a float32 product of a float32 log2: 26 ulp at
 x = 9.37, y = -9.97).
 Subnormal inputs are handled as values; a driver that flushes subnormals to zero (XLA does on
@@ -317,8 +317,25 @@ fn wj_log1p(x: f32) -> f32 {
 )
 
 # --------------------------------------------------------------------------- hyperbolic
-# sinh: its series below 2; beyond, and cosh everywhere, from h = e^(|x|/2): e^|x| = h*h
-# never overflows before the result does.
+# e^a / 2 times c (a >= 0, clamped to 176; c finite), the big factor applied last: e^a = m 2^k
+# (Cody-Waite as in wj_expr, m = e^r in [0.7, 1.42]), then m c scaled by 2^(k-1) in two ldexp
+# steps of at most 2^127 each.  No intermediate overflows before the result does, whatever a
+# compiler regroups: ``(0.5 * h) * h`` with h = e^(a/2) is computed as ``(h * h) * 0.5`` under
+# fast-math reassociation (constants last), and overflowed on NVIDIA at cosh(89) = 2.2e38.
+W.helper("wj_exph_mul", """
+fn wj_exph_mul(a: f32, c: f32) -> f32 {
+  let ac = min(a, 176.0);
+  let kf = floor(ac * 1.4426950 + 0.5);
+  let r = (ac - wj_opq(kf * 0.693145751953125)) - kf * 1.4286068e-06;
+  let q = r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (0.0013888889
+          + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))));
+  let k = i32(kf) - 1;
+  let k1 = k >> 1u;
+  return ldexp(ldexp((1.0 + (r + q)) * c, k1), k - k1);
+}""")
+# sinh: its series below 2; beyond, and cosh everywhere, from E = e^|x| / 2 (wj_exph_mul): E
+# -+ (1/4) / E, the second term dropped past 9 (below 2^-25 of the first; and a quotient by
+# |y| > 2^126 is unspecified)
 
 W.helper("wj_sinh", """
 fn wj_sinh(x: f32) -> f32 {
@@ -327,16 +344,18 @@ fn wj_sinh(x: f32) -> f32 {
   let small = a + a * z * (0.16666667 + z * (0.008333334 + z * (0.0001984127 + z * (2.7557319e-06
               + z * (2.5052108e-08 + z * (1.6059044e-10 + z * (7.6471637e-13 + z * (2.8114573e-15
               + z * 8.2206352e-18))))))));
-  let h = wj_exp(0.5 * min(a, 90.0));
-  let big = (0.5 * h) * h - (0.5 / h) / h;
+  let e = wj_exph_mul(min(a, 90.0), 1.0);
+  let big = select(e - 0.25 / e, e, a > 9.0);
   return select(wj_copysign(select(big, small, a < 2.0), x), x, wj_isnan(x) || x == 0.0);
 }""")
 # |x| < 2^-12 (by the bits): cosh x rounds to 1, exactly -- through the quotients a 2.5 ulp
 # division gives 1 - 2^-23, and the complex functions' cosh(a) sin(b) then flush sin b = 2^-126
 W.helper("wj_cosh", """
 fn wj_cosh(x: f32) -> f32 {
-  let h = wj_exp(0.5 * min(abs(x), 90.0));
-  let y = select((0.5 * h) * h + (0.5 / h) / h, 1.0, (bitcast<u32>(x) & 0x7fffffffu) < 0x39800000u);
+  let a = min(abs(x), 90.0);
+  let e = wj_exph_mul(a, 1.0);
+  let y = select(select(e + 0.25 / e, e, a > 9.0), 1.0,
+                 (bitcast<u32>(x) & 0x7fffffffu) < 0x39800000u);
   return select(y, x, wj_isnan(x));
 }""")
 # |x| < 2^-12 (by the bits, so subnormals and ±0 too): tanh x rounds to x.  The quotient

@@ -70,6 +70,11 @@ class Primitive:
                           rule runs at the ``vmap`` of that name even on unbatched operands
     ``remat``             ``checkpoint``: its partial-eval rule runs even when every operand is
                           unknown (it recomputes, rather than saves, what it can)
+
+    ``row_group``         reductions (sum, max, min): the primitive whose kernel runs a
+                          row-resident group holding them -- the reductions over a short last
+                          axis and the elementwise work reading their results back
+                          (``backend/passes.row_groups``, ``prims/rows.py``); None: never grouped
     """
 
     def __init__(self, name: str, multiple_results: bool = False, register: bool = True):
@@ -107,6 +112,7 @@ class Primitive:
         self.effectful: bool = False
         self.remat: bool = False
         self.collective: bool = False
+        self.row_group: "Primitive | None" = None
         # printing (core/ir.py): the name jaxprs show, ``pp_params(params, eqn) -> [(key,
         # value)]``
         # (JAX's printer hides parameters implied by the result's type), and whether a call's

@@ -240,6 +240,9 @@ def _mm_default(target, B, M, N4, K) -> MMConfig:
     if target.matmul == "tiled" and _fits_one_thread(target, K):
         return _tile_config(target, B, M, 4 * N4, K)
     RM, V, S = MM_RM, MM_V, 1
+    if target.register_block == "small":       # GPU registers: a small block, 64 threads
+        RM, V = GPU_BLOCK
+        return MMConfig(RM, V, 64, _gpu_split(target, B * -(-M // RM) * -(-N4 // V), K))
     while RM > 2 and B * (-(-M // RM)) * (-(-N4 // V)) < MM_MIN_THREADS:
         RM, V = RM // 2, max(1, V // 2)
     while S < 16 and K // (2 * S) >= 256 and S * B * (-(-M // RM)) * (-(-N4 // V)) < \
@@ -266,35 +269,91 @@ def _mm_candidates(target, Mp, N4p, Kp, tiled=True) -> list:
             continue
         tiles = (-(-Mp // rm)) * (-(-N4p // v))
         for s in (1, 2, 4, 8, 16):
-            if s == 1 or (tiles * s <= 256 and Kp // s >= 64):
+            if target.register_block == "small":   # GPU: splits while threads are few
+                if s == 1 or (tiles * s <= GPU_SPLIT_THREADS and Kp // s >= 32):
+                    out.append(MMConfig(rm, v, wg, s))
+            elif s == 1 or (tiles * s <= 256 and Kp // s >= 64):
                 out.append(MMConfig(rm, v, wg, s))
     return out
 
 
+GPU_BLOCK = (4, 2)          # the register-blocked kernel's default block on a GPU
+GPU_SPLIT_THREADS = 8192    # GPU: split a contraction while it gives fewer threads than this
+
+
+def _gpu_split(target, threads, K) -> int:
+    """The default split of a register-blocked product on a GPU: parts of >= 64 steps while
+    there are fewer than ``GPU_SPLIT_THREADS`` threads."""
+    S = 1
+    while S < 16 and threads * S * 2 <= GPU_SPLIT_THREADS and K // (2 * S) >= 64:
+        S *= 2
+    return S
+
+
+def _fills_gpu(cfg, B, M, N) -> bool:
+    """Whether tile variant ``cfg`` offers a GPU ``GPU_FILL`` workgroups for the product."""
+    return B * -(-M // cfg.bm) * -(-N // cfg.bn) * cfg.s >= GPU_FILL
+
+
 def _mm_config(target, B, M, N, K, tiled=True) -> MMConfig:
     """The variant for a float32 product: the tuned one for its size class, or the default.
-    GPU targets take the tiled kernel's variant by its rule (``_tile_config``): proxies of the
-    size class would be too small to show a GPU's preference for big tiles."""
+    GPU targets time the tiled kernel's variants at the product's own size
+    (``_gpu_mm_config``): proxies of a size class would be too small to show a GPU's
+    preference for big tiles."""
     N4 = -(-N // 4)
     default = _mm_default(target, B, M, N4, K)
     if default.tiled and target.register_block == "small":
-        return default
+        return _gpu_mm_config(target, B, M, N, K, default)
     Mp, Np, Kp = _pow2(B * M, 4, 512), _pow2(N, 4, 512), _pow2(K, 4, 1024)
     cands = _mm_candidates(target, Mp, Np // 4, Kp, tiled)
     if len(cands) < 2:
         return default
-    key = f"matmul|{Mp}x{Np}x{Kp}"
-    by_name = {c.name: c for c in cands}
-    nb = [4 * Mp * Kp, 4 * Kp * Np, 4 * Mp * Np, 4 * 16 * Mp * Np]
-    name = target.tune(key, list(by_name),
-                       lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
-                       default.name)
-    c = by_name.get(name)
+    c = _tuned(target, f"matmul|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, default.name)
     if c is None or (c.tiled and not _fits_one_thread(target, K)):
         return default
     if c.tiled:          # the tile as tuned, the split for the product's own size
         return _tile_config(target.replace(matmul_tile=f"{c.bm}x{c.bn}x{c.bk}"), B, M, N, K)
     return c
+
+
+GPU_TUNE_MAX = (4096, 4096, 16384)   # rows (batch x M), N, K: larger products take the rule
+
+
+def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
+    """A GPU's variant for a product up to ``GPU_TUNE_MAX``: timed on the adapter at its own
+    size (rounded up to 16s) among the tiles with contractions split 1, 2 or 4 ways and the
+    rule's pick (``_tile_config``); a product too small to fill the GPU (a scan step's)
+    among the tiles and register blocks, unsplit (one dispatch each).  Larger
+    products fill the GPU with the rule's big tiles (measured on an H100 from 2048^2 up)."""
+    R = B * M
+    if target.matmul_tile or R > GPU_TUNE_MAX[0] or N > GPU_TUNE_MAX[1] or K > GPU_TUNE_MAX[2]:
+        return default
+    Mp, Np, Kp = (-(-x // 16) * 16 for x in (R, N, K))
+    rule = _tile_config(target, 1, Mp, Np, Kp)
+    small = not _fills_gpu(rule, 1, Mp, Np)
+    # a small product's variants are one dispatch each: in a loop every dispatch costs the
+    # host and the GPU several microseconds (an H200's RNN step: split variants halved the
+    # kernels' time and lost it twice over in dispatches)
+    cands = [rule]
+    for bm, bn, bk in TILES.values():
+        for s in ((1,) if small else (1, 2, 4)):
+            c = MMConfig(0, 0, 0, s, True, bm, bn, bk)
+            if bk == 16 and (s == 1 or Kp // s >= 128) and c not in cands:
+                cands.append(c)
+    if small:
+        cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
+    c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
+    return default if c is None or c == rule else c
+
+
+def _tuned(target, key, cands, Mp, Np, Kp, default_name):
+    """The candidate the target's tuner picks for proxy Mp x Np x Kp (None: unknown name)."""
+    by_name = {c.name: c for c in cands}
+    nb = [4 * Mp * Kp, 4 * Kp * Np, 4 * Mp * Np, 4 * max(c.s for c in cands) * Mp * Np]
+    name = target.tune(key, list(by_name),
+                       lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
+                       default_name)
+    return by_name.get(name)
 
 
 def _mm_proxy(target, cfg, M, N, K) -> list:
@@ -325,20 +384,23 @@ TILE_WG = 256
 GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
-def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end):
+def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False):
     """4 consecutive elements of a row-major [rows, cols] operand at (``row``, ``col``...),
     zero outside (``row_ok``; columns from ``col_end``): one vec4 load where ``vec``, else
-    four scalar ones.  Indices are clamped, so nothing is read out of bounds."""
+    four scalar ones, as f32 (``f16``: the operand is stored as float16).  Indices are
+    clamped, so nothing is read out of bounds."""
     at = f"{base} + min({row}, {rows - 1}u) * {cols}u"
     if vec:
-        return (f"select(vec4<f32>(0.0), {name}[({at} + min({col}, {cols - 4}u)) / 4u], "
+        v = f"{name}[({at} + min({col}, {cols - 4}u)) / 4u]"
+        return (f"select(vec4<f32>(0.0), {f'vec4<f32>({v})' if f16 else v}, "
                 f"{row_ok} && {col} < {col_end})")
-    comps = ", ".join(f"select(0.0, {name}[{at} + min({col} + {c}u, {cols - 1}u)], "
+    cv = "f32" if f16 else ""
+    comps = ", ".join(f"select(0.0, {cv}({name}[{at} + min({col} + {c}u, {cols - 1}u)]), "
                       f"{row_ok} && {col} + {c}u < {col_end})" for c in range(4))
     return f"vec4<f32>({comps})"
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0):
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
@@ -353,40 +415,52 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0):
         if kfirst:          # unit (kk, x4): 4 free indices at one k
             gx = f"({t0} + ({e} % {BX // 4}u) * 4u)"
             gk = f"(k + ({e} / {BX // 4}u))"
-            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < ke", gx, X, f"{X}u")
+            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < ke", gx, X, f"{X}u", f16)
             stage.append(f"    {smem}[{e}] = {r};")
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
-            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, "ke")
+            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, "ke", f16)
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
         load.append(f"    {r} = {v};")
     return decl, load, stage
 
 
-def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirst=True):
+def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirst=True,
+               in_dt=_F32, out_dt=_F32):
     """shaders/matmul_tiled.wgsl for tile ``cfg`` (``MMConfig`` with ``tiled``), ``S``
-    contraction splits (``kc`` then holds S partial products), epilogue lines ``epi`` (S == 1
-    only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N] (else [B, N, K])."""
+    contraction splits (``kc`` then holds S partial products, float32), epilogue lines
+    ``epi`` (S == 1 only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N]
+    (else [B, N, K]), of ``in_dt`` (float32, float16 or bfloat16: products in float32), the
+    result of ``out_dt``."""
     BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
     TM, TN = BM // 16, BN // 16
     TX, TY = BN // TN, BM // TM
     a_vec = (M if a_kfirst else K) % 4 == 0
     b_vec = (N if b_kfirst else K) % 4 == 0
+    f16 = np.dtype(in_dt) == _F16
+    in_dt = _F16 if f16 else _F32          # bfloat16 is held in f32 lanes
+    if S > 1:
+        out_dt = _F32
     kb.vec = 4 if a_vec else 1
-    a_name = kb.bind(ka, _F32, "read")
+    a_name = kb.bind(ka, in_dt, "read")
     kb.vec = 4 if b_vec else 1
-    b_name = kb.bind(kbk, _F32, "read")
+    b_name = kb.bind(kbk, in_dt, "read")
     c_vec = N % 4 == 0 and not epi
     kb.vec = 4 if c_vec else 1
-    c_name = kb.bind(kc, _F32, "read_write")
+    c_name = kb.bind(kc, out_dt, "read_write")
     kb.vec = 1
+    def cv4(e):
+        return _round_to4(e, out_dt)
+
+    def cv(e):
+        return e if np.dtype(out_dt) == _F32 else _round_to(e, out_dt)
     KC = -(-(-(-K // S)) // BK) * BK
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
-    da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm")
-    db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn")
+    da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16)
+    db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16)
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -405,23 +479,21 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
         for i in range(TM // 4):
             for q in range(4):
                 for j in range(TN // 4):
+                    c = cv4(f"c{i}_{q}_{j}")
                     store.append(f"  if (m{i}_{q} < {M}u && n{j} < {N}u) {{ {c_name}[(({rowvar} * "
-                                 f"{M}u + m{i}_{q}) * {N}u + n{j}) / 4u] = c{i}_{q}_{j}; }}")
-    else:
-        body = "\n".join(f"        {line}" for line in epi)
-        cs = ", ".join(f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4)
-                       for j in range(TN // 4))
-        nv = TM * TN // 4
-        store.append(f"  var cs = array<vec4<f32>, {nv}>({cs});")
-        store.append(
-            f"  for (var ii = 0u; ii < {nv * 4}u; ii = ii + 1u) {{\n"
-            f"    let iq = ii / {TN}u;\n    let j = (ii / 4u) % {TN // 4}u;\n"
-            f"    let m = tm + ((iq / 4u) * {TY}u + ty) * 4u + iq % 4u;\n"
-            f"    let n = tn + (j * {TX}u + tx) * 4u + ii % 4u;\n"
-            f"    if (m < {M}u && n < {N}u) {{\n"
-            f"      let o = ({rowvar} * {M}u + m) * {N}u + n;\n"
-            f"      let val = cs[ii / 4u][ii % 4u];\n      {c_name}[o] = val;\n{body}\n"
-            f"    }}\n  }}")
+                                 f"{M}u + m{i}_{q}) * {N}u + n{j}) / 4u] = {c}; }}")
+    else:   # element by element, unrolled: a loop over an array of the accumulators would
+        # index registers dynamically (local memory on a GPU)
+        body = "\n".join(f"      {line}" for line in epi)
+        for i in range(TM // 4):
+            for q in range(4):
+                for j in range(TN // 4):
+                    for e in range(4):
+                        val = cv(f"c{i}_{q}_{j}[{e}]")
+                        store.append(
+                            f"  if (m{i}_{q} < {M}u && n{j} + {e}u < {N}u) {{\n"
+                            f"      let o = ({rowvar} * {M}u + m{i}_{q}) * {N}u + n{j} + {e}u;\n"
+                            f"      let val = {val};\n      {c_name}[o] = val;\n{body}\n  }}")
     src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4,
                    WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK,
                    TX=TX, NX=grid[0], DECL="\n".join(decl),
@@ -448,11 +520,11 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
     kb.vec = 1
     if N % 4:
         c_name = kb.bind(kc, out_dt, "read_write")
-    ct = W.storage_type(out_dt)
-    if out_dt == _BF16:   # an f32 lane rounded to bf16 (wgsl.wrap_narrow)
-        cv, cs_ = (lambda e: f"wj_bf16r4({e})"), (lambda e: f"wj_bf16r({e})")
-    else:
-        cv, cs_ = (lambda e: f"vec4<{ct}>({e})"), (lambda e: f"{ct}({e})")
+    def cv(e):
+        return _round_to4(e, out_dt)
+
+    def cs_(e):
+        return _round_to(e, out_dt)
     RM, V, WG = cfg.rm, cfg.v, cfg.wg
     KC = -(-K // S)
     threads = S * B * (-(-M // RM)) * (-(-N4 // V))
@@ -484,7 +556,7 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
             for j in range(V)
             for q in range(4)
         )
-    if epi:
+    if epi and RM * V * 4 > 64:   # a CPU's big block: a loop (compile time)
         cs = ", ".join(f"c{i}_{j}" for i in range(RM) for j in range(V))
         body = "\n      ".join(epi)
         store += (f"\n  var cs = array<vec4<f32>, {RM * V}>({cs});\n"
@@ -493,6 +565,13 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
                   f"    if (m < {M}u && n4 * 4u + ii % 4u < {N}u) {{\n"
                   f"      let o = (b * {M}u + m) * {N}u + n4 * 4u + ii % 4u;\n"
                   f"      let val = {cs_('cs[ii / 4u][ii % 4u]')};\n      {body}\n    }}\n  }}")
+    elif epi:   # a GPU's small block, unrolled: a loop would index registers dynamically
+        body = "\n      ".join(epi)
+        store += "".join(
+            f"\n  if (m0 + {i}u < {M}u && (n0 + {j}u) * 4u + {q}u < {N}u) {{\n"
+            f"      let o = (b * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u;\n"
+            f"      let val = {cs_(f'c{i}_{j}[{q}]')};\n      {body}\n  }}"
+            for i in range(RM) for j in range(V) for q in range(4))
     src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
                    B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
                    STORE=store)
@@ -500,8 +579,22 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
 
 
 def _round_to(e, dt):
-    """An f32 accumulator as a value of ``dt`` (bfloat16: rounded, in its f32 lane)."""
-    return W.wrap_narrow(e, dt) if np.dtype(dt) == _BF16 else f"{W.storage_type(dt)}({e})"
+    """An f32 accumulator as a value of ``dt`` (bfloat16: rounded, in its f32 lane; float16:
+    rounded to nearest even by the bits, ``wj_f16r``, as a driver may convert otherwise)."""
+    if np.dtype(dt) == _BF16:
+        return W.wrap_narrow(e, dt)
+    if np.dtype(dt) == _F16:
+        return f"wj_f16r({e})"
+    return f"{W.storage_type(dt)}({e})"
+
+
+def _round_to4(e, dt):
+    """``_round_to`` of a vec4<f32>."""
+    if np.dtype(dt) == _BF16:
+        return f"wj_bf16r4({e})"
+    if np.dtype(dt) == _F16:
+        return "vec4<f16>(" + ", ".join(f"wj_f16r(({e}).{c})" for c in "xyzw") + ")"
+    return e
 
 
 def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
@@ -539,7 +632,8 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
     kb = ctx.new_kb()
     epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
-    src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst, b_kfirst)
+    src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst, b_kfirst,
+                           lhs.dtype, out.dtype)
     ctx.dispatch(kb, src, grid)
     if S > 1:
         kb = ctx.new_kb()
@@ -707,9 +801,11 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
          or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
             and K > 0 and M * N * K >= 32768):
         # float16 storage (bfloat16: f32 lanes), float32 accumulation
-        # (``preferred_element_type=float32`` keeps the float32 result): the register-blocked
-        # kernel, its block tuned as float32's
-        cfg = _mm_config(ctx.target.replace(matmul="vec4"), B, M, N, K, tiled=False)
+        # (``preferred_element_type=float32`` keeps the float32 result): the GPU's tiled
+        # kernel, or the register-blocked one, the variant chosen as float32's
+        cfg = _mm_config(ctx.target, B, M, N, K)
+        if cfg.tiled:
+            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
         return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     kb = ctx.new_kb()
     read_a = _operand_reader(ctx, kb, 0, lhs, lb, lfree, lc, ("b", "m", "k"))
