@@ -491,6 +491,8 @@ class _RecordedScan:
         steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
         copy_nb = sum(nb for _, nb, o in ya if not o)
         ring = max(1, min(16, self.RING_BYTES // max(copy_nb, 1)))
+        if getattr(rt, "records", False):   # no passes to spare; buffers' lives kept short
+            ring = 1
         per_run = len(self.subs[1].plan.steps)
         pending: list = []        # (buffer, ys buffer, bytes, offset) not yet copied
         head = consts + rc        # the inputs before a step's slices (rc: the carries)
