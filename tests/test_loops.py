@@ -492,3 +492,143 @@ def test_recorded_scan_reads_and_writes_slices_in_place(reverse, unroll):
         assert len(copies) <= 3 * T + 4, len(copies)
     else:
         assert copies.count(B * H * 4) >= 3 * T
+
+
+# --------------------------------------------------------------------------- replayed steps
+
+def _rnn_prog(np_, lax_, Wh, Wx, xs, reverse=False):
+    B, H = xs.shape[1], Wh.shape[0]
+    kw = {} if np_ is np else {"precision": "highest"}
+
+    def cell(h, x):
+        h = np_.tanh(np_.dot(h, Wh, **kw) + np_.dot(x, Wx, **kw))
+        return h, (h, h * 0.5)
+    h, (hs, gs) = lax_.scan(cell, np_.zeros((B, H), np_.float32), xs, reverse=reverse)
+    return h, hs, gs
+
+
+def _rnn_loss(np_, lax_, Wh, Wx, xs):
+    h, hs, gs = _rnn_prog(np_, lax_, Wh, Wx, xs)
+    return (hs * gs).sum() + h.sum()
+
+
+def _rnn_data(seed, T=24, B=4, H=16):
+    rng = np.random.default_rng(seed)
+    return ((rng.standard_normal((H, H)) * 0.3).astype(F),
+            (rng.standard_normal((H, H)) * 0.3).astype(F),
+            rng.standard_normal((T, B, H)).astype(F))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_replayed_scan_steps_match_jax_across_calls(reverse):
+    """Under the GPU strategies a kernels-only body is replayed (``_RecordedScan.
+    _record_replay``): bind groups made once for a ring of buffer sets, the xs/ys slices
+    bound as views at dynamic offsets.  Repeated calls with new inputs (and new input
+    buffers: the old ones freed between calls) give real JAX's values, the gradient too, and
+    a call repeated with the same arguments makes bind groups per ring set at most, not per
+    step."""
+    J = pytest.importorskip("jax")
+    rt = runtime.get()
+    made = []
+    real = rt._new_bind_group
+    with rt.options(**dict(profiles.GPU_STRATEGIES), in_kernel_loops=False):
+        f = jax.jit(lambda *a: _rnn_prog(jnp, lax, *a, reverse=reverse))
+        g = jax.jit(jax.grad(lambda *a: _rnn_loss(jnp, lax, *a), argnums=(0, 1)))
+        got = []
+        for seed in range(3):
+            args = [jax.device_put(a) for a in _rnn_data(seed)]
+            if seed == 2:       # the same arguments again: every bind group is found
+                jax.block_until_ready((f(*args), g(*args)))
+                rt._new_bind_group = lambda *a: (made.append(1), real(*a))[1]
+            try:
+                got.append(([np.asarray(v) for v in f(*args)],
+                            [np.asarray(v) for v in g(*args)]))
+            finally:
+                rt._new_bind_group = real
+            del args
+    want_f = J.jit(lambda *a: _rnn_prog(J.numpy, J.lax, *a, reverse=reverse))
+    want_g = J.jit(J.grad(lambda *a: _rnn_loss(J.numpy, J.lax, *a), argnums=(0, 1)))
+    for seed, (fv, gv) in enumerate(got):
+        data = _rnn_data(seed)
+        for x, y in zip(fv, want_f(*data)):
+            np.testing.assert_allclose(x, np.asarray(y), rtol=2e-5, atol=2e-5)
+        for x, y in zip(gv, want_g(*data)):
+            np.testing.assert_allclose(x, np.asarray(y), rtol=1e-4, atol=1e-4)
+    # per kernel binding a ys buffer, one per ring set (17) when the pool hands the outputs
+    # out in another order; per step (the static windows) it was > 5 x 24
+    assert len(made) <= 48, len(made)
+
+
+def test_replay_is_used_and_falls_back_without_dynamic_offsets(monkeypatch):
+    """The replay runs where every slice binding takes a dynamic offset; on an adapter
+    without dynamic storage offsets (``max_dynamic = 0``) the steps are recorded one by one
+    with a bind group per window -- the same values."""
+    from wjax._src.backend import host_steps
+    rt = runtime.get()
+    used = []
+    orig = host_steps._RecordedScan._record_replay
+    monkeypatch.setattr(host_steps._RecordedScan, "_record_replay",
+                        lambda self, *a: (used.append(1), orig(self, *a))[1])
+    data = _rnn_data(5, T=30, H=8)
+    outs = {}
+    for name, max_dyn in [("replay", rt.max_dynamic), ("fallback", 0)]:
+        jax.clear_caches()      # pipelines compiled afresh with (or without) dynamic offsets
+        monkeypatch.setattr(rt, "_dynamic", {})
+        monkeypatch.setattr(rt, "max_dynamic", max_dyn)
+        used.clear()
+        with rt.options(**dict(profiles.GPU_STRATEGIES), in_kernel_loops=False):
+            f = jax.jit(lambda *a: _rnn_prog(jnp, lax, *a))
+            outs[name] = [np.asarray(v) for v in f(*data)]
+            outs[name] += [np.asarray(v) for v in f(*data)]
+        assert bool(used) == (name == "replay"), (name, used)
+    jax.clear_caches()
+    monkeypatch.undo()
+    jax.clear_caches()      # the pipelines of the fallback had no dynamic bindings
+    for a, b in zip(outs["replay"], outs["fallback"]):
+        np.testing.assert_array_equal(a, b)
+    want = _rnn_prog(np, _NumpyLax, *data)
+    for a, b in zip(outs["replay"], want):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+class _NumpyLax:
+    @staticmethod
+    def scan(f, init, xs, reverse=False):
+        c, ys = init, []
+        order = range(len(xs))[::-1] if reverse else range(len(xs))
+        for t in order:
+            c, y = f(c, xs[t])
+            ys.append(y)
+        if reverse:
+            ys = ys[::-1]
+        return c, tuple(np.stack(v) for v in zip(*ys))
+
+
+def test_dynamic_offsets_bind_windows_of_one_bind_group():
+    """``Runtime.dynamic_offsets``: a kernel compiled before is compiled again with a binding
+    taking a dynamic offset; dispatches binding windows (``View``) of one buffer at
+    different offsets then share one bind group, and each reads its own window."""
+    from wjax._src.backend.execute import upload
+    from wjax._src.backend.runtime import View
+    rt = runtime.get()
+    f = jax.jit(lambda x: x * 2.0 + 1.0)
+    x = np.arange(8, dtype=F)
+    np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)
+    (d,) = next(iter(f._cache.values()))[2].bound.exe.plan.steps   # binds (x, out)
+    assert rt.dynamic_offsets(d.wgsl, [0]) == ((0,) if rt.max_dynamic else ())
+    step = int(rt.target()["min-storage-buffer-offset-alignment"]) // 4   # floats
+    src = upload(rt, np.arange(4 * step + 8, dtype=F))
+    out = rt.alloc(32)
+    made = []
+    real = rt._new_bind_group
+    rt._new_bind_group = lambda *a: (made.append(1), real(*a))[1]
+    try:
+        for k in range(4):
+            rt.dispatch(d.wgsl, [View(src, 4 * k * step, 32), out], d.grid, d.ranges)
+            v = np.frombuffer(rt.read(out, 32), F)
+            np.testing.assert_array_equal(v, np.arange(k * step, k * step + 8) * 2 + 1)
+    finally:
+        rt._new_bind_group = real
+    assert len(made) == (1 if rt.max_dynamic else 4), made
+    np.testing.assert_array_equal(np.asarray(f(x + 1)), x * 2 + 3)   # whole buffers still
+    jax.clear_caches()

@@ -88,6 +88,8 @@ class Compiled:
     out_avals = property(lambda self: self.bound.exe.out_avals)
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
+    _run = None         # the bound program's runner on the default device (``Bound.runner``)
+
     def __call__(self, args: list) -> list[Array]:
         arrays = [a if type(a) is Array else device_array(a) for a in args]
         if self.program is not None:
@@ -96,14 +98,26 @@ class Compiled:
             res = _sharded_hook(self.closed, arrays, self.name)
             if res is not None:
                 return res
-        _check_execution(self.name)
+        no_exec, nans, infs = _cfg.read_many(_CALL_FLAGS)
+        if no_exec:
+            _check_execution(self.name)
         rt, bufs = placed(arrays)
-        outs = self.bound.run(rt, bufs)
+        if rt.index:
+            outs = self.bound.run(rt, bufs)
+        else:
+            run = self._run
+            if run is None:
+                run = self._run = self.bound.runner(rt) or (
+                    lambda bufs, _rt=rt: self.bound.run(_rt, bufs))
+            outs = run(bufs)
         res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
-        if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+        if nans or infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res,
                            self.defer_invalid)
         return res
+
+
+_CALL_FLAGS = ("jax_no_execution", "jax_debug_nans", "jax_debug_infs")
 
 
 def _check_execution(name: str) -> None:

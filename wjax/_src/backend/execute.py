@@ -129,6 +129,19 @@ class Program:
         self.n_slots = len(slot)
         self.name = getattr(plan, "name", None)
 
+    def binding_sites(self, in_positions, out_positions) -> dict:
+        """Where the given inputs (positions in ``in_buffers``) and outputs are bound: wgsl ->
+        the binding indices at which its dispatches bind any of them."""
+        want = set(in_positions)
+        want.update(self.out_slots[j] for j in out_positions if self.out_slots[j] is not None)
+        sites: dict = {}
+        for host, d, slots, _, _ in self.steps:
+            if not host:
+                idx = [b for b, s in enumerate(slots) if s in want]
+                if idx:
+                    sites.setdefault(d.wgsl, set()).update(idx)
+        return sites
+
     def run(self, rt: Runtime, in_buffers, indirect=None, out_buffers=None,
             consts=None) -> list:
         n_in = self.n_in
@@ -284,13 +297,47 @@ class Bound:
         self._bufs: list | None = None
         self._bufs_on: dict = {}       # the same for devices other than the default
 
-    def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
+    def _const_buffers(self, rt: Runtime) -> list:
         if rt.index:
             bufs = self._bufs_on.get(rt.index)
             if bufs is None:
                 bufs = self._bufs_on[rt.index] = [const_buffer(rt, c, a) for c, a in self.consts]
-        else:
-            if self._bufs is None:
-                self._bufs = [const_buffer(rt, c, a) for c, a in self.consts]
-            bufs = self._bufs
+            return bufs
+        if self._bufs is None:
+            self._bufs = [const_buffer(rt, c, a) for c, a in self.consts]
+        return self._bufs
+
+    def run(self, rt: Runtime, buffers: list, indirect=None, out_buffers=None) -> list[Buffer]:
+        bufs = self._const_buffers(rt)
         return self.exe.run(rt, bufs + list(buffers), indirect, out_buffers)
+
+    def program(self) -> Program:
+        plan = self.exe.plan
+        prog = plan.__dict__.get("_program")
+        if prog is None:
+            prog = plan._program = Program(plan)
+        return prog
+
+    def binding_sites(self, in_positions, out_positions) -> dict:
+        """``Program.binding_sites`` with input positions in ``run``'s ``buffers``."""
+        n = len(self.exe._inner) + len(self.consts)
+        return self.program().binding_sites([n + i for i in in_positions], out_positions)
+
+    def runner(self, rt: Runtime):
+        """``run(buffers, out_buffers)``, the same as ``run(rt, buffers, out_buffers=...)``
+        with what ``run`` looks up per call looked up once (a cached ``jit`` call, a
+        recorded scan's steps).  None where the plan returns literal outputs (``run``
+        substitutes their constant buffers)."""
+        exe = self.exe
+        exe.prepare(rt)
+        inner, lits, consts = exe._ready_on[rt.index] if rt.index else exe._ready
+        if lits:
+            return None
+        prefix = list(inner) + self._const_buffers(rt)
+        prog_run = self.program().run
+        lock = rt.lock
+
+        def run(buffers, out_buffers=None):
+            with lock:
+                return prog_run(rt, prefix + buffers, None, out_buffers, consts)
+        return run

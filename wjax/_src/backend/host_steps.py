@@ -28,7 +28,14 @@ is recorded here:
   precomputed once and copied in like an ``xs`` slice.  ``unroll=k`` compiles k steps into
   one sub-plan, so their elementwise work fuses (``fori_loop(..., unroll=8)`` runs 8 small
   steps per dispatch).  The host submits about every ``FLUSH_EVERY`` recorded dispatches so
-  the device starts while the rest is recorded.
+  the device starts while the rest is recorded.  A body of kernels only whose slices are all
+  views is *replayed* (``_record_replay``): the body's kernels take the slice bindings at
+  dynamic offsets (``Runtime.dynamic_offsets``), each kernel's bind groups are made once per
+  call for a ring of R buffer sets (step s writes set s % R, reads set s - 1; temporaries are
+  one set), and a step is then one ``set_bind_group`` with its offsets and one dispatch per
+  kernel (``Runtime.replay``); ``ys`` that must be copied (a carry also returned as ``ys``)
+  are copied R steps at a time.  Where the adapter lacks dynamic offsets the steps run
+  one by one through the body plan (``_record_direct``).
 * ``while`` (``while_loop``) records its body in chunks with the predicate evaluated on the
   device: the body is compiled *guarded*, ``carry' = select(cond(carry), body(carry),
   carry)``, so iterations run after the predicate turned false are no-ops.  A chunk of K
@@ -372,6 +379,9 @@ class _RecordedScan:
         self.steps = (np.arange(max(length, 1), dtype=np.int32)
                       if (self.xs_mis or self.ys_mis) else None)
         self.host_consts: dict = {}  # the counters' and step indices' buffers, on the first run
+        self._dynamic_done: set = set()     # devices whose body kernels bind views dynamically
+        self._dyn_ok: dict = {}     # device -> whether every view binding is dynamic there
+        self._held: dict = {}       # device -> (R, temporaries, ring) kept between calls
 
     def _counters(self, ctx, counter_values):
         """The values init + s (s = 0..length) of each loop-counter carry: a constant array
@@ -416,6 +426,17 @@ class _RecordedScan:
     def _record_steps(self, rt, consts, rc, xs, ctr, accs, yout):
         """Records the body runs, ``k`` steps per run while they fit, copying each step's
         aligned ``ys`` slices into place; returns the final carries and accumulators."""
+        if self.k == 1 and self.own_ys is not None:
+            self._dynamic_views(rt)
+            if hasattr(rt, "zero"):     # ys written through dynamic windows: see Runtime.zero
+                for (j, o, v) in zip(self.ys_al, self.own_ys, self._views(rt)[1]):
+                    if o and v:
+                        rt.zero(yout[j])
+            if self._replay_ok(rt):
+                return self._record_replay(rt, consts, rc, xs, yout), accs
+            run = self.subs[1].bound.runner(rt)
+            if run is not None:
+                return self._record_direct(rt, run, consts, rc, xs, ctr, accs, yout)
         length, k, ys_al, ynb = self.length, self.k, self.ys_al, self.ynb
         s, recorded = 0, 0
         xv, yv = self._views(rt)
@@ -450,6 +471,263 @@ class _RecordedScan:
                 recorded = 0
         return rc, accs
 
+
+    RING_BYTES = 32 << 20   # deferred ys copies: the carries kept alive for them, at most
+
+    def _record_direct(self, rt, run, consts, rc, xs, ctr, accs, yout):
+        """``_record_steps`` for one step per run of a body of kernels only, the hot loop of
+        an RNN: each step's aligned ``xs`` slices are read and its own ``ys`` slices written
+        through views, the body plan runs through ``Bound.runner`` (no per-run lookups), and
+        the ``ys`` that must be copied (a carry that is also a ``ys``) are copied in batches
+        of up to 16 steps -- their buffers held until then -- so the compute pass is not
+        ended for a copy at every step."""
+        length, reverse, ynb = self.length, self.reverse, self.ynb
+        xv, yv = self._views(rt)
+        xa = [(xs[j], self.xnb[j], xv[q]) for q, j in enumerate(self.xs_al)]
+        own = [bool(o and v) for o, v in zip(self.own_ys, yv)]
+        ya = [(yout[j], ynb[j], own[q]) for q, j in enumerate(self.ys_al)]
+        n_rest, n_ys = len(self.rest), len(ya)
+        extra = [xs[j] for j in self.xs_mis]
+        steps_buf = self._const(rt, "steps", self.steps) if self.steps is not None else None
+        copy_nb = sum(nb for _, nb, o in ya if not o)
+        ring = max(1, min(16, self.RING_BYTES // max(copy_nb, 1)))
+        if getattr(rt, "records", False):   # no passes to spare; buffers' lives kept short
+            ring = 1
+        per_run = len(self.subs[1].plan.steps)
+        pending: list = []        # (buffer, ys buffer, bytes, offset) not yet copied
+        head = consts + rc        # the inputs before a step's slices (rc: the carries)
+        recorded = 0
+        out_pre = [None] * n_rest
+        out_post = [None] * len(accs)
+        any_own = any(own)
+        for s in range(length):
+            t = length - 1 - s if reverse else s
+            step_in = []
+            for x, nb, view in xa:
+                if view:
+                    step_in.append(View(x, t * nb, nb))
+                else:
+                    b = rt.alloc(nb)
+                    _copy(rt, x, b, nb, src_offset=t * nb)
+                    step_in.append(b)
+            for c in ctr:
+                b = rt.alloc(4)
+                _copy(rt, c, b, 4, src_offset=4 * s)
+                step_in.append(b)
+            if steps_buf is not None:
+                b = rt.alloc(4)
+                _copy(rt, steps_buf, b, 4, src_offset=4 * t)
+                step_in.append(b)
+            if any_own:
+                y_views = [View(y, t * nb, nb) if o else None for y, nb, o in ya]
+                res = run(head + step_in + extra + accs, out_pre + y_views + out_post)
+            else:
+                y_views = None
+                res = run(head + step_in + extra + accs)
+            rc = res[:n_rest]
+            for q in range(n_ys):
+                y = res[n_rest + q]
+                if y_views is None or y is not y_views[q]:
+                    dst, nb, _ = ya[q]
+                    pending.append((y, dst, nb, t * nb))
+            if accs:
+                accs = res[n_rest + n_ys:]
+            head = consts + rc
+            if len(pending) >= ring:
+                for args in pending:
+                    _copy(rt, args[0], args[1], args[2], dst_offset=args[3])
+                pending.clear()
+            recorded += per_run
+            if recorded >= FLUSH_EVERY:     # let the device start while the host records on
+                rt.flush()
+                recorded = 0
+        for args in pending:
+            _copy(rt, args[0], args[1], args[2], dst_offset=args[3])
+        return rc, accs
+
+    def _layout(self):
+        """The body plan's buffers as the replay sees them (None where it cannot replay):
+        ``fixed`` (input position -> scan input: ("c", i) a constant, ("x", q) an xs slice
+        read through a view), ``carry_in`` (carry -> input position), ``carry_out`` (carry ->
+        slot), ``ys`` (per ys: ("view", slot) written in place, or ("copy", slot)), ``temps``
+        (computed slots that are neither: slot -> bytes), ``rot`` (the slots a step's
+        successors still read -- carries, copied ys: slot -> bytes)."""
+        if "_replay" in self.__dict__:
+            return self._replay
+        self._replay = None
+        bound = self.subs[1].bound
+        prog = bound.program()
+        n_pre = len(bound.exe._inner) + len(bound.consts)
+        n_rest, n_ys = len(self.rest), len(self.ys_al)
+        if (self.counters or self.steps is not None or self.xs_mis or self.ys_mis
+                or prog.n_in != n_pre + self.nc + n_rest + len(self.xs_al)
+                or len(prog.out_slots) != n_rest + n_ys or None in prog.out_slots
+                or any(h for h, *_ in prog.steps)):
+            return None
+        n_in = prog.n_in
+        outs = prog.out_slots
+        carry_out = outs[:n_rest]
+        ys_slots = outs[n_rest:]
+        if min(outs, default=n_in) < n_in or len(set(carry_out)) < n_rest:
+            return None
+        sizes = {}
+        for _, _, _, allocs, _ in prog.steps:
+            sizes.update(allocs)
+        views = {sl for sl, o in zip(ys_slots, self.own_ys) if o}
+        ys = [("view" if o else "copy", sl) for sl, o in zip(ys_slots, self.own_ys)]
+        rot = {sl: sizes[sl] for sl in carry_out}
+        rot.update((sl, sizes[sl]) for kind, sl in ys if kind == "copy")
+        if views & set(rot) or not set(sizes) >= set(rot) | views:
+            return None
+        temps = {sl: n for sl, n in sizes.items() if sl not in rot and sl not in views}
+        first = n_pre + self.nc
+        self._replay = dict(n_pre=n_pre, prog=prog, first=first,
+                            carry_in=list(range(first, first + n_rest)), carry_out=carry_out,
+                            xs_in=list(range(first + n_rest, n_in)), ys=ys, temps=temps, rot=rot)
+        return self._replay
+
+    def _replay_ok(self, rt) -> bool:
+        """Whether this run's steps can be replayed (``_record_replay``): a layout, every
+        slice bound through a view at a dynamic offset, no profiler."""
+        lay = self._layout()
+        if lay is None or rt.profile is not None or not hasattr(rt, "replay"):
+            return False
+        xv, yv = self._views(rt)
+        if not all(xv) or not all(v for v, (kind, _) in zip(yv, lay["ys"]) if kind == "view"):
+            return False
+        dyn_ok = self._dyn_ok.get(rt.index)
+        if dyn_ok is None:      # every view binding of every kernel dynamic on this device
+            sites = self.subs[1].bound.binding_sites(
+                [i - lay["n_pre"] for i in lay["xs_in"]],
+                [len(self.rest) + q for q, (k, _) in enumerate(lay["ys"]) if k == "view"])
+            dyn_ok = self._dyn_ok[rt.index] = all(
+                set(idx) <= set(rt.dynamic_bindings(w)) for w, idx in sites.items())
+        return dyn_ok
+
+    def _record_replay(self, rt, consts, rc, xs, yout):
+        """The steps of a kernels-only body recorded as prepared dispatches (``rt.replay``):
+        each kernel's bind groups are made (or found in the runtime's cache) once per call
+        for a ring of R buffer sets -- step s writes its carries and copied ``ys`` into set
+        s % R and reads the previous set --, the ``xs``/``ys`` slices are bound as views at
+        dynamic offsets, temporaries are one set for all steps (the queue runs in order), and
+        the copied ``ys`` go out R steps at a time.  Per step the host sets a bind group
+        with its offsets and dispatches; nothing else.  Returns the final carries."""
+        lay = self._layout()
+        bound = self.subs[1].bound
+        prog = lay["prog"]
+        length, reverse = self.length, self.reverse
+        exe = bound.exe
+        exe.prepare(rt)
+        inner, _, pconsts = exe._ready_on[rt.index] if rt.index else exe._ready
+        rot_bytes = sum(lay["rot"].values())
+        R = max(2, min(16, length, self.RING_BYTES // max(rot_bytes, 1)))
+        env = list(inner) + bound._const_buffers(rt) + list(consts)
+        env += [None] * (prog.n_slots - len(env))
+        for sl, k in prog.const_slots:
+            env[sl] = pconsts[k]
+        xs_al = [xs[j] for j in self.xs_al]
+        mult = {}                   # slot -> bytes a step moves its window by
+        for q, pos in enumerate(lay["xs_in"]):
+            nb = self.xnb[self.xs_al[q]]
+            env[pos] = View(xs_al[q], 0, nb)
+            mult[pos] = nb
+        for q, (kind, sl) in enumerate(lay["ys"]):
+            if kind == "view":
+                nb = self.ynb[self.ys_al[q]]
+                env[sl] = View(yout[self.ys_al[q]], 0, nb)
+                mult[sl] = nb
+        temps, ring = self._ring(rt, lay, R)
+        for sl, b in temps.items():
+            env[sl] = b
+        carry_in, carry_out = lay["carry_in"], lay["carry_out"]
+        kernels = [(d, slots) for _, d, slots, _, _ in prog.steps]
+
+        def prepared(r_in, r_out):
+            """Per kernel: (pipeline, bind group, [(offset, slot mult)] per dynamic binding,
+            grid), for a step reading carry set ``r_in`` (None: the scan's inputs) and
+            writing set ``r_out``."""
+            e = list(env)
+            for pos, sl, c in zip(carry_in, carry_out, rc):
+                e[pos] = c if r_in is None else ring[r_in][sl]
+            for sl, b in ring[r_out].items():
+                e[sl] = b
+            out = []
+            for d, slots in kernels:
+                bufs = [e[sl] for sl in slots]
+                pipe, bg, offsets = rt.bind(d.wgsl, bufs, d.ranges)
+                if offsets is not None:
+                    dyn = rt.dynamic_bindings(d.wgsl)
+                    offsets = [(o, mult.get(slots[i], 0)) for o, i in zip(offsets, dyn)]
+                out.append((pipe, bg, offsets, d.grid))
+            return out
+
+        sets: dict = {}
+        copies = [(sl, yout[self.ys_al[q]], self.ynb[self.ys_al[q]])
+                  for q, (kind, sl) in enumerate(lay["ys"]) if kind == "copy"]
+        pending: list = []          # (ring set, t) of steps whose copies are not yet made
+        calls: list = []
+        since_flush = 0
+        for s in range(length):
+            t = length - 1 - s if reverse else s
+            r_out = s % R
+            key = (None if s == 0 else (s - 1) % R, r_out)
+            prep = sets.get(key)
+            if prep is None:
+                prep = sets[key] = prepared(*key)
+            for pipe, bg, offsets, grid in prep:
+                if offsets is not None:
+                    offsets = [o + t * m for o, m in offsets]
+                calls.append((pipe, bg, offsets, grid))
+            if copies:
+                pending.append((r_out, t))
+            if len(pending) >= R or len(calls) >= FLUSH_EVERY or s == length - 1:
+                rt.replay(calls)
+                since_flush += len(calls)
+                calls = []
+                for r, tt in pending:
+                    for sl, dst, nb in copies:
+                        _copy(rt, ring[r][sl], dst, nb, dst_offset=tt * nb)
+                pending.clear()
+                if since_flush >= FLUSH_EVERY:  # the device starts while the host records on
+                    rt.flush()
+                    since_flush = 0
+        last = ring[(length - 1) % R]
+        return [last[sl] for sl in carry_out]
+
+    HOLD_BYTES = 4 << 20    # a replay's ring and temporaries are kept between calls up to this
+
+    def _ring(self, rt, lay, R):
+        """The temporaries and the ring of R buffer sets of a replay: allocated per call, or
+        -- when they are small -- kept between calls, so the bind groups found in the
+        runtime's cache are the same every call (buffers from the pool come back in another
+        order).  Reusing them in the next call is safe as the pool's reuse is: the queue
+        runs in order."""
+        held = self._held.get(rt.index)
+        if held is not None and held[0] == R:
+            return held[1], held[2]
+        temps = {sl: rt.alloc(n) for sl, n in lay["temps"].items()}
+        ring = [{sl: rt.alloc(n) for sl, n in lay["rot"].items()} for _ in range(R)]
+        total = sum(b.nbytes for b in temps.values()) + sum(
+            b.nbytes for r in ring for b in r.values())
+        if total <= self.HOLD_BYTES:
+            self._held[rt.index] = (R, temps, ring)
+        return temps, ring
+
+    def _dynamic_views(self, rt):
+        """Once per device: the body's kernels take the bindings of the slices the steps
+        read and write through views at dynamic offsets (``Runtime.dynamic_offsets``), so
+        one bind group serves every step; asked before they are compiled."""
+        if rt.index in self._dynamic_done:
+            return
+        self._dynamic_done.add(rt.index)
+        if not hasattr(rt, "dynamic_offsets"):      # a recording (jax.export): no views
+            return
+        xv, yv = self._views(rt)
+        first = self.nc + len(self.rest)            # the step's xs slices come first
+        ins = [first + q for q, v in enumerate(xv) if v]
+        outs = [len(self.rest) + q for q, (o, v) in enumerate(zip(self.own_ys, yv)) if o and v]
+        for wgsl, idx in self.subs[1].bound.binding_sites(ins, outs).items():
+            rt.dynamic_offsets(wgsl, idx)
 
     def _views(self, rt):
         """Which aligned ``xs`` and ``ys`` slices the steps may read and write in place

@@ -240,6 +240,10 @@ class Runtime:
         self._bind_groups: dict = {}
         self._bg_users: dict[int, list] = {}       # id(gpu) -> bind group keys naming it
         self._layouts: dict[str, object] = {}      # wgsl -> the pipeline's bind group layout
+        # wgsl -> the bindings its pipeline takes with dynamic offsets (``dynamic_offsets``)
+        self._dynamic: dict[str, tuple] = {}
+        self.max_dynamic = int(self.limits.get("max-dynamic-storage-buffers-per-pipeline-layout",
+                                               0))
         self._staging: dict[int, list] = {}        # MAP_READ buffers for readbacks, by size
         self._free.owner = self._free_indirect.owner = self     # runtime_of(buffer)
         self.peak_in_use = 0
@@ -481,6 +485,17 @@ class Runtime:
             )
             self._count()
 
+    def zero(self, buf: Buffer) -> None:
+        """Fills the whole buffer with zeros (in the pending commands).  A buffer that
+        kernels write only through windows at dynamic offsets needs it first: wgpu tracks
+        which bytes of a buffer were ever written by the bindings' static ranges alone, so it
+        would clear the rest -- the kernels' results -- before the buffer's next use in a
+        later submission."""
+        with self._lock:
+            self._end_pass()
+            self._get_encoder().clear_buffer(buf.gpu, 0, buf.gpu.size)
+            self._count()
+
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, wgsl: str):
         p = self._pipelines.get(wgsl)
@@ -489,7 +504,8 @@ class Runtime:
             try:
                 mod = self.device.create_shader_module(code=self._driver_text(wgsl))
                 p = self.device.create_compute_pipeline(
-                    layout=self._layout(wgsl), compute={"module": mod, "entry_point": "main"}
+                    layout=self._layout(wgsl, self._dynamic.get(wgsl, ())),
+                    compute={"module": mod, "entry_point": "main"}
                 )
             except Exception as e:
                 raise WjaxRuntimeError(
@@ -513,18 +529,50 @@ class Runtime:
     _BINDING = __import__("re").compile(
         r"@group\(0\)\s*@binding\((\d+)\)\s*var<(storage|uniform)(?:,\s*(read_write|read))?>")
 
-    def _layout(self, wgsl: str):
+    def _bindings(self, wgsl: str) -> dict:
+        """The shader's declared bindings: binding index -> buffer type."""
+        return {int(m.group(1)): ("uniform" if m.group(2) == "uniform" else
+                                  "storage" if m.group(3) == "read_write" else
+                                  "read-only-storage")
+                for m in self._BINDING.finditer(wgsl)}
+
+    def _layout(self, wgsl: str, dynamic=()):
         """An explicit pipeline layout from the shader's declared bindings: every declared
         binding stays bindable even where the shader body happens not to use it (an "auto"
-        layout drops those, and binding them fails)."""
-        entries = []
-        for m in self._BINDING.finditer(wgsl):
-            kind = ("uniform" if m.group(2) == "uniform" else
-                    "storage" if m.group(3) == "read_write" else "read-only-storage")
-            entries.append({"binding": int(m.group(1)), "visibility": wgpu.ShaderStage.COMPUTE,
-                            "buffer": {"type": kind}})
+        layout drops those, and binding them fails).  The bindings in ``dynamic`` take a
+        dynamic offset (``dynamic_offsets``)."""
+        entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": kind, "has_dynamic_offset": i in dynamic}}
+                   for i, kind in self._bindings(wgsl).items()]
         bgl = self.device.create_bind_group_layout(entries=entries)
         return self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+
+    def dynamic_offsets(self, wgsl: str, bindings) -> tuple:
+        """Asks that the kernel ``wgsl`` take its storage ``bindings`` (indices) at dynamic
+        offsets: then one bind group serves every window of a buffer bound there (the offset
+        is passed when the bind group is set), so a recorded scan whose steps bind the
+        ``xs``/``ys`` slices of step t as ``View``s at offset t * slice creates its bind
+        groups once instead of once per step.  Offsets must be multiples of the adapter's
+        min-storage-buffer-offset-alignment (a View's are).  Bindings beyond the adapter's
+        max-dynamic-storage-buffers-per-pipeline-layout stay static (a bind group per
+        window).  A kernel compiled before without them is compiled again.  Returns the
+        kernel's dynamic bindings."""
+        with self._lock:
+            have = self._dynamic.get(wgsl, ())
+            kinds = self._bindings(wgsl)
+            want = sorted(set(have) | {int(i) for i in bindings
+                                       if kinds.get(int(i), "uniform") != "uniform"})
+            want = tuple(want[:self.max_dynamic])
+            if want == have:
+                return have
+            self._dynamic[wgsl] = want
+            if wgsl in self._pipelines:     # compiled with other bindings: again
+                del self._pipelines[wgsl]
+                del self._layouts[wgsl]
+                for k in [k for k in self._bind_groups if k[0] == wgsl]:
+                    del self._bind_groups[k]
+                self.pipeline(wgsl)
+            return want
 
     def validate(self, wgsl: str) -> None:
         """Raises ``WjaxRuntimeError`` unless ``wgsl`` is valid WGSL for this device (a shader
@@ -564,19 +612,8 @@ class Runtime:
         byte offset)`` reads the workgroup counts from that buffer (three u32s written by
         earlier device work) instead of ``grid``.  ``meta`` (a lowering ``Dispatch``: its
         label, FLOPs and bytes) is what a profile records of it."""
-        pipe = self._pipelines.get(wgsl)
-        if pipe is None:
-            pipe = self.pipeline(wgsl)
-        if View in map(type, buffers):
-            ranges = _view_ranges(buffers, ranges)
         with self._lock:
-            if ranges is None:
-                key = (wgsl, *[id(b.gpu) for b in buffers])
-            else:
-                key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
-            bg = self._bind_groups.get(key)
-            if bg is None:
-                bg = self._new_bind_group(key, wgsl, buffers, ranges)
+            pipe, bg, offsets = self.bind(wgsl, buffers, ranges)
             prof = self.profile
             if prof is not None:
                 self._end_pass()
@@ -587,7 +624,10 @@ class Runtime:
             elif self._pass is None:
                 self._pass = self._get_encoder().begin_compute_pass()
             self._pass.set_pipeline(pipe)
-            self._pass.set_bind_group(0, bg)
+            if offsets is None:
+                self._pass.set_bind_group(0, bg)
+            else:
+                self._pass.set_bind_group(0, bg, offsets)
             if indirect is None:
                 self._pass.dispatch_workgroups(*grid)
             else:
@@ -601,6 +641,81 @@ class Runtime:
                 prof.end()
             if self._pending >= _BATCH:
                 self.flush()
+
+    def bind(self, wgsl: str, buffers, ranges=None):
+        """(pipeline, bind group, dynamic offsets or None) of a dispatch of ``wgsl`` binding
+        ``buffers`` (as ``dispatch``): the bind group from the cache, made if new."""
+        pipe = self._pipelines.get(wgsl)
+        if pipe is None:
+            pipe = self.pipeline(wgsl)
+        dyn = self._dynamic.get(wgsl)
+        offsets = None
+        if dyn is not None:
+            ranges, offsets = self._dynamic_ranges(buffers, ranges, dyn)
+        elif View in map(type, buffers):
+            ranges = _view_ranges(buffers, ranges)
+        with self._lock:
+            if ranges is None:
+                key = (wgsl, *[id(b.gpu) for b in buffers])
+            else:
+                key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
+            bg = self._bind_groups.get(key)
+            if bg is None:
+                bg = self._new_bind_group(key, wgsl, buffers, ranges)
+        return pipe, bg, offsets
+
+    def dynamic_bindings(self, wgsl: str) -> tuple:
+        """The bindings the kernel takes at dynamic offsets (``dynamic_offsets``)."""
+        return self._dynamic.get(wgsl, ())
+
+    def replay(self, calls) -> None:
+        """Records dispatches prepared with ``bind``: ``calls`` holds (pipeline, bind group,
+        dynamic offsets or None, grid) -- a recorded scan's steps, with no per-dispatch
+        lookups (the pipeline is set only where it changes).  Not while profiling (the
+        caller dispatches one by one then)."""
+        with self._lock:
+            p = self._pass
+            if p is None:
+                p = self._pass = self._get_encoder().begin_compute_pass()
+            last = None
+            for pipe, bg, offsets, grid in calls:
+                if pipe is not last:
+                    p.set_pipeline(pipe)
+                    last = pipe
+                if offsets is None:
+                    p.set_bind_group(0, bg)
+                else:
+                    p.set_bind_group(0, bg, offsets)
+                p.dispatch_workgroups(*grid)
+            n = len(calls)
+            self.stats["dispatches"] += n
+            self._pending += n
+            if self._pending >= _BATCH:
+                self.flush()
+
+    def _dynamic_ranges(self, buffers, ranges, dyn):
+        """(ranges, dynamic offsets) of a dispatch of a kernel with dynamic bindings ``dyn``:
+        a dynamic binding's window is bound at offset 0 with its size (so the bind group
+        does not depend on the offset) and its offset is passed when the group is set."""
+        if View in map(type, buffers):
+            ranges = _view_ranges(buffers, ranges)
+        elif ranges is None:
+            ranges = [None] * len(buffers)
+        else:
+            ranges = list(ranges)
+        offsets = []
+        for i in dyn:
+            r = ranges[i]
+            if r is None:
+                offsets.append(0)
+                ranges[i] = (0, buffers[i].gpu.size)
+            else:
+                off, size = r
+                if size is None:
+                    size = min(buffers[i].gpu.size - off, self.max_binding)
+                offsets.append(off)
+                ranges[i] = (0, size)
+        return ranges, offsets
 
     _MAX_BIND_GROUPS = 4096
 

@@ -155,9 +155,13 @@ def prepare_driver_environment() -> None:
 class _Local(threading.local):
     def __init__(self):
         self.values: dict[str, Any] = {}
+        self.cached: dict = {}      # names -> (generation, their values): ``read_many``
 
 
 _local = _Local()
+# bumped by every change of any flag (an update, a context entered or left, in any thread):
+# values a thread read at one generation are still its values while the generation stands
+_generation = [0]
 
 
 class State:
@@ -208,12 +212,14 @@ class _StateContext:
             self.state._on_change(self.new_val)
         self.prev = _local.values.get(self.state.name, _no_default)
         _local.values[self.state.name] = self.new_val
+        _generation[0] += 1
 
     def __exit__(self, *exc):
         if self.prev is _no_default:
             _local.values.pop(self.state.name, None)
         else:
             _local.values[self.state.name] = self.prev
+        _generation[0] += 1
 
     def __call__(self, func):
         @functools.wraps(func)
@@ -245,6 +251,7 @@ class Config:
         if hook is not None:
             hook(value)
         self._values[name] = value
+        _generation[0] += 1
 
     def read(self, name):
         if name in _local.values:
@@ -261,10 +268,20 @@ class Config:
     def values(self) -> dict:
         return {n: self.read(n) for n in self._values}
 
+    def read_many(self, names: tuple) -> tuple:
+        """The values of the flags ``names`` in this thread, remembered until any flag
+        changes (a cached ``jit`` call reads a dozen flags: one lookup instead)."""
+        hit = _local.cached.get(names)
+        gen = _generation[0]
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        vals = tuple([self.read(n) for n in names])
+        _local.cached[names] = (gen, vals)
+        return vals
+
     def trace_context(self) -> tuple:
         """The flags a trace depends on (part of every ``jit`` trace-cache key)."""
-        return tuple(self.read(n) for n in _TRACE_CONTEXT) + tuple(
-            self.read(n) for n in _TRACE_CONTEXT_USER)
+        return self.read_many((*_TRACE_CONTEXT, *_TRACE_CONTEXT_USER))
 
 
 config = Config()
@@ -467,6 +484,7 @@ def make_user_context(default_value=None) -> State:
     name = f"jax_user_context_{_user_contexts[0]}"
     state = State(name, default_value, "A user context (part of jit's cache key).")
     _TRACE_CONTEXT_USER.append(name)
+    _generation[0] += 1
     return state
 
 
