@@ -100,20 +100,25 @@ def test_kernel_counts():
     """The kernels each target form gives.  CPU forms: norm over a small leading axis stays 3
     kernels (no split: not worth a second dispatch); a big one-row sum is split in parts and
     folded by a second pass.  GPU forms (strided reductions split over many workgroups): norm
-    takes 8 -- each of its two column reductions (the sum, then the shifted sums of x and x^2
-    that jnp.var takes together) is split in parts and folded by a second pass, and three
-    10-element kernels run between them (the mean, the shift row x[0] - mean, and the
-    standard deviation), which the CPU forms recompute inside their consumers."""
+    takes 5 -- each of its two column reductions (the sum, then the shifted sums of x and x^2
+    that jnp.var takes together) is split in parts and folded by a second pass, whose epilogue
+    computes the 10-element values read by every element later (the mean, the standard
+    deviation: once per column, not per element); the shift row x[0] - mean that jnp.var
+    uses is recomputed by its reduction's first pass; then the elementwise kernel."""
     n_kernels = lambda f, *a: len(wjax.jit(f).lower(*a).compile().plan.steps)   # noqa: E731
 
     def norm(X):
         X = X - X.mean(0)
         return X / X.std(0)
     rt = runtime.get()
-    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1)),
-                               (profiles.GPU_STRATEGIES, (8, 2, 1))):
+    standardize = lambda X: wjax.nn.standardize(X, axis=0)   # noqa: E731
+    for strategies, counts in ((profiles.CPU_STRATEGIES, (3, 2, 1, 2)),
+                               (profiles.GPU_STRATEGIES, (5, 2, 1, 3))):
         with rt.options(**dict(strategies)):
             assert n_kernels(norm, jnp.ones((10000, 10))) == counts[0], strategies
+            # one split column reduction of x and x^2 (merged), whose second pass computes
+            # the mean and rsqrt(var + eps) once per column on GPU forms
+            assert n_kernels(standardize, jnp.ones((10000, 10))) == counts[3], strategies
             assert n_kernels(jnp.sum, jnp.ones(1 << 20)) == counts[1], strategies
             assert n_kernels(lambda a: a.sum(1), jnp.ones((4096, 256))) == counts[2], strategies
     wjax.clear_caches()
@@ -230,9 +235,11 @@ def test_strided_forms_are_what_gpus_get():
 
 def test_gpu_elementwise_forms():
     """Under the GPU forms: the normalization's mean and std (a division and a square root
-    of reductions, broadcast over 2^20 x 64) are computed once in a small kernel rather than
-    per element, a cheap clamp (softmax's ``max(m, -inf)``) stays inlined, and flat vec4
-    kernels take 4 vec4s a grid apart per thread; the results agree with NumPy and JAX."""
+    of reductions, broadcast over 2^20 x 64) are computed once per column, by the epilogue of
+    the reductions' second pass, rather than per element or in a kernel of their own (three
+    kernels: the merged sums' two passes and the elementwise one), a cheap clamp (softmax's
+    ``max(m, -inf)``) stays inlined, and flat vec4 kernels take 4 vec4s a grid apart per
+    thread; the results agree with NumPy and JAX."""
     from wjax._src.backend import execute
     from wjax._src.backend.target import Target
 
@@ -244,8 +251,8 @@ def test_gpu_elementwise_forms():
         return execute.Executable(closed.jaxpr,
                                   Target.for_profile(profile, **options)).plan.steps
     st = steps(norm, [(1 << 20, 64)])
-    assert len(st) == 4 and st[2].grid == (1, 1, 1) and "wj_sqrt" in st[2].wgsl
-    assert "wj_sqrt" not in st[3].wgsl
+    assert len(st) == 3 and st[1].grid[0] < 64 and "wj_sqrt" in st[1].wgsl
+    assert "wj_sqrt" not in st[2].wgsl
     assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)],
                      row_resident=0)) == 3
     assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 1
@@ -257,8 +264,11 @@ def test_gpu_elementwise_forms():
     with rt.options(**profiles.GPU_FORMS):
         got = wjax.jit(norm)(x)
         got2 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
+        got3 = wjax.jit(lambda x: wjax.nn.standardize(x, axis=0))(x)
     xd = x.astype(np.float64)
     check([got], [(xd - xd.mean(0)) / xd.std(0)], 2e-5)
+    check([got3], [(xd - xd.mean(0)) / np.sqrt(xd.var(0) + 1e-5)], 2e-5)
+    check([got3], [rjax().nn.standardize(x, axis=0)], 2e-5)
     check([got2[0]], [a * 2 + b], 1e-6)
     J = rjax()
     check([got, got2[1]], [J.jit(norm)(x), J.nn.selu(a)], 2e-5)

@@ -213,19 +213,25 @@ class KernelContext:
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
 
-    def epilogue_code(self, kb: KernelBuilder, value: str, flat: str) -> list:
+    def epilogue_code(self, kb: KernelBuilder, value: str, flat: str, more=()) -> list:
         """WGSL lines computing and storing every epilogue root at flat position ``flat``
-        of this kernel's output, whose value there is ``value`` (a register)."""
+        of this kernel's output, whose value there is ``value`` (a register).  ``more``:
+        (var, register) pairs of further outputs at the same position (a merged kernel's:
+        ``jnp.var``'s two sums, which its standard deviation reads both of)."""
         if not self.epilogue:
             return []
         saved, kb.lines = kb.lines, []
         out = self.eqn.outvars[0]
-        f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst={out.id: (flat, value)})
-        idx = Index(kb, out.aval.shape, flat=flat)
-        for r in self.epilogue:
-            val = Lowering._read_root(f, r, idx)
+        subst = {out.id: (flat, value)}
+        subst.update({v.id: (flat, val) for v, val in more})
+        f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst=subst)
+        for r in self.epilogue:    # (a root of another shape reads the outputs at ``flat``,
+            #                         or the Fuser raises EpilogueMismatch)
+            val = Lowering._read_root(f, r, Index(kb, r.aval.shape, flat=flat))
             name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
             kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
+            if r.id in self.lowering.split:    # later roots read it here (it is not inlined)
+                f.subst[r.id] = (flat, val)
         lines, kb.lines = kb.lines, saved
         return lines
 
@@ -276,7 +282,7 @@ class BindingOverflow(Exception):
 
 
 class Lowering:
-    def __init__(self, jaxpr: Jaxpr, target: Target, split=frozenset()):
+    def __init__(self, jaxpr: Jaxpr, target: Target, split=frozenset(), small=frozenset()):
         self.jaxpr, self.target = jaxpr, target
         self.max_storage = int(target["max-storage-buffers-per-shader-stage"])
         self.plan = Plan()
@@ -289,6 +295,9 @@ class Lowering:
         self.level: dict[int, int] = {}
         self.eqn_level: dict[int, int] = {}    # per equation (one with no outputs too)
         self.split: set[int] = set(split)   # fusable vars forced into their own kernel
+        # the splits that are small values broadcast into large kernels
+        # (``passes.broadcast_splits``): an epilogue may compute them
+        self.small: set[int] = set(small)
         avals = self.plan.avals
         self.windows = W.Windows(
             target["max-storage-buffer-binding-size"],
@@ -390,12 +399,13 @@ class Lowering:
         for L in range(max_level + 1):
             for batch in self._merged(kernels_by_level.get(L, [])):
                 if len(batch) > 1:
-                    batch[0].prim.kernel_many([KernelContext(self, e) for e in batch])
+                    if not (batch[0].prim.epilogue and self._try_epilogue(batch, groups)):
+                        batch[0].prim.kernel_many([KernelContext(self, e) for e in batch])
                     continue
                 e = batch[0]
                 if e.outvars and all(v.aval.size == 0 for v in e.outvars):
                     continue
-                if e.prim.epilogue and self._try_epilogue(e, groups):
+                if e.prim.epilogue and self._try_epilogue([e], groups):
                     continue
                 e.prim.kernel(KernelContext(self, e), *[a.aval for a in e.invars],
                               **e.params)
@@ -405,29 +415,54 @@ class Lowering:
 
     MAX_MERGE = 4
 
-    def _try_epilogue(self, e: Eqn, groups: dict) -> bool:
+    def _try_epilogue(self, batch: list, groups: dict) -> bool:
         """Fuses the same-shaped elementwise consumers of a kernel's output into the kernel
-        (e.g. bias + relu after a matmul).  Falls back (returns False) when a consumer
-        reads the output at another position or needs a value not computed yet."""
-        out = e.outvars[0]
-        key = (self.level[out.id], 1)
-        roots = [
-            r
-            for r in groups.get(key, [])
-            if r.aval.shape == out.aval.shape and out.id in self._deps(r)
-        ]
-        if not roots:
-            return False
-        mark = len(self.plan.steps)
-        ctx = KernelContext(self, e)
-        ctx.epilogue = roots
-        try:
-            e.prim.kernel(ctx, *[a.aval for a in e.invars], **e.params)
-        except (EpilogueMismatch, BindingOverflow):
-            del self.plan.steps[mark:]
-            return False
-        groups[key] = [r for r in groups[key] if r not in roots]
-        return True
+        (e.g. bias + relu after a matmul), and the small split values computed from it
+        (``self.small``: a column mean or standard deviation, computed once per output by
+        the reduction's last pass instead of by a kernel of their own; of the outputs' size,
+        ``keepdims`` shapes included; also those of later levels computed from it and from
+        earlier such roots, as ``nn.standardize``'s ``rsqrt(var + eps)`` from the mean).
+        ``batch``: one equation, or the merged equations of one kernel (``kernel_many``: the
+        epilogue may read each of their outputs).  Falls back (returns False) when a
+        consumer reads an output at another position or needs a value not computed yet
+        (first without the later levels' roots, if there were any)."""
+        outs = [e.outvars[0] for e in batch]
+        out = outs[0]
+        ids = {v.id for v in outs}
+        lvl = self.level[out.id]
+        base, later = [], []
+        for (level, phase), rs in sorted(groups.items(), key=lambda kv: kv[0]):
+            if level < lvl:
+                continue
+            for r in rs:
+                if level == lvl and phase == 1 and r.aval.shape == out.aval.shape:
+                    pass
+                elif not (r.id in self.small and r.aval.size == out.aval.size):
+                    continue
+                if level == lvl and ids & self._deps(r):
+                    base.append(r)
+                elif level > lvl and (ids | {x.id for x in base + later}) & self._deps(r):
+                    later.append(r)
+        tries = [base + later, base] if later and base else [base]
+        for roots in tries:
+            if not roots:
+                continue
+            mark = len(self.plan.steps)
+            ctxs = [KernelContext(self, e) for e in batch]
+            ctxs[0].epilogue = roots
+            try:
+                if len(batch) > 1:
+                    batch[0].prim.kernel_many(ctxs)
+                else:
+                    batch[0].prim.kernel(ctxs[0], *[a.aval for a in batch[0].invars],
+                                         **batch[0].params)
+            except (EpilogueMismatch, BindingOverflow):
+                del self.plan.steps[mark:]
+                continue
+            for key in groups:
+                groups[key] = [r for r in groups[key] if r not in roots]
+            return True
+        return False
 
     def _deps(self, v: Var) -> set:
         """Var ids an (unsplit, same-level) fused root reads through virtual producers."""
@@ -776,10 +811,12 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
 
 def _plan(j: Jaxpr, target: Target) -> Plan:
     split: set[int] = deep_fusion_splits(j)
+    small: set[int] = set()
     if target.elementwise == "flat":
-        split |= broadcast_splits(j)
+        small = broadcast_splits(j)
+        split |= small
     while True:
-        lowering = Lowering(j, target, split)
+        lowering = Lowering(j, target, split, small)
         try:
             return lowering.run()
         except BindingOverflow as err:

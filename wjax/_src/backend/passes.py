@@ -229,10 +229,16 @@ def broadcast_splits(jaxpr: Jaxpr) -> set:
     (``mean = sum / n`` and ``std = sqrt(...)`` read by every element of ``(X - mean) / std``):
     they are materialized, computed once in a small kernel of their own instead of once per
     element of the large one (on GPUs the divisions and square roots per element made the
-    normalization compute-bound).  Views and values of the inputs alone stay inlined.  Only
-    for ``Target.elementwise == "flat"`` (GPUs; ``lower.lower_jaxpr``)."""
+    normalization compute-bound).  Views and values of the inputs alone stay inlined, and so
+    do cheap values of split ones: a value split earlier counts as a kernel's output, so
+    ``jnp.var``'s shift row ``x[0] - mean`` (a subtraction once ``mean`` has a buffer) is
+    recomputed where it is read, not given a kernel of its own.  The lowering computes a
+    split value inside the kernel whose output it is derived from where it can (an epilogue
+    of that reduction's last pass, ``Lowering._try_epilogue``), so it costs no dispatch.
+    Only for ``Target.elementwise == "flat"`` (GPUs; ``lower.lower_jaxpr``)."""
     producer = {v.id: e for e in jaxpr.eqns for v in e.outvars}
     memo: dict[tuple, bool] = {}
+    split: set[int] = set()
 
     def walk(v, what) -> bool:
         """what == "derived": v is computed (not only viewed) from a kernel's output through
@@ -245,7 +251,7 @@ def broadcast_splits(jaxpr: Jaxpr) -> set:
         r = False
         if e is not None and e.prim.fuse is not None:
             args = [a for a in e.invars if isinstance(a, Var)]
-            inner = [a for a in args if not _from_kernel(a, producer)]
+            inner = [a for a in args if not _from_kernel(a, producer, split)]
             if what == "costly":
                 r = (not e.prim.view and e.prim.name in _COSTLY) or any(
                     walk(a, what) for a in inner)
@@ -257,7 +263,6 @@ def broadcast_splits(jaxpr: Jaxpr) -> set:
 
     def computed(v) -> bool:
         return walk(v, "derived") and walk(v, "costly")
-    split = set()
     for e in jaxpr.eqns:
         if e.prim.name != "broadcast_in_dim" or not isinstance(e.invars[0], Var):
             continue
@@ -268,15 +273,17 @@ def broadcast_splits(jaxpr: Jaxpr) -> set:
     return split
 
 
-def _from_kernel(v: Var, producer: dict) -> bool:
-    """``v`` is the output of a kernel op, or a view of one."""
+def _from_kernel(v: Var, producer: dict, split=frozenset()) -> bool:
+    """``v`` is the output of a kernel op or a ``split`` value, or a view of one."""
     e = producer.get(v.id)
     while e is not None and e.prim.fuse is not None and e.prim.view:
         a = e.invars[0]
         if not isinstance(a, Var):
             return False
+        if a.id in split:
+            return True
         e = producer.get(a.id)
-    return e is not None and e.prim.kernel is not None
+    return v.id in split or (e is not None and e.prim.kernel is not None)
 
 
 # --------------------------------------------------------------------------- row-resident groups

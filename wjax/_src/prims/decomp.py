@@ -55,7 +55,27 @@ def _reader_fn(ctx, kb, i, aval, fname):
 def _store(v, dtype):
     if np.dtype(dtype) == dtypes.bfloat16:   # every stored value a bf16 (as on the host)
         return W.wrap_narrow(v, dtype)
+    if np.dtype(dtype) == np.float16:        # rounded by the bits (a driver may pick either)
+        return f"wj_f16r({v})"
     return v if W.value_type(dtype) == "f32" else f"{W.value_type(dtype)}({v})"
+
+
+# Every float division and square root of these kernels is correctly rounded (``wj_div``,
+# ``wj_sqrt``): the spec lets a driver's ``/`` be 2.5 ulp off and ``sqrt`` about 5.5 (NVIDIA's
+# are), and the LU multipliers, the Cholesky column and the substitution's quotients feed
+# answers JAX gives exactly -- ``expm(0)`` (a solve with the identity), ``cholesky(I)``,
+# ``solve(diag(d), b)`` -- or accumulate through every later column (the pivots'
+# errors compound in the trailing updates).  A division is a few dozen integer ops, one per
+# element a column touches, against the O(n) multiply-adds of the updates beside it.
+def _div(kb, a: str, b: str) -> str:
+    """``a / b`` (f32 expressions) correctly rounded."""
+    kb.use_helper("wj_div")
+    return f"wj_div({a}, {b})"
+
+
+def _sqrt(kb, a: str) -> str:
+    kb.use_helper("wj_sqrt")
+    return f"wj_sqrt({a})"
 
 
 def _bf16r(v, dtype):
@@ -190,6 +210,7 @@ def _lu_one_kernel(ctx, a):
     pv = kb.bind(ctx.out_key(1), np.int32, "read_write")
     pm = kb.bind(ctx.out_key(2), np.int32, "read_write")
     kb.decls.append("var<workgroup> piv: u32;")
+    kb.use_helper("wj_div")        # (the header below is written before the body's calls)
     X = lambda i, j: f"{o}[base + ({i}) * {N}u + ({j})]"  # noqa: E731
     grid = W.grid_for(B, kb.max_groups)
     src = f"""{kb.header()}
@@ -228,7 +249,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let d = {X("k", "k")};
     if (d != {W.zero(dt) if np.dtype(dt) != dtypes.bfloat16 else "0.0"}) {{
       for (var i = k + 1u + lid; i < {M}u; i = i + {_WG}u) {{
-        {X("i", "k")} = {_bf16r(f'{X("i", "k")} / d', dt)};
+        {X("i", "k")} = {_store(_div(kb, _load(X("i", "k"), dt), _load("d", dt)), dt)};
       }}
     }}
     storageBarrier();
@@ -314,7 +335,7 @@ def _lu_stepped(ctx, a):
   let d = {_load(X("k", "k"), dt)};
   if (d != 0.0) {{
     for (var i = k + 1u + lid; i < {M}u; i = i + {_WG}u) {{
-      {X("i", "k")} = {_store(f"{_load(X('i', 'k'), dt)} / d", dt)};
+      {X("i", "k")} = {_store(_div(kp, _load(X("i", "k"), dt), "d"), dt)};
     }}
   }}"""
     shared = (f"var<workgroup> sv: array<f32, {_WG}>;\n"
@@ -459,7 +480,7 @@ def _ts_stepped(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
         kb.emit(f"let step = {c}[{slot}];")
         kb.emit(f"if (i == 0u) {{ {c}[{1 - slot}] = step + 1u; }}")
         kb.emit(f"let r = {'step' if eff_lower else f'{m - 1}u - step'};")
-        f = T("q", "r") if unit_diagonal else f"{T('q', 'r')} / {T('r', 'r')}"
+        f = T("q", "r") if unit_diagonal else _div(kb, T("q", "r"), T("r", "r"))
         upd = f"{_load(X('q'), dt)} - f * {_load(X('r'), dt)}"
         kb.emit(f"if ({'q > r' if eff_lower else 'q < r'}) {{\n    let f = {f};\n"
                 f"    for (var sj = j0; sj < j1; sj = sj + 1u) {{ {X('q')} = {_store(upd, dt)}; }}"
@@ -474,7 +495,7 @@ def _ts_stepped(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
         o = kb.bind(out, dt, "read_write")
         X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
         thread(kb)
-        quot = f"{_load(X('q'), dt)} / f"
+        quot = _div(kb, _load(X("q"), dt), "f")
         kb.emit(f"let f = {T('q', 'q')};")
         kb.emit(f"for (var sj = j0; sj < j1; sj = sj + 1u) {{ {X('q')} = {_store(quot, dt)}; }}")
         src, grid = kb.elementwise_kernel(B * m * NB)
@@ -493,7 +514,7 @@ def _ts_one_kernel(ctx, a, b, *, left_side, lower, transpose_a, unit_diagonal):
     o = kb.bind(ctx.out_key(0), dt, "read_write")
     T, pos, eff_lower = _ts_system(a, b, left_side, lower, transpose_a)
     X = lambda r: f"{o}[sg * {R * Cc}u + {pos(r)}]"  # noqa: E731
-    div = "" if unit_diagonal else f"v = v / {T('r', 'r')};"
+    div = "" if unit_diagonal else f"v = {_div(kb, 'v', T('r', 'r'))};"
     if eff_lower:
         loop = (
             f"for (var r = 0u; r < {m}u; r = r + 1u) {{\n"
@@ -601,14 +622,14 @@ def _chol_stepped(ctx, a):
   let k = {c}[0];
   let d = {_load(X("k", "k"), dt)};
   storageBarrier();
-  let s = sqrt(max(d, 0.0));
+  let s = {_sqrt(kd, "max(d, 0.0)")};
   if (lid == 0u) {{
     if (!(d > 0.0)) {{ {bd}[g] = 1u; }}
     {X("k", "k")} = {_store("s", dt)};
     if (g == 0u) {{ {c}[1] = k + 1u; }}
   }}
   for (var i = k + 1u + lid; i < {n}u; i = i + {_WG}u) {{
-    {X("i", "k")} = {_store(f"{_load(X('i', 'k'), dt)} / s", dt)};
+    {X("i", "k")} = {_store(_div(kd, _load(X("i", "k"), dt), "s"), dt)};
   }}"""
     d_src, d_grid = _stepped_group(kd, B, body)
 
@@ -635,6 +656,8 @@ def _chol_one_kernel(ctx, a):
     rd = _reader_fn(ctx, kb, 0, a, "rdA")
     o = kb.bind(ctx.out_key(0), dt, "read_write")
     kb.decls.append("var<workgroup> bad: u32;")
+    kb.use_helper("wj_div")        # (the header below is written before the body's calls)
+    kb.use_helper("wj_sqrt")
     X = lambda i, j: f"{o}[base + ({i}) * {n}u + ({j})]"  # noqa: E731
     nan = "bitcast<f32>(0x7fc00000u)"
     grid = W.grid_for(B, kb.max_groups)
@@ -656,12 +679,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (lid == 0u) {{
       let d = {_load(X("k", "k"), dt)};
       if (!(d > 0.0)) {{ bad = 1u; }}
-      {X("k", "k")} = {_store("sqrt(max(d, 0.0))", dt)};
+      {X("k", "k")} = {_store(_sqrt(kb, "max(d, 0.0)"), dt)};
     }}
     storageBarrier();
     let d = {X("k", "k")};
     for (var i = k + 1u + lid; i < {n}u; i = i + {_WG}u) {{
-      {X("i", "k")} = {_bf16r(f'{X("i", "k")} / d', dt)};
+      {X("i", "k")} = {_store(_div(kb, _load(X("i", "k"), dt), _load("d", dt)), dt)};
     }}
     storageBarrier();
     let w = {n}u - k - 1u;

@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from ..backend import wgsl as W
+from ..backend.lower import EpilogueMismatch
 from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
@@ -226,11 +227,15 @@ def emit_reduction(ctx, op, x_aval: ShapedArray, axes, out_key, out_dtype, index
 def emit_reductions(jobs: list, wg=256):
     """Emits several reductions over the same iteration space as ONE kernel (per pass):
     the state is a struct with one field per reduction (e.g. the sum and the sum of
-    squares of a one-pass variance)."""
+    squares of a one-pass variance).  Epilogues (``jobs[0].ctx.epilogue``: small values the
+    lowering computes from the outputs, see ``Lowering._try_epilogue``) are written by the
+    GPU forms' last pass; the other forms decline them (``EpilogueMismatch``)."""
     if not _slices(jobs[0].ctx.target):
         st = _Strided(jobs)
         if st.applies():
             return st.emit()
+    if jobs[0].ctx.epilogue:
+        raise EpilogueMismatch(None)
     seq = _Sequential(jobs)
     if seq.applies():
         return seq.emit()
@@ -626,6 +631,22 @@ class _Sequential:
         self.ctx.dispatch(kb, src, grid)
 
 
+def _epilogue_lines(jobs, kb, vals, o: str) -> str:
+    """The epilogue of a reduction's last pass at output ``o``: ``vals`` are the jobs'
+    results there (registers)."""
+    ctx = jobs[0].ctx
+    if not ctx.epilogue:
+        return ""
+    regs = [(j.ctx.eqn.outvars[0], kb.fresh("wj_ep")) for j in jobs]
+    lines = [f"let {r} = {v};" for (_, r), v in zip(regs, vals)]
+    saved, kb.vec = kb.vec, 1
+    try:
+        lines += ctx.epilogue_code(kb, regs[0][1], o, more=regs[1:])
+    finally:
+        kb.vec = saved
+    return "\n".join("    " + ln for ln in lines)
+
+
 class _Strided(_Sequential):
     """GPU reductions (``Target.reduction == "strided"``): neighbouring threads read
     neighbouring addresses, enough workgroups to fill a big GPU, and a second pass whenever
@@ -661,6 +682,16 @@ class _Strided(_Sequential):
 
     def applies(self) -> bool:
         return self.M > 0
+
+    def write_outputs(self, kb, o="o"):
+        """The outputs at ``o``, then the lowering's epilogue there (every output of a
+        strided reduction is written by one invocation, once: the last pass's)."""
+        out = super().write_outputs(kb, o)
+        if not self.ctx.epilogue:
+            return out
+        vals = [W.wrap_narrow(m.result(f"res.m{k}"), j.out_dtype)
+                for k, (j, m) in enumerate(zip(self.jobs, self.monos))]
+        return out + "\n" + _epilogue_lines(self.jobs, kb, vals, o)
 
     def _max_iter(self):
         limit = self.target.loop_limit
@@ -1103,6 +1134,7 @@ def _reducer(name, op, np_ref, accepts):
 
     p.abstract_eval, p.kernel, p.reference, p.element = abstract, kernel, reference, element
     p.monoid = op
+    p.epilogue = True    # the GPU forms' last pass computes small values of its outputs
     p.merge_key = _merge_key
     p.kernel_many = _kernel_many
     _batching.defreducer(p)   # vmap: shift the axes past the batch axis
