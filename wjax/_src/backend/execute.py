@@ -128,6 +128,9 @@ class Program:
                           if slot[k] >= n_fixed}
         self.n_slots = len(slot)
         self.name = getattr(plan, "name", None)
+        # per slot, the id of the GPU buffer it had last call: asked for again (a preference,
+        # harmless when stale), so repeated calls bind the same buffers and reuse bind groups
+        self._last: list = [None] * self.n_slots
 
     def binding_sites(self, in_positions, out_positions) -> dict:
         """Where the given inputs (positions in ``in_buffers``) and outputs are bound: wgsl ->
@@ -158,10 +161,12 @@ class Program:
         profiling = prof is not None
         if profiling:
             outer, prof.program = prof.program, self.name
+        last = self._last
         for host, d, slots, allocs, frees in self.steps:
             for s, n in allocs:
                 if env[s] is None:
-                    env[s] = alloc(n)
+                    b = env[s] = alloc(n, prefer=last[s])
+                    last[s] = id(b.gpu)
             bufs = [env[s] for s in slots]
             if host:
                 assert indirect is None, "an indirect plan holds a host step"

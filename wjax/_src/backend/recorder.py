@@ -100,8 +100,9 @@ class Recorder:
     def _died(self, i: int) -> None:
         self.buffers[i]["death"] = self.pos
 
-    def alloc(self, nbytes: int, indirect: bool = False) -> Buffer:
-        buf = self._new(size_class(nbytes), "temp")
+    def alloc(self, nbytes: int, indirect: bool = False, prefer: int | None = None) -> Buffer:
+        buf = self._new(size_class(nbytes), "temp")       # (a recording has no pool: no
+        # buffer to prefer)
         if indirect:
             self.buffers[buf.gpu.id]["indirect"] = True
         return buf

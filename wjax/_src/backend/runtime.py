@@ -161,11 +161,17 @@ class Pool:
             self.free.setdefault(n, []).append(gpu)
             self.pooled += n
 
-    def take(self, nbytes):
+    def take(self, nbytes, prefer: int | None = None):
+        """A free buffer of class ``nbytes``: the one whose ``id`` is ``prefer`` if it is
+        free, else the last returned (None: none free)."""
         self._drain()
         free = self.free.get(nbytes)
         if free:
             self.pooled -= nbytes
+            if prefer is not None:
+                for i in range(len(free) - 1, -1, -1):
+                    if id(free[i]) == prefer:
+                        return free.pop(i)
             return free.pop()
         return None
 
@@ -329,10 +335,12 @@ class Runtime:
         return f"{i['device']} [{i['backend_type']}, {i['adapter_type']}]"
 
     # ------------------------------------------------------------------ buffers
-    def alloc(self, nbytes: int, indirect: bool = False) -> Buffer:
+    def alloc(self, nbytes: int, indirect: bool = False, prefer: int | None = None) -> Buffer:
         """A pooled buffer of at least ``nbytes``; ``indirect=True``: one that dispatches can
         also read their workgroup counts from (``indirect=`` of ``dispatch``), from a pool of
-        its own."""
+        its own.  ``prefer``: the ``id`` of a GPU buffer to take again if it is free (a
+        program's slot keeps its buffer from call to call, so its bind groups are found in
+        the cache instead of created: each costs more than recording the dispatch)."""
         cls = size_class(nbytes)
         if cls > self.max_buffer:
             raise MemoryError(
@@ -340,7 +348,7 @@ class Runtime:
                 f"max-buffer-size is {self.max_buffer} bytes")
         pool = self._free_indirect if indirect else self._free
         with self._lock:
-            gpu = pool.take(cls)
+            gpu = pool.take(cls, prefer)
             if gpu is not None:
                 self.stats["reuses"] += 1
                 return self._handle(gpu, cls, pool)
