@@ -46,10 +46,12 @@ fi
 export WJAX_AUTOTUNE_CACHE="$out/autotune.json"
 stamp "wjax" | tee -a "$out/card.txt"
 python3 bench/bench_gpu.py --json "$out/wjax.json" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
-stamp "JAX" | tee -a "$out/card.txt"
-JAX_PLATFORMS=cuda python3 bench/bench_gpu.py --module jax --json "$out/xla.json" 2>&1 \
-  | grep -v Warning | tee "$out/bench_xla.txt"
-python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json"
+if [ -z "${SKIP_XLA:-}" ]; then
+  stamp "JAX" | tee -a "$out/card.txt"
+  JAX_PLATFORMS=cuda python3 bench/bench_gpu.py --module jax --json "$out/xla.json" 2>&1 \
+    | grep -v Warning | tee "$out/bench_xla.txt"
+  python3 bench/bench_gpu.py --compare "$out/wjax.json" "$out/xla.json"
+fi
 stamp "profiles" | tee -a "$out/card.txt"
 timeout 60 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise softmax mlp rnn attention call} \
   --profile "$out/profile.txt" 2>&1 | grep -v Warning > /dev/null
