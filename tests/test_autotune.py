@@ -33,6 +33,17 @@ def tuner_file(tmp_path, monkeypatch):
     jax.clear_caches()
 
 
+@pytest.fixture
+def cpu_forms():
+    """The CPU kernel strategies (the tuner's size-class proxies, the direct convolution),
+    whichever adapter runs the tests: a GPU's own tuning is tested under GPU_STRATEGIES."""
+    from wjax._src.backend import profiles
+    jax.clear_caches()
+    with runtime.get().options(**dict(profiles.CPU_STRATEGIES)):
+        yield
+    jax.clear_caches()
+
+
 def _problem():
     rs = np.random.RandomState(0)
     a = rs.randn(2, 37, 130).astype(F)        # batch 2, M 37, K 130
@@ -63,7 +74,7 @@ def _keys_and_names(a, b, c):
     return out
 
 
-def test_every_matmul_variant_is_correct(tuner_file):
+def test_every_matmul_variant_is_correct(tuner_file, cpu_forms):
     a, b, c = _problem()
     want = _want(a, b, c)
     (k1, n1), (k2, n2) = _keys_and_names(a, b, c)
@@ -85,7 +96,7 @@ def test_every_matmul_variant_is_correct(tuner_file):
     assert set(n1) | set(n2) <= tried
 
 
-def test_choices_are_timed_once_and_cached(tuner_file, monkeypatch):
+def test_choices_are_timed_once_and_cached(tuner_file, monkeypatch, cpu_forms):
     a = np.random.RandomState(1).randn(64, 48).astype(F)
     b = np.random.RandomState(2).randn(48, 64).astype(F)
     rt = runtime.get()
@@ -159,7 +170,7 @@ def _forcing(monkeypatch, prefix, pick_index):
 
 
 @pytest.mark.parametrize("case", ["strided", "groups_dilated", "weight_grad"])
-def test_every_conv_variant_is_correct(case, monkeypatch):
+def test_every_conv_variant_is_correct(case, monkeypatch, cpu_forms):
     """The direct (implicit GEMM) convolution in each variant the tuner offers -- register
     blocks, split contractions whose pieces cross window positions -- against JAX: strides,
     asymmetric padding, lhs/rhs dilation, feature groups, and a layer's value_and_grad (the
