@@ -288,6 +288,7 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         (key, names, default), = offered
         assert key == "matmul-gpu|64x256x256" and default == names[0] == "t64x64x16s1"
         assert {"t128x128x16s1", "t128x64x16s1", "rm4v2wg64s1"} <= set(names)  # tiles, blocks
+        assert {"t64x64x32s1", "t64x64x64s1"} <= set(names)     # deeper slabs (latency)
         assert all(n.endswith(("s1", "s1d")) for n in names)  # one dispatch each (in a loop)
         step_key, step_names = key, names
         offered.clear()

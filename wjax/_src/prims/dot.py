@@ -335,13 +335,16 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
     # a small product's variants are one dispatch each: in a loop every dispatch costs the
     # host and the GPU several microseconds (an H200's RNN step: split variants halved the
     # kernels' time and lost it twice over in dispatches)
+    # a small product also gets deeper slabs (64x64x32/64): its time is the latency of the
+    # slabs walked one after another, not the arithmetic
     cands = [rule]
     for bm, bn, bk in TILES.values():
         for s in ((1,) if small else (1, 2, 4)):
             for db in (False, True):     # double buffering where the memory holds it twice
                 c = MMConfig(0, 0, 0, s, True, bm, bn, bk, db)
-                if (bk == 16 and (s == 1 or Kp // s >= 128) and c not in cands
-                        and (not db or 2 * (bm + bn) * bk * 4 <= target.workgroup_memory)):
+                if ((bk == 16 or (small and bm == 64 and not db)) and c not in cands
+                        and (s == 1 or Kp // s >= 128)
+                        and (1 + db) * (bm + bn) * bk * 4 <= target.workgroup_memory):
                     cands.append(c)
     if small:
         cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
@@ -379,10 +382,12 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
 
 
 # The tiled kernel's tiles (shaders/matmul_tiled.wgsl), 256 threads each: BM x BN outputs,
-# BK-deep slabs (workgroup memory (BM + BN) BK 4 bytes: 16 KiB, WebGPU's default, except
-# 128x128x32's 32 KiB, only where the target has it and only when forced, for measuring).
+# BK-deep slabs (workgroup memory (BM + BN) BK 4 bytes: 16 KiB, WebGPU's default, for the
+# 16-deep tiles the rule picks; the deeper ones only where the target has the memory: forced,
+# or among a small product's timed variants).
 TILES = {"128x128x16": (128, 128, 16), "128x128x8": (128, 128, 8),
-         "128x64x16": (128, 64, 16), "64x64x16": (64, 64, 16), "128x128x32": (128, 128, 32)}
+         "128x64x16": (128, 64, 16), "64x64x16": (64, 64, 16), "128x128x32": (128, 128, 32),
+         "64x64x32": (64, 64, 32), "64x64x64": (64, 64, 64)}
 TILE_WG = 256
 GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
