@@ -146,7 +146,7 @@ class Pool:
         self.budget = budget
         self.owned = owned               # id(gpu) -> gpu: every live GPU buffer (see Runtime)
         self.on_release = on_release     # called with id(gpu) of each buffer released
-        self.free: dict[int, list] = {}
+        self.free: dict[int, dict] = {}   # size class -> {id(gpu): gpu}, oldest first
         self.returned = collections.deque()
         self.pooled = 0                  # bytes in ``free``
         self.in_use = 0                  # bytes held by live Buffers
@@ -158,7 +158,7 @@ class Pool:
     def _drain(self):
         while self.returned:
             gpu, n = self.returned.popleft()
-            self.free.setdefault(n, []).append(gpu)
+            self.free.setdefault(n, {})[id(gpu)] = gpu
             self.pooled += n
 
     def take(self, nbytes, prefer: int | None = None):
@@ -168,11 +168,8 @@ class Pool:
         free = self.free.get(nbytes)
         if free:
             self.pooled -= nbytes
-            if prefer is not None:
-                for i in range(len(free) - 1, -1, -1):
-                    if id(free[i]) == prefer:
-                        return free.pop(i)
-            return free.pop()
+            gpu = free.pop(prefer, None) if prefer is not None else None
+            return gpu if gpu is not None else free.popitem()[1]
         return None
 
     def trim(self, budget=None) -> int:
@@ -184,7 +181,7 @@ class Pool:
         for n in sorted(self.free, reverse=True):
             lst = self.free[n]
             while lst and self.pooled > budget:
-                gpu = lst.pop(0)
+                gpu = lst.pop(next(iter(lst)))
                 self.owned.pop(id(gpu), None)
                 if self.on_release is not None:
                     self.on_release(id(gpu))
