@@ -506,14 +506,16 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     if cfg.db:      # shaders/matmul_tiled_db.wgsl: halves at offsets na/nb (staging), oa/ob
         stage = stage.replace("As[", "As[na + ").replace("Bs[", "Bs[nb + ")
         fma = [f.replace("As[", "As[oa + ").replace("Bs[", "Bs[ob + ") for f in fma]
-    src = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled.wgsl",
-                   HEADER=kb.header(), AS=BM * BK // 4, BS=BN * BK // 4, AS2=BM * BK // 2,
-                   BS2=BN * BK // 2, WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S, KC=KC,
-                   BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0], DECL="\n".join(decl),
+    loop = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled_loop.wgsl",
+                    AS=BM * BK // 4, BS=BN * BK // 4, BK=BK, STAGE=stage, FMA="\n".join(fma),
+                    LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb))
+    loop = "\n".join(line for line in loop.splitlines() if not line.startswith("//"))
+    halves = 2 if cfg.db else 1
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS_ALL=halves * BM * BK // 4,
+                   BS_ALL=halves * BN * BK // 4, WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S,
+                   KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0], DECL="\n".join(decl),
                    LOAD="\n".join(line.replace("(k + ", "(ks + ")[2:] for line in la + lb),
-                   STAGE=stage,
-                   LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
-                   FMA="\n".join(fma), STORE="\n".join(store))
+                   KLOOP=loop, STORE="\n".join(store))
     return src, grid
 
 

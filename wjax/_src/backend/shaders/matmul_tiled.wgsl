@@ -9,10 +9,11 @@
 // read as vec4 along their contiguous axis where it is a multiple of 4.  The contraction may
 // be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores its partial product
 // apart (a second kernel sums them).  The loads, products and stores are unrolled by
-// wjax/_src/prims/dot.py (``_tiled_src``).
+// wjax/_src/prims/dot.py (``_tiled_src``); the contraction loop is matmul_tiled_loop.wgsl, or
+// matmul_tiled_db.wgsl (workgroup memory twice over: one barrier a slab).
 {{HEADER}}
-var<workgroup> As: array<vec4<f32>, {{AS}}>;
-var<workgroup> Bs: array<vec4<f32>, {{BS}}>;
+var<workgroup> As: array<vec4<f32>, {{AS_ALL}}>;
+var<workgroup> Bs: array<vec4<f32>, {{BS_ALL}}>;
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -33,15 +34,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let bbase = b * {{K}}u * {{N}}u;
 {{DECL}}
 {{LOAD}}
-  for (var k0 = ks; k0 < ke; k0 = k0 + {{BK}}u) {
-{{STAGE}}
-    workgroupBarrier();
-    let k1 = k0 + {{BK}}u;
-{{LOAD_NEXT}}
-    for (var kk = 0u; kk < {{BK}}u; kk = kk + 1u) {
-{{FMA}}
-    }
-    workgroupBarrier();
-  }
+{{KLOOP}}
 {{STORE}}
 }
