@@ -516,8 +516,13 @@ class Runtime:
                 raise WjaxRuntimeError(
                     f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}"
                 ) from e
-            self._pipelines[wgsl] = p
-            self._layouts[wgsl] = p.get_bind_group_layout(0)
+            layout = p.get_bind_group_layout(0)
+            with self._lock:     # published together: a thread that finds the pipeline
+                # (``bind``, under the lock) finds its layout too
+                if wgsl in self._pipelines:      # another thread compiled it meanwhile
+                    return self._pipelines[wgsl]
+                self._layouts[wgsl] = layout
+                self._pipelines[wgsl] = p
             self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
             if self.profile is not None:
