@@ -44,17 +44,6 @@ _COLLECTIVES = {C.psum_p, C.pmax_p, C.pmin_p, C.all_gather_p, C.all_to_all_p, C.
                 C.axis_index_p, pvary_p}
 
 
-def _run_inputs(run: list) -> list:
-    """The variables a run of equations reads that none of them defines, in first-use order."""
-    defined = {v.id for e in run for v in e.outvars}
-    ins, seen = [], set()
-    for e in run:
-        for a in e.invars:
-            if isinstance(a, Var) and a.id not in defined and a.id not in seen:
-                seen.add(a.id)
-                ins.append(a)
-    return ins
-
 class LocalComm:
     """One process: nothing to exchange."""
     rank, size = 0, 1
@@ -218,7 +207,7 @@ class Body:
         def close(i_end):
             if not run:
                 return
-            ins = _run_inputs(run)
+            ins = passes.run_inputs(run)
             after = later_uses[i_end - 1]
             outs = [v for e in run for v in e.outvars if v.id in after]
             self.steps.append(_Stage(list(run), ins, outs))
@@ -380,7 +369,7 @@ class Program:
         def close(i_end):
             if not run:
                 return
-            ins = _run_inputs(run)
+            ins = passes.run_inputs(run)
             outs = [v for e in run for v in e.outvars if v.id in later[i_end - 1]]
             self.steps.append(("seg", ClosedJaxpr(Jaxpr([], ins, outs, list(run)), []), ins,
                                outs, [None]))

@@ -428,24 +428,31 @@ def _one_row_group(jaxpr: Jaxpr, bound: int, deep: set, limits, tried: set):
                 taint.update(v.id for v in e.outvars)
         if not gain:
             continue
-        new = _collapse(jaxpr, members, tainted, gvals, max_storage, max_binding)
+        new = _collapse(jaxpr, members, tainted, max_storage, max_binding)
         if new is not None:
             return new
     return None
 
 
-def _collapse(jaxpr: Jaxpr, members, tainted, gvals, max_storage, max_binding):
+def run_inputs(run: list) -> list:
+    """The variables a run of equations reads that none of them defines, in first-use order."""
+    defined = {v.id for e in run for v in e.outvars}
+    ins, seen = [], set()
+    for e in run:
+        for a in e.invars:
+            if isinstance(a, Var) and a.id not in defined and a.id not in seen:
+                seen.add(a.id)
+                ins.append(a)
+    return ins
+
+
+def _collapse(jaxpr: Jaxpr, members, tainted, max_storage, max_binding):
     """The jaxpr with equations ``members`` made one ``row_group`` equation (None when it
     would bind too many buffers, or one larger than a binding)."""
     eqns = jaxpr.eqns
     mset = set(members)
     body = [eqns[k] for k in members]
-    ins, seen = [], set()
-    for e in body:
-        for a in e.invars:
-            if isinstance(a, Var) and a.id not in gvals and a.id not in seen:
-                seen.add(a.id)
-                ins.append(a)
+    ins = run_inputs(body)
     used = {a.id for k, e in enumerate(eqns) if k not in mset
             for a in e.invars if isinstance(a, Var)}
     used |= {a.id for a in jaxpr.outvars if isinstance(a, Var)}
