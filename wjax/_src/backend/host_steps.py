@@ -483,7 +483,8 @@ class _RecordedScan:
         ended for a copy at every step."""
         length, reverse, ynb = self.length, self.reverse, self.ynb
         xv, yv = self._views(rt)
-        xa = [(xs[j], self.xnb[j], xv[q]) for q, j in enumerate(self.xs_al)]
+        xa = [xs[j] for j in self.xs_al]
+        xanb = [self.xnb[j] for j in self.xs_al]
         own = [bool(o and v) for o, v in zip(self.own_ys, yv)]
         ya = [(yout[j], ynb[j], own[q]) for q, j in enumerate(self.ys_al)]
         n_rest, n_ys = len(self.rest), len(ya)
@@ -502,22 +503,7 @@ class _RecordedScan:
         any_own = any(own)
         for s in range(length):
             t = length - 1 - s if reverse else s
-            step_in = []
-            for x, nb, view in xa:
-                if view:
-                    step_in.append(View(x, t * nb, nb))
-                else:
-                    b = rt.alloc(nb)
-                    _copy(rt, x, b, nb, src_offset=t * nb)
-                    step_in.append(b)
-            for c in ctr:
-                b = rt.alloc(4)
-                _copy(rt, c, b, 4, src_offset=4 * s)
-                step_in.append(b)
-            if steps_buf is not None:
-                b = rt.alloc(4)
-                _copy(rt, steps_buf, b, 4, src_offset=4 * t)
-                step_in.append(b)
+            step_in = _step_inputs(rt, s, (t,), xa, xanb, ctr, steps_buf, xv)
             if any_own:
                 y_views = [View(y, t * nb, nb) if o else None for y, nb, o in ya]
                 res = run(head + step_in + extra + accs, out_pre + y_views + out_post)
