@@ -217,6 +217,11 @@ def workloads(b: Bench, only=None):
             return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v, precision=HI)
         b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}", attn, (q, k, v),
                 flops=4 * Bt * Hh * Sq * Sq * D)
+        if b.module == "wjax":       # the same program as three kernels (no fused attention)
+            from wjax._src.backend import runtime
+            with runtime.get().options(attention=0):
+                b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}, three kernels", lambda *a: attn(*a),
+                        (q, k, v), flops=4 * Bt * Hh * Sq * Sq * D)
 
     if want("cold"):
         t = cold_first_call(b.module, S)

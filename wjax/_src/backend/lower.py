@@ -27,7 +27,7 @@ from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
 from .passes import (broadcast_splits, check_avals, chunk_wide_concats, cse_and_fold,
-                     deep_fusion_splits, row_groups)
+                     deep_fusion_splits, row_groups, attention_groups)
 
 
 class Dispatch:
@@ -790,17 +790,18 @@ def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
 
 
 def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
-    """Plans a jaxpr.  Where the target has ``row_resident`` (GPUs), row-resident groups
-    (softmax, logsumexp, layer norms: ``passes.row_groups``) become one kernel each; a plan
-    whose group kernel cannot fit the device's bindings is planned again without groups.
+    """Plans a jaxpr.  Where the target has ``attention`` and ``row_resident`` (GPUs),
+    attention (``passes.attention_groups``) and row-resident groups (softmax, logsumexp,
+    layer norms: ``passes.row_groups``) become one kernel each; a plan whose group kernel
+    cannot fit the device's bindings is planned again without groups.
     When a kernel would bind more storage buffers than the device allows, the fusable
     operand reading the most buffers is split into a kernel of its own (materialized) and
     planning starts again (``_plan``)."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     check_avals(j, target)
-    if target.row_resident:
-        grouped = row_groups(j, target)
+    if target.row_resident or target.attention:
+        grouped = row_groups(attention_groups(j, target), target)
         if grouped is not j:
             try:
                 return _plan(grouped, target)

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, params_key
+from ..core.primitive import REGISTRY
 from ..core.tracing import trace_flat
 from ..transforms.dce import has_effects
 from . import wgsl as W
@@ -467,3 +468,161 @@ def _collapse(jaxpr: Jaxpr, members, tainted, max_storage, max_binding):
     rest = [e for k, e in enumerate(eqns) if k not in mset and k not in tainted]
     late = [e for k, e in enumerate(eqns) if k in tainted]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, rest + [geqn] + late)
+
+
+# --------------------------------------------------------------------------- attention
+
+# what each equation of a softmax makes of the kinds it reads: X its input, M the row maximum,
+# Z = X - M, E = exp(Z), L the row sum of E, P = E / L; views of row values keep their kind
+_SOFTMAX_STEPS = {("reduce_max", ("X",)): "M", ("max", ("M", "-inf")): "M",
+                  ("max", ("-inf", "M")): "M", ("sub", ("X", "M")): "Z", ("exp", ("Z",)): "E",
+                  ("reduce_sum", ("E",)): "L", ("div", ("E", "L")): "P"}
+_KIND_VIEWS = {"broadcast_in_dim", "reshape", "expand_dims", "squeeze", "stop_gradient"}
+
+
+def _softmax_after(eqns, start: int, x: Var, axes: tuple, users, outs):
+    """The equations (indices, in order) that compute exactly ``softmax(x)`` over ``axes``
+    from equation ``start`` on -- ``exp(x - max x) / sum(exp(x - max x))``, in float32, as
+    ``jax.nn.softmax`` or written out -- and its result ``P``; None unless every value of
+    it but ``P`` is read only by the others."""
+    kind = {x.id: "X"}
+    members, p = [], None
+    for k in range(start, len(eqns)):
+        e = eqns[k]
+        ins = []
+        for a in e.invars:
+            if isinstance(a, Lit):
+                ins.append("-inf" if np.isneginf(a.val) else "lit")
+            else:
+                ins.append(kind.get(a.id, "."))
+        if all(c in (".", "lit", "-inf") for c in ins):
+            continue                                     # not computed from x
+        name = e.prim.name
+        if len(e.outvars) != 1 or e.outvars[0].aval.dtype != np.float32:
+            return None
+        if name in _KIND_VIEWS and len(ins) == 1 and ins[0] in ("M", "L"):
+            got = ins[0]
+        else:
+            got = _SOFTMAX_STEPS.get((name, tuple(ins)))
+            if got is None or (name.startswith("reduce_")
+                               and tuple(sorted(e.params["axes"])) != axes):
+                return None
+        kind[e.outvars[0].id] = got
+        members.append(k)
+        if got == "P":
+            p = e.outvars[0]
+            break
+    if p is None or {kind[eqns[k].outvars[0].id] for k in members} != set("MZELP"):
+        return None
+    mset = set(members)
+    for k in members:
+        v = eqns[k].outvars[0]
+        if v is not p and (v.id in outs or not users.get(v.id, set()) <= mset):
+            return None
+    return members, p
+
+
+def _dot_dims(e: Eqn):
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+
+
+def _size_of(shape, dims) -> int:
+    return int(np.prod([shape[d] for d in dims], dtype=np.int64))
+
+
+def attention_groups(jaxpr: Jaxpr, target: Target) -> Jaxpr:
+    """Where ``Target.attention`` allows (GPUs), collapses *attention* -- a product of
+    queries and keys, elementwise math on its scores (a scale, a mask), a softmax over the
+    keys and the product of the probabilities with the values -- into one ``attention``
+    equation, whose kernel (``prims/attention.py``) streams the keys
+    and values past each query row with an online softmax: the (queries x keys) scores never
+    reach memory.  Runs before ``row_groups``.  Matches only when every value between the
+    products (scores, probabilities) is read by the next step alone, and the head
+    dimensions are at most ``Target.attention``."""
+    bound = int(getattr(target, "attention", 0) or 0)
+    if not bound or any(has_effects(e) for e in jaxpr.eqns):
+        return jaxpr
+    while True:
+        new = _one_attention(jaxpr, bound, target.loop_limit)
+        if new is None:
+            return jaxpr
+        jaxpr = new
+
+
+def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit):
+    """The jaxpr with its first attention collapsed, or None."""
+    eqns = jaxpr.eqns
+    users: dict[int, set] = {}
+    for k, e in enumerate(eqns):
+        for a in e.invars:
+            if isinstance(a, Var):
+                users.setdefault(a.id, set()).add(k)
+    outs = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+
+    def next_step(v):
+        """The one equation reading ``v`` (None: several, or an output of the program)."""
+        u = users.get(v.id, set())
+        return next(iter(u)) if len(u) == 1 and v.id not in outs else None
+    for ai, A in enumerate(eqns):
+        if A.prim.name != "dot_general":
+            continue
+        q, kk = A.invars
+        lc, rc, lb, rb = _dot_dims(A)
+        s = A.outvars[0]
+        S = tuple(s.aval.shape)
+        nb, nk = len(lb), kk.aval.ndim - len(rc) - len(rb)
+        axes = tuple(range(len(S) - nk, len(S)))        # the keys: the scores' last axes
+        if not (isinstance(q, Var) and isinstance(kk, Var)) or not nk or s.aval.size == 0:
+            continue
+        chain, x = [], s
+        while True:      # the scores' elementwise math, up to the softmax
+            k = next_step(x)
+            e = eqns[k] if k is not None else None
+            if (e is None or e.prim.fuse is None or len(e.outvars) != 1
+                    or (e.prim.view and e.prim.name not in _SAME_POSITION)
+                    or tuple(e.outvars[0].aval.shape) != S
+                    or e.outvars[0].aval.dtype != np.float32
+                    or e.prim.name == "reduce_max"):
+                break
+            chain.append(k)
+            x = e.outvars[0]
+        start = chain[-1] + 1 if chain else ai + 1
+        found = _softmax_after(eqns, start, x, axes, users, outs)
+        if found is None:
+            continue
+        soft, p = found
+        bi = next_step(p)
+        if bi is None or eqns[bi].prim.name != "dot_general":
+            continue
+        B = eqns[bi]
+        blc, brc, blb, brb = _dot_dims(B)
+        vv = B.invars[1]
+        # the values' product contracts the keys, and the batch axes stay in place
+        if (B.invars[0] is not p or not isinstance(vv, Var) or vv is p
+                or blb != tuple(range(nb)) or blc != axes):
+            continue
+        if not (q.aval.dtype == kk.aval.dtype == vv.aval.dtype == B.outvars[0].aval.dtype
+                == s.aval.dtype == np.float32):
+            continue
+        D = _size_of(q.aval.shape, lc)
+        E = _size_of(vv.aval.shape, [d for d in range(vv.aval.ndim) if d not in brb + brc])
+        keys = _size_of(S, axes)
+        if not (1 <= D <= bound and 1 <= E <= bound):
+            continue
+        if loop_limit and 4 * keys > loop_limit:    # a thread's loop walks every key
+            continue
+        if not users.get(x.id, set()) <= set(soft):
+            continue
+        members = [ai] + chain + soft + [bi]
+        deps = {s.id} | {eqns[j].outvars[0].id for j in chain}
+        extras = [a for a in run_inputs([eqns[j] for j in chain]) if a.id not in deps]
+        ins = [q, kk, vv] + extras
+        o = B.outvars[0]
+        aeqn = Eqn(REGISTRY["attention"], ins, [o],
+                   {"jaxpr": Jaxpr([], ins, [o], [eqns[j] for j in members]),
+                    "n_math": len(chain)}, source=B.source)
+        drop = set(members) - {bi}
+        rest = [aeqn if j == bi else e for j, e in enumerate(eqns) if j not in drop]
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, rest)
+    return None

@@ -31,10 +31,17 @@ import dataclasses
 #                    (softmax, logsumexp, layer norm) run as one kernel, a team of threads per
 #                    row holding it in registers (``prims/rows.py``); 0: never (CPU adapters,
 #                    where a workgroup tree per row costs more than the passes it saves)
+#   attention        the largest head dimension for which a product, a softmax over its rows
+#                    and a second product run as one kernel (``prims/attention.py``: a
+#                    thread per query row holds Q's row and its output row in registers:
+#                    past 64 floats each, a GPU's registers spill); 0: never (CPU adapters,
+#                    which run no row groups; on lavapipe the kernel is 2x the three kernels)
 CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
-             "loop_workgroup": 64, "loop_constants": "uniform", "row_resident": 0}
+             "loop_workgroup": 64, "loop_constants": "uniform", "row_resident": 0,
+             "attention": 0}
 GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
-             "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14}
+             "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14,
+             "attention": 64}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
 #                    passes in workgroup memory

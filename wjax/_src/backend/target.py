@@ -45,6 +45,10 @@ class Target(dict):
                          and their broadcast-back elementwise work -- softmax, logsumexp, a
                          layer norm -- as one kernel holding each row on chip
                          (``passes.row_groups``, ``prims/rows.py``); 0 (CPU): never
+    ``attention``        head dimensions up to this (GPU 64) let attention -- two products with a
+                         softmax between them -- run as one kernel with an online softmax, the
+                         scores never in memory (``passes.attention_groups``,
+                         ``prims/attention.py``); 0 (CPU): never
     ``loop_constants``   "uniform" (CPU: a loop's small constants bound as uniform buffers) or
                          "storage"
     ``threads``          invocations in flight that keep the adapter busy (CPU 1024, GPU 2^18):
@@ -69,7 +73,8 @@ class Target(dict):
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
                "matmul_tile", "sort",
                "radix_sort", "fft", "reduction", "elementwise", "register_block",
-               "loop_workgroup", "loop_constants", "row_resident", "threads", "in_kernel_loops",
+               "loop_workgroup", "loop_constants", "row_resident", "attention", "threads",
+               "in_kernel_loops",
                "loop_work", "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
@@ -80,7 +85,7 @@ class Target(dict):
                  fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_constants: str = "storage",
-                 row_resident: int = 1 << 14,
+                 row_resident: int = 1 << 14, attention: int = 64,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
                  tune: Callable | None = None):
@@ -96,6 +101,7 @@ class Target(dict):
         self.register_block, self.loop_workgroup = register_block, loop_workgroup
         self.loop_constants, self.threads = loop_constants, threads
         self.row_resident = row_resident
+        self.attention = attention
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)
