@@ -28,8 +28,9 @@ def rjax():
     return pytest.importorskip("jax")
 
 
-def gpu():
-    return runtime.get().options(**profiles.GPU_FORMS)
+def gpu(threads=16):
+    """The GPU forms; ``threads`` small enough that a few query rows take the kernel."""
+    return runtime.get().options(**dict(profiles.GPU_FORMS, threads=threads))
 
 
 def labels(f, *args):
@@ -203,7 +204,7 @@ def test_grad_and_vmap():
 def test_not_taken():
     """Programs that are not (exactly) attention keep their kernels, with the same values:
     the probabilities also returned, a softmax over the queries, a head dimension past
-    ``Target.attention``, a CPU profile."""
+    ``Target.attention``, a CPU profile, too few query rows for the device's threads."""
     J = rjax()
     q, k, v = qkv((2,), 16, 16, 8, 8)
 
@@ -226,6 +227,14 @@ def test_not_taken():
             close(g, w)
     with runtime.get().options(**profiles.CPU_FORMS):
         assert not fused(lambda *a: attention(wjax, *a), q, k, v)
+    # a decoding step: one query row per head, too few threads for a GPU's 2^18 / 16
+    qd, kd, vd = qkv((2, 4), 1, 300, 16, 16)
+    with gpu(threads=1 << 18):
+        assert not fused(lambda *a: attention(wjax, *a), qd, kd, vd)
+        got = wjax.jit(lambda *a: attention(wjax, *a))(qd, kd, vd)
+    with gpu():
+        assert fused(lambda *a: attention(wjax, *a), qd, kd, vd)
+    close(got, J.jit(lambda *a: attention(J, *a))(qd, kd, vd))
 
 
 def test_two_layers():

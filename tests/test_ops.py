@@ -53,6 +53,8 @@ EXCLUDED = {
                         "tests/test_surface_top.py against real JAX",
     "row_group": "a row-resident group the backend forms at lowering for GPU targets "
                  "(backend/passes.row_groups); tests/test_row_resident.py against real JAX",
+    "attention": "attention the backend forms at lowering for GPU targets "
+                 "(backend/passes.attention_groups); tests/test_attention.py against real JAX",
 }
 # collectives never run on their own: vmap's rewrite of their named axis replaces them with array
 # operations (tests/test_collectives.py compares every one with real JAX)

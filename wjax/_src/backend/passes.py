@@ -129,6 +129,9 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
                 continue
             except Exception:
                 pass
+        if e.prim.name == "div":
+            e = _div_by_power_of_two(e, invars) or e
+            invars = [rd(a) for a in e.invars]
         key = None
         if not has_effects(e):
             key = (e.prim.key, tuple(akey(a) for a in invars), params_key(e.params, keep))
@@ -142,6 +145,25 @@ def cse_and_fold(jaxpr: Jaxpr) -> Jaxpr:
             seen[key] = ne
         eqns.append(ne)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [rd(a) for a in jaxpr.outvars], eqns)
+
+
+def _div_by_power_of_two(e: Eqn, invars) -> Eqn | None:
+    """``x / 2^k`` as ``x * 2^-k`` (a float literal divisor whose reciprocal is a normal
+    number): the same value for every ``x`` -- both round the one real number ``x 2^-k`` --
+    at the cost of a multiply instead of a correctly rounded division (``wj_div``)."""
+    c = invars[1]
+    if not isinstance(c, Lit) or c.aval.shape != () or W.value_type(c.aval.dtype) not in (
+            "f32", "f16") or W.is_complex(c.aval.dtype):
+        return None
+    val = float(c.val)
+    if not np.isfinite(val) or val == 0.0:
+        return None
+    m, ex = np.frexp(abs(val))
+    lo = -14 if np.dtype(c.aval.dtype) == np.float16 else -126     # the least normal 2^lo
+    if m != 0.5 or not lo <= 1 - ex <= -lo:
+        return None
+    inv = np.asarray(1.0 / val, dtype=c.aval.dtype)
+    return Eqn(REGISTRY["mul"], [invars[0], Lit(inv, c.aval)], e.outvars, {}, e.source)
 
 
 def chunk_wide_concats(jaxpr: Jaxpr, max_operands: int) -> Jaxpr:
@@ -538,19 +560,21 @@ def attention_groups(jaxpr: Jaxpr, target: Target) -> Jaxpr:
     equation, whose kernel (``prims/attention.py``) streams the keys
     and values past each query row with an online softmax: the (queries x keys) scores never
     reach memory.  Runs before ``row_groups``.  Matches only when every value between the
-    products (scores, probabilities) is read by the next step alone, and the head
-    dimensions are at most ``Target.attention``."""
+    products (scores, probabilities) is read by the next step alone, the head dimensions are
+    at most ``Target.attention``, and there are query rows (one thread each) for a sixteenth
+    of ``Target.threads`` at least (a decoding step's one query row per head would walk all
+    keys in one thread: its scores are better spread over the three kernels' threads)."""
     bound = int(getattr(target, "attention", 0) or 0)
     if not bound or any(has_effects(e) for e in jaxpr.eqns):
         return jaxpr
     while True:
-        new = _one_attention(jaxpr, bound, target.loop_limit)
+        new = _one_attention(jaxpr, bound, target.loop_limit, max(1, target.threads // 16))
         if new is None:
             return jaxpr
         jaxpr = new
 
 
-def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit):
+def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit, min_rows: int):
     """The jaxpr with its first attention collapsed, or None."""
     eqns = jaxpr.eqns
     users: dict[int, set] = {}
@@ -612,6 +636,9 @@ def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit):
             continue
         if loop_limit and 4 * keys > loop_limit:    # a thread's loop walks every key
             continue
+        if _size_of(S, range(len(S) - nk)) < min_rows:
+            continue        # too few query rows (threads) to fill the device: keep the scores
+
         if not users.get(x.id, set()) <= set(soft):
             continue
         members = [ai] + chain + soft + [bi]

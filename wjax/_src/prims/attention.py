@@ -199,28 +199,19 @@ class _ExtrasFused(tuple):
         return i >= 3
 
 
-attention_p = Primitive("attention")
+attention_p = Primitive("attention", multiple_results=True)     # one result, as a row group
 attention_p.fuse_inputs = _ExtrasFused()
 attention_p.epilogue = True
 
 
-def _abstract_one(*avals, jaxpr, n_math):
-    return _abstract(*avals, jaxpr=jaxpr)[0]
+def _without(rule):
+    """A row group's rule (rows.py: the body's equations evaluated, differentiated or
+    batched in place) for an attention equation (whose ``n_math`` it does not need)."""
+    def wrapped(*args, jaxpr, n_math):
+        return rule(*args, jaxpr=jaxpr)
+    return wrapped
 
 
-def _reference_one(*args, jaxpr, n_math):
-    return _reference(*args, jaxpr=jaxpr)[0]
-
-
-def _jvp_one(primals, tangents, *, jaxpr, n_math):
-    outs, tans = _jvp(primals, tangents, jaxpr=jaxpr)
-    return outs[0], tans[0]
-
-
-def _batch_one(args, dims, *, jaxpr, n_math):
-    outs, out_dims = _batch(args, dims, jaxpr=jaxpr)
-    return outs[0], out_dims[0]
-
-
-attention_p.abstract_eval, attention_p.reference = _abstract_one, _reference_one
-attention_p.kernel, attention_p.jvp, attention_p.batch = _kernel, _jvp_one, _batch_one
+attention_p.abstract_eval, attention_p.reference = _without(_abstract), _without(_reference)
+attention_p.kernel, attention_p.jvp = _kernel, _without(_jvp)
+attention_p.batch = _without(_batch)
