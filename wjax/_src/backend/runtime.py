@@ -164,7 +164,8 @@ class Pool:
     def take(self, nbytes, prefer: int | None = None):
         """A free buffer of class ``nbytes``: the one whose ``id`` is ``prefer`` if it is
         free, else the last returned (None: none free)."""
-        self._drain()
+        if self.returned:
+            self._drain()
         free = self.free.get(nbytes)
         if free:
             self.pooled -= nbytes
@@ -255,6 +256,8 @@ class Runtime:
         self._pipelines: dict[str, object] = {}
         self._encoder = None
         self._pass = None
+        # the pipeline and bind group (without dynamic offsets) set last in ``_pass``
+        self._pass_pipe = self._pass_bg = None
         self._pending = 0
         # one re-entrant lock for everything that records or submits: a plan is recorded
         # under it as a whole (execute.run_plan), so threads never interleave inside a plan
@@ -348,7 +351,11 @@ class Runtime:
             gpu = pool.take(cls, prefer)
             if gpu is not None:
                 self.stats["reuses"] += 1
-                return self._handle(gpu, cls, pool)
+                b = Buffer(gpu, cls, pool)
+                in_use = self._free.in_use + self._free_indirect.in_use
+                if in_use > self.peak_in_use:
+                    self.peak_in_use = in_use
+                return b
             if pool.pooled > pool.budget:
                 pool.trim()
         self.stats["allocs"] += 1
@@ -608,6 +615,7 @@ class Runtime:
 
     def _end_pass(self):
         if self._pass is not None:
+            self._pass_pipe = self._pass_bg = None
             self._pass.end()
             self._pass = None
 
@@ -621,29 +629,42 @@ class Runtime:
         as the (byte offset, byte size) window given in ``ranges``.  ``indirect=(buffer,
         byte offset)`` reads the workgroup counts from that buffer (three u32s written by
         earlier device work) instead of ``grid``.  ``meta`` (a lowering ``Dispatch``: its
-        label, FLOPs and bytes) is what a profile records of it."""
+        label, FLOPs and bytes) is what a profile records of it.
+
+        Within one compute pass the pipeline and bind group set last stay set (WebGPU pass
+        state), so a dispatch of the same kernel on the same bind group as the one before
+        (a cached call repeated) records only the dispatch."""
         with self._lock:
-            pipe, bg, offsets = self.bind(wgsl, buffers, ranges)
+            pipe, bg, offsets = self._bind(wgsl, buffers, ranges)
             prof = self.profile
             if prof is not None:
                 self._end_pass()
                 tw = prof.begin(wgsl, None if indirect is not None else grid, meta)
                 enc = self._get_encoder()
-                self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
-                              else enc.begin_compute_pass())
-            elif self._pass is None:
-                self._pass = self._get_encoder().begin_compute_pass()
-            self._pass.set_pipeline(pipe)
+                p = self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
+                                  else enc.begin_compute_pass())
+            else:
+                p = self._pass
+                if p is None:
+                    p = self._pass = self._get_encoder().begin_compute_pass()
             if offsets is None:
-                self._pass.set_bind_group(0, bg)
+                if pipe is not self._pass_pipe or bg is not self._pass_bg:
+                    if pipe is not self._pass_pipe:
+                        p.set_pipeline(pipe)
+                        self._pass_pipe = pipe
+                    p.set_bind_group(0, bg)
+                    self._pass_bg = bg
             else:
-                self._pass.set_bind_group(0, bg, offsets)
+                if pipe is not self._pass_pipe:
+                    p.set_pipeline(pipe)
+                    self._pass_pipe = pipe
+                p.set_bind_group(0, bg, offsets)
+                self._pass_bg = None
             if indirect is None:
-                self._pass.dispatch_workgroups(*grid)
+                p.dispatch_workgroups(*grid)
             else:
-                self._pass.dispatch_workgroups_indirect(
-                    getattr(indirect[0], "gpu", indirect[0]), indirect[1]
-                )
+                p.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]),
+                                               indirect[1])
             self.stats["dispatches"] += 1
             self._pending += 1
             if prof is not None:
@@ -655,6 +676,11 @@ class Runtime:
     def bind(self, wgsl: str, buffers, ranges=None):
         """(pipeline, bind group, dynamic offsets or None) of a dispatch of ``wgsl`` binding
         ``buffers`` (as ``dispatch``): the bind group from the cache, made if new."""
+        with self._lock:
+            return self._bind(wgsl, buffers, ranges)
+
+    def _bind(self, wgsl: str, buffers, ranges):
+        """``bind`` with the lock held."""
         pipe = self._pipelines.get(wgsl)
         if pipe is None:
             pipe = self.pipeline(wgsl)
@@ -664,14 +690,13 @@ class Runtime:
             ranges, offsets = self._dynamic_ranges(buffers, ranges, dyn)
         elif View in map(type, buffers):
             ranges = _view_ranges(buffers, ranges)
-        with self._lock:
-            if ranges is None:
-                key = (wgsl, *[id(b.gpu) for b in buffers])
-            else:
-                key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
-            bg = self._bind_groups.get(key)
-            if bg is None:
-                bg = self._new_bind_group(key, wgsl, buffers, ranges)
+        if ranges is None:
+            key = (wgsl, *[id(b.gpu) for b in buffers])
+        else:
+            key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
+        bg = self._bind_groups.get(key)
+        if bg is None:
+            bg = self._new_bind_group(key, wgsl, buffers, ranges)
         return pipe, bg, offsets
 
     def dynamic_bindings(self, wgsl: str) -> tuple:
@@ -687,7 +712,7 @@ class Runtime:
             p = self._pass
             if p is None:
                 p = self._pass = self._get_encoder().begin_compute_pass()
-            last = None
+            last = self._pass_pipe
             for pipe, bg, offsets, grid in calls:
                 if pipe is not last:
                     p.set_pipeline(pipe)
@@ -698,6 +723,8 @@ class Runtime:
                     p.set_bind_group(0, bg, offsets)
                 p.dispatch_workgroups(*grid)
             n = len(calls)
+            if n:
+                self._pass_pipe, self._pass_bg = last, None
             self.stats["dispatches"] += n
             self._pending += n
             if self._pending >= _BATCH:
@@ -830,7 +857,7 @@ def _drain_at_exit() -> None:
     for rt in started():
         try:
             with rt._lock:
-                rt._pass = None
+                rt._pass = rt._pass_pipe = rt._pass_bg = None
                 rt._encoder = None
                 rt._pending = 0
                 rt.synchronize()
