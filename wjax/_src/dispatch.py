@@ -89,6 +89,28 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     _run = None         # the bound program's runner on the default device (``Bound.runner``)
+    _rt = None          # that device's runtime
+
+    def call_arrays(self, args) -> list[Array]:
+        """``self(args)`` for ``args`` that are single-device Arrays (not sharded), the
+        common ``jit`` call: with the default device's runner made (by a first call) and
+        every argument on that device, the runner runs at once; else ``self(args)``."""
+        run = self._run
+        if run is None:
+            return self(list(args))
+        rt = self._rt
+        bufs = [a._buffer for a in args]
+        for b in bufs:
+            if b.pool.owner is not rt:
+                return self(list(args))
+        no_exec, nans, infs = _cfg.read_many(_CALL_FLAGS)
+        if no_exec:
+            _check_execution(self.name)
+        res = [Array(b, a) for b, a in zip(run(bufs), self.bound.exe.out_avals)]
+        if nans or infs:
+            _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res,
+                           self.defer_invalid)
+        return res
 
     def __call__(self, args: list) -> list[Array]:
         arrays = [a if type(a) is Array else device_array(a) for a in args]
@@ -107,8 +129,9 @@ class Compiled:
         else:
             run = self._run
             if run is None:
-                run = self._run = self.bound.runner(rt) or (
+                run = self.bound.runner(rt) or (
                     lambda bufs, _rt=rt: self.bound.run(_rt, bufs))
+                self._rt, self._run = rt, run
             outs = run(bufs)
         res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
         if nans or infs:

@@ -300,7 +300,9 @@ class JitWrapped:
                 closed = trace_flat(flat, avals + tuple(abstractify(r._value) for r in written),
                                     debug, check_leaks=True)
             # None: compiled on the first run; then the refs passed in and closed over
-            hit = [closed, out_tree_box[0], None, len(ref_pos), list(closed_refs)]
+            # then whether the result is one array (no tree to rebuild)
+            hit = [closed, out_tree_box[0], None, len(ref_pos), list(closed_refs),
+                   tree_util.treedef_is_strict_leaf(out_tree_box[0])]
             if not any(isinstance(c, Tracer) for c in closed.consts):
                 self._cache[key] = (
                     hit  # a jaxpr closing over an outer trace's values is not reusable
@@ -363,7 +365,8 @@ class JitWrapped:
             raise
 
     def _jit_call(self, args, kwargs):
-        if _cfg.jax_disable_jit:
+        disable_jit, context = _cfg.jit_context()
+        if disable_jit:
             return self.fun(*args, **kwargs)
         eager = current_builder() is None
         if (eager and not kwargs and not self.static_argnums and self.in_shardings is None
@@ -371,20 +374,22 @@ class JitWrapped:
             # the common call: positional single-device arrays only.  Its trace is found by
             # the arguments' avals alone (their tree is a flat list), without flattening.
             try:
-                key = ("arrays", tuple([a.aval for a in args
-                                        if type(a) is Array and a._shards is None]),
-                       _cfg.trace_context(), axis_env())
+                avals = tuple([a.aval for a in args if type(a) is Array and a._shards is None])
             except AttributeError:
-                key = None
-            if key is not None and len(key[1]) == len(args):
+                avals = None
+            if avals is not None and len(avals) == len(args):
+                key = ("arrays", avals, context, axis_env())
                 hit = self._cache.get(key)
                 if hit is None:
                     hit, _ = self._trace(args, kwargs)
                     if self._cache.get(self._slow_key(args, kwargs)) is hit and not hit[4]:
                         self._cache[key] = hit
                 if not hit[4]:           # (closed-over refs take the full path)
-                    outs = self._compiled(hit)(args)
-                    return tree_util.tree_unflatten(hit[1], outs)
+                    compiled = hit[2]
+                    if compiled is None or not compiled.is_current():
+                        compiled = self._compiled(hit)
+                    outs = compiled.call_arrays(args)
+                    return outs[0] if hit[5] else tree_util.tree_unflatten(hit[1], outs)
         if self.in_shardings is not None and eager:
             args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)
