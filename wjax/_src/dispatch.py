@@ -65,16 +65,20 @@ class Compiled:
         self.defer_invalid = defer_invalid    # (a user's jit re-runs its Python function)
         # a program holding shard_map equations runs them on their meshes (wjax/_src/spmd.py)
         self.program = _program_hook(closed, name) if _program_hook is not None else None
-        self._target_key = None
+        self._target = self._target_key = None
         if self.program is None:
             rt = runtime.get()
-            self._target_key = rt.target().key()
+            self._target = rt.target()
+            self._target_key = self._target.key()
             self.bound = Bound(executable(closed.jaxpr, name, rt=rt), list(closed.consts))
 
     def is_current(self) -> bool:
         """Whether this was compiled for the default device's target as it is now (a
         ``Runtime.options`` block changes it: a function jitted before is compiled again)."""
-        return self._target_key is None or self._target_key == runtime.get().target().key()
+        if self._target_key is None:
+            return True
+        target = runtime.get().target()
+        return target is self._target or target.key() == self._target_key
 
     def as_text(self) -> str:
         """The compiled program: over sharded inputs the per-device program and its

@@ -33,6 +33,28 @@ _USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 
+def _native_pass_calls():
+    """wgpu-native's compute-pass calls themselves: (set pipeline, set bind group without
+    dynamic offsets, dispatch), each called with the objects' handles, or None where this
+    wgpu-py does not expose them.  ``GPUComputePassEncoder``'s methods wrap each call in an
+    error scope of their own (most of a cached call's wgpu time); the errors of the commands
+    of a pass are reported when its encoder is finished (``flush``), so they raise there
+    either way (and wgpu-py keeps nothing alive for a compute pass: wgpu-native holds what
+    a pass uses)."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+        lib, null = _api.lib, _api.ffi.NULL
+        set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        set_bg = lib.wgpuComputePassEncoderSetBindGroup
+        dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    except Exception:    # another wgpu-py layout: the public methods
+        return None
+    return set_pipeline, lambda p, bg: set_bg(p, 0, bg, 0, null), dispatch
+
+
+_NATIVE = _native_pass_calls()
+
+
 class WjaxRuntimeError(RuntimeError):
     pass
 
@@ -199,7 +221,9 @@ class Pool:
 
 def size_class(nbytes: int) -> int:
     """Power-of-two classes up to 1 MiB, then multiples of 1 MiB (min 16 bytes)."""
-    n = max(int(nbytes), 16)
+    n = int(nbytes)
+    if n <= 16:
+        return 16
     if n <= 1 << 20:
         return 1 << (n - 1).bit_length()
     mib = 1 << 20
@@ -647,24 +671,34 @@ class Runtime:
                 p = self._pass
                 if p is None:
                     p = self._pass = self._get_encoder().begin_compute_pass()
-            if offsets is None:
-                if pipe is not self._pass_pipe or bg is not self._pass_bg:
-                    if pipe is not self._pass_pipe:
-                        p.set_pipeline(pipe)
-                        self._pass_pipe = pipe
-                    p.set_bind_group(0, bg)
+            native = _NATIVE
+            if native is not None and offsets is None and indirect is None and len(grid) == 3:
+                h = p._internal
+                if pipe is not self._pass_pipe:
+                    native[0](h, pipe._internal)
+                    self._pass_pipe = pipe
+                    self._pass_bg = None
+                if bg is not self._pass_bg:
+                    native[1](h, bg._internal)
                     self._pass_bg = bg
+                native[2](h, *grid)
             else:
                 if pipe is not self._pass_pipe:
                     p.set_pipeline(pipe)
                     self._pass_pipe = pipe
-                p.set_bind_group(0, bg, offsets)
-                self._pass_bg = None
-            if indirect is None:
-                p.dispatch_workgroups(*grid)
-            else:
-                p.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]),
-                                               indirect[1])
+                    self._pass_bg = None
+                if offsets is None:
+                    if bg is not self._pass_bg:
+                        p.set_bind_group(0, bg)
+                        self._pass_bg = bg
+                else:
+                    p.set_bind_group(0, bg, offsets)
+                    self._pass_bg = None
+                if indirect is None:
+                    p.dispatch_workgroups(*grid)
+                else:
+                    p.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]),
+                                                   indirect[1])
             self.stats["dispatches"] += 1
             self._pending += 1
             if prof is not None:
