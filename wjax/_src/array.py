@@ -325,8 +325,11 @@ class ArrayImpl:
         return [runtime.runtime_of(self._buffer)]
 
     def block_until_ready(self) -> "Array":
-        for rt in self._runtimes():
-            rt.synchronize()
+        if self._shards is None:
+            self._buffer.pool.owner.synchronize()
+        else:
+            for rt in self._runtimes():
+                rt.synchronize()
         return self
 
     def unsafe_buffer_pointer(self) -> int:
