@@ -334,7 +334,7 @@ class PyTreeDef:
                 or not _aux_equal(self._aux, other._aux)):
             return False
         for a, b in zip(self._children, other._children):
-            if not a == b:
+            if a is not b and not a == b:       # (every leaf is one object)
                 return False
         return True
 
