@@ -233,12 +233,19 @@ class Shard:
 
 # --------------------------------------------------------------------------- Array
 
-_live: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # id -> Array
+# every Array alive: id(weak reference) -> a weak reference to it, dropped by its callback when
+# the Array dies (cheaper per Array than a WeakValueDictionary, whose refs are Python objects)
+_live: dict = {}
+_weakref = weakref.ref
+
+
+def _died(ref, _pop=_live.pop) -> None:
+    _pop(id(ref), None)
 
 
 def live_arrays(platform=None) -> list:
     """Every Array alive in this process (``jax.live_arrays()``)."""
-    return list(_live.values())
+    return [a for a in [r() for r in list(_live.values())] if a is not None]
 
 
 class ArrayImpl:
@@ -265,7 +272,8 @@ class ArrayImpl:
         self._npy: np.ndarray | None = None       # the host copy, once read
         self._shards: dict | None = None          # sharded: device id -> single-device Array
         self._sharding = None
-        _live[id(self)] = self
+        r = _weakref(self, _died)
+        _live[id(r)] = r
 
     @classmethod
     def sharded(cls, aval: ShapedArray, sharding, shards: dict) -> "Array":
@@ -317,8 +325,11 @@ class ArrayImpl:
         return [runtime.runtime_of(self._buffer)]
 
     def block_until_ready(self) -> "Array":
-        for rt in self._runtimes():
-            rt.synchronize()
+        if self._shards is None:
+            self._buffer.pool.owner.synchronize()
+        else:
+            for rt in self._runtimes():
+                rt.synchronize()
         return self
 
     def unsafe_buffer_pointer(self) -> int:

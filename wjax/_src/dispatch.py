@@ -65,16 +65,20 @@ class Compiled:
         self.defer_invalid = defer_invalid    # (a user's jit re-runs its Python function)
         # a program holding shard_map equations runs them on their meshes (wjax/_src/spmd.py)
         self.program = _program_hook(closed, name) if _program_hook is not None else None
-        self._target_key = None
+        self._target = self._target_key = None
         if self.program is None:
             rt = runtime.get()
-            self._target_key = rt.target().key()
+            self._target = rt.target()
+            self._target_key = self._target.key()
             self.bound = Bound(executable(closed.jaxpr, name, rt=rt), list(closed.consts))
 
     def is_current(self) -> bool:
         """Whether this was compiled for the default device's target as it is now (a
         ``Runtime.options`` block changes it: a function jitted before is compiled again)."""
-        return self._target_key is None or self._target_key == runtime.get().target().key()
+        if self._target_key is None:
+            return True
+        target = runtime.get().target()
+        return target is self._target or target.key() == self._target_key
 
     def as_text(self) -> str:
         """The compiled program: over sharded inputs the per-device program and its
@@ -89,28 +93,53 @@ class Compiled:
     compile_s = property(lambda self: self.bound.exe.compile_s)
 
     _run = None         # the bound program's runner on the default device (``Bound.runner``)
+    _rt = None          # that device's runtime
+
+    def call_arrays(self, args) -> list[Array]:
+        """``self(args)`` for ``args`` that are single-device Arrays (not sharded), the
+        common ``jit`` call: with the default device's runner made (by a first call) and
+        every argument on that device, the runner runs at once."""
+        if self._run is None:
+            return self(list(args))
+        return self._run_arrays(args, args)
 
     def __call__(self, args: list) -> list[Array]:
         arrays = [a if type(a) is Array else device_array(a) for a in args]
         if self.program is not None:
             return self.program(arrays)
-        if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+        if _sharded_hook is not None and any([a._shards is not None for a in arrays]):
             res = _sharded_hook(self.closed, arrays, self.name)
             if res is not None:
                 return res
+            return self._run_arrays(arrays, args, placed)
+        return self._run_arrays(arrays, args)
+
+    def _run_arrays(self, arrays, args, place=None) -> list[Array]:
+        """Runs over ``arrays`` (``args`` as given, for the NaN checks' re-run): through
+        the default device's runner when every array is an unsharded one there, else on the
+        device ``place`` (``placed``) puts them."""
+        run = self._run
+        if place is None and run is not None:
+            rt = self._rt
+            bufs = [a._buffer for a in arrays]
+            for b in bufs:
+                if b is None or b.pool.owner is not rt:
+                    place = placed
+                    break
+        else:
+            place = placed
         no_exec, nans, infs = _cfg.read_many(_CALL_FLAGS)
         if no_exec:
             _check_execution(self.name)
-        rt, bufs = placed(arrays)
-        if rt.index:
-            outs = self.bound.run(rt, bufs)
-        else:
-            run = self._run
-            if run is None:
-                run = self._run = self.bound.runner(rt) or (
+        if place is not None:
+            rt, bufs = place(list(arrays))
+            if rt.index:
+                run = lambda bufs, _rt=rt: self.bound.run(_rt, bufs)   # noqa: E731
+            elif run is None:
+                run = self.bound.runner(rt) or (
                     lambda bufs, _rt=rt: self.bound.run(_rt, bufs))
-            outs = run(bufs)
-        res = [Array(b, a) for b, a in zip(outs, self.bound.exe.out_avals)]
+                self._rt, self._run = rt, run
+        res = [Array(b, a) for b, a in zip(run(bufs), self.bound.exe.out_avals)]
         if nans or infs:
             _check_program(self.name, self.closed.jaxpr, self.closed.consts, args, res,
                            self.defer_invalid)

@@ -24,7 +24,8 @@ from ..core import caches, tree_util
 from ..core import traceback_util as _tb
 from ..core import refs as _refs
 from ..core.config import config as _cfg
-from ..core.ir import ClosedJaxpr, Jaxpr, ShapeDtypeStruct, abstractify
+from ..core.ir import ClosedJaxpr, Jaxpr, ShapedArray, ShapeDtypeStruct, abstractify
+from ..core.mesh import get_abstract_mesh
 from ..core.tracing import (DebugInfo, Tracer, arg_names_of, axis_env, current_builder, make_jaxpr,
                             trace_flat)
 from ..prims.calls import pjit_p
@@ -42,6 +43,17 @@ def _hashable_static(v, i):
             f"hash an object of type {type(v)}, {v!r}. The error was:\nTypeError: unhashable type: "
             f"'{type(v).__name__}'") from None
     return v
+
+
+def _shardings_key(avals) -> tuple:
+    """The trace-cache key's part for the arguments' shardings (``jax.typeof(x).sharding``).
+    A plain ``ShapedArray``'s is replicated over the current abstract mesh, and its rank is in
+    the aval: the mesh, once, stands for all of them (not a ``NamedSharding`` made and hashed
+    per argument per call); other avals (a sharded array's) give their own."""
+    own = tuple([None if type(a) is ShapedArray else getattr(a, "sharding", None)
+                 for a in avals])
+    plain = any(type(a) is ShapedArray for a in avals)
+    return (get_abstract_mesh() if plain else None, own)
 
 
 def _hoist_tracer_consts(closed: ClosedJaxpr):
@@ -183,6 +195,8 @@ class JitWrapped:
         caches.register_owner(self)
 
     def _split(self, args, kwargs):
+        if not self.static_argnums and not self.static_argnames:
+            return (), (), list(args), dict(kwargs)
         n = len(args)
         static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
         statics = tuple((i, _hashable_static(args[i], i)) for i in sorted(static_pos))
@@ -226,25 +240,25 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
         avals = tuple(abstractify(x) for x in leaves)
         return (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
-                tuple(getattr(a, "sharding", None) for a in avals), ())
+                _shardings_key(avals), ())
 
     def _trace(self, args, kwargs):
         statics, static_kw, dyn_args, dyn_kw = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kw))
         # refs passed in: their values go in, their new values come out as extra results
-        ref_pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell))
+        ref_pos = tuple([i for i, x in enumerate(leaves) if isinstance(x, _refs.RefCell)])
         ref_objs = [leaves[i] for i in ref_pos]
         if ref_pos:
             leaf_names = self._jit_leaf_names(dyn_args, leaves)
             self._jit_check_ref_args(leaf_names, ref_pos, ref_objs)
             leaves = [x._value if isinstance(x, _refs.RefCell) else x for x in leaves]
         try:
-            avals = tuple(abstractify(x) for x in leaves)
+            avals = tuple([abstractify(x) for x in leaves])
         except TypeError:
             raise self._not_an_array(dyn_args, dyn_kw, dict(statics)) from None
         # like JAX, the threefry mode is part of the trace context (random bits depend on it)
         key = (in_tree, avals, statics, static_kw, _cfg.trace_context(), axis_env(),
-               tuple(getattr(a, "sharding", None) for a in avals), ref_pos)
+               _shardings_key(avals), ref_pos)
         hit = self._cache.get(key)
         if hit is None:
             if _cfg.jax_no_tracing:
@@ -300,7 +314,9 @@ class JitWrapped:
                 closed = trace_flat(flat, avals + tuple(abstractify(r._value) for r in written),
                                     debug, check_leaks=True)
             # None: compiled on the first run; then the refs passed in and closed over
-            hit = [closed, out_tree_box[0], None, len(ref_pos), list(closed_refs)]
+            # then whether the result is one array (no tree to rebuild)
+            hit = [closed, out_tree_box[0], None, len(ref_pos), list(closed_refs),
+                   tree_util.treedef_is_strict_leaf(out_tree_box[0])]
             if not any(isinstance(c, Tracer) for c in closed.consts):
                 self._cache[key] = (
                     hit  # a jaxpr closing over an outer trace's values is not reusable
@@ -363,7 +379,8 @@ class JitWrapped:
             raise
 
     def _jit_call(self, args, kwargs):
-        if _cfg.jax_disable_jit:
+        disable_jit, context = _cfg.jit_context()
+        if disable_jit:
             return self.fun(*args, **kwargs)
         eager = current_builder() is None
         if (eager and not kwargs and not self.static_argnums and self.in_shardings is None
@@ -371,20 +388,22 @@ class JitWrapped:
             # the common call: positional single-device arrays only.  Its trace is found by
             # the arguments' avals alone (their tree is a flat list), without flattening.
             try:
-                key = ("arrays", tuple([a.aval for a in args
-                                        if type(a) is Array and a._shards is None]),
-                       _cfg.trace_context(), axis_env())
+                avals = tuple([a.aval for a in args if type(a) is Array and a._shards is None])
             except AttributeError:
-                key = None
-            if key is not None and len(key[1]) == len(args):
+                avals = None
+            if avals is not None and len(avals) == len(args):
+                key = ("arrays", avals, context, axis_env())
                 hit = self._cache.get(key)
                 if hit is None:
                     hit, _ = self._trace(args, kwargs)
                     if self._cache.get(self._slow_key(args, kwargs)) is hit and not hit[4]:
                         self._cache[key] = hit
                 if not hit[4]:           # (closed-over refs take the full path)
-                    outs = self._compiled(hit)(args)
-                    return tree_util.tree_unflatten(hit[1], outs)
+                    compiled = hit[2]
+                    if compiled is None or not compiled.is_current():
+                        compiled = self._compiled(hit)
+                    outs = compiled.call_arrays(args)
+                    return outs[0] if hit[5] else tree_util.tree_unflatten(hit[1], outs)
         if self.in_shardings is not None and eager:
             args = tuple(_place(args, self.in_shardings, "in_shardings"))
         hit, leaves = self._trace(args, kwargs)
@@ -394,7 +413,10 @@ class JitWrapped:
             closed, hoisted = _hoist_tracer_consts(closed)
             outs = pjit_p.bind(*hoisted, *leaves, jaxpr=closed, name=name)
         else:
-            outs = self._compiled(hit)(leaves)
+            compiled = hit[2]
+            if compiled is None or not compiled.is_current():
+                compiled = self._compiled(hit)
+            outs = compiled(leaves)
         n_refs = hit[3] + len(hit[4])
         if n_refs:                        # refs passed in or closed over take their new values
             outs = list(outs)

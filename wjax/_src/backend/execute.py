@@ -131,6 +131,7 @@ class Program:
         # per slot, the id of the GPU buffer it had last call: asked for again (a preference,
         # harmless when stale), so repeated calls bind the same buffers and reuse bind groups
         self._last: list = [None] * self.n_slots
+        self._slots_only = None not in self.out_slots
 
     def binding_sites(self, in_positions, out_positions) -> dict:
         """Where the given inputs (positions in ``in_buffers``) and outputs are bound: wgsl ->
@@ -155,6 +156,23 @@ class Program:
             for s, b in zip(self.out_slots, out_buffers):
                 if s is not None and s >= n_in and env[s] is None:
                     env[s] = b
+        return self.run_env(rt, env, indirect)
+
+    def tail(self, consts) -> list | None:
+        """The slots after the inputs as ``run`` starts them (the plan's constants in place,
+        the rest empty), for ``run_env(rt, in_buffers + tail)``; None where a constant's slot
+        is among the inputs'."""
+        n_in = self.n_in
+        tail = [None] * (self.n_slots - n_in)
+        for s, k in self.const_slots:
+            if s < n_in:
+                return None
+            tail[s - n_in] = consts[k]
+        return tail
+
+    def run_env(self, rt: Runtime, env: list, indirect=None) -> list:
+        """Records the steps over ``env`` (a list of ``n_slots``: the inputs, then the
+        plan's constants, then empty slots -- written to); returns the outputs."""
         slot = None if indirect is None else indirect[1]
         dispatch, alloc = rt.dispatch, rt.alloc
         prof = rt.profile
@@ -184,6 +202,10 @@ class Program:
                 env[s] = None
         if profiling:
             prof.program = outer
+        if self._slots_only:      # every output a slot: no literal among them
+            result = [env[s] for s in self.out_slots]
+            if None not in result:
+                return result
         result = []
         for s, lit in zip(self.out_slots, self.lits):
             if s is None:
@@ -339,10 +361,13 @@ class Bound:
         if lits:
             return None
         prefix = list(inner) + self._const_buffers(rt)
-        prog_run = self.program().run
+        prog = self.program()
+        prog_run, run_env, tail = prog.run, prog.run_env, prog.tail(consts)
         lock = rt.lock
 
         def run(buffers, out_buffers=None):
             with lock:
+                if out_buffers is None and tail is not None:
+                    return run_env(rt, prefix + buffers + tail)
                 return prog_run(rt, prefix + buffers, None, out_buffers, consts)
         return run

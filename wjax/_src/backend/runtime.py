@@ -33,6 +33,28 @@ _USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 
+def _native_pass_calls():
+    """wgpu-native's compute-pass calls themselves: (set pipeline, set bind group without
+    dynamic offsets, dispatch), each called with the objects' handles, or None where this
+    wgpu-py does not expose them.  ``GPUComputePassEncoder``'s methods wrap each call in an
+    error scope of their own (most of a cached call's wgpu time); the errors of the commands
+    of a pass are reported when its encoder is finished (``flush``), so they raise there
+    either way (and wgpu-py keeps nothing alive for a compute pass: wgpu-native holds what
+    a pass uses)."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+        lib, null = _api.lib, _api.ffi.NULL
+        set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        set_bg = lib.wgpuComputePassEncoderSetBindGroup
+        dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    except Exception:    # another wgpu-py layout: the public methods
+        return None
+    return set_pipeline, lambda p, bg: set_bg(p, 0, bg, 0, null), dispatch
+
+
+_NATIVE = _native_pass_calls()
+
+
 class WjaxRuntimeError(RuntimeError):
     pass
 
@@ -164,7 +186,8 @@ class Pool:
     def take(self, nbytes, prefer: int | None = None):
         """A free buffer of class ``nbytes``: the one whose ``id`` is ``prefer`` if it is
         free, else the last returned (None: none free)."""
-        self._drain()
+        if self.returned:
+            self._drain()
         free = self.free.get(nbytes)
         if free:
             self.pooled -= nbytes
@@ -198,7 +221,9 @@ class Pool:
 
 def size_class(nbytes: int) -> int:
     """Power-of-two classes up to 1 MiB, then multiples of 1 MiB (min 16 bytes)."""
-    n = max(int(nbytes), 16)
+    n = int(nbytes)
+    if n <= 16:
+        return 16
     if n <= 1 << 20:
         return 1 << (n - 1).bit_length()
     mib = 1 << 20
@@ -255,6 +280,8 @@ class Runtime:
         self._pipelines: dict[str, object] = {}
         self._encoder = None
         self._pass = None
+        # the pipeline and bind group (without dynamic offsets) set last in ``_pass``
+        self._pass_pipe = self._pass_bg = None
         self._pending = 0
         # one re-entrant lock for everything that records or submits: a plan is recorded
         # under it as a whole (execute.run_plan), so threads never interleave inside a plan
@@ -348,7 +375,11 @@ class Runtime:
             gpu = pool.take(cls, prefer)
             if gpu is not None:
                 self.stats["reuses"] += 1
-                return self._handle(gpu, cls, pool)
+                b = Buffer(gpu, cls, pool)
+                in_use = self._free.in_use + self._free_indirect.in_use
+                if in_use > self.peak_in_use:
+                    self.peak_in_use = in_use
+                return b
             if pool.pooled > pool.budget:
                 pool.trim()
         self.stats["allocs"] += 1
@@ -608,6 +639,7 @@ class Runtime:
 
     def _end_pass(self):
         if self._pass is not None:
+            self._pass_pipe = self._pass_bg = None
             self._pass.end()
             self._pass = None
 
@@ -621,29 +653,52 @@ class Runtime:
         as the (byte offset, byte size) window given in ``ranges``.  ``indirect=(buffer,
         byte offset)`` reads the workgroup counts from that buffer (three u32s written by
         earlier device work) instead of ``grid``.  ``meta`` (a lowering ``Dispatch``: its
-        label, FLOPs and bytes) is what a profile records of it."""
+        label, FLOPs and bytes) is what a profile records of it.
+
+        Within one compute pass the pipeline and bind group set last stay set (WebGPU pass
+        state), so a dispatch of the same kernel on the same bind group as the one before
+        (a cached call repeated) records only the dispatch."""
         with self._lock:
-            pipe, bg, offsets = self.bind(wgsl, buffers, ranges)
+            pipe, bg, offsets = self._bind(wgsl, buffers, ranges)
             prof = self.profile
             if prof is not None:
                 self._end_pass()
                 tw = prof.begin(wgsl, None if indirect is not None else grid, meta)
                 enc = self._get_encoder()
-                self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
-                              else enc.begin_compute_pass())
-            elif self._pass is None:
-                self._pass = self._get_encoder().begin_compute_pass()
-            self._pass.set_pipeline(pipe)
-            if offsets is None:
-                self._pass.set_bind_group(0, bg)
+                p = self._pass = (enc.begin_compute_pass(timestamp_writes=tw) if tw is not None
+                                  else enc.begin_compute_pass())
             else:
-                self._pass.set_bind_group(0, bg, offsets)
-            if indirect is None:
-                self._pass.dispatch_workgroups(*grid)
+                p = self._pass
+                if p is None:
+                    p = self._pass = self._get_encoder().begin_compute_pass()
+            native = _NATIVE
+            if native is not None and offsets is None and indirect is None and len(grid) == 3:
+                h = p._internal
+                if pipe is not self._pass_pipe:
+                    native[0](h, pipe._internal)
+                    self._pass_pipe = pipe
+                    self._pass_bg = None
+                if bg is not self._pass_bg:
+                    native[1](h, bg._internal)
+                    self._pass_bg = bg
+                native[2](h, *grid)
             else:
-                self._pass.dispatch_workgroups_indirect(
-                    getattr(indirect[0], "gpu", indirect[0]), indirect[1]
-                )
+                if pipe is not self._pass_pipe:
+                    p.set_pipeline(pipe)
+                    self._pass_pipe = pipe
+                    self._pass_bg = None
+                if offsets is None:
+                    if bg is not self._pass_bg:
+                        p.set_bind_group(0, bg)
+                        self._pass_bg = bg
+                else:
+                    p.set_bind_group(0, bg, offsets)
+                    self._pass_bg = None
+                if indirect is None:
+                    p.dispatch_workgroups(*grid)
+                else:
+                    p.dispatch_workgroups_indirect(getattr(indirect[0], "gpu", indirect[0]),
+                                                   indirect[1])
             self.stats["dispatches"] += 1
             self._pending += 1
             if prof is not None:
@@ -655,6 +710,11 @@ class Runtime:
     def bind(self, wgsl: str, buffers, ranges=None):
         """(pipeline, bind group, dynamic offsets or None) of a dispatch of ``wgsl`` binding
         ``buffers`` (as ``dispatch``): the bind group from the cache, made if new."""
+        with self._lock:
+            return self._bind(wgsl, buffers, ranges)
+
+    def _bind(self, wgsl: str, buffers, ranges):
+        """``bind`` with the lock held."""
         pipe = self._pipelines.get(wgsl)
         if pipe is None:
             pipe = self.pipeline(wgsl)
@@ -664,14 +724,13 @@ class Runtime:
             ranges, offsets = self._dynamic_ranges(buffers, ranges, dyn)
         elif View in map(type, buffers):
             ranges = _view_ranges(buffers, ranges)
-        with self._lock:
-            if ranges is None:
-                key = (wgsl, *[id(b.gpu) for b in buffers])
-            else:
-                key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
-            bg = self._bind_groups.get(key)
-            if bg is None:
-                bg = self._new_bind_group(key, wgsl, buffers, ranges)
+        if ranges is None:
+            key = (wgsl, *[id(b.gpu) for b in buffers])
+        else:
+            key = (wgsl, *[(id(b.gpu), r) for b, r in zip(buffers, ranges)])
+        bg = self._bind_groups.get(key)
+        if bg is None:
+            bg = self._new_bind_group(key, wgsl, buffers, ranges)
         return pipe, bg, offsets
 
     def dynamic_bindings(self, wgsl: str) -> tuple:
@@ -687,7 +746,7 @@ class Runtime:
             p = self._pass
             if p is None:
                 p = self._pass = self._get_encoder().begin_compute_pass()
-            last = None
+            last = self._pass_pipe
             for pipe, bg, offsets, grid in calls:
                 if pipe is not last:
                     p.set_pipeline(pipe)
@@ -698,6 +757,8 @@ class Runtime:
                     p.set_bind_group(0, bg, offsets)
                 p.dispatch_workgroups(*grid)
             n = len(calls)
+            if n:
+                self._pass_pipe, self._pass_bg = last, None
             self.stats["dispatches"] += n
             self._pending += n
             if self._pending >= _BATCH:
@@ -830,7 +891,7 @@ def _drain_at_exit() -> None:
     for rt in started():
         try:
             with rt._lock:
-                rt._pass = None
+                rt._pass = rt._pass_pipe = rt._pass_bg = None
                 rt._encoder = None
                 rt._pending = 0
                 rt.synchronize()

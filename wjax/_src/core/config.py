@@ -156,6 +156,7 @@ class _Local(threading.local):
     def __init__(self):
         self.values: dict[str, Any] = {}
         self.cached: dict = {}      # names -> (generation, their values): ``read_many``
+        self.jit_context = None     # (generation, ``Config.jit_context()``)
 
 
 _local = _Local()
@@ -281,7 +282,19 @@ class Config:
 
     def trace_context(self) -> tuple:
         """The flags a trace depends on (part of every ``jit`` trace-cache key)."""
-        return self.read_many((*_TRACE_CONTEXT, *_TRACE_CONTEXT_USER))
+        return self.jit_context()[1]
+
+    def jit_context(self) -> tuple:
+        """``(jax_disable_jit, trace_context())`` in this thread, remembered until any flag
+        changes: what a ``jit`` call reads before its cache lookup, in one lookup."""
+        hit = _local.jit_context
+        if hit is not None and hit[0] == _generation[0]:
+            return hit[1]
+        gen = _generation[0]
+        vals = (self.read("jax_disable_jit"),
+                tuple([self.read(n) for n in (*_TRACE_CONTEXT, *_TRACE_CONTEXT_USER)]))
+        _local.jit_context = (gen, vals)
+        return vals
 
 
 config = Config()

@@ -149,14 +149,17 @@ class Mesh(contextlib.ContextDecorator):
                 f"axis_types={self.axis_types!r})")
 
 
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
 _mesh_stack: list[Mesh] = []          # ``with mesh:`` blocks, innermost last
 _global_mesh: list = [None]           # ``jax.set_mesh``'s mesh
 
 
 def get_abstract_mesh() -> AbstractMesh:
-    """The abstract mesh of the current mesh (``with mesh:``, ``jax.set_mesh``), else empty."""
+    """The abstract mesh of the current mesh (``with mesh:``, ``jax.set_mesh``), else the
+    empty one (one object, as JAX's ``empty_abstract_mesh``: every jit call over a pytree
+    keys on it)."""
     m = get_mesh()
-    return m.abstract_mesh if m is not None else AbstractMesh((), ())
+    return m.abstract_mesh if m is not None else _EMPTY_ABSTRACT_MESH
 
 
 def get_mesh() -> Mesh | None:

@@ -200,8 +200,11 @@ class PyTreeDef:
         if entry is None:
             self._num_leaves, self._num_nodes = 1, 1
         else:
-            self._num_leaves = sum(c._num_leaves for c in self._children)
-            self._num_nodes = 1 + sum(c._num_nodes for c in self._children)
+            leaves, nodes = 0, 1
+            for c in self._children:
+                leaves += c._num_leaves
+                nodes += c._num_nodes
+            self._num_leaves, self._num_nodes = leaves, nodes
         self._hash = None
 
     # --- properties -------------------------------------------------------------------
@@ -330,7 +333,10 @@ class PyTreeDef:
                 or len(self._children) != len(other._children)
                 or not _aux_equal(self._aux, other._aux)):
             return False
-        return _builtin_all(a == b for a, b in zip(self._children, other._children))
+        for a, b in zip(self._children, other._children):
+            if a is not b and not a == b:       # (every leaf is one object)
+                return False
+        return True
 
     def __hash__(self):
         if self._hash is None:
@@ -431,7 +437,7 @@ def _flatten(x, is_leaf, out, path, leaf_takes_path):
         return _LEAF
     if path is None:
         children, aux = entry.flatten(x)
-        kids = tuple(_flatten(c, is_leaf, out, None, False) for c in children)
+        kids = tuple([_flatten(c, is_leaf, out, None, False) for c in children])
     else:
         key_children, aux = entry.flatten_with_keys(x)
         kids = tuple(_flatten(c, is_leaf, out, path + (k,), leaf_takes_path)
