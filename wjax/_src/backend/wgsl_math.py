@@ -210,8 +210,8 @@ fn wj_expr(xc: f32) -> vec2<f32> {
 )
 # m 2^k for m in [0.7, 1.42] and k in [-152, 129]: 2^k is added to the exponent bits of m for
 # k in [-125, 127], which keeps m 2^k normal; the rest of 2^k (2^(k+125) below, 2 or 4 above)
-# is one product, so a subnormal result is rounded once and one past the largest float
-# overflows to inf.  (kb - kc is 0 but at the ends, so the product is by 1.0 there.)
+# is one product (by 1.0 but at the ends), so a subnormal result is rounded once and one past
+# the largest float overflows to inf: no compare-and-select for either end.
 W.helper("wj_exp_scale", """
 fn wj_exp_scale(m: f32, k: i32) -> f32 {
   let kb = k << 23u;
@@ -241,7 +241,8 @@ fn wj_exp2(x: f32) -> f32 {
 # expm1(x) = 2^k (e^r - 1) + (2^k - 1), as 2 (t (e^r - 1) + (t - 1/2)) with t = 2^(k-1):
 # no cancellation for k = 0 (|x| < ln2/2), little beyond; the last product overflows to inf past
 # 88.72 (k = 128) and t is 0 at x = -87 (k = -126), where expm1 rounds to -1.  Below 2^-25 (by
-# the bits: ±0 and subnormals too), expm1 x rounds to x.
+# the bits: ±0 and subnormals too), expm1 x rounds to x, and NaN is x: both in one unsigned
+# compare (|x| - 2^-25 wraps around below 2^-25).
 W.helper("wj_expm1", """
 fn wj_expm1(x: f32) -> f32 {
   let e = wj_expr(clamp(x, -87.0, 88.75));
