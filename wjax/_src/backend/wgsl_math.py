@@ -194,33 +194,38 @@ fn wj_sqrt(x: f32) -> f32 {
 # on divergent data) execute both sides of a branch, so special cases are selected at the end.
 
 # exp(x) = 2^k e^r, r = x - k ln2 in [-ln2/2, ln2/2] (Cody-Waite: k*LN2_HI is exact and kept
-# opaque so the two-step subtraction is not refactored); e^r - 1 by its Taylor series to r^9.
-# 2^k is applied as two factors 2^(k/2) so the scale never leaves float32 (k in [-150, 128]).
+# opaque so the two-step subtraction is not refactored); e^r - 1 = r + r^2 P(r), P of degree 4
+# fitted by wjax (minimax of the relative error of e^r - 1 on |r| <= 0.3468: 1.4e-8, a fifth of
+# an ulp; the Taylor series needs degree 9 for that).  Callers clamp xc to |xc| <= 176.
 W.helper(
     "wj_expr",
     """
-fn wj_expr(x: f32) -> vec3<f32> {
-  // (e^r - 1, 2^k1, 2^k2) with x = (k1 + k2) ln2 + r, x clamped to [-104, 88.75]
-  let xc = clamp(x, -104.0, 88.75);
+fn wj_expr(xc: f32) -> vec2<f32> {
+  // (e^r - 1, k) with xc = k ln2 + r
   let kf = floor(xc * 1.4426950 + 0.5);
   let r = (xc - wj_opq(kf * 0.693145751953125)) - kf * 1.4286068e-06;
-  let q = r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (0.0013888889
-          + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))));
-  let k = i32(kf);
-  let k1 = k >> 1u;
-  return vec3<f32>(r + q, bitcast<f32>(u32(k1 + 127) << 23u),
-                   bitcast<f32>(u32(k - k1 + 127) << 23u));
+  let p = 0.5 + r * (0.16666548 + r * (0.041666854 + r * (0.008366077 + r * 0.001389823)));
+  return vec2<f32>(r + r * r * p, kf);
 }""",
 )
+# m 2^k for m in [0.7, 1.42] and k in [-152, 129]: 2^k is added to the exponent bits of m for
+# k in [-125, 127], which keeps m 2^k normal; the rest of 2^k (2^(k+125) below, 2 or 4 above)
+# is one product (by 1.0 but at the ends), so a subnormal result is rounded once and one past
+# the largest float overflows to inf: no compare-and-select for either end.
+W.helper("wj_exp_scale", """
+fn wj_exp_scale(m: f32, k: i32) -> f32 {
+  let kb = k << 23u;
+  let kc = clamp(kb, -1048576000, 1065353216);   // clamp(k, -125, 127) << 23
+  return bitcast<f32>(bitcast<i32>(m) + kc) * bitcast<f32>(kb - kc + 0x3f800000);
+}""")
+# x clamped to [-104, 88.75]: e^88.75 overflows to inf (from x = 88.72284 on), e^-104 rounds to 0
 W.helper("wj_exp", """
 fn wj_exp(x: f32) -> f32 {
-  let e = wj_expr(x);
-  let y = ((e.x + 1.0) * e.y) * e.z;
-  let big = select(y, bitcast<f32>(0x7f800000u), x > 88.72283);
-  return select(select(big, 0.0, x < -103.97209), x, wj_isnan(x));
+  let e = wj_expr(clamp(x, -104.0, 88.75));
+  return select(wj_exp_scale(1.0 + e.x, i32(e.y)), x, wj_isnan(x));
 }""")
-# exp2(x) = 2^k 2^f, k = round(x), f = x - k in [-1/2, 1/2] (exact); 2^f - 1 by the Taylor
-# series of e^(f ln2) to f^8 (coefficients ln2^n / n!); 2^k as two factors, as in wj_expr
+# exp2(x) = 2^k 2^f, k = round(x), f = x - k in [-1/2, 1/2] (exact); 2^f - 1 = f P(f), P of
+# degree 5 fitted by wjax (minimax of the error relative to 2^f: 2e-9); scaled as in wj_exp
 W.helper(
     "wj_exp2",
     """
@@ -228,23 +233,22 @@ fn wj_exp2(x: f32) -> f32 {
   let xc = clamp(x, -151.0, 129.0);
   let kf = floor(xc + 0.5);
   let f = xc - kf;
-  let q = f * (0.6931472 + f * (0.2402265 + f * (0.05550411 + f * (0.009618129 + f * (0.0013333558
-          + f * (0.0001540353 + f * (1.5252734e-05 + f * 1.3215487e-06)))))));
-  let k = i32(kf);
-  let k1 = k >> 1u;
-  let y = ((1.0 + q) * bitcast<f32>(u32(k1 + 127) << 23u)) * bitcast<f32>(u32(k - k1 + 127) << 23u);
-  let big = select(y, bitcast<f32>(0x7f800000u), x >= 128.0);
-  return select(select(big, 0.0, x < -150.0), x, wj_isnan(x));
+  let q = f * (0.6931472 + f * (0.24022648 + f * (0.055503324 + f * (0.009618438
+          + f * (0.00133989 + f * 0.00015353342)))));
+  return select(wj_exp_scale(1.0 + q, i32(kf)), x, wj_isnan(x));
 }""",
 )
-# expm1(x) = 2^k (e^r - 1) + (2^k - 1): no cancellation for k = 0 (|x| < ln2/2), little beyond
+# expm1(x) = 2^k (e^r - 1) + (2^k - 1), as 2 (t (e^r - 1) + (t - 1/2)) with t = 2^(k-1):
+# no cancellation for k = 0 (|x| < ln2/2), little beyond; the last product overflows to inf past
+# 88.72 (k = 128) and t is 0 at x = -87 (k = -126), where expm1 rounds to -1.  Below 2^-25 (by
+# the bits: ±0 and subnormals too), expm1 x rounds to x, and NaN is x: both in one unsigned
+# compare (|x| - 2^-25 wraps around below 2^-25).
 W.helper("wj_expm1", """
 fn wj_expm1(x: f32) -> f32 {
-  let e = wj_expr(x);
-  let t = e.y * e.z;
-  var y = select(e.x * t + (t - 1.0), ((e.x + 1.0) * e.y) * e.z, x > 17.0);
-  y = select(y, bitcast<f32>(0x7f800000u), x > 88.72283);
-  return select(y, x, wj_isnan(x) || x == 0.0);
+  let e = wj_expr(clamp(x, -87.0, 88.75));
+  let t = bitcast<f32>((i32(e.y) + 126) << 23u);
+  let y = (e.x * t + (t - 0.5)) * 2.0;
+  return select(y, x, (bitcast<u32>(x) & 0x7fffffffu) - 0x33000000u > 0x4c800000u);
 }""")
 
 # --------------------------------------------------------------------------- log family
@@ -324,14 +328,10 @@ fn wj_log1p(x: f32) -> f32 {
 # fast-math reassociation (constants last), and overflowed on NVIDIA at cosh(89) = 2.2e38.
 W.helper("wj_exph_mul", """
 fn wj_exph_mul(a: f32, c: f32) -> f32 {
-  let ac = min(a, 176.0);
-  let kf = floor(ac * 1.4426950 + 0.5);
-  let r = (ac - wj_opq(kf * 0.693145751953125)) - kf * 1.4286068e-06;
-  let q = r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 + r * (0.0013888889
-          + r * (0.0001984127 + r * (2.4801588e-05 + r * 2.7557319e-06)))))));
-  let k = i32(kf) - 1;
+  let e = wj_expr(min(a, 176.0));
+  let k = i32(e.y) - 1;
   let k1 = k >> 1u;
-  return ldexp(ldexp((1.0 + (r + q)) * c, k1), k - k1);
+  return ldexp(ldexp((1.0 + e.x) * c, k1), k - k1);
 }""")
 # sinh: its series below 2; beyond, and cosh everywhere, from E = e^|x| / 2 (wj_exph_mul): E
 # -+ (1/4) / E, the second term dropped past 9 (below 2^-25 of the first; and a quotient by
