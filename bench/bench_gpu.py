@@ -46,8 +46,9 @@ def median_time(fn, *, warmup=2, reps=10, min_time=0.3, max_time=5.0):
 
 
 class Bench:
-    def __init__(self, jax, small, profile_to=None):
+    def __init__(self, jax, small, profile_to=None, gaps=False):
         self.jax, self.jnp, self.small = jax, jax.numpy, small
+        self.gaps = gaps                  # wjax: each workload's call split into its phases
         self.module = "jax" if jax.__name__ == "jax" else "wjax"
         self.profile_to = profile_to      # wjax: a file for each workload's profiler summary
         self.rows = []
@@ -78,11 +79,35 @@ class Bench:
             self.row(name, median_time(call), **kw)
             if self.profile_to:
                 self.profile(name, call)
+            if self.gaps:
+                self.phases(name, f, args)
         except Exception as e:     # one workload's failure must not hide the others
             msg = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
             print(f"  {name:<48} FAILED {msg}", flush=True)
             self.rows.append(dict(name=name, seconds=None, rate="", note="FAILED " + msg))
 
+
+    def phases(self, name, f, args, reps=10):
+        """Where a waited call's wall time goes (wjax): recording it (``f(*args)`` returning;
+        early submits included), submitting the rest (``flush``), waiting for the device
+        (``synchronize``) -- medians in microseconds, to set beside the profiler's GPU time."""
+        from wjax._src.backend import runtime
+        rt = runtime.get()
+        ph = {"record": [], "submit": [], "wait": []}
+        for _ in range(reps):
+            rt.synchronize()
+            t0 = time.perf_counter()
+            out = f(*args)
+            t1 = time.perf_counter()
+            rt.flush()
+            t2 = time.perf_counter()
+            rt.synchronize()
+            t3 = time.perf_counter()
+            del out
+            for k, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2)):
+                ph[k].append(v * 1e6)
+        print("    phases (us): " + ", ".join(f"{k} {statistics.median(v):.0f}"
+                                          for k, v in ph.items()), flush=True)
 
     def profile(self, name, call):
         """wjax's profiler (GPU timestamps) over three calls: its summary, appended."""
@@ -337,6 +362,9 @@ def main():
                     "cumsum sort matmul mlp rnn conv cold attention call")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--profile", help="wjax: append each workload's profiler summary here")
+    ap.add_argument("--phases", action="store_true",
+                    help="wjax: also split each workload's waited call into record / submit / "
+                         "wait (medians, us)")
     ap.add_argument("--compare", nargs="+", help="print the table of these --json files")
     a = ap.parse_args()
     if a.compare:
@@ -352,7 +380,8 @@ def main():
             small = runtime.get().target().profile in ("lavapipe", "llvmpipe-gl", "generic-cpu")
     print(f"# bench_gpu: {who}; {'small' if small else 'full'} sizes; "
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC; {platform.node()}")
-    b = Bench(jax, small, a.profile if a.module == "wjax" else None)
+    b = Bench(jax, small, a.profile if a.module == "wjax" else None,
+              gaps=a.phases and a.module == "wjax")
     warm_up(b)
     workloads(b, a.only)
     if a.json:

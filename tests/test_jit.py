@@ -439,6 +439,34 @@ def test_one_command_buffer_per_call():
     assert float(y) == 101.0
 
 
+def test_big_calls_submit_while_recorded():
+    """``Target.submit_early`` (GPUs): a call of that many dispatches or more submits after
+    its 2nd, 6th, 14th, ... dispatch and at its end, so the device starts while the host
+    records; 0 (CPU profiles) submits at ``block_until_ready`` only.  Same values either
+    way."""
+    x = np.random.RandomState(0).rand(24, 24).astype(np.float32) / 12
+
+    def chain(a):
+        for _ in range(9):
+            a = jnp.tanh(a @ a + 1.0)
+        return a
+    rt = runtime.get()
+    want = np.asarray(wjax.jit(chain)(x))
+    for early in (0, 4):
+        with rt.options(submit_early=early):
+            f = wjax.jit(chain)
+            n = sum(1 for s in f.lower(x).compile().plan.steps if hasattr(s, "wgsl"))
+            f(x).block_until_ready()
+            rt.synchronize()
+            before = rt.stats["submits"]
+            y = f(x)
+            got = rt.stats["submits"] - before
+            np.testing.assert_allclose(np.asarray(y), want, rtol=1e-6, atol=1e-6)
+        assert n >= 9
+        assert got == (0 if not early else len([m for m in (2, 6, 14, 30) if m <= n]) + 1), \
+            (early, n, got)
+
+
 def test_binding_size_limit_splits_elementwise():
     x = np.arange(5000, dtype=np.float32)
     y = np.ones(5000, dtype=np.float32)

@@ -232,7 +232,8 @@ def dumps(exe) -> str | None:
                         "aliases": [[_enc_key(k), _enc_key(v)] for k, v in plan.aliases.items()],
                         "last_use": [[_enc_key(k), i] for k, i in plan.last_use.items()],
                         "consts": [[_enc_key(k), _enc_array(v)]
-                                   for k, v in plan.consts.items()]}}
+                                   for k, v in plan.consts.items()],
+                        "submit_early": plan.submit_early}}
     except Unstable as e:
         stats["refused"] += 1
         logger.debug("not cached on disk: %s", e)
@@ -260,6 +261,7 @@ def loads(text: str):
     plan.aliases = {_dec_key(k): _dec_key(v) for k, v in p["aliases"]}
     plan.last_use = {_dec_key(k): i for k, i in p["last_use"]}
     plan.consts = {_dec_key(k): _dec_array(v) for k, v in p["consts"]}
+    plan.submit_early = int(p.get("submit_early", 0))
     inner = [(_dec_array(c), _dec_aval(a)) for c, a in doc["inner"]]
     return (doc["name"], [_dec_aval(a) for a in doc["in_avals"]],
             [_dec_aval(a) for a in doc["out_avals"]], inner, plan, doc["compile_s"])

@@ -132,6 +132,22 @@ class Program:
         # harmless when stale), so repeated calls bind the same buffers and reuse bind groups
         self._last: list = [None] * self.n_slots
         self._slots_only = None not in self.out_slots
+        # a program of ``plan.submit_early`` dispatches or more (``Target.submit_early``:
+        # GPUs) submits while it records -- after its 2nd, 6th, 14th, ... dispatch and at its
+        # end -- so the device starts on its first kernels while the host records the rest
+        # (one submit at ``block_until_ready`` leaves a GPU idle while the call is recorded)
+        self.kicks, n = set(), 0
+        n_dispatch = sum(1 for st in self.steps if not st[0])
+        early = getattr(plan, "submit_early", 0)
+        if early and n_dispatch >= early:
+            mark = 2
+            for i, st in enumerate(self.steps):
+                if not st[0]:
+                    n += 1
+                    if n == mark:
+                        self.kicks.add(i)
+                        mark = 2 * mark + 2
+        self.kick_end = bool(early) and n_dispatch >= early
 
     def binding_sites(self, in_positions, out_positions) -> dict:
         """Where the given inputs (positions in ``in_buffers``) and outputs are bound: wgsl ->
@@ -180,7 +196,8 @@ class Program:
         if profiling:
             outer, prof.program = prof.program, self.name
         last = self._last
-        for host, d, slots, allocs, frees in self.steps:
+        kicks = self.kicks if indirect is None else ()
+        for i, (host, d, slots, allocs, frees) in enumerate(self.steps):
             for s, n in allocs:
                 if env[s] is None:
                     b = env[s] = alloc(n, prefer=last[s])
@@ -200,8 +217,12 @@ class Program:
                 slot += 1
             for s in frees:
                 env[s] = None
+            if i in kicks:
+                rt.flush()
         if profiling:
             prof.program = outer
+        if self.kick_end and indirect is None:
+            rt.flush()
         if self._slots_only:      # every output a slot: no literal among them
             result = [env[s] for s in self.out_slots]
             if None not in result:

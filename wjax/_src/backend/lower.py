@@ -68,6 +68,7 @@ class Plan:
         self.last_use: dict = {}           # key -> index of last step reading it
         self.consts: dict = {}             # key -> host value a kernel rule asked for
                                            # (``KernelContext.constant``), uploaded once
+        self.submit_early = 0              # ``Target.submit_early`` (``execute.Program``)
 
     def wgsl_text(self) -> str:
         return "\n".join(
@@ -286,6 +287,7 @@ class Lowering:
         self.jaxpr, self.target = jaxpr, target
         self.max_storage = int(target["max-storage-buffers-per-shader-stage"])
         self.plan = Plan()
+        self.plan.submit_early = int(target.submit_early or 0)
         self._scratch_ids = itertools.count()
         self.producer: dict[int, Eqn] = {}
         for e in jaxpr.eqns:

@@ -31,6 +31,10 @@ import dataclasses
 #                    (softmax, logsumexp, layer norm) run as one kernel, a team of threads per
 #                    row holding it in registers (``prims/rows.py``); 0: never (CPU adapters,
 #                    where a workgroup tree per row costs more than the passes it saves)
+#   submit_early     dispatches from which a program submits while it records (Program.kicks:
+#                    a GPU starts on the first kernels while the host records the rest); 0:
+#                    at block_until_ready only (CPU adapters: lavapipe's threads and the
+#                    recording share the cores, and an MLP step measured 2-4% slower)
 #   attention        the largest head dimension for which a product, a softmax over its rows
 #                    and a second product run as one kernel (``prims/attention.py``: a
 #                    thread per query row holds Q's row and its output row in registers:
@@ -38,10 +42,10 @@ import dataclasses
 #                    which run no row groups; on lavapipe the kernel is 2x the three kernels)
 CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
              "loop_workgroup": 64, "loop_constants": "uniform", "row_resident": 0,
-             "attention": 0}
+             "attention": 0, "submit_early": 0}
 GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
              "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14,
-             "attention": 64}
+             "attention": 64, "submit_early": 8}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
 #                    passes in workgroup memory

@@ -49,6 +49,10 @@ class Target(dict):
                          softmax between them -- run as one kernel with an online softmax, the
                          scores never in memory (``passes.attention_groups``,
                          ``prims/attention.py``); 0 (CPU): never
+    ``submit_early``     a program of at least this many dispatches submits while it is recorded
+                         (after its 2nd, 6th, 14th, ... dispatch and at its end) so the device
+                         starts while the host records the rest (GPU 8); 0 (CPU, where the
+                         host and the "device" share the cores): at ``block_until_ready``
     ``loop_constants``   "uniform" (CPU: a loop's small constants bound as uniform buffers) or
                          "storage"
     ``threads``          invocations in flight that keep the adapter busy (CPU 1024, GPU 2^18):
@@ -71,11 +75,10 @@ class Target(dict):
     """
 
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
-               "matmul_tile", "sort",
-               "radix_sort", "fft", "reduction", "elementwise", "register_block",
-               "loop_workgroup", "loop_constants", "row_resident", "attention", "threads",
-               "in_kernel_loops",
-               "loop_work", "decomp_iters", "compiles", "tune")
+               "matmul_tile", "sort", "radix_sort", "fft", "reduction", "elementwise",
+               "register_block", "loop_workgroup", "loop_constants", "row_resident",
+               "attention", "submit_early", "threads", "in_kernel_loops", "loop_work",
+               "decomp_iters", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -85,7 +88,7 @@ class Target(dict):
                  fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_constants: str = "storage",
-                 row_resident: int = 1 << 14, attention: int = 64,
+                 row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
                  tune: Callable | None = None):
@@ -102,6 +105,7 @@ class Target(dict):
         self.loop_constants, self.threads = loop_constants, threads
         self.row_resident = row_resident
         self.attention = attention
+        self.submit_early = submit_early
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.compiles = compiles if compiles is not None else (lambda src: True)
