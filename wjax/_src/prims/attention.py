@@ -12,8 +12,9 @@ The kernel gives each query row one thread: it holds the row of ``Q`` and its ou
 registers (``vec4``s) and walks the keys in blocks that the workgroup stages in workgroup
 memory (``BK`` rows of ``K`` and of ``V``).  For each key it computes the score, ``x = f(s)``
 (read through the fused producers of any other operand, e.g. a mask), and folds it into an
-*online softmax*: a running maximum ``m``, the sum ``l`` of ``exp(x - m)``, and the output
-``o`` = the sum of ``exp(x - m) v``, both rescaled by ``exp(m_old - m)`` when ``m`` grows.
+*online softmax*: a reference ``m`` (the running maximum, allowed to trail it by ``LAG``), the
+sum ``l`` of ``exp(x - m)``, and the output ``o`` = the sum of ``exp(x - m) v``, both
+rescaled by ``exp(m_old - m)`` when ``m`` moves up (a score above ``m + LAG``).
 At the end ``o / l`` is the row of ``softmax(x) V``.  JAX's values at the edges follow: a row
 whose scores are all ``-inf`` (fully masked) gives ``0 / 0 = NaN``, as ``exp(-inf - -inf)``
 does in JAX; a NaN or ``+inf`` score makes the row NaN.  Rounding differs from the three-pass
@@ -35,6 +36,7 @@ from .rows import _abstract, _batch, _Body, _jvp, _reference
 BQ = 64            # query rows (threads) per workgroup
 MAX_BK = 64        # keys a workgroup stages at a time (fewer where workgroup memory is short)
 _NEG_INF = "bitcast<f32>(0xff800000u)"
+LAG = 8.0          # how far the online softmax's reference may trail the running maximum
 
 
 def block_keys(target, D: int, E: int) -> int:
@@ -145,8 +147,10 @@ def _kernel(ctx, *avals, jaxpr, n_math):
     emit("let wj_j = wj_j0 + wj_jj;")
     x = _scores_math(ctx, kb, A, chain, S, bdims + qdims + Index(kb, Ksh, flat="wj_j").dims())
     emit(f"let wj_x = {x};")
-    # the online softmax: rescale what was summed when the maximum grows
-    emit("if (wj_x > wj_m) {")
+    # the online softmax: rescale what was summed when the maximum grows by more than
+    # LAG (the reference may trail the true maximum: softmax does not depend on it, and
+    # exp(x - m) <= e^LAG stays far from overflow), so rising scores rescale rarely
+    emit(f"if (wj_x > wj_m + {LAG:.1f}) {{")
     emit("  let wj_c = wj_exp(wj_m - wj_x);")
     emit("  wj_l = wj_l * wj_c;")
     for c in range(E4):
