@@ -31,7 +31,7 @@ from ..backend.wgsl import Index
 from ..core.ir import Jaxpr
 from ..core.primitive import Primitive
 from .dot import _canonical
-from .rows import _abstract, _batch, _Body, _jvp, _reference
+from .rows import _abstract, _AllInputs, _batch, _Body, _jvp, _reference
 
 BQ = 64            # query rows (threads) per workgroup
 MAX_BK = 64        # keys a workgroup stages at a time (fewer where workgroup memory is short)
@@ -196,15 +196,12 @@ def _scores_math(ctx, kb, A, chain, S, dims) -> str:
     return f.read(chain[-1].outvars[0], Index(kb, S, dims=dims))
 
 
-class _ExtrasFused(tuple):
-    """fuse_inputs: every operand after queries, keys and values (a mask, a scale)."""
-
-    def __contains__(self, i):
-        return i >= 3
-
-
 attention_p = Primitive("attention", multiple_results=True)     # one result, as a row group
-attention_p.fuse_inputs = _ExtrasFused()
+# every operand may come through fused producers: a mask or scale is read at each score's
+# position; queries, keys and values are laid out by ``_canonical`` -- their own buffers where
+# they are materialized as [batch, rows, dim] already, else one copy kernel each that also
+# computes their fused producers (a ``q / sqrt(d)``)
+attention_p.fuse_inputs = _AllInputs()
 attention_p.epilogue = True
 
 
