@@ -28,7 +28,7 @@ import numpy as np
 from ..backend import wgsl as W
 from ..backend.lower import Fuser
 from ..backend.wgsl import Index
-from ..core.ir import Jaxpr
+from ..core.ir import Jaxpr, Var
 from ..core.primitive import Primitive
 from .dot import _canonical
 from .rows import _abstract, _AllInputs, _batch, _Body, _jvp, _reference
@@ -81,33 +81,36 @@ def _kernel(ctx, *avals, jaxpr, n_math):
     D, E = _size(q.shape, lc), _size(v.shape, vf)
     D4, E4 = -(-D // 4), -(-E // 4)
     BK = block_keys(ctx.target, D, E)
-    kq = _canonical(ctx, 0, q, lb, qf, lc, True)      # [B, Sq, D]
-    kk = _canonical(ctx, 1, k, rb, kf, rc, True)      # [B, T, D]
-    kv = _canonical(ctx, 2, v, vb, vf, vc, False)     # [B, T, E]
+    places = [_place(ctx, 0, q, lb, qf, lc, True),     # Q as [B, Sq, D]
+              _place(ctx, 1, k, rb, kf, rc, True),     # K as [B, T, D]
+              _place(ctx, 2, v, vb, vc, vf, False)]    # V as [B, T, E]
 
     kb = ctx.new_kb()
     kb.ops.extend(jaxpr.eqns)
     emit = kb.emit
 
-    def rows_of(key, n, name):
-        """A function (row expr, vec4 chunk c) -> the vec4 of columns 4c..4c+3 of a
-        [rows, n] buffer (zeros past n), bound as vec4s where n allows."""
-        if n % 4 == 0:
+    def rows_of(place, n, name):
+        """A function (row expr, vec4 chunk c) -> the vec4 of columns 4c..4c+3 of row ``row``
+        of batch ``wj_b`` (zeros past n), bound as vec4s where n and the strides allow."""
+        key, bstrides, rstride = place
+        terms = [f"{c} * {st}u" for c, st in zip(bdims, bstrides) if st] or ["0u"]
+        emit(f"let wj_{name}b = {' + '.join(terms)};")
+        base = f"wj_{name}b + ({{}}) * {rstride}u"
+        if n % 4 == 0 and rstride % 4 == 0 and all(st % 4 == 0 for st in bstrides):
             kb.vec = 4
             b = kb.bind(key, np.float32, "read")
             kb.vec = 1
-            return lambda row, c: f"{b}[({row}) * {n // 4}u + {c}]"
+            return lambda row, c: f"{b}[({base.format(row)}) / 4u + {c}]"
         b = kb.bind(key, np.float32, "read")
 
         def rd(row, c):
             lanes = []
             for lane in range(4):
                 col = f"({c}) * 4u + {lane}u"
-                lanes.append(f"select(0.0, {b}[({row}) * {n}u + min({col}, {n - 1}u)], "
+                lanes.append(f"select(0.0, {b}[{base.format(row)} + min({col}, {n - 1}u)], "
                              f"{col} < {n}u)")
             return f"vec4<f32>({', '.join(lanes)})"
         return rd
-    rq, rk, rv = rows_of(kq, D, "q"), rows_of(kk, D, "k"), rows_of(kv, E, "v")
     QB = -(-Sq // BQ)
     groups = Bn * QB
     grid = W.grid_for(groups, kb.max_groups)
@@ -121,14 +124,15 @@ def _kernel(ctx, *avals, jaxpr, n_math):
     emit(f"let wj_iq = (g % {QB}u) * {BQ}u + lid;")
     emit(f"let wj_act = wj_iq < {Sq}u;")
     emit(f"let wj_i = min(wj_iq, {Sq - 1}u);")
+    bdims = Index(kb, Bsh, flat="wj_b").dims() if Bsh else []
+    rq, rk, rv = [rows_of(pl, n, nm) for pl, n, nm in zip(places, (D, D, E), "qkv")]
     emit(f"let wj_qrow = wj_b * {Sq}u + wj_i;")
     for c in range(D4):
-        emit(f"let wj_q{c} = {rq('wj_qrow', f'{c}u')};")
+        emit(f"let wj_q{c} = {rq('wj_i', f'{c}u')};")
     emit(f"var wj_m = {_NEG_INF};")
     emit("var wj_l = 0.0;")
     for c in range(E4):
         emit(f"var wj_o{c} = vec4<f32>(0.0);")
-    bdims = Index(kb, Bsh, flat="wj_b").dims() if Bsh else []
     qdims = Index(kb, Qsh, flat="wj_i").dims()
     emit(f"for (var wj_j0 = 0u; wj_j0 < {T}u; wj_j0 = wj_j0 + {BK}u) {{")
     emit("workgroupBarrier();")      # the last block's reads are done
@@ -136,7 +140,7 @@ def _kernel(ctx, *avals, jaxpr, n_math):
         emit(f"for (var wj_u = lid; wj_u < {BK * n4}u; wj_u = wj_u + {BQ}u) {{")
         emit(f"  let wj_r = wj_j0 + wj_u / {n4}u;")
         emit(f"  {name}[wj_u] = select(vec4<f32>(0.0), "
-             f"{rd(f'wj_b * {T}u + min(wj_r, {T - 1}u)', f'wj_u % {n4}u')}, wj_r < {T}u);")
+             f"{rd(f'min(wj_r, {T - 1}u)', f'wj_u % {n4}u')}, wj_r < {T}u);")
         emit("}")
     emit("workgroupBarrier();")
     emit(f"let wj_nk = min({BK}u, {T}u - wj_j0);")
@@ -179,6 +183,23 @@ def _kernel(ctx, *avals, jaxpr, n_math):
     params = "@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32"
     src = f"{kb.header()}\n@compute @workgroup_size({BQ})\nfn main({params}) {{\n{body}\n}}\n"
     ctx.dispatch(kb, src, grid)
+
+
+def _place(ctx, i, aval, batch, rows, cols, rows_first):
+    """(buffer key, stride of each batch axis, row stride) of operand ``i`` read as
+    [batch..., row, col] with contiguous columns: its own buffer where it is materialized
+    with one row axis and one column axis, the last (the (b, s, h, d) layout of flax and
+    haiku as well as (b, h, s, d)), else a copy laid out by ``_canonical``."""
+    a = ctx.eqn.invars[i]
+    if (isinstance(a, Var) and a.id in ctx.lowering.materialized and len(rows) == 1
+            and len(cols) == 1 and cols[0] == aval.ndim - 1):
+        st = W.strides_of(aval.shape)
+        return ctx.in_key(i), [st[d] for d in batch], st[rows[0]]
+    key = _canonical(ctx, i, aval, batch, rows if rows_first else cols,
+                     cols if rows_first else rows, rows_first)
+    R, C = _size(aval.shape, rows), _size(aval.shape, cols)
+    bshape = [aval.shape[d] for d in batch]
+    return key, [st * R * C for st in W.strides_of(bshape)], C
 
 
 def _scores_math(ctx, kb, A, chain, S, dims) -> str:
