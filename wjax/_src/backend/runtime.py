@@ -33,6 +33,42 @@ _USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage
 _BATCH = 512            # dispatches recorded before a submit is forced
 
 
+def _quick_type_names() -> bool:
+    """Lets wgpu-py's cffi turn the type names it asks for (``"WGPUBindGroupDescriptor *"``,
+    ``"WGPUBindGroupEntry[]"``) into types without pycparser.  cffi parses each new type
+    string once per process by declaring every typedef of wgpu.h anew (~1,000) and parsing
+    that with pycparser: 20-40 ms a string on a fast core, 24 strings when the device starts
+    and 17 more in the first compile (~0.6 s of a cold first call on a 2-core machine).
+    A name, a pointer to it, or an array of it, where the name is a plain typedef wgpu.h
+    declared, is its declared type, built exactly as cffi's parser builds it; anything else
+    goes to the parser.  Only wgpu-py's own parser is changed (other cffi users keep theirs);
+    where wgpu-py or cffi look otherwise, nothing is changed (returns False)."""
+    import re
+    try:
+        from cffi import model
+        from wgpu.backends.wgpu_native import _api
+        parser = _api.ffi._parser
+        decls, parse, pointer = parser._declarations, parser.parse_type, parser._get_type_pointer
+    except Exception:
+        return False
+    simple = re.compile(r"\s*([A-Za-z_]\w*)\s*(\*|\[\s*\])?\s*$")
+
+    def parse_type(cdecl):
+        m = simple.match(cdecl)
+        got = decls.get("typedef " + m.group(1)) if m else None
+        if got is None or got[1]:         # not a typedef wgpu.h declared, or qualified
+            return parse(cdecl)
+        tp, suffix = got[0], m.group(2)
+        if suffix is None:
+            return tp
+        return pointer(tp, 0) if suffix == "*" else model.ArrayType(tp, None)
+    parser.parse_type = parse_type
+    return True
+
+
+_QUICK_TYPES = _quick_type_names()
+
+
 def _native_pass_calls():
     """wgpu-native's compute-pass calls themselves: (set pipeline, set bind group without
     dynamic offsets, dispatch), each called with the objects' handles, or None where this
