@@ -409,3 +409,30 @@ def test_quick_cffi_type_names():
     d.minBindingSize = 12
     assert _api.ffi.typeof(d) is _api.ffi.typeof("WGPUBufferBindingLayout*") and \
         d.minBindingSize == 12
+
+
+def test_pipelines_compiled_together():
+    """``Runtime.pipelines`` compiles what is missing several at a time (an executable's
+    kernels, an autotuner's candidates): each once, usable after; a source that does not
+    compile is returned with its error (or raised, naming the shader), the others still
+    compile."""
+    r = rt()
+    srcs = [f"@group(0) @binding(0) var<storage, read_write> b0: array<f32>;\n"
+            f"@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) g: "
+            f"vec3<u32>) {{ if (g.x < 4u) {{ b0[g.x] = b0[g.x] * {k}.0 + 0.{k}; }} }}\n"
+            for k in range(1, 7)]
+    bad = "@compute @workgroup_size(1)\nfn main() { let x: f32 = 1u; }\n"
+    before = r.stats["compiles"]
+    errors = r.pipelines(srcs + [bad] + srcs[:2], raise_errors=False)
+    assert list(errors) == [bad] and r.stats["compiles"] - before == len(srcs)
+    assert r.pipelines(srcs) == {} and r.stats["compiles"] - before == len(srcs)
+    with pytest.raises(runtime.WjaxRuntimeError, match="WGSL compile failed"):
+        r.pipelines([bad] + srcs)
+    buf = r.upload(np.arange(4, dtype=np.float32))
+    for k, src in enumerate(srcs, start=1):
+        r.dispatch(src, [buf], (1, 1, 1))
+    want = np.arange(4, dtype=np.float32)
+    for k in range(1, 7):
+        want = want * np.float32(k) + np.float32(f"0.{k}")
+    got = np.frombuffer(r.read(buf, 16), np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -122,13 +122,18 @@ class Tuner:
     def _time(self, names, build, buffer_bytes):
         rt = self.rt
         bufs = [rt.upload(np.zeros(max(1, -(-n // 4)), np.float32)) for n in buffer_bytes]
-        times = {}
+        times, built = {}, {}
         for name in names:
             try:
-                dispatches = build(name)
-                for src, _, _ in dispatches:
-                    rt.pipeline(src)
-            except Exception:         # a variant this adapter cannot compile
+                built[name] = build(name)
+            except Exception:         # a variant this problem cannot take
+                continue
+        # every candidate's kernels compiled at once (several at a time), then timed one by
+        # one; a variant this adapter cannot compile is left out
+        failed = rt.pipelines([src for d in built.values() for src, _, _ in d],
+                              raise_errors=False)
+        for name, dispatches in built.items():
+            if any(src in failed for src, _, _ in dispatches):
                 continue
 
             def run(n=1, dispatches=dispatches):

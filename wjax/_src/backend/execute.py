@@ -297,9 +297,7 @@ class Executable:
 
     def _prepare(self, rt: Runtime) -> None:
         t0 = time.perf_counter()
-        for d in self.plan.steps:
-            if not isinstance(d, HostStep):
-                rt.pipeline(d.wgsl)
+        rt.pipelines([d.wgsl for d in self.plan.steps if not isinstance(d, HostStep)])
         inner = [const_buffer(rt, c, aval) for c, aval in self._inner]
         lits = {i: upload(rt, np.asarray(k[1].val, aval.dtype))
                 for i, (k, aval) in enumerate(zip(self.plan.out_keys, self.out_avals))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import os
 import threading
 import time
 
@@ -590,12 +591,44 @@ class Runtime:
                     return self._pipelines[wgsl]
                 self._layouts[wgsl] = layout
                 self._pipelines[wgsl] = p
-            self.stats["compiles"] += 1
+                self.stats["compiles"] += 1
             self.last_compile_s = time.perf_counter() - t0
             if self.profile is not None:
                 self.profile.host_event("compile pipeline", t0, time.perf_counter(),
                                         wgsl_chars=len(wgsl))
         return p
+
+    def pipelines(self, sources, raise_errors: bool = True) -> dict:
+        """Compiles the pipelines of ``sources`` not compiled yet, several at a time (a
+        driver compiles on the calling thread, and wgpu-py lets go of the GIL meanwhile:
+        an executable's kernels, or an autotuner's candidates, on every core).  Returns
+        {source: exception} for those that failed (``raise_errors``: raises the first one's,
+        in the order given, instead)."""
+        todo = list(dict.fromkeys(s for s in sources if s not in self._pipelines))
+        errors: dict = {}
+        workers = min(len(todo), os.cpu_count() or 1, 8)
+        if workers <= 1:
+            for src in todo:
+                try:
+                    self.pipeline(src)
+                except Exception as e:
+                    errors[src] = e
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            def one(src):
+                try:
+                    self.pipeline(src)
+                except Exception as e:
+                    return e
+                return None
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wjax-compile") as ex:
+                for src, e in zip(todo, ex.map(one, todo)):
+                    if e is not None:
+                        errors[src] = e
+        if raise_errors and errors:
+            raise next(errors[s] for s in todo if s in errors)
+        return errors
 
     def _driver_text(self, wgsl: str) -> str:
         """The text the driver compiles: the kernel finalized, and under WJAX_STRICT_DRIVER
