@@ -208,6 +208,13 @@ def device_array(x) -> Array:
     weak = None
     if isinstance(x, WeakScalar):
         x, weak = x.val, True
+    if type(x) is np.ndarray and not x.ndim and type(x.dtype) in dtypes._DTYPE_TYPES:
+        # a scalar cached before (``x + 1``): found by its bytes before any conversion (a
+        # dtype that is not canonical is never a key: it misses and takes the path below)
+        hit = _scalars.get((x.tobytes(), x.dtype, weak is True))
+        if hit is not None and hit.dtype == x.dtype:
+            check_transfer("host_to_device", hit.aval)
+            return hit
     if np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
         dt, w = dtypes.dtype_and_weak(x)
         weak = weak if weak is not None else w
@@ -219,32 +226,45 @@ def device_array(x) -> Array:
 
 # --------------------------------------------------------------------------- eager
 
+# (("eqn", primitive, avals, parameters), runtime) -> (the runtime's target then, the
+# executable's runner there, its output avals, the objects the key names by identity)
+_eager_runs = caches.LRU(1024)
+
+
 def eager(prim: Primitive, args, params: dict):
     """Runs one primitive on concrete operands: a one-equation jaxpr through ``executable``
     (jaxpr parameters -- a ``cond``'s branches -- are keyed by structure)."""
-    _check_execution(prim.name)
-    arrays = [device_array(a) for a in args]
-    avals = tuple(a.aval for a in arrays)
-    if _sharded_hook is not None and any(a._shards is not None for a in arrays):
+    no_exec, nans, infs = _cfg.read_many(_CALL_FLAGS)
+    if no_exec:
+        _check_execution(prim.name)
+    arrays = [a if type(a) is Array else device_array(a) for a in args]
+    avals = tuple([a.aval for a in arrays])
+    if _sharded_hook is not None and any([a._shards is not None for a in arrays]):
         res = _sharded_eager(prim, arrays, params)
         if res is not None:
             return res
     keep: list = []
-    key = ("eqn", prim.key, avals, params_key(params, keep))
+    key = ("eqn", prim.key, avals, params_key(params, keep) if params else ())
     rt, bufs = placed(arrays)
-    hit = _executables.get((key, rt.target().key()))
-    if hit is None:
-        out = prim.abstract_eval(*avals, **params)
-        out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
-        invars = [Var(a) for a in avals]
-        outvars = [Var(a) for a in out_avals]
-        jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
-        exe = executable(jaxpr, prim.name, key=key, keep=keep, rt=rt)
-    else:
-        exe = hit[0]
-    outs = exe.run(rt, bufs)
-    res = [Array(b, a) for b, a in zip(outs, exe.out_avals)]
-    if _cfg.jax_debug_nans or _cfg.jax_debug_infs:
+    # the runner of this op on this device, while the device's target is the one it was
+    # compiled for (hashing the target's key per call is the cost this saves)
+    target = rt.target()
+    ent = _eager_runs.get((key, rt))
+    if ent is None or ent[0] is not target:
+        hit = _executables.get((key, target.key()))
+        if hit is None:
+            out = prim.abstract_eval(*avals, **params)
+            out_avals: list[ShapedArray] = list(out) if prim.multiple_results else [out]
+            invars = [Var(a) for a in avals]
+            outvars = [Var(a) for a in out_avals]
+            jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
+            exe = executable(jaxpr, prim.name, key=key, keep=keep, rt=rt)
+        else:
+            exe, keep = hit
+        run = Bound(exe, []).runner(rt) or (lambda bufs, _e=exe, _rt=rt: _e.run(_rt, bufs))
+        ent = _eager_runs.put((key, rt), (target, run, exe.out_avals, keep))
+    res = [Array(b, a) for b, a in zip(ent[1](bufs), ent[2])]
+    if nans or infs:
         inner = params.get("jaxpr")
         if (prim.call or prim.transparent_call) and isinstance(inner, ClosedJaxpr):
             _check_program(str(params.get("name") or prim.name), inner.jaxpr, inner.consts,

@@ -12,7 +12,7 @@ from .. import lax
 from .._src.array import Array, asarray_device
 from .._src.core import dtypes
 from .._src.core.config import config as _config
-from .._src.core.ir import WeakScalar, raise_to_shaped
+from .._src.core.ir import ShapedArray, WeakScalar, raise_to_shaped
 from .._src.core.refs import RefCell
 from .._src.core.tracing import ConcretizationTypeError, Tracer
 
@@ -34,11 +34,17 @@ def _check_arg(name, x, pos=0):
 
 
 def _aval(x):
-    return raise_to_shaped(x)
+    a = getattr(x, "aval", None)      # an Array's or a tracer's (raise_to_shaped's first case)
+    return a if type(a) is ShapedArray else raise_to_shaped(x)
 
 
 def _to_operand(x, dt, weak):
     """``x`` converted to dtype ``dt`` (weakly typed if ``weak``)."""
+    if type(x) is Array:
+        a = x.aval
+        if a.dtype == dt and a.weak_type == weak:
+            return x
+        return lax.convert_element_type(x, dt, weak_type=weak)
     if isinstance(x, (builtins.bool, int, float, complex)) and not isinstance(x, np.generic):
         if isinstance(x, int) and not isinstance(x, builtins.bool):
             # JAX (x64 off): a Python int must fit int32, then wraps into narrower int dtypes
@@ -97,27 +103,44 @@ def _check_rank_promotion(name, shapes) -> None:
                   f"warning; for more information, see {_RANK_DOC}.", stacklevel=4)
 
 
+# argument types ``_check_arg`` always accepts (exact types: no subclass is looked at here)
+_PLAIN_ARGS = frozenset({Array, builtins.bool, int, float, complex})
+
+
 def promote_args(name, *args, to_float=False, to_inexact=False):
     """JAX's promotion of ufunc arguments, then rank/shape broadcasting."""
     for i, x in enumerate(args):
-        _check_arg(name, x, i)
+        if type(x) not in _PLAIN_ARGS:
+            _check_arg(name, x, i)
     dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     if (to_float or to_inexact) and not dtypes.is_inexact(dt):
         dt = np.dtype(np.float32)
     ops = [_to_operand(x, dt, weak) for x in args]
+    avals = [_aval(o) for o in ops]
+    shapes = [a.shape for a in avals]
+    # the common case: every operand of one shape, or a scalar
+    shape = ()
+    for s in shapes:
+        if s:
+            if not shape:
+                shape = s
+            elif s != shape:
+                shape = None
+                break
+    if shape is not None:
+        return ops          # no rank promotion, nothing to broadcast
     try:
-        shape = broadcast_shapes(*[_aval(o).shape for o in ops])
+        shape = broadcast_shapes(*shapes)
     except ValueError:
-        shapes = [_aval(o).shape for o in ops]
         if len({len(s) for s in shapes if s}) > 1:   # as JAX: ranks differ -> broadcast_shapes
             raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
         # equal ranks reach the lax op, whose shape rule reports it
         raise TypeError(f"{name} got incompatible shapes for broadcasting: "
                         + ", ".join(str(s) for s in shapes) + ".") from None
-    _check_rank_promotion(name, [_aval(o).shape for o in ops])
+    _check_rank_promotion(name, shapes)
     # rank-0 operands stay scalars: elementwise primitives broadcast them (``mul a 2.0``)
-    return [_broadcast_to_shape(o, shape) if 0 < _aval(o).ndim and _aval(o).shape != shape else o
-            for o in ops]
+    return [_broadcast_to_shape(o, shape) if 0 < len(s) and s != shape else o
+            for o, s in zip(ops, shapes)]
 
 
 def _wrap_result(x):

@@ -26,7 +26,10 @@ from .shapes import (_axes, _axis, concatenate, diagonal, ravel, reshape, squeez
 def _is_half(dt) -> bool:
     """float16 and bfloat16: JAX's sums, products, means and variances of them accumulate in
     float32 and round the result once (``upcast_f16_for_computation``)."""
-    return np.dtype(dt) in (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+    return np.dtype(dt) in _HALF
+
+
+_HALF = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
 
 
 def _reduction(name, lax_fn, bool_op=None, promote_int=False, identity=None, upcast=False):

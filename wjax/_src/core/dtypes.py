@@ -362,10 +362,26 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     fast = _py_scalar_dtype_and_weak.get(type(x))
     if fast is not None:
         return fast
+    if type(x) is np.ndarray and type(x.dtype) in _DTYPE_TYPES:
+        # a NumPy array: its dtype, canonicalized, and strong (``is_weakly_typed`` says so)
+        dt = x.dtype
+        hit = _aval_pairs.get((dt, False))
+        if hit is None:
+            hit = _aval_pairs[(dt, False)] = (canonicalize_dtype(_valid(dt, x)), False)
+        return hit
     aval = getattr(x, "aval", None)
-    if aval is not None and type(getattr(aval, "dtype", None)) in _DTYPE_TYPES:
-        # an array or tracer: its aval's dtype, canonicalized, and weak flag
-        return canonicalize_dtype(_valid(aval.dtype, x)), bool(aval.weak_type)
+    if aval is not None:
+        dt = getattr(aval, "dtype", None)
+        if type(dt) in _DTYPE_TYPES:
+            # an array or tracer: its aval's dtype, canonicalized, and weak flag (the pair
+            # remembered per (dtype, weak): an eager op asks for it several times)
+            weak = aval.weak_type
+            hit = _aval_pairs.get((dt, weak))
+            if hit is None:
+                hit = (canonicalize_dtype(_valid(dt, x)), bool(weak))
+                if type(weak) is bool:
+                    _aval_pairs[(dt, weak)] = hit
+            return hit
     if isinstance(x, type):
         if _is_py_scalar_type(x):
             return canonicalize_dtype(x), any(x is t for t in _WEAK_PY_TYPES)
@@ -383,6 +399,8 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
             raise TypeError(f"Cannot determine dtype of {x!r}") from e
     return canonicalize_dtype(_valid(dt, x)), is_weakly_typed(x)
 
+
+_aval_pairs: dict = {}    # (valid NumPy dtype, weak) -> (its canonical dtype, weak)
 
 _py_scalar_dtype_and_weak = {int: (np.dtype("int32"), True), float: (np.dtype("float32"), True),
                              bool: (np.dtype("bool"), False)}
@@ -404,10 +422,29 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     if not args:
         raise ValueError("at least one array or dtype is required")
-    pairs = [(default_float_dtype(), False) if a is None else dtype_and_weak(a) for a in args]
+    pairs = tuple([(default_float_dtype(), False) if a is None else dtype_and_weak(a)
+                   for a in args])
+    # the join depends on the (dtype, weak) pairs and the promotion mode only: remembered
+    mode = config.jax_numpy_dtype_promotion if len(pairs) > 1 else None
+    key = (pairs, mode)
+    hit = _results.get(key)
+    if hit is None:
+        hit = _join_pairs(pairs, mode)
+        if len(_results) >= 4096:
+            _results.clear()
+        _results[key] = hit
+    return hit if return_weak_type_flag else hit[0]
+
+
+_results: dict = {}     # ((dtype, weak) pairs[, promotion mode]) -> (dtype, weak)
+
+
+def _join_pairs(pairs: tuple, mode) -> tuple[np.dtype, bool]:
+    """``result_type``'s ``(dtype, weak)`` of canonical ``(dtype, weak)`` pairs under the
+    promotion mode ``mode``."""
     dts = [d for d, _ in pairs]
     weaks = [w for _, w in pairs]
-    if len(pairs) > 1 and config.jax_numpy_dtype_promotion == "strict":
+    if len(pairs) > 1 and mode == "strict":
         _check_strict([(_node(d, w), w and d.kind != "b") for d, w in pairs])
     if len(pairs) == 1:
         out, weak = pairs[0]
@@ -423,7 +460,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     weak = weak and out.kind != "b"
     if weak:  # a weak value has no width of its own: it takes its kind's default
         out = _DEFAULT_FOR_KIND[_kind(out)]()
-    return (out, weak) if return_weak_type_flag else out
+    return out, weak
 
 
 # ---------------------------------------------------------------------------
@@ -461,6 +498,22 @@ def issubdtype(a: Any, b: Any) -> bool:
     np.unsignedinteger, np.inexact, np.number, np.bool_, np.generic) or a concrete dtype.
     ``a`` may also be any object with a ``.dtype``.
     """
+    if type(a) in _DTYPE_TYPES and type(b) is type:
+        # a NumPy dtype against a scalar type (``is_float(dt)``): remembered per pair
+        memo = _subdtype.get(b)
+        if memo is None:
+            memo = _subdtype.setdefault(b, {})
+        hit = memo.get(a)
+        if hit is None:
+            hit = memo[a] = _issubdtype(a, b)
+        return hit
+    return _issubdtype(a, b)
+
+
+_subdtype: dict = {}     # scalar type -> {NumPy dtype: issubdtype(dtype, type)}
+
+
+def _issubdtype(a: Any, b: Any) -> bool:
     a_key = getattr(a, "is_key", False) or getattr(getattr(a, "dtype", None), "is_key", False)
     if b is prng_key or b is extended:
         return bool(a_key) or (b is extended and isinstance(a, ExtendedDType))

@@ -652,10 +652,23 @@ def force_jaxpr(j) -> "ClosedJaxpr":
 
 # --------------------------------------------------------------------------- structural keys
 
+# exact types whose parameters are keyed as ``(type name, value)``
+_PLAIN_PARAMS = {int: "int", str: "str", bool: "bool", type(None): "NoneType",
+                 **{t: t.__name__ for t in dtypes._DTYPE_TYPES}}
+
+
 def param_key(v, keep: list):
     """A hashable key for one equation parameter: jaxprs by structure, arrays and scalars by
     value, anything else (callables, unhashables) by identity -- those objects are appended
     to ``keep``, which the key's holder keeps alive so that no id is reused."""
+    t = type(v)
+    name = _PLAIN_PARAMS.get(t)
+    if name is not None:        # the common parameters, by exact type (as the cases below)
+        return (name, v)
+    if t is tuple:
+        return ("tuple",) + tuple([param_key(x, keep) for x in v])
+    if t is float:
+        return ("nan",) if v != v else ("float", v)
     if isinstance(v, ClosedJaxpr):
         keep.append(v)
         return ("closed", jaxpr_key(v.jaxpr, keep), tuple(id(c) for c in v.consts))

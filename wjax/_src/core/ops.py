@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import dtypes, tree_util
-from .ir import WeakScalar, raise_to_shaped
+from .ir import ShapedArray, WeakScalar, raise_to_shaped
 from .primitive import REGISTRY
 
 
@@ -52,11 +52,22 @@ def gather_mode(mode) -> str:
 
 
 def _is_pyscalar(x) -> bool:
-    return isinstance(x, (bool, int, float, builtins.complex)) and not isinstance(x, np.generic)
+    t = type(x)
+    hit = _pyscalar_types.get(t)
+    if hit is None:       # (a property of the type: remembered per type)
+        hit = (isinstance(x, (bool, int, float, builtins.complex))
+               and not isinstance(x, np.generic))
+        if x.__class__ is t:
+            _pyscalar_types[t] = hit
+    return hit
+
+
+_pyscalar_types: dict = {}      # type -> whether its values are Python scalars
 
 
 def _aval(x):
-    return raise_to_shaped(x)
+    a = getattr(x, "aval", None)      # an Array's or a tracer's (raise_to_shaped's first case)
+    return a if type(a) is ShapedArray else raise_to_shaped(x)
 
 
 def _as_operand(x, like_dtype=None):
