@@ -195,6 +195,11 @@ def workloads(b: Bench, only=None):
         fl = 6 * batch * sum(m * k for m, k in zip(sizes, sizes[1:]))
         b.timed(f"MLP step {'-'.join(map(str, sizes))}, batch {batch}", step, (params, xb, yb),
                 flops=fl)
+        if b.module == "wjax":      # the same step submitted only at block_until_ready
+            from wjax._src.backend import runtime
+            with runtime.get().options(submit_early=0):
+                b.timed("MLP step, one submit at block_until_ready", lambda *a: step(*a),
+                        (params, xb, yb), flops=fl)
     if want("rnn"):
         H, T, Bt = (64, 50, 16) if S else (256, 200, 64)
         Wh, Wx = b.randn(H, H) / np.sqrt(H), b.randn(H, H) / np.sqrt(H)

@@ -467,6 +467,32 @@ def test_big_calls_submit_while_recorded():
             (early, n, got)
 
 
+def test_loop_bodies_do_not_submit_early():
+    """A loop body's sub-plan runs once a step: it never submits on its own, whatever its
+    size (``Target.submit_early`` is for a call's plan; 20 steps of a 9-product body would
+    otherwise submit ~4 times a step)."""
+    x = np.random.RandomState(1).rand(24, 24).astype(np.float32) / 12
+
+    def body(i, a):
+        for _ in range(9):
+            a = jnp.tanh(a @ a + 1.0)
+        return a
+    def loop(a):      # a while loop whose body runs as a sub-plan, step by step
+        return wjax.lax.while_loop(lambda c: c[0] < 20, lambda c: (c[0] + 1, body(0, c[1])),
+                                   (0, a))[1]
+    rt = runtime.get()
+    want = np.asarray(wjax.jit(loop)(x))
+    with rt.options(submit_early=4):
+        f = wjax.jit(loop)
+        f(x).block_until_ready()
+        rt.synchronize()
+        before = rt.stats["submits"]
+        y = f(x)
+        got = rt.stats["submits"] - before
+        np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-6)
+    assert got <= 6, got
+
+
 def test_binding_size_limit_splits_elementwise():
     x = np.arange(5000, dtype=np.float32)
     y = np.ones(5000, dtype=np.float32)

@@ -90,6 +90,9 @@ class SubPlan:
 
     def __init__(self, closed: ClosedJaxpr, target, name: str):
         self.bound = Bound(Executable(closed.jaxpr, target, name), list(closed.consts))
+        # a loop body or branch runs once a step: its steps submit with the loop's, never
+        # on their own (``Target.submit_early`` is for a call's plan)
+        self.bound.exe.plan.submit_early = 0
 
     plan = property(lambda self: self.bound.exe.plan)
 

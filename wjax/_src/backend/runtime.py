@@ -574,36 +574,46 @@ class Runtime:
         p = self._pipelines.get(wgsl)
         if p is None:
             t0 = time.perf_counter()
-            try:
-                mod = self.device.create_shader_module(code=self._driver_text(wgsl))
-                p = self.device.create_compute_pipeline(
-                    layout=self._layout(wgsl, self._dynamic.get(wgsl, ())),
-                    compute={"module": mod, "entry_point": "main"}
-                )
-            except Exception as e:
-                raise WjaxRuntimeError(
-                    f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}"
-                ) from e
-            layout = p.get_bind_group_layout(0)
-            with self._lock:     # published together: a thread that finds the pipeline
-                # (``bind``, under the lock) finds its layout too
-                if wgsl in self._pipelines:      # another thread compiled it meanwhile
-                    return self._pipelines[wgsl]
-                self._layouts[wgsl] = layout
-                self._pipelines[wgsl] = p
-                self.stats["compiles"] += 1
-            self.last_compile_s = time.perf_counter() - t0
-            if self.profile is not None:
-                self.profile.host_event("compile pipeline", t0, time.perf_counter(),
-                                        wgsl_chars=len(wgsl))
+            p = self._publish(wgsl, *self._compile(wgsl), t0)
+        return p
+
+    def _compile(self, wgsl: str):
+        """(pipeline, its bind group layout) of a kernel, made without the runtime's lock
+        (so several threads may compile at once: ``pipelines``)."""
+        try:
+            mod = self.device.create_shader_module(code=self._driver_text(wgsl))
+            p = self.device.create_compute_pipeline(
+                layout=self._layout(wgsl, self._dynamic.get(wgsl, ())),
+                compute={"module": mod, "entry_point": "main"}
+            )
+        except Exception as e:
+            raise WjaxRuntimeError(
+                f"wjax: WGSL compile failed: {e}\n--- shader ---\n{wgsl}"
+            ) from e
+        return p, p.get_bind_group_layout(0)
+
+    def _publish(self, wgsl: str, p, layout, t0: float):
+        with self._lock:     # published together: a thread that finds the pipeline
+            # (``bind``, under the lock) finds its layout too
+            if wgsl in self._pipelines:      # another thread compiled it meanwhile
+                return self._pipelines[wgsl]
+            self._layouts[wgsl] = layout
+            self._pipelines[wgsl] = p
+            self.stats["compiles"] += 1
+        self.last_compile_s = time.perf_counter() - t0
+        if self.profile is not None:
+            self.profile.host_event("compile pipeline", t0, time.perf_counter(),
+                                    wgsl_chars=len(wgsl))
         return p
 
     def pipelines(self, sources, raise_errors: bool = True) -> dict:
         """Compiles the pipelines of ``sources`` not compiled yet, several at a time (a
         driver compiles on the calling thread, and wgpu-py lets go of the GIL meanwhile:
-        an executable's kernels, or an autotuner's candidates, on every core).  Returns
-        {source: exception} for those that failed (``raise_errors``: raises the first one's,
-        in the order given, instead)."""
+        an executable's kernels, or an autotuner's candidates, on every core).  The worker
+        threads only compile; the calling thread publishes (it may hold the runtime's lock:
+        a loop's sub-plan is prepared while its call is being recorded).  Returns {source:
+        exception} for those that failed (``raise_errors``: raises the first one's, in the
+        order given, instead)."""
         todo = list(dict.fromkeys(s for s in sources if s not in self._pipelines))
         errors: dict = {}
         workers = min(len(todo), os.cpu_count() or 1, 8)
@@ -618,14 +628,16 @@ class Runtime:
 
             def one(src):
                 try:
-                    self.pipeline(src)
+                    return self._compile(src), None
                 except Exception as e:
-                    return e
-                return None
+                    return None, e
+            t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wjax-compile") as ex:
-                for src, e in zip(todo, ex.map(one, todo)):
+                for src, (got, e) in zip(todo, ex.map(one, todo)):
                     if e is not None:
                         errors[src] = e
+                    else:
+                        self._publish(src, *got, t0)
         if raise_errors and errors:
             raise next(errors[s] for s in todo if s in errors)
         return errors
