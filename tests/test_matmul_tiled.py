@@ -296,3 +296,13 @@ def test_workgroup_split_k_forced_and_limits():
     assert not dot._tile_fits(small, 64, 64, 16, 2)
     assert dot._tile_fits(t, 64, 64, 16, 4) and not dot._tile_fits(t, 64, 64, 16, 4, True)
     assert dot._tile_config(t, 1, 64, 256, 256).kg == 1          # the rule never splits so
+    # forced through the option (WJAX_MATMUL_TILE) end to end
+    a = RS.randn(64, 256).astype(np.float32)
+    w = RS.randn(256, 256).astype(np.float32)
+    wjax.clear_caches()
+    with _gpu("64x64x16g2"):
+        f = wjax.jit(lambda x, y: jnp.matmul(x, y, precision=HI))
+        text = f.lower(a, w).compile().as_text()
+        _close(f(a, w), a.astype(np.float64) @ w)
+    wjax.clear_caches()
+    assert "@workgroup_size(512)" in text
