@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -289,14 +290,19 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         assert key == "matmul-gpu|64x256x256" and default == names[0] == "t64x64x16s1"
         assert {"t128x128x16s1", "t128x64x16s1", "rm4v2wg64s1"} <= set(names)  # tiles, blocks
         assert {"t64x64x32s1", "t64x64x64s1"} <= set(names)     # deeper slabs (latency)
-        assert all(n.endswith(("s1", "s1d")) for n in names)  # one dispatch each (in a loop)
+        assert all(re.fullmatch(r"(t\d+x\d+x\d+|rm\d+v\d+wg\d+)s1d?(g\d)?", n)
+                   for n in names), names                # one dispatch each (in a loop)
+        # ... and the contraction split inside the workgroup (lavapipe: 1024 invocations,
+        # 32 KiB of workgroup memory: 64x64x32 in 4 groups would take 64 KiB)
+        assert {"t64x64x16s1g2", "t64x64x16s1g4", "t64x64x32s1g2"} <= set(names)
+        assert "t64x64x32s1g4" not in names
         step_key, step_names = key, names
         offered.clear()
         linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
             (key, names, default)) or default), 1, 1024, 2048, 1024)
         (_, big_names, _), = offered                     # a product that fills the GPU:
         assert {"t128x128x16s2", "t64x64x16s4"} <= set(big_names)   # tiles and splits
-        assert not any(n.startswith("rm") for n in big_names)
+        assert not any(n.startswith("rm") or _in_wg_split(n) for n in big_names)
         key, names = step_key, step_names
         np.testing.assert_allclose(np.asarray(jax.jit(rnn)(w, xs)), want, rtol=2e-5,
                                    atol=2e-5)
@@ -343,3 +349,48 @@ def test_every_gpu_variant_is_correct_on_odd_shapes(tuner_file):
             jax.clear_caches()
             np.testing.assert_allclose(np.asarray(f(a, bt)), want, rtol=2e-5, atol=2e-4,
                                        err_msg=name)
+
+
+def _in_wg_split(name):
+    """Whether a tuner candidate is an in-workgroup split-K tile (``t...s1g4``)."""
+    return re.fullmatch(r"t\d+x\d+x\d+s\d+d?g\d+", name) is not None
+
+
+def test_workgroup_split_k_is_a_small_gpu_candidate_only():
+    """The in-workgroup split-K variants (``MMConfig.kg``, named ``...gKG``) are candidates of
+    a GPU product too small to fill the GPU, where the target holds them (workgroup memory,
+    invocations) and each group walks two slabs or more; never of a product that fills the
+    GPU, nor on a CPU target (which runs the register-blocked kernel)."""
+    from wjax._src.backend.target import Target
+    offered = []
+
+    def tune(key, names, build, nb, default):
+        offered.append((key, list(names), default))
+        return default
+    t = Target.for_profile("nvidia", tune=tune)        # 48 KiB, 1024 invocations
+    assert linalg._mm_config(t, 1, 64, 256, 256).kg == 1            # untimed: the rule
+    key, names, default = offered[-1]
+    assert key == "matmul-gpu|64x256x256" and default == "t64x64x16s1"
+    kg = [n for n in names if _in_wg_split(n)]
+    assert kg == ["t64x64x16s1g2", "t64x64x16s1g4", "t64x64x32s1g2"], names   # 64 KiB: no g4
+    linalg._mm_config(t, 1, 64, 256, 32)            # K 32: two 16-deep slabs in all
+    assert not any(map(_in_wg_split, offered[-1][1]))
+    linalg._mm_config(t, 1, 64, 256, 64)
+    assert [n for n in offered[-1][1] if _in_wg_split(n)] == ["t64x64x16s1g2"]
+    linalg._mm_config(t, 1, 1024, 2048, 1024)       # fills the GPU
+    assert not any(map(_in_wg_split, offered[-1][1]))
+    # a tuner's pick of it is the variant the kernel runs
+    pick = Target.for_profile("nvidia", tune=lambda key, names, build, nb, default:
+                              "t64x64x16s1g4")
+    assert linalg._mm_config(pick, 1, 64, 256, 256) == linalg.MMConfig(
+        0, 0, 0, 1, True, 64, 64, 16, False, 4)
+    offered.clear()
+    for prof in ("lavapipe", "generic-cpu"):
+        cpu = Target.for_profile(prof, tune=tune)
+        cfg = linalg._mm_config(cpu, 1, 64, 256, 256)
+        assert cfg.kg == 1
+        assert not any(_in_wg_split(n) for _, names, _ in offered for n in names)
+    wg16 = Target.for_profile("webgpu-default", tune=tune)   # 256 invocations: none fit
+    offered.clear()
+    linalg._mm_config(wg16, 1, 64, 256, 256)
+    assert not any(_in_wg_split(n) for _, names, _ in offered for n in names)

@@ -169,3 +169,140 @@ def test_half_precision_products_take_the_tile(dt, tile):
                       <= 2 * ulp + 1e-3 * np.abs(exact).max() * 2 ** -8)
         assert "var<workgroup> As" in src
     wjax.clear_caches()
+
+
+# In-workgroup split-K (``MMConfig.kg``): KG groups of 256 threads walk 1/KG of the tile's
+# contraction each; group 0 sums the groups' tiles through workgroup memory, then stores and
+# runs the epilogue.  Forced here (every product of the program) whatever the tuner would pick.
+KG_VARIANTS = [dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 2),
+               dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 4),
+               dot.MMConfig(0, 0, 0, 1, True, 64, 64, 32, False, 2),
+               dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, True, 2),     # double-buffered
+               dot.MMConfig(0, 0, 0, 1, True, 128, 128, 8, False, 2),   # two rounds of sums
+               dot.MMConfig(0, 0, 0, 2, True, 64, 64, 16, False, 2)]    # with split-K
+KG_SHAPES = [(1, 64, 256, 256),      # an RNN step's
+             (2, 65, 132, 40),       # K not a multiple of KG x BK; batch
+             (1, 130, 67, 33),       # nothing a multiple of the tile; scalar loads
+             (1, 200, 200, 5),       # K < BK: groups past the first get nothing
+             (1, 8, 520, 9), (1, 64, 64, 3000), (3, 36, 33, 40), (1, 70, 45, 300)]
+
+
+def _force(monkeypatch, cfg):
+    monkeypatch.setattr(dot, "_mm_config", lambda target, B, M, N, K, tiled=True: cfg)
+
+
+@pytest.mark.parametrize("cfg", KG_VARIANTS, ids=lambda c: c.name)
+def test_workgroup_split_k(cfg, monkeypatch):
+    """Each in-workgroup split-K variant against NumPy in float64: odd sizes, batches, both
+    layouts of both operands (read in place), a fused tanh(x @ w + bias) epilogue."""
+    _force(monkeypatch, cfg)
+    rs = np.random.RandomState(7)
+    wjax.clear_caches()
+    with _gpu():
+        for B, M, N, K in KG_SHAPES:
+            a = rs.randn(B, M, K).astype(np.float32)
+            b = rs.randn(B, K, N).astype(np.float32)
+            bias = rs.randn(N).astype(np.float32)
+            want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+            at = np.ascontiguousarray(a.transpose(0, 2, 1))
+            bt = np.ascontiguousarray(b.transpose(0, 2, 1))
+            for spec, x, y in (("bmk,bkn->bmn", a, b), ("bkm,bkn->bmn", at, b),
+                               ("bmk,bnk->bmn", a, bt), ("bkm,bnk->bmn", at, bt)):
+                f = wjax.jit(lambda x, y, s=spec: jnp.einsum(s, x, y, precision=HI))
+                _close(f(x, y), want)
+            g = wjax.jit(lambda x, y, c: jnp.tanh(jnp.matmul(x, y, precision=HI) + c))
+            np.testing.assert_allclose(np.asarray(g(a, b, bias), np.float64),
+                                       np.tanh(want + bias), rtol=0,   # of the product's scale
+                                       atol=2e-5 * max(1.0, float(np.abs(want).max())))
+            text = g.lower(a, b, bias).compile().as_text()
+            assert f"@workgroup_size({256 * cfg.kg})" in text and "grp" in text, (B, M, N, K)
+    wjax.clear_caches()
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("kg", [2, 4])
+def test_workgroup_split_k_half_precision(dt, kg, monkeypatch):
+    """float16 / bfloat16 operands on the in-workgroup split variant: float32 accumulation,
+    rounded once to the result's type; against the exact product and real JAX."""
+    J = pytest.importorskip("jax")
+    _force(monkeypatch, dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, kg))
+    rs = np.random.RandomState(8)
+    wjax.clear_caches()
+    for M, N, K in ((64, 256, 256), (130, 67, 33), (70, 45, 300)):
+        a = rs.randn(M, K).astype(np.float32).astype(dt)
+        b = rs.randn(K, N).astype(np.float32).astype(dt)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        with _gpu():
+            got = wjax.jit(jnp.matmul)(a, b)
+            got32 = wjax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))(
+                a, b)
+            src = wjax.jit(jnp.matmul).lower(a, b).compile().as_text()
+        assert got.dtype == np.dtype(dt) and got32.dtype == np.float32
+        assert f"@workgroup_size({256 * kg})" in src
+        bits = 7 if dt == "bfloat16" else 10
+        ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14))) - bits)
+        slack = 1e-3 * np.abs(exact).max() * 2 ** -8
+        assert np.all(np.abs(np.asarray(got, np.float64) - exact) <= ulp + slack), (M, N, K)
+        np.testing.assert_allclose(np.asarray(got32), exact, rtol=0,
+                                   atol=2e-5 * max(1, np.abs(exact).max()))
+        want = np.asarray(J.jit(J.numpy.matmul)(a, b)).astype(np.float64)
+        assert np.all(np.abs(np.asarray(got, np.float64) - want) <= 2 * ulp + slack)
+    wjax.clear_caches()
+
+
+@pytest.mark.parametrize("kg", [2, 4])
+def test_workgroup_split_k_rnn_step(kg, monkeypatch):
+    """The product it is for: a tanh RNN's step (64 x 256 x 256, tanh(h @ w + x + b) fused)
+    inside a jitted lax.scan, against real JAX."""
+    J = pytest.importorskip("jax")
+    _force(monkeypatch, dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, kg))
+    rs = np.random.RandomState(9)
+    h0 = rs.randn(64, 256).astype(np.float32)
+    w = (rs.randn(256, 256) / 16).astype(np.float32)
+    bias = rs.randn(256).astype(np.float32)
+    xs = rs.randn(6, 64, 256).astype(np.float32)
+
+    def rnn(L, N, w, bias, xs):
+        def cell(c, x):
+            c = N.tanh(N.dot(c, w, precision="highest") + x + bias)
+            return c, c
+        return L.scan(cell, N.asarray(h0), xs)
+
+    built, tiled_src = [], dot._tiled_src
+    monkeypatch.setattr(dot, "_tiled_src", lambda *a, **k: built.append(a[8]) or tiled_src(
+        *a, **k))
+    wjax.clear_caches()
+    with _gpu():
+        got = wjax.jit(lambda *a: rnn(lax, jnp, *a))(w, bias, xs)
+    wjax.clear_caches()
+    assert [c.kg for c in built] == [kg], built          # the step: one kernel, this variant
+    want = J.jit(lambda *a: rnn(J.lax, J.numpy, *a))(w, bias, xs)
+    for g, wv in zip(J.tree_util.tree_leaves(got), J.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=2e-5, atol=2e-5)
+
+
+def test_workgroup_split_k_forced_and_limits():
+    """WJAX_MATMUL_TILE=BMxBNxBKgKG forces it where the target holds KG groups (workgroup
+    memory, invocations), else the tile alone; its name is the tuner's candidate name."""
+    t = Target.for_profile("nvidia")
+    c = dot._tile_config(t.replace(matmul_tile="64x64x16g4"), 1, 64, 256, 256)
+    assert (c.bm, c.bn, c.bk, c.kg, c.s) == (64, 64, 16, 4, 1) and c.name == "t64x64x16s1g4"
+    assert dot._tile_config(t.replace(matmul_tile="64x64x16"), 1, 64, 256, 256).kg == 1
+    # 4 x (64 + 64) x 32 x 4 bytes = 64 KiB > 48 KiB: the tile, unsplit
+    c = dot._tile_config(t.replace(matmul_tile="64x64x32g4"), 1, 64, 256, 256)
+    assert (c.bk, c.kg) == (32, 1)
+    small = Target.for_profile("webgpu-default")     # 256 invocations, 16 KiB
+    assert dot._tile_config(small.replace(matmul_tile="64x64x16g2"), 1, 64, 256, 256).kg == 1
+    assert not dot._tile_fits(small, 64, 64, 16, 2)
+    assert dot._tile_fits(t, 64, 64, 16, 4) and not dot._tile_fits(t, 64, 64, 16, 4, True)
+    assert dot._tile_config(t, 1, 64, 256, 256).kg == 1          # the rule never splits so
+    # forced through the option (WJAX_MATMUL_TILE) end to end
+    a = RS.randn(64, 256).astype(np.float32)
+    w = RS.randn(256, 256).astype(np.float32)
+    wjax.clear_caches()
+    with _gpu("64x64x16g2"):
+        f = wjax.jit(lambda x, y: jnp.matmul(x, y, precision=HI))
+        text = f.lower(a, w).compile().as_text()
+        _close(f(a, w), a.astype(np.float64) @ w)
+    wjax.clear_caches()
+    assert "@workgroup_size(512)" in text

@@ -178,7 +178,9 @@ def k_chunk(target) -> int | None:
 class MMConfig(NamedTuple):
     """A matmul variant, the contraction split S ways: the vec4 kernel's RM rows x V vec4
     columns per thread and WG threads per workgroup, or (``tiled``) the workgroup-memory
-    kernel's BM x BN tile and BK-deep slabs."""
+    kernel's BM x BN tile and BK-deep slabs, its contraction split ``kg`` ways more inside the
+    workgroup (``kg`` groups of ``TILE_WG`` threads, their partial tiles summed in workgroup
+    memory: one dispatch; named ``...gKG``)."""
     rm: int
     v: int
     wg: int
@@ -188,11 +190,13 @@ class MMConfig(NamedTuple):
     bn: int = 0
     bk: int = 0
     db: bool = False      # tiled: workgroup memory twice over, one barrier a slab
+    kg: int = 1           # tiled: thread groups splitting the contraction in the workgroup
 
     @property
     def name(self) -> str:
         if self.tiled:
-            return f"t{self.bm}x{self.bn}x{self.bk}s{self.s}" + ("d" if self.db else "")
+            return (f"t{self.bm}x{self.bn}x{self.bk}s{self.s}" + ("d" if self.db else "")
+                    + (f"g{self.kg}" if self.kg > 1 else ""))
         return f"rm{self.rm}v{self.v}wg{self.wg}s{self.s}"
 
 
@@ -206,18 +210,30 @@ def _tile_config(target, B, M, N, K) -> MMConfig:
         rows, cols = -(-M // t[0]), -(-N // t[1])
         return B * rows * cols >= GPU_FILL and rows * t[0] * cols * t[1] <= 1.25 * M * N
 
-    forced = TILES.get(target.matmul_tile)
-    if forced is not None and (forced[0] + forced[1]) * forced[2] * 4 > target.workgroup_memory:
+    tile, _, kg = target.matmul_tile.partition("g")     # "BMxBNxBK" or "BMxBNxBKgKG"
+    forced = TILES.get(tile)
+    kg = int(kg) if kg.isdigit() and int(kg) > 1 else 1
+    if forced is not None and not _tile_fits(target, *forced, kg):
+        kg = 1
+    if forced is not None and not _tile_fits(target, *forced, 1):
         forced = None
     if forced is None:
-        forced = next((t for t in TILES.values() if t[2] == 16 and fits(t)),
-                      TILES["64x64x16"])
+        forced, kg = next((t for t in TILES.values() if t[2] == 16 and fits(t)),
+                          TILES["64x64x16"]), 1
     bm, bn, bk = forced
     tiles = B * -(-M // bm) * -(-N // bn)
     S = 1
     while S < 64 and tiles * S < GPU_FILL and K // (2 * S) >= 512:
         S *= 2
-    return MMConfig(0, 0, 0, S, True, bm, bn, bk)
+    return MMConfig(0, 0, 0, S, True, bm, bn, bk, False, kg)
+
+
+def _tile_fits(target, bm, bn, bk, kg=1, db=False) -> bool:
+    """Whether the target holds tile bm x bn x bk with ``kg`` thread groups (their slabs, once
+    or twice over: ``db``) in one workgroup: its workgroup memory and invocations."""
+    return (kg * (1 + db) * (bm + bn) * bk * 4 <= target.workgroup_memory
+            and kg * TILE_WG <= int(target.get("max-compute-invocations-per-workgroup", 256))
+            and kg * TILE_WG <= int(target.get("max-compute-workgroup-size-x", 256)))
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
@@ -324,7 +340,8 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
     """A GPU's variant for a product up to ``GPU_TUNE_MAX``: timed on the adapter at its own
     size (rounded up to 16s) among the tiles with contractions split 1, 2 or 4 ways and the
     rule's pick (``_tile_config``); a product too small to fill the GPU (a scan step's)
-    among the tiles and register blocks, unsplit (one dispatch each).  Larger
+    among the tiles, the 64 x 64 tiles split 2 or 4 ways inside the workgroup
+    (``MMConfig.kg``) and register blocks, unsplit (one dispatch each).  Larger
     products fill the GPU with the rule's big tiles (measured on an H100 from 2048^2 up)."""
     R = B * M
     if target.matmul_tile or R > GPU_TUNE_MAX[0] or N > GPU_TUNE_MAX[1] or K > GPU_TUNE_MAX[2]:
@@ -344,9 +361,15 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
                 c = MMConfig(0, 0, 0, s, True, bm, bn, bk, db)
                 if ((bk == 16 or (small and bm == 64 and not db)) and c not in cands
                         and (s == 1 or Kp // s >= 128)
-                        and (1 + db) * (bm + bn) * bk * 4 <= target.workgroup_memory):
+                        and _tile_fits(target, bm, bn, bk, 1, db)):
                     cands.append(c)
     if small:
+        # ... and its contraction split inside the workgroup: KG groups of threads walk
+        # 1/KG of it each for the same tile (a KG times shorter chain of slabs, one dispatch),
+        # where each group still walks two slabs or more
+        cands += [MMConfig(0, 0, 0, 1, True, 64, 64, bk, False, kg)
+                  for bk in (16, 32) for kg in (2, 4)
+                  if Kp >= 2 * kg * bk and _tile_fits(target, 64, 64, bk, kg)]
         cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
     c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
     return default if c is None or c == rule else c
@@ -408,11 +431,12 @@ def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=Fa
     return f"vec4<f32>({comps})"
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False):
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False, kend="ke"):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
-    along the contiguous axis (its length a multiple of 4).  Returns (decl, load(k), stage)."""
+    along the contiguous axis (its length a multiple of 4); zero from ``kend`` (the end of
+    the thread's contraction range).  Returns (decl, load(k), stage)."""
     U = BX * BK // 4 // TILE_WG
     smem = f"{tag.upper()}s"
     decl, load, stage = [], [], []
@@ -423,12 +447,12 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False):
         if kfirst:          # unit (kk, x4): 4 free indices at one k
             gx = f"({t0} + ({e} % {BX // 4}u) * 4u)"
             gk = f"(k + ({e} / {BX // 4}u))"
-            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < ke", gx, X, f"{X}u", f16)
+            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u", f16)
             stage.append(f"    {smem}[{e}] = {r};")
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
-            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, "ke", f16)
+            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, kend, f16)
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
         load.append(f"    {r} = {v};")
@@ -441,8 +465,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     contraction splits (``kc`` then holds S partial products, float32), epilogue lines
     ``epi`` (S == 1 only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N]
     (else [B, N, K]), of ``in_dt`` (float32, float16 or bfloat16: products in float32), the
-    result of ``out_dt``."""
-    BM, BN, BK = cfg.bm, cfg.bn, cfg.bk
+    result of ``out_dt``.  ``cfg.kg`` > 1: that many groups of TILE_WG threads split each
+    workgroup's contraction, group 0 sums their tiles and stores (``_group_sum``)."""
+    BM, BN, BK, KG = cfg.bm, cfg.bn, cfg.bk, cfg.kg
     TM, TN = BM // 16, BN // 16
     TX, TY = BN // TN, BM // TM
     a_vec = (M if a_kfirst else K) % 4 == 0
@@ -465,10 +490,14 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     def cv(e):
         return e if np.dtype(out_dt) == _F32 else _round_to(e, out_dt)
     KC = -(-(-(-K // S)) // BK) * BK
+    KCG = -(-(-(-KC // KG)) // BK) * BK          # a thread group's part of it (KG > 1)
+    kend = "kge" if KG > 1 else "ke"
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
-    da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16)
-    db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16)
+    da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16,
+                             kend)
+    db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16,
+                             kend)
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -506,17 +535,61 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     if cfg.db:      # shaders/matmul_tiled_db.wgsl: halves at offsets na/nb (staging), oa/ob
         stage = stage.replace("As[", "As[na + ").replace("Bs[", "Bs[nb + ")
         fma = [f.replace("As[", "As[oa + ").replace("Bs[", "Bs[ob + ") for f in fma]
+    halves = 2 if cfg.db else 1
+    AS, BS = halves * BM * BK // 4, halves * BN * BK // 4      # one group's slabs, in vec4
+    group = ""
+    if KG > 1:      # each group's slabs at its own offset; its range [kg0, kge)
+        stage = stage.replace("As[", "As[ga + ").replace("Bs[", "Bs[gb + ")
+        fma = [f.replace("As[", "As[ga + ").replace("Bs[", "Bs[gb + ") for f in fma]
+        group = "".join(f"  {line};\n" for line in (
+            f"let grp = lix / {TILE_WG}u", f"let lid = lix % {TILE_WG}u",
+            f"let goff = grp * {KCG}u", "let kg0 = ks + goff", f"let kge = min(kg0 + {KCG}u, ke)",
+            f"let kl = ks + {KCG}u", f"let ga = grp * {AS}u", f"let gb = grp * {BS}u"))
+        accs = [f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
+        store = _group_sum(accs, KG, KG * AS, KG * BS) + store
     loop = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled_loop.wgsl",
                     AS=BM * BK // 4, BS=BN * BK // 4, BK=BK, STAGE=stage, FMA="\n".join(fma),
-                    LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb))
+                    LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
+                    KEND="kl" if KG > 1 else "ke", GOFF=" + goff" if KG > 1 else "")
     loop = "\n".join(line for line in loop.splitlines() if not line.startswith("//"))
-    halves = 2 if cfg.db else 1
-    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS_ALL=halves * BM * BK // 4,
-                   BS_ALL=halves * BN * BK // 4, WG=TILE_WG, M=M, N=N, K=K, B=B, BSPLIT=B * S,
-                   KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0], DECL="\n".join(decl),
-                   LOAD="\n".join(line.replace("(k + ", "(ks + ")[2:] for line in la + lb),
+    k0 = "(kg0 + " if KG > 1 else "(ks + "
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS_ALL=KG * AS, BS_ALL=KG * BS,
+                   WG=KG * TILE_WG, LID="lix" if KG > 1 else "lid", GROUP=group, M=M, N=N,
+                   K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0],
+                   DECL="\n".join(decl),
+                   LOAD="\n".join(line.replace("(k + ", k0)[2:] for line in la + lb),
                    KLOOP=loop, STORE="\n".join(store))
     return src, grid
+
+
+def _group_sum(accs, KG, AS_ALL, BS_ALL) -> list:
+    """The lines that sum KG thread groups' accumulators ``accs`` (vec4 each) into group 0's,
+    through the slabs' workgroup memory (As: ``AS_ALL`` vec4, Bs: ``BS_ALL``; free after the
+    contraction loop's last barrier): in rounds of as many accumulators as it holds for the
+    other KG - 1 groups, each round groups 1.. write, a barrier, group 0 adds; a barrier
+    between rounds.  The barriers are in uniform control flow; then every group but 0 returns
+    (the stores and the epilogue follow)."""
+    per = (KG - 1) * TILE_WG
+    pa, pb = AS_ALL // per, BS_ALL // per          # accumulators a round, per thread
+    assert pa + pb > 0
+    out, i = [], 0
+    while i < len(accs):
+        ra, rb = accs[i:i + pa], accs[i + pa:i + pa + pb]
+        i += pa + pb
+        if out:
+            out.append("  workgroupBarrier();")
+        out.append("  if (grp > 0u) {")
+        for arr, p, part in (("As", pa, ra), ("Bs", pb, rb)):
+            out += [f"    {arr}[((grp - 1u) * {p}u + {s}u) * {TILE_WG}u + lid] = {c};"
+                    for s, c in enumerate(part)]
+        out += ["  }", "  workgroupBarrier();", "  if (grp == 0u) {"]
+        for g in range(1, KG):
+            for arr, p, part in (("As", pa, ra), ("Bs", pb, rb)):
+                out += [f"    {c} = {c} + {arr}[{((g - 1) * p + s) * TILE_WG}u + lid];"
+                        for s, c in enumerate(part)]
+        out.append("  }")
+    out.append("  if (grp != 0u) { return; }")
+    return out
 
 
 def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32):

@@ -8,7 +8,11 @@
 // Operands may be stored rows-first ([B, M, K] / [B, N, K]) or k-first ([B, K, M] / [B, K, N]),
 // read as vec4 along their contiguous axis where it is a multiple of 4.  The contraction may
 // be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores its partial product
-// apart (a second kernel sums them).  The loads, products and stores are unrolled by
+// apart (a second kernel sums them); and within the workgroup KG ways (``MMConfig.kg``, the
+// lines at GROUP): KG x WG threads, group grp walking [ks + grp KCG, ...) through slabs of its
+// own (As[ga + ..], Bs[gb + ..]) in a loop of the same length for every group (its barriers
+// in uniform control flow), the groups' accumulators then summed through the slabs' memory by
+// group 0, which alone stores.  The loads, products and stores are unrolled by
 // wjax/_src/prims/dot.py (``_tiled_src``); the contraction loop is matmul_tiled_loop.wgsl, or
 // matmul_tiled_db.wgsl (workgroup memory twice over: one barrier a slab).
 {{HEADER}}
@@ -16,7 +20,7 @@ var<workgroup> As: array<vec4<f32>, {{AS_ALL}}>;
 var<workgroup> Bs: array<vec4<f32>, {{BS_ALL}}>;
 
 @compute @workgroup_size({{WG}})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) {{LID}}: u32) {
   let tiles_n = ({{N}}u + {{BN}}u - 1u) / {{BN}}u;
   let tiles_m = ({{M}}u + {{BM}}u - 1u) / {{BM}}u;
   let g = wid.x + wid.y * {{NX}}u;
@@ -28,7 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let r = g % (tiles_n * tiles_m);
   let tm = (r / tiles_n) * {{BM}}u;
   let tn = (r % tiles_n) * {{BN}}u;
-  let tx = lid % {{TX}}u;
+{{GROUP}}  let tx = lid % {{TX}}u;
   let ty = lid / {{TX}}u;
   let abase = b * {{M}}u * {{K}}u;
   let bbase = b * {{K}}u * {{N}}u;

@@ -8,8 +8,8 @@
 {{STAGE}}
   workgroupBarrier();
   var cur = 0u;
-  for (var k0 = ks; k0 < ke; k0 = k0 + {{BK}}u) {
-    let k1 = k0 + {{BK}}u;
+  for (var k0 = ks; k0 < {{KEND}}; k0 = k0 + {{BK}}u) {
+    let k1 = k0{{GOFF}} + {{BK}}u;
 {{LOAD_NEXT}}
     let oa = cur * {{AS}}u;
     let ob = cur * {{BS}}u;
