@@ -46,6 +46,12 @@ def close(a, b, rtol=1e-5, atol=1e-6):
                                    rtol=rtol, atol=atol)
 
 
+def rjax():
+    """Real JAX, the oracle (CPU)."""
+    import pytest
+    return pytest.importorskip("jax")
+
+
 def against_jax(build, *args, rtol=1e-5, atol=1e-6):
     """``build(jax, jnp, lax)`` gives a function; wjax's and real JAX's results on ``args`` must
     agree.  Returns wjax's result."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checks import rjax
 
 import wjax
 import wjax.numpy as jnp
@@ -22,10 +23,6 @@ RS = np.random.RandomState(0)
 def _clear():
     yield
     wjax.clear_caches()
-
-
-def rjax():
-    return pytest.importorskip("jax")
 
 
 def gpu(threads=16):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import assert_same
+from checks import assert_same, rjax
 
 import wjax
 import wjax.numpy as jnp
@@ -46,10 +46,6 @@ CASES = {
     "window-as-big-as-the-input": dict(ls=(3, 4, 12, 12), rs=(4, 4, 12, 12), strides=(1, 1),
                                        padding=[(1, 1), (1, 1)]),
 }
-
-
-def rjax():
-    return pytest.importorskip("jax")
 
 
 def _kw(case):

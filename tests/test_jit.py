@@ -439,28 +439,35 @@ def test_one_command_buffer_per_call():
     assert float(y) == 101.0
 
 
+def _nine_products(a):
+    for _ in range(9):
+        a = jnp.tanh(a @ a + 1.0)
+    return a
+
+
+def _submits_during(f, x):
+    """(f(x), the submits its call made) -- compiled and run once before, nothing pending."""
+    rt = runtime.get()
+    f(x).block_until_ready()
+    rt.synchronize()
+    before = rt.stats["submits"]
+    y = f(x)
+    return y, rt.stats["submits"] - before
+
+
 def test_big_calls_submit_while_recorded():
     """``Target.submit_early`` (GPUs): a call of that many dispatches or more submits after
     its 2nd, 6th, 14th, ... dispatch and at its end, so the device starts while the host
     records; 0 (CPU profiles) submits at ``block_until_ready`` only.  Same values either
     way."""
     x = np.random.RandomState(0).rand(24, 24).astype(np.float32) / 12
-
-    def chain(a):
-        for _ in range(9):
-            a = jnp.tanh(a @ a + 1.0)
-        return a
     rt = runtime.get()
-    want = np.asarray(wjax.jit(chain)(x))
+    want = np.asarray(wjax.jit(_nine_products)(x))
     for early in (0, 4):
         with rt.options(submit_early=early):
-            f = wjax.jit(chain)
+            f = wjax.jit(_nine_products)
             n = sum(1 for s in f.lower(x).compile().plan.steps if hasattr(s, "wgsl"))
-            f(x).block_until_ready()
-            rt.synchronize()
-            before = rt.stats["submits"]
-            y = f(x)
-            got = rt.stats["submits"] - before
+            y, got = _submits_during(f, x)
             np.testing.assert_allclose(np.asarray(y), want, rtol=1e-6, atol=1e-6)
         assert n >= 9
         assert got == (0 if not early else len([m for m in (2, 6, 14, 30) if m <= n]) + 1), \
@@ -473,22 +480,13 @@ def test_loop_bodies_do_not_submit_early():
     otherwise submit ~4 times a step)."""
     x = np.random.RandomState(1).rand(24, 24).astype(np.float32) / 12
 
-    def body(i, a):
-        for _ in range(9):
-            a = jnp.tanh(a @ a + 1.0)
-        return a
     def loop(a):      # a while loop whose body runs as a sub-plan, step by step
-        return wjax.lax.while_loop(lambda c: c[0] < 20, lambda c: (c[0] + 1, body(0, c[1])),
-                                   (0, a))[1]
+        return wjax.lax.while_loop(lambda c: c[0] < 20,
+                                   lambda c: (c[0] + 1, _nine_products(c[1])), (0, a))[1]
     rt = runtime.get()
     want = np.asarray(wjax.jit(loop)(x))
     with rt.options(submit_early=4):
-        f = wjax.jit(loop)
-        f(x).block_until_ready()
-        rt.synchronize()
-        before = rt.stats["submits"]
-        y = f(x)
-        got = rt.stats["submits"] - before
+        y, got = _submits_during(wjax.jit(loop), x)
         np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-6)
     assert got <= 6, got
 

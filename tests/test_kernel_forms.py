@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checks import rjax
 
 import wjax
 import wjax.numpy as jnp
@@ -20,10 +21,6 @@ RS = np.random.RandomState(0)
 # non-adjacent axes, size-1 dims, and one big enough to be split in parts (2^18 elements)
 CASES = [((64, 256), 1), ((256, 64), 0), ((300, 6), 0), ((16, 40, 12), 1), ((6, 5, 7), (0, 2)),
          ((1, 64, 1, 8), 1), ((4, 65536), 1), ((65536, 4), 0), ((33, 17), None)]
-
-
-def rjax():
-    return pytest.importorskip("jax")
 
 
 def stats(np_, x, ax):

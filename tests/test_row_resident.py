@@ -13,7 +13,7 @@ import wjax
 import wjax.numpy as jnp
 from wjax._src.backend import execute, profiles, runtime
 from wjax._src.backend.target import Target
-from checks import f16_unsupported
+from checks import f16_unsupported, rjax
 
 RS = np.random.RandomState(0)
 
@@ -22,10 +22,6 @@ RS = np.random.RandomState(0)
 def _clear():
     yield
     wjax.clear_caches()
-
-
-def rjax():
-    return pytest.importorskip("jax")
 
 
 def gpu_forms(subgroups=False, **extra):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checks import rjax
 
 import wjax
 import wjax.numpy as jnp
@@ -27,10 +28,6 @@ def radix(request):
     with runtime.get().options(**dict(FORMS[request.param], radix_sort=1)):
         yield request.param
     wjax.clear_caches()
-
-
-def rjax():
-    return pytest.importorskip("jax")
 
 
 def bits(a):
