@@ -136,18 +136,13 @@ class Program:
         # GPUs) submits while it records -- after its 2nd, 6th, 14th, ... dispatch and at its
         # end -- so the device starts on its first kernels while the host records the rest
         # (one submit at ``block_until_ready`` leaves a GPU idle while the call is recorded)
-        self.kicks, n = set(), 0
-        n_dispatch = sum(1 for st in self.steps if not st[0])
         early = getattr(plan, "submit_early", 0)
-        if early and n_dispatch >= early:
-            mark = 2
-            for i, st in enumerate(self.steps):
-                if not st[0]:
-                    n += 1
-                    if n == mark:
-                        self.kicks.add(i)
-                        mark = 2 * mark + 2
-        self.kick_end = bool(early) and n_dispatch >= early
+        dispatches = [i for i, st in enumerate(self.steps) if not st[0]]
+        self.kick_end = bool(early) and len(dispatches) >= early
+        self.kicks, mark = set(), 2
+        while self.kick_end and mark <= len(dispatches):
+            self.kicks.add(dispatches[mark - 1])
+            mark = 2 * mark + 2
 
     def binding_sites(self, in_positions, out_positions) -> dict:
         """Where the given inputs (positions in ``in_buffers``) and outputs are bound: wgsl ->

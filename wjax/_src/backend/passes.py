@@ -153,7 +153,7 @@ def _div_by_power_of_two(e: Eqn, invars) -> Eqn | None:
     at the cost of a multiply instead of a correctly rounded division (``wj_div``)."""
     c = invars[1]
     if not isinstance(c, Lit) or c.aval.shape != () or W.value_type(c.aval.dtype) not in (
-            "f32", "f16") or W.is_complex(c.aval.dtype):
+            "f32", "f16"):        # (complex values are vec2s)
         return None
     val = float(c.val)
     if not np.isfinite(val) or val == 0.0:
@@ -616,6 +616,8 @@ def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit, min_rows: int):
         if found is None:
             continue
         soft, p = found
+        if not users.get(x.id, set()) <= set(soft):
+            continue                                     # x is read outside the softmax
         bi = next_step(p)
         if bi is None or eqns[bi].prim.name != "dot_general":
             continue
@@ -638,9 +640,6 @@ def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit, min_rows: int):
             continue
         if _size_of(S, range(len(S) - nk)) < min_rows:
             continue        # too few query rows (threads) to fill the device: keep the scores
-
-        if not users.get(x.id, set()) <= set(soft):
-            continue
         members = [ai] + chain + soft + [bi]
         deps = {s.id} | {eqns[j].outvars[0].id for j in chain}
         extras = [a for a in run_inputs([eqns[j] for j in chain]) if a.id not in deps]

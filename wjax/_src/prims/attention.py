@@ -30,7 +30,7 @@ from ..backend.lower import Fuser
 from ..backend.wgsl import Index
 from ..core.ir import Jaxpr, Var
 from ..core.primitive import Primitive
-from .dot import _canonical
+from .dot import _canonical, _dims
 from .rows import _abstract, _AllInputs, _batch, _Body, _jvp, _reference
 
 BQ = 64            # query rows (threads) per workgroup
@@ -55,11 +55,6 @@ def _parts(jaxpr: Jaxpr, n_math: int):
     return eqns[0], eqns[1:1 + n_math], eqns[-1]
 
 
-def _dims(e):
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-    return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
-
-
 def _free(aval, *used):
     return tuple(d for d in range(aval.ndim) if all(d not in u for u in used))
 
@@ -71,8 +66,8 @@ def _size(shape, dims) -> int:
 def _kernel(ctx, *avals, jaxpr, n_math):
     A, chain, B = _parts(jaxpr, n_math)
     q, k, v = (a.aval for a in ctx.eqn.invars[:3])
-    lc, rc, lb, rb = _dims(A)
-    _, vc, _, vb = _dims(B)
+    lc, rc, lb, rb = _dims(A.params["dimension_numbers"])
+    _, vc, _, vb = _dims(B.params["dimension_numbers"])
     qf, kf, vf = _free(q, lc, lb), _free(k, rc, rb), _free(v, vc, vb)
     S = tuple(A.outvars[0].aval.shape)
     nb = len(lb)
