@@ -296,6 +296,9 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         # 32 KiB of workgroup memory: 64x64x32 in 4 groups would take 64 KiB)
         assert {"t64x64x16s1g2", "t64x64x16s1g4", "t64x64x32s1g2"} <= set(names)
         assert "t64x64x32s1g4" not in names
+        # ... and tiles below 64 x 64 (more workgroups), split where lavapipe holds it
+        assert {"t32x64x32s1", "t32x32x32s1g4", "t16x64x32s1g2", "t16x32x32s1g4"} <= set(
+            names) and "t16x32x32s1g8" not in names          # 48 KiB
         step_key, step_names = key, names
         offered.clear()
         linalg._mm_config(t.replace(tune=lambda key, names, build, nb, default: offered.append(
@@ -371,12 +374,18 @@ def test_workgroup_split_k_is_a_small_gpu_candidate_only():
     assert linalg._mm_config(t, 1, 64, 256, 256).kg == 1            # untimed: the rule
     key, names, default = offered[-1]
     assert key == "matmul-gpu|64x256x256" and default == "t64x64x16s1"
-    kg = [n for n in names if _in_wg_split(n)]
+    kg = [n for n in names if _in_wg_split(n) and n.startswith("t64x64")]
     assert kg == ["t64x64x16s1g2", "t64x64x16s1g4", "t64x64x32s1g2"], names   # 64 KiB: no g4
+    # tiles below 64 x 64: 128-256 threads a workgroup, each group one 32-deep slab or more
+    small = [n for n in names if re.match(r"t(16|32)x", n)]
+    assert small == ["t32x64x32s1", "t32x64x32s1g2", "t32x32x32s1g2", "t32x32x32s1g4",
+                     "t16x64x32s1g2", "t16x64x32s1g4", "t16x32x32s1g4", "t16x32x32s1g8"], names
     linalg._mm_config(t, 1, 64, 256, 32)            # K 32: two 16-deep slabs in all
-    assert not any(map(_in_wg_split, offered[-1][1]))
+    assert not any(_in_wg_split(n) for n in offered[-1][1] if n.startswith("t64"))
+    assert [n for n in offered[-1][1] if n.startswith(("t16", "t32"))] == ["t32x64x32s1"]
     linalg._mm_config(t, 1, 64, 256, 64)
-    assert [n for n in offered[-1][1] if _in_wg_split(n)] == ["t64x64x16s1g2"]
+    assert [n for n in offered[-1][1] if _in_wg_split(n) and n.startswith("t64")] == [
+        "t64x64x16s1g2"]
     linalg._mm_config(t, 1, 1024, 2048, 1024)       # fills the GPU
     assert not any(map(_in_wg_split, offered[-1][1]))
     # a tuner's pick of it is the variant the kernel runs
@@ -390,7 +399,9 @@ def test_workgroup_split_k_is_a_small_gpu_candidate_only():
         cfg = linalg._mm_config(cpu, 1, 64, 256, 256)
         assert cfg.kg == 1
         assert not any(_in_wg_split(n) for _, names, _ in offered for n in names)
-    wg16 = Target.for_profile("webgpu-default", tune=tune)   # 256 invocations: none fit
+    wg16 = Target.for_profile("webgpu-default", tune=tune)   # 256 invocations, 16 KiB
     offered.clear()
     linalg._mm_config(wg16, 1, 64, 256, 256)
-    assert not any(_in_wg_split(n) for _, names, _ in offered for n in names)
+    (_, names, _), = offered
+    assert not any(_in_wg_split(n) and n.startswith("t64") for n in names)   # none fit
+    assert [n for n in names if _in_wg_split(n)] == ["t32x32x32s1g2"]   # 2 x 8 KiB

@@ -253,8 +253,14 @@ def test_gpu_elementwise_forms():
     assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)],
                      row_resident=0)) == 3
     assert len(steps(lambda a: wjax.nn.softmax(a, axis=1), [(8192, 4096)])) == 1
+    (ax,) = steps(lambda a, b: a * 2 + b, [(1 << 22,), (1 << 22,)])
+    assert "q * 262144u" in ax.wgsl and "@workgroup_size(256)" in ax.wgsl
+    # ... where one vec4 a thread would exceed the threads in flight (4 x 2^18 vec4s); a
+    # scan step's 64 x 256 takes 16 workgroups of one vec4 a thread, not 4 of four
     (ax,) = steps(lambda a, b: a * 2 + b, [(1 << 20,), (1 << 20,)])
-    assert "q * 65536u" in ax.wgsl and "@workgroup_size(256)" in ax.wgsl
+    assert "var q" not in ax.wgsl and ax.grid[0] * ax.grid[1] == 1024
+    (ax,) = steps(lambda a, b: a * 2 + b, [(64, 256), (64, 256)])
+    assert "var q" not in ax.wgsl and ax.grid[0] * ax.grid[1] == 16
     rt = runtime.get()
     x = RS.randn(1 << 16, 12).astype(np.float32) * 3 + 1
     a, b = RS.randn(2, 1 << 15).astype(np.float32)
@@ -262,6 +268,9 @@ def test_gpu_elementwise_forms():
         got = wjax.jit(norm)(x)
         got2 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
         got3 = wjax.jit(lambda x: wjax.nn.standardize(x, axis=0))(x)
+    with rt.options(**profiles.GPU_FORMS, threads=1 << 18):     # one vec4 a thread
+        got4 = wjax.jit(lambda a, b: (a * 2 + b, wjax.nn.selu(a)))(a, b)
+    check(list(got4), list(got2), 0)
     xd = x.astype(np.float64)
     check([got], [(xd - xd.mean(0)) / xd.std(0)], 2e-5)
     check([got3], [(xd - xd.mean(0)) / np.sqrt(xd.var(0) + 1e-5)], 2e-5)

@@ -87,8 +87,11 @@ def test_tile_rule():
     # the tiles the rule picks fit WebGPU's default workgroup memory; a forced tile the
     # target cannot hold falls back to the rule
     for name, (bm, bn, bk) in dot.TILES.items():
-        assert (bm // 16) * (bn // 16) * 256 == bm * bn
+        ty, tx = dot._tile_threads(bm, bn)       # each thread a block of whole vec4s
+        assert (bm // ty) % 4 == 0 and (bn // tx) % 4 == 0 and ty * tx * (bm // ty) * (
+            bn // tx) == bm * bn and ty * tx == (256 if min(bm, bn) >= 64 else bm * bn // 16)
         assert bk != 16 or (bm + bn) * bk * 4 <= 16384
+        assert (bm * bk) % (4 * ty * tx) == 0 and (bn * bk) % (4 * ty * tx) == 0  # slab loads
     small = Target.for_profile("webgpu-default", matmul_tile="128x128x32")
     assert dot._tile_config(small, 1, 4096, 4096, 4096)[5:8] == (128, 128, 16)
 
@@ -171,15 +174,20 @@ def test_half_precision_products_take_the_tile(dt, tile):
     wjax.clear_caches()
 
 
-# In-workgroup split-K (``MMConfig.kg``): KG groups of 256 threads walk 1/KG of the tile's
+# In-workgroup split-K (``MMConfig.kg``): KG groups of the tile's threads walk 1/KG of its
 # contraction each; group 0 sums the groups' tiles through workgroup memory, then stores and
 # runs the epilogue.  Forced here (every product of the program) whatever the tuner would pick.
+# Tiles below 64 x 64 have fewer threads (4 x 4 outputs each: 32 for 16 x 32).
 KG_VARIANTS = [dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 2),
                dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 4),
                dot.MMConfig(0, 0, 0, 1, True, 64, 64, 32, False, 2),
                dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, True, 2),     # double-buffered
                dot.MMConfig(0, 0, 0, 1, True, 128, 128, 8, False, 2),   # two rounds of sums
-               dot.MMConfig(0, 0, 0, 2, True, 64, 64, 16, False, 2)]    # with split-K
+               dot.MMConfig(0, 0, 0, 2, True, 64, 64, 16, False, 2),    # with split-K
+               dot.MMConfig(0, 0, 0, 1, True, 16, 32, 32, False, 4),    # 32 threads a group
+               dot.MMConfig(0, 0, 0, 1, True, 32, 32, 32, False, 4),
+               dot.MMConfig(0, 0, 0, 1, True, 16, 64, 16, True, 2),
+               dot.MMConfig(0, 0, 0, 1, True, 32, 64, 32, False, 2)]
 KG_SHAPES = [(1, 64, 256, 256),      # an RNN step's
              (2, 65, 132, 40),       # K not a multiple of KG x BK; batch
              (1, 130, 67, 33),       # nothing a multiple of the tile; scalar loads
@@ -215,7 +223,9 @@ def test_workgroup_split_k(cfg, monkeypatch):
                                        np.tanh(want + bias), rtol=0,   # of the product's scale
                                        atol=2e-5 * max(1.0, float(np.abs(want).max())))
             text = g.lower(a, b, bias).compile().as_text()
-            assert f"@workgroup_size({256 * cfg.kg})" in text and "grp" in text, (B, M, N, K)
+            ty, tx = dot._tile_threads(cfg.bm, cfg.bn)
+            assert f"@workgroup_size({ty * tx * cfg.kg})" in text and "grp" in text, (
+                B, M, N, K)
     wjax.clear_caches()
 
 
@@ -250,12 +260,15 @@ def test_workgroup_split_k_half_precision(dt, kg, monkeypatch):
     wjax.clear_caches()
 
 
-@pytest.mark.parametrize("kg", [2, 4])
-def test_workgroup_split_k_rnn_step(kg, monkeypatch):
+@pytest.mark.parametrize("cfg", [dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 2),
+                                 dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 4),
+                                 dot.MMConfig(0, 0, 0, 1, True, 16, 32, 32, False, 4)],
+                         ids=lambda c: c.name)
+def test_workgroup_split_k_rnn_step(cfg, monkeypatch):
     """The product it is for: a tanh RNN's step (64 x 256 x 256, tanh(h @ w + x + b) fused)
     inside a jitted lax.scan, against real JAX."""
     J = pytest.importorskip("jax")
-    _force(monkeypatch, dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, kg))
+    _force(monkeypatch, cfg)
     rs = np.random.RandomState(9)
     h0 = rs.randn(64, 256).astype(np.float32)
     w = (rs.randn(256, 256) / 16).astype(np.float32)
@@ -275,7 +288,7 @@ def test_workgroup_split_k_rnn_step(kg, monkeypatch):
     with _gpu():
         got = wjax.jit(lambda *a: rnn(lax, jnp, *a))(w, bias, xs)
     wjax.clear_caches()
-    assert [c.kg for c in built] == [kg], built          # the step: one kernel, this variant
+    assert built == [cfg], built                         # the step: one kernel, this variant
     want = J.jit(lambda *a: rnn(J.lax, J.numpy, *a))(w, bias, xs)
     for g, wv in zip(J.tree_util.tree_leaves(got), J.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=2e-5, atol=2e-5)

@@ -565,8 +565,11 @@ class Lowering:
             return
         if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
-            if self.target.elementwise == "flat":     # GPUs: 256 threads, interleaved
-                src, grid = vkb.elementwise_kernel(n // 4, wg=256, per_thread=4,
+            if self.target.elementwise == "flat":     # GPUs: 256 threads, interleaved;
+                # 4 vec4 a thread only where a vec4 each would exceed the threads the adapter
+                # keeps in flight (a scan step's 64 x 256 would be 4 workgroups, not 16)
+                big = n // 4 >= 4 * int(self.target.threads)
+                src, grid = vkb.elementwise_kernel(n // 4, wg=256, per_thread=4 if big else 1,
                                                    interleave=True)
             else:
                 src, grid = vkb.elementwise_kernel(n // 4, wg=64, per_thread=4)

@@ -57,7 +57,8 @@ class Target(dict):
                          "storage"
     ``threads``          invocations in flight that keep the adapter busy (CPU 1024, GPU 2^18):
                          the workgroups a strided reduction is split over
-                         (``prims/reduce.py``), the size of the profiler's peak probe
+                         (``prims/reduce.py``), the size of the profiler's peak probe, and
+                         from how many vec4s a flat elementwise thread takes 4 (``lower.py``)
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition

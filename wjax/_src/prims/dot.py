@@ -179,7 +179,7 @@ class MMConfig(NamedTuple):
     """A matmul variant, the contraction split S ways: the vec4 kernel's RM rows x V vec4
     columns per thread and WG threads per workgroup, or (``tiled``) the workgroup-memory
     kernel's BM x BN tile and BK-deep slabs, its contraction split ``kg`` ways more inside the
-    workgroup (``kg`` groups of ``TILE_WG`` threads, their partial tiles summed in workgroup
+    workgroup (``kg`` groups of the tile's threads, their partial tiles summed in workgroup
     memory: one dispatch; named ``...gKG``)."""
     rm: int
     v: int
@@ -231,9 +231,10 @@ def _tile_config(target, B, M, N, K) -> MMConfig:
 def _tile_fits(target, bm, bn, bk, kg=1, db=False) -> bool:
     """Whether the target holds tile bm x bn x bk with ``kg`` thread groups (their slabs, once
     or twice over: ``db``) in one workgroup: its workgroup memory and invocations."""
+    ty, tx = _tile_threads(bm, bn)
     return (kg * (1 + db) * (bm + bn) * bk * 4 <= target.workgroup_memory
-            and kg * TILE_WG <= int(target.get("max-compute-invocations-per-workgroup", 256))
-            and kg * TILE_WG <= int(target.get("max-compute-workgroup-size-x", 256)))
+            and kg * ty * tx <= int(target.get("max-compute-invocations-per-workgroup", 256))
+            and kg * ty * tx <= int(target.get("max-compute-workgroup-size-x", 256)))
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
@@ -370,6 +371,11 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
         cands += [MMConfig(0, 0, 0, 1, True, 64, 64, bk, False, kg)
                   for bk in (16, 32) for kg in (2, 4)
                   if Kp >= 2 * kg * bk and _tile_fits(target, 64, 64, bk, kg)]
+        # ... and tiles below 64 x 64 (more workgroups, fewer threads each), split so that a
+        # workgroup has 128-256 threads and each group walks one slab or more
+        cands += [MMConfig(0, 0, 0, 1, True, bm, bn, 32, False, kg)
+                  for bm, bn, kgs in SMALL_TILES for kg in kgs
+                  if Kp >= kg * 32 and _tile_fits(target, bm, bn, 32, kg)]
         cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
     c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
     return default if c is None or c == rule else c
@@ -410,8 +416,21 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
 # or among a small product's timed variants).
 TILES = {"128x128x16": (128, 128, 16), "128x128x8": (128, 128, 8),
          "128x64x16": (128, 64, 16), "64x64x16": (64, 64, 16), "128x128x32": (128, 128, 32),
-         "64x64x32": (64, 64, 32), "64x64x64": (64, 64, 64)}
-TILE_WG = 256
+         "64x64x32": (64, 64, 32), "64x64x64": (64, 64, 64),
+         "32x64x32": (32, 64, 32), "32x32x32": (32, 32, 32), "16x64x32": (16, 64, 32),
+         "16x32x32": (16, 32, 32)}
+# The tiles below 64 x 64 have fewer threads (a 4 x 4 block each: 32 to 128 threads) and are
+# only a small product's timed variants, usually with their contraction split inside the
+# workgroup (``kg``): a scan step's 64 x 256 x 256 product offers 4 workgroups of 64 x 64 (4
+# of a GPU's ~100 multiprocessors, each walking the whole contraction), 32 of 16 x 32.
+SMALL_TILES = ((32, 64, (1, 2)), (32, 32, (2, 4)), (16, 64, (2, 4)), (16, 32, (4, 8)))
+TILE_WG = 256         # threads of a tile from 64 x 64 up (16 x 16, a TM x TN block each)
+
+
+def _tile_threads(bm, bn) -> tuple[int, int]:
+    """The thread grid (TY, TX) of tile bm x bn: 16 x 16 from 64 x 64 up, each thread a
+    (bm / 16) x (bn / 16) block; a 4 x 4 block each in smaller tiles."""
+    return min(16, bm // 4), min(16, bn // 4)
 GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
@@ -431,17 +450,20 @@ def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=Fa
     return f"vec4<f32>({comps})"
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False, kend="ke"):
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False, kend="ke",
+                wg=TILE_WG):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
     along the contiguous axis (its length a multiple of 4); zero from ``kend`` (the end of
-    the thread's contraction range).  Returns (decl, load(k), stage)."""
-    U = BX * BK // 4 // TILE_WG
+    the thread's contraction range); ``wg`` threads share the loads.  Returns (decl, load(k),
+    stage)."""
+    U = BX * BK // 4 // wg
+    assert U * wg * 4 == BX * BK, (BX, BK, wg)
     smem = f"{tag.upper()}s"
     decl, load, stage = [], [], []
     for u in range(U):
-        e = f"(lid + {u * TILE_WG}u)"
+        e = f"(lid + {u * wg}u)"
         r = f"l{tag}{u}"
         decl.append(f"  var {r} = vec4<f32>(0.0);")
         if kfirst:          # unit (kk, x4): 4 free indices at one k
@@ -465,11 +487,11 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     contraction splits (``kc`` then holds S partial products, float32), epilogue lines
     ``epi`` (S == 1 only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N]
     (else [B, N, K]), of ``in_dt`` (float32, float16 or bfloat16: products in float32), the
-    result of ``out_dt``.  ``cfg.kg`` > 1: that many groups of TILE_WG threads split each
+    result of ``out_dt``.  ``cfg.kg`` > 1: that many groups of the tile's threads split each
     workgroup's contraction, group 0 sums their tiles and stores (``_group_sum``)."""
     BM, BN, BK, KG = cfg.bm, cfg.bn, cfg.bk, cfg.kg
-    TM, TN = BM // 16, BN // 16
-    TX, TY = BN // TN, BM // TM
+    TY, TX = _tile_threads(BM, BN)
+    TM, TN, WG = BM // TY, BN // TX, TY * TX
     a_vec = (M if a_kfirst else K) % 4 == 0
     b_vec = (N if b_kfirst else K) % 4 == 0
     f16 = np.dtype(in_dt) == _F16
@@ -495,9 +517,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
     da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16,
-                             kend)
+                             kend, WG)
     db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16,
-                             kend)
+                             kend, WG)
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -542,11 +564,11 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
         stage = stage.replace("As[", "As[ga + ").replace("Bs[", "Bs[gb + ")
         fma = [f.replace("As[", "As[ga + ").replace("Bs[", "Bs[gb + ") for f in fma]
         group = "".join(f"  {line};\n" for line in (
-            f"let grp = lix / {TILE_WG}u", f"let lid = lix % {TILE_WG}u",
+            f"let grp = lix / {WG}u", f"let lid = lix % {WG}u",
             f"let goff = grp * {KCG}u", "let kg0 = ks + goff", f"let kge = min(kg0 + {KCG}u, ke)",
             f"let kl = ks + {KCG}u", f"let ga = grp * {AS}u", f"let gb = grp * {BS}u"))
         accs = [f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
-        store = _group_sum(accs, KG, KG * AS, KG * BS) + store
+        store = _group_sum(accs, KG, KG * AS, KG * BS, WG) + store
     loop = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled_loop.wgsl",
                     AS=BM * BK // 4, BS=BN * BK // 4, BK=BK, STAGE=stage, FMA="\n".join(fma),
                     LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
@@ -554,7 +576,7 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     loop = "\n".join(line for line in loop.splitlines() if not line.startswith("//"))
     k0 = "(kg0 + " if KG > 1 else "(ks + "
     src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS_ALL=KG * AS, BS_ALL=KG * BS,
-                   WG=KG * TILE_WG, LID="lix" if KG > 1 else "lid", GROUP=group, M=M, N=N,
+                   WG=KG * WG, LID="lix" if KG > 1 else "lid", GROUP=group, M=M, N=N,
                    K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0],
                    DECL="\n".join(decl),
                    LOAD="\n".join(line.replace("(k + ", k0)[2:] for line in la + lb),
@@ -562,14 +584,14 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     return src, grid
 
 
-def _group_sum(accs, KG, AS_ALL, BS_ALL) -> list:
+def _group_sum(accs, KG, AS_ALL, BS_ALL, WG=TILE_WG) -> list:
     """The lines that sum KG thread groups' accumulators ``accs`` (vec4 each) into group 0's,
     through the slabs' workgroup memory (As: ``AS_ALL`` vec4, Bs: ``BS_ALL``; free after the
     contraction loop's last barrier): in rounds of as many accumulators as it holds for the
     other KG - 1 groups, each round groups 1.. write, a barrier, group 0 adds; a barrier
     between rounds.  The barriers are in uniform control flow; then every group but 0 returns
     (the stores and the epilogue follow)."""
-    per = (KG - 1) * TILE_WG
+    per = (KG - 1) * WG
     pa, pb = AS_ALL // per, BS_ALL // per          # accumulators a round, per thread
     assert pa + pb > 0
     out, i = [], 0
@@ -580,12 +602,12 @@ def _group_sum(accs, KG, AS_ALL, BS_ALL) -> list:
             out.append("  workgroupBarrier();")
         out.append("  if (grp > 0u) {")
         for arr, p, part in (("As", pa, ra), ("Bs", pb, rb)):
-            out += [f"    {arr}[((grp - 1u) * {p}u + {s}u) * {TILE_WG}u + lid] = {c};"
+            out += [f"    {arr}[((grp - 1u) * {p}u + {s}u) * {WG}u + lid] = {c};"
                     for s, c in enumerate(part)]
         out += ["  }", "  workgroupBarrier();", "  if (grp == 0u) {"]
         for g in range(1, KG):
             for arr, p, part in (("As", pa, ra), ("Bs", pb, rb)):
-                out += [f"    {c} = {c} + {arr}[{((g - 1) * p + s) * TILE_WG}u + lid];"
+                out += [f"    {c} = {c} + {arr}[{((g - 1) * p + s) * WG}u + lid];"
                         for s, c in enumerate(part)]
         out.append("  }")
     out.append("  if (grp != 0u) { return; }")
