@@ -6,7 +6,8 @@
 #                                                # with full logs, profiles of the slow workloads
 #                TESTS=150 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
 #                    # on real JAX (CUDA) on the same card, profiles, the kernel tests on the card
-#                    # (TESTS: their seconds), TILES="128x64x16 ...": matmul tile variants
+#                    # (TESTS: their seconds), TILES="128x64x16 ...": matmul tile variants,
+#                    # CHECKS="all none" (the default): the rows again under other shader checks
 set -uo pipefail
 mode="${1:-bench}"
 out="${OUT:-gpu-out}"
@@ -57,6 +58,14 @@ stamp "profiles" | tee -a "$out/card.txt"
 # time beyond the GPU's, e.g. the column normalisation's 1.7 ms wall against 0.5 ms of kernels)
 timeout 90 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm softmax mlp rnn attention call} \
   --profile "$out/profile.txt" --phases 2>&1 | grep -v Warning >> "$out/profile.txt"
+# the run-time checks naga compiles into kernels (Target.shader_checks; the profiles take
+# "bounds": no loop counters): wgpu's default "all", and "none", beside the run above
+for m in ${CHECKS-all none}; do
+  echo "## wjax, WJAX_SHADER_CHECKS=$m" | tee -a "$out/bench_wjax.txt"
+  WJAX_SHADER_CHECKS=$m timeout 120 python3 bench/bench_gpu.py \
+    --only elementwise softmax matmul mlp rnn attention 2>&1 | grep -v Warning \
+    | tee -a "$out/bench_wjax.txt"
+done
 for t in ${TILES:-}; do
   echo "## wjax, matmul tile $t" | tee -a "$out/bench_wjax.txt"
   WJAX_MATMUL_TILE=$t python3 bench/bench_gpu.py --only matmul mlp 2>&1 | grep -v Warning \

@@ -436,3 +436,48 @@ def test_pipelines_compiled_together():
         want = want * np.float32(k) + np.float32(f"0.{k}")
     got = np.frombuffer(r.read(buf, 16), np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_shader_checks(monkeypatch):
+    """``Target.shader_checks`` picks the run-time checks naga compiles into kernels: "all"
+    through wgpu-py's own call, "bounds" (1) and "none" (0) through wgpu-native's trusted
+    module call.  A kernel with loops computes the same under each; invalid WGSL still
+    raises, naming the shader; the profiles take "bounds"; an unknown name is refused."""
+    from wjax._src.backend import profiles
+    from wjax._src.backend.target import Target
+    assert runtime._TRUSTED_MODULE is not None          # this wgpu-py (0.32) has it
+    seen, make = [], runtime._TRUSTED_MODULE
+    monkeypatch.setattr(runtime, "_TRUSTED_MODULE",
+                        lambda dev, code, checks: seen.append(checks) or make(dev, code, checks))
+    r = rt()
+    x = np.arange(64, dtype=np.float32)
+    want = x.copy()
+    for i in range(40):                                  # the kernel's loop, in float32
+        want = np.float32(0.5) * want + np.float32(i % 3)
+    for mode, bits in (("all", None), ("bounds", 1), ("none", 0)):
+        src = (f"// {mode}\n@group(0) @binding(0) var<storage, read_write> b0: array<f32>;\n"
+               "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) g: "
+               "vec3<u32>) {\n  var v = b0[g.x];\n  for (var i = 0u; i < 40u; i = i + 1u) "
+               "{ v = 0.5 * v + f32(i % 3u); }\n  b0[g.x] = v;\n}\n")
+        seen.clear()
+        with r.options(shader_checks=mode):
+            buf = r.upload(x)
+            r.dispatch(src, [buf], (1, 1, 1))
+            np.testing.assert_array_equal(np.frombuffer(r.read(buf, 256), np.float32), want)
+            assert seen == ([] if bits is None else [bits])
+            with pytest.raises(runtime.WjaxRuntimeError, match="WGSL compile failed"):
+                r.pipeline(f"// {mode}\n@compute @workgroup_size(1)\nfn main() "
+                           "{ let x: f32 = 1u; }\n")
+            with pytest.raises(runtime.WjaxRuntimeError, match="invalid WGSL"):
+                r.validate("fn main( {")
+            assert wjax.jit(lambda a: jnp.tanh(a) * 2)(x).tolist() == \
+                wjax.jit(lambda a: jnp.tanh(a) * 2)(x).tolist()
+    for prof in profiles.PROFILES:
+        assert Target.for_profile(prof.name).shader_checks == "bounds"
+    with pytest.raises(ValueError, match="shader_checks must be one of all, bounds, none"):
+        Target.for_profile("nvidia", shader_checks="some")
+    from wjax._src.core import config
+    info = {"device": "NVIDIA H100", "vendor_id": 0x10DE, "backend_type": "Vulkan",
+            "adapter_type": "DiscreteGPU"}
+    assert Target.for_adapter(info, {}, [], settings=config.Settings(
+        shader_checks="all")).shader_checks == "all"

@@ -57,10 +57,13 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #                    from where the network takes as many dispatches as the radix sort's 34
 #                    (2^17: 21 global steps, 7 local ones, init and gather) and moves ~3x
 #                    its bytes (448 against ~170 per element)
+#   shader_checks    the run-time checks naga compiles into kernels (``Target``): "bounds"
+#                    everywhere -- indices clamped, no loop counters (wgpu issue 7698: loop
+#                    counters slowed some kernels 100x; lavapipe's selu 17%)
 CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
-                      fft="registers", threads=1024)
+                      fft="registers", threads=1024, shader_checks="bounds")
 GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
-                      fft="workgroup", threads=1 << 18)
+                      fft="workgroup", threads=1 << 18, shader_checks="bounds")
 
 # The WebGPU specification's default limits (what every adapter provides at least).
 WEBGPU_LIMITS = {

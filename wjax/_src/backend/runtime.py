@@ -26,7 +26,7 @@ import wgpu  # noqa: E402
 
 from . import strict_driver, wgsl as W  # noqa: E402
 from .autotune import Tuner  # noqa: E402
-from .target import Target  # noqa: E402
+from .target import SHADER_CHECKS, Target  # noqa: E402
 
 # every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
 _USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC
@@ -90,6 +90,37 @@ def _native_pass_calls():
 
 
 _NATIVE = _native_pass_calls()
+
+
+def _trusted_module_call():
+    """``make(device, code, checks)``: a shader module compiled with only the run-time checks
+    ``checks`` (``target.SHADER_CHECKS``' bits) through wgpu-native's
+    ``wgpuDeviceCreateShaderModuleTrusted``; None where this wgpu-py lacks it (every module
+    then gets wgpu's default checks).  Its errors raise as ``create_shader_module``'s do
+    (wgpu-py's error handling wraps every wgpu-native call)."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+        ffi, lib, libf = _api.ffi, _api.lib, _api.libf
+        create = libf.wgpuDeviceCreateShaderModuleTrusted
+        wgsl_type, module_type = lib.WGPUSType_ShaderSourceWGSL, _api.GPUShaderModule
+        struct, text = _api.new_struct_p, _api.to_c_string_view
+    except Exception:
+        return None
+
+    def make(device, code: str, checks: int):
+        src = struct("WGPUShaderSourceWGSL *", code=text(code))
+        src[0].chain.next = ffi.NULL
+        src[0].chain.sType = wgsl_type
+        desc = struct("WGPUShaderModuleDescriptor *",
+                      nextInChain=ffi.cast("WGPUChainedStruct *", src), label=text(""))
+        handle = create(device._internal, desc, checks)
+        if handle == ffi.NULL:
+            raise RuntimeError("Shader module creation failed")
+        return module_type("", handle, device)
+    return make
+
+
+_TRUSTED_MODULE = _trusted_module_call()
 
 
 class WjaxRuntimeError(RuntimeError):
@@ -581,7 +612,7 @@ class Runtime:
         """(pipeline, its bind group layout) of a kernel, made without the runtime's lock
         (so several threads may compile at once: ``pipelines``)."""
         try:
-            mod = self.device.create_shader_module(code=self._driver_text(wgsl))
+            mod = self._module(self._driver_text(wgsl))
             p = self.device.create_compute_pipeline(
                 layout=self._layout(wgsl, self._dynamic.get(wgsl, ())),
                 compute={"module": mod, "entry_point": "main"}
@@ -642,6 +673,14 @@ class Runtime:
             raise next(errors[s] for s in todo if s in errors)
         return errors
 
+    def _module(self, text: str):
+        """The shader module of WGSL ``text``, with the run-time checks the target asks for
+        (``Target.shader_checks``)."""
+        checks = SHADER_CHECKS[self.target().shader_checks]
+        if checks == SHADER_CHECKS["all"] or _TRUSTED_MODULE is None:
+            return self.device.create_shader_module(code=text)
+        return _TRUSTED_MODULE(self.device, text, checks)
+
     def _driver_text(self, wgsl: str) -> str:
         """The text the driver compiles: the kernel finalized, and under WJAX_STRICT_DRIVER
         rewritten as the loosest conformant driver computes it."""
@@ -700,7 +739,7 @@ class Runtime:
         """Raises ``WjaxRuntimeError`` unless ``wgsl`` is valid WGSL for this device (a shader
         module only: no pipeline, so no check against this adapter's limits)."""
         try:
-            self.device.create_shader_module(code=self._driver_text(wgsl))
+            self._module(self._driver_text(wgsl))
         except Exception as e:
             raise WjaxRuntimeError(f"wjax: invalid WGSL: {e}\n--- shader ---\n{wgsl}") from e
 

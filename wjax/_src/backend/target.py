@@ -14,6 +14,10 @@ from typing import Callable
 
 from . import profiles
 
+# Target.shader_checks -> wgpu-native's WGPUShaderRuntimeChecks bits (BoundsChecks 1,
+# ForceLoopBounding 2)
+SHADER_CHECKS = {"all": 3, "bounds": 1, "none": 0}
+
 
 class Target(dict):
     """The adapter's limits (a dict) and:
@@ -59,6 +63,15 @@ class Target(dict):
                          the workgroups a strided reduction is split over
                          (``prims/reduce.py``), the size of the profiler's peak probe, and
                          from how many vec4s a flat elementwise thread takes 4 (``lower.py``)
+    ``shader_checks``    the run-time checks wgpu's shader compiler (naga) adds to every kernel
+                         (the runtime compiles with them): "all" (wgpu's default: indices
+                         clamped, and a 64-bit counter in every loop so that no loop is
+                         provably infinite), "bounds" (indices clamped, loops as written) or
+                         "none".  wjax's loops all end (a program's own endless
+                         ``while_loop`` hangs either way), so the counters only cost: a loop
+                         compare and two adds an iteration, and loops the driver can no
+                         longer unroll (lavapipe: selu 17% slower with them).  Kernels keep
+                         the checks they were first compiled with.
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
@@ -79,7 +92,7 @@ class Target(dict):
                "matmul_tile", "sort", "radix_sort", "fft", "reduction", "elementwise",
                "register_block", "loop_workgroup", "loop_constants", "row_resident",
                "attention", "submit_early", "threads", "in_kernel_loops", "loop_work",
-               "decomp_iters", "compiles", "tune")
+               "decomp_iters", "shader_checks", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -91,8 +104,11 @@ class Target(dict):
                  loop_workgroup: int = 256, loop_constants: str = "storage",
                  row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
-                 decomp_iters: int = 1 << 14, compiles: Callable[[str], bool] | None = None,
-                 tune: Callable | None = None):
+                 decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
+                 compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
+        if shader_checks not in SHADER_CHECKS:
+            raise ValueError(f"wjax: shader_checks must be one of {', '.join(SHADER_CHECKS)}, "
+                             f"not {shader_checks!r} (WJAX_SHADER_CHECKS)")
         super().__init__(profiles.WEBGPU_LIMITS)
         self.update(limits)
         self["shader-f16"] = has_f16
@@ -109,6 +125,7 @@ class Target(dict):
         self.submit_early = submit_early
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
+        self.shader_checks = shader_checks
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
@@ -128,6 +145,8 @@ class Target(dict):
             forced["matmul"] = settings.matmul
         if settings is not None and settings.matmul_tile:
             forced["matmul_tile"] = settings.matmul_tile
+        if settings is not None and settings.shader_checks:
+            forced["shader_checks"] = settings.shader_checks
         return cls._build(profiles.find(info), name, limits, features, compiles, tune,
                           dict(forced, **options))
 

@@ -85,8 +85,13 @@ class Settings:
     matmul: str = _env("WJAX_MATMUL", "auto", _lower,
                        "force the float32 matmul kernel: tiled or vec4 (auto: the profile's)")
     matmul_tile: str = _env("WJAX_MATMUL_TILE", "", _lower,
-                            "force the tiled matmul kernel's tile, BMxBNxBK (128x128x16, "
-                            "128x128x8, 128x64x16 or 64x64x16; default: chosen per product)")
+                            "force the tiled matmul kernel's tile, BMxBNxBK or BMxBNxBKgKG "
+                            "(prims/dot.py's TILES, e.g. 128x128x16, 64x64x16g2; default: "
+                            "chosen per product)")
+    shader_checks: str = _env("WJAX_SHADER_CHECKS", "", _lower,
+                              "the run-time checks compiled into kernels: all (wgpu's "
+                              "default), bounds (index clamping, no loop counters) or none "
+                              "(default: the adapter profile's)")
     num_devices: int = _env("WJAX_NUM_DEVICES", 0, _count,
                             "N logical devices on the chosen adapter (0: the default)")
     xla_device_count: int = _env("XLA_FLAGS", 0, _xla_device_count,
