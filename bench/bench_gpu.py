@@ -265,6 +265,12 @@ def workloads(b: Bench, only=None):
         jax.block_until_ready(f(x5))
         b.row("jit call of x+1 on 5 elements + block_until_ready",
               median_time(lambda: jax.block_until_ready(f(x5)), reps=200))
+        if b.module == "wjax":      # waiting asleep on the fence at once (Target.spin_wait_us)
+            from wjax._src.backend import runtime
+            with runtime.get().options(spin_wait_us=0):
+                jax.block_until_ready(f(x5))
+                b.row("the same call, the wait asleep at once",
+                      median_time(lambda: jax.block_until_ready(f(x5)), reps=200))
         outs = []
         t = median_time(lambda: outs.append(f(x5)), reps=200)
         jax.block_until_ready(outs)

@@ -481,3 +481,39 @@ def test_shader_checks(monkeypatch):
             "adapter_type": "DiscreteGPU"}
     assert Target.for_adapter(info, {}, [], settings=config.Settings(
         shader_checks="all")).shader_checks == "all"
+
+
+def test_waits_spin_then_sleep(monkeypatch):
+    """A wait for the device (``block_until_ready``, a readback) polls without blocking for up
+    to ``Target.spin_wait_us`` (the profiles: CPU 1 ms, GPU 20 ms), then blocks on the fence;
+    0 blocks at once.  Results and readbacks (whose map callback the polls run) are the same
+    either way, also when the budget runs out before the work ends."""
+    from wjax._src.backend import profiles
+    assert profiles.CPU_STRATEGIES["spin_wait_us"] == 1000
+    assert profiles.GPU_STRATEGIES["spin_wait_us"] == 20000
+    r = rt()
+    polls, real = [], runtime._POLL
+    assert real is not None                              # this wgpu-py (0.32) exposes it
+    blocking = []
+    monkeypatch.setattr(r.device, "_poll", lambda block=False: blocking.append(block) or
+                        runtime.wgpu.backends.wgpu_native.GPUDevice._poll(r.device, block))
+    x = np.linspace(-2, 2, 1 << 16).astype(np.float32)
+    f = wjax.jit(lambda a: jnp.tanh(a) * 3 + 1)
+    want = np.tanh(x.astype(np.float64)) * 3 + 1
+    for us, poll in ((1000, lambda h, wait: polls.append(wait) or real(h, wait)),
+                     (0, lambda h, wait: polls.append(wait) or real(h, wait)),
+                     (50, lambda h, wait: polls.append(wait) or False)):   # never "done"
+        monkeypatch.setattr(runtime, "_POLL", poll)
+        polls.clear()
+        blocking.clear()
+        with r.options(spin_wait_us=us):
+            y = f(x)
+            y.block_until_ready()
+            np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-5)
+            assert float(jnp.sum(y[:3])) == pytest.approx(float(want[:3].sum()), rel=1e-5)
+        if us == 0:
+            assert polls == [] and True in blocking          # asleep at once
+        else:
+            assert polls and not any(polls)                  # non-blocking polls first
+        if us == 50:
+            assert True in blocking                          # then asleep: the budget ran out

@@ -72,6 +72,9 @@ class Target(dict):
                          compare and two adds an iteration, and loops the driver can no
                          longer unroll (lavapipe: selu 17% slower with them).  Kernels keep
                          the checks they were first compiled with.
+    ``spin_wait_us``     a wait for the device (``block_until_ready``, a readback) polls without
+                         blocking for up to this many microseconds before it sleeps on the
+                         fence (``Runtime._wait``); 0: it sleeps at once
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition
@@ -92,7 +95,7 @@ class Target(dict):
                "matmul_tile", "sort", "radix_sort", "fft", "reduction", "elementwise",
                "register_block", "loop_workgroup", "loop_constants", "row_resident",
                "attention", "submit_early", "threads", "in_kernel_loops", "loop_work",
-               "decomp_iters", "shader_checks", "compiles", "tune")
+               "decomp_iters", "shader_checks", "spin_wait_us", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -105,7 +108,8 @@ class Target(dict):
                  row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
-                 compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
+                 spin_wait_us: int = 1000, compiles: Callable[[str], bool] | None = None,
+                 tune: Callable | None = None):
         if shader_checks not in SHADER_CHECKS:
             raise ValueError(f"wjax: shader_checks must be one of {', '.join(SHADER_CHECKS)}, "
                              f"not {shader_checks!r} (WJAX_SHADER_CHECKS)")
@@ -126,6 +130,7 @@ class Target(dict):
         self.in_kernel_loops, self.loop_work = in_kernel_loops, loop_work
         self.decomp_iters = decomp_iters
         self.shader_checks = shader_checks
+        self.spin_wait_us = spin_wait_us
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
