@@ -74,7 +74,8 @@ class Target(dict):
                          the checks they were first compiled with.
     ``spin_wait_us``     a wait for the device (``block_until_ready``, a readback) polls without
                          blocking for up to this many microseconds before it sleeps on the
-                         fence (``Runtime._wait``); 0: it sleeps at once
+                         fence (``Runtime._wait``); 0 (CPU adapters, whose kernels run on
+                         the cores a spin would take): it sleeps at once
     ``in_kernel_loops``  loops may compile to one kernel (``loops.py``); False records them
     ``loop_work``        element-iterations one in-kernel loop dispatch may run
     ``decomp_iters``     loop iterations one invocation of a one-kernel matrix decomposition

@@ -425,13 +425,13 @@ TILES = {"128x128x16": (128, 128, 16), "128x128x8": (128, 128, 8),
 # of a GPU's ~100 multiprocessors, each walking the whole contraction), 32 of 16 x 32.
 SMALL_TILES = ((32, 64, (1, 2)), (32, 32, (2, 4)), (16, 64, (2, 4)), (16, 32, (4, 8)))
 TILE_WG = 256         # threads of a tile from 64 x 64 up (16 x 16, a TM x TN block each)
+GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
 def _tile_threads(bm, bn) -> tuple[int, int]:
     """The thread grid (TY, TX) of tile bm x bn: 16 x 16 from 64 x 64 up, each thread a
     (bm / 16) x (bn / 16) block; a 4 x 4 block each in smaller tiles."""
     return min(16, bm // 4), min(16, bn // 4)
-GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
 def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False):
