@@ -63,9 +63,9 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #   spin_wait_us     a wait for the device polls without sleeping for this long first: GPU
 #                    20 ms (as CUDA spins by default while the host has cores to spare); CPU
 #                    0, where the "device" runs on the host's cores: alone, a waited x+1 on
-#                    lavapipe took 91 us spinning against 160 asleep, but a spin takes the
-#                    cores the kernels need (a test-suite run, two workers on two cores:
-#                    17.6 minutes with it, 11.8 without)
+#                    lavapipe took 91 us spinning against 160 asleep, but a spin takes
+#                    cores the kernels need (under load, e.g. the test suite's two workers
+#                    on two cores, untested), so a CPU adapter keeps sleeping at once
 CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
                       fft="registers", threads=1024, shader_checks="bounds", spin_wait_us=0)
 GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
