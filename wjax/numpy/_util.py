@@ -12,7 +12,7 @@ from .. import lax
 from .._src.array import Array, asarray_device
 from .._src.core import dtypes
 from .._src.core.config import config as _config
-from .._src.core.ir import ShapedArray, WeakScalar, raise_to_shaped
+from .._src.core.ir import WeakScalar, raise_to_shaped
 from .._src.core.refs import RefCell
 from .._src.core.tracing import ConcretizationTypeError, Tracer
 
@@ -34,8 +34,7 @@ def _check_arg(name, x, pos=0):
 
 
 def _aval(x):
-    a = getattr(x, "aval", None)      # an Array's or a tracer's (raise_to_shaped's first case)
-    return a if type(a) is ShapedArray else raise_to_shaped(x)
+    return raise_to_shaped(x)
 
 
 def _to_operand(x, dt, weak):

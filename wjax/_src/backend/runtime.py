@@ -975,7 +975,7 @@ class Runtime:
     def _wait(self) -> None:
         """Waits for all submitted work: device polls that do not block, for up to the
         target's ``spin_wait_us`` (a short call ends sooner than the driver wakes a thread
-        that sleeps on its fence: on lavapipe a waited x+1 took 160 us so, 92 us spinning),
+        that sleeps on its fence: on lavapipe a waited x+1 took 160 us so, 91 us spinning),
         then a blocking one (wgpu waits for the last submission).  Either way wgpu has run
         its callbacks (a readback's map) when it returns."""
         us = self.target().spin_wait_us

@@ -109,7 +109,7 @@ class Target(dict):
                  row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
-                 spin_wait_us: int = 1000, compiles: Callable[[str], bool] | None = None,
+                 spin_wait_us: int = 20000, compiles: Callable[[str], bool] | None = None,
                  tune: Callable | None = None):
         if shader_checks not in SHADER_CHECKS:
             raise ValueError(f"wjax: shader_checks must be one of {', '.join(SHADER_CHECKS)}, "

@@ -122,9 +122,11 @@ class ShapedArray(AbstractValue):
 
 def raise_to_shaped(x) -> ShapedArray:
     """The aval of any value wjax accepts as an array operand."""
+    aval = getattr(x, "aval", None)
+    if type(aval) is ShapedArray:      # an Array's or a tracer's (the eager ops' hot case)
+        return aval
     if isinstance(x, ShapedArray):
         return x
-    aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
     dt, weak = dtypes.dtype_and_weak(x)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import dtypes, tree_util
-from .ir import ShapedArray, WeakScalar, raise_to_shaped
+from .ir import WeakScalar, raise_to_shaped
 from .primitive import REGISTRY
 
 
@@ -66,8 +66,7 @@ _pyscalar_types: dict = {}      # type -> whether its values are Python scalars
 
 
 def _aval(x):
-    a = getattr(x, "aval", None)      # an Array's or a tracer's (raise_to_shaped's first case)
-    return a if type(a) is ShapedArray else raise_to_shaped(x)
+    return raise_to_shaped(x)
 
 
 def _as_operand(x, like_dtype=None):

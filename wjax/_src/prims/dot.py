@@ -231,10 +231,10 @@ def _tile_config(target, B, M, N, K) -> MMConfig:
 def _tile_fits(target, bm, bn, bk, kg=1, db=False) -> bool:
     """Whether the target holds tile bm x bn x bk with ``kg`` thread groups (their slabs, once
     or twice over: ``db``) in one workgroup: its workgroup memory and invocations."""
-    ty, tx = _tile_threads(bm, bn)
+    threads = kg * _threads(bm, bn)
     return (kg * (1 + db) * (bm + bn) * bk * 4 <= target.workgroup_memory
-            and kg * ty * tx <= int(target.get("max-compute-invocations-per-workgroup", 256))
-            and kg * ty * tx <= int(target.get("max-compute-workgroup-size-x", 256)))
+            and threads <= int(target.get("max-compute-invocations-per-workgroup", 256))
+            and threads <= int(target.get("max-compute-workgroup-size-x", 256)))
 
 
 def _pow2(n: int, lo: int, hi: int) -> int:
@@ -373,9 +373,10 @@ def _gpu_mm_config(target, B, M, N, K, default) -> MMConfig:
                   if Kp >= 2 * kg * bk and _tile_fits(target, 64, 64, bk, kg)]
         # ... and tiles below 64 x 64 (more workgroups, fewer threads each), split so that a
         # workgroup has 128-256 threads and each group walks one slab or more
-        cands += [MMConfig(0, 0, 0, 1, True, bm, bn, 32, False, kg)
-                  for bm, bn, kgs in SMALL_TILES for kg in kgs
-                  if Kp >= kg * 32 and _tile_fits(target, bm, bn, 32, kg)]
+        cands += [MMConfig(0, 0, 0, 1, True, bm, bn, bk, False, kg)
+                  for bm, bn, bk in TILES.values() if min(bm, bn) < 64
+                  for kg in (1, 2, 4, 8) if 128 <= kg * _threads(bm, bn) <= 256
+                  and Kp >= kg * bk and _tile_fits(target, bm, bn, bk, kg)]
         cands += [c for c in _mm_candidates(target, Mp, Np // 4, Kp, tiled=False) if c.s == 1]
     c = _tuned(target, f"matmul-gpu|{Mp}x{Np}x{Kp}", cands, Mp, Np, Kp, rule.name)
     return default if c is None or c == rule else c
@@ -410,7 +411,7 @@ def _mm_proxy(target, cfg, M, N, K) -> list:
     return d
 
 
-# The tiled kernel's tiles (shaders/matmul_tiled.wgsl), 256 threads each: BM x BN outputs,
+# The tiled kernel's tiles (shaders/matmul_tiled.wgsl; threads: ``_tile_threads``): BM x BN outputs,
 # BK-deep slabs (workgroup memory (BM + BN) BK 4 bytes: 16 KiB, WebGPU's default, for the
 # 16-deep tiles the rule picks; the deeper ones only where the target has the memory: forced,
 # or among a small product's timed variants).
@@ -423,8 +424,6 @@ TILES = {"128x128x16": (128, 128, 16), "128x128x8": (128, 128, 8),
 # only a small product's timed variants, usually with their contraction split inside the
 # workgroup (``kg``): a scan step's 64 x 256 x 256 product offers 4 workgroups of 64 x 64 (4
 # of a GPU's ~100 multiprocessors, each walking the whole contraction), 32 of 16 x 32.
-SMALL_TILES = ((32, 64, (1, 2)), (32, 32, (2, 4)), (16, 64, (2, 4)), (16, 32, (4, 8)))
-TILE_WG = 256         # threads of a tile from 64 x 64 up (16 x 16, a TM x TN block each)
 GPU_FILL = 256        # workgroups a product should offer a GPU before it takes smaller tiles
 
 
@@ -432,6 +431,12 @@ def _tile_threads(bm, bn) -> tuple[int, int]:
     """The thread grid (TY, TX) of tile bm x bn: 16 x 16 from 64 x 64 up, each thread a
     (bm / 16) x (bn / 16) block; a 4 x 4 block each in smaller tiles."""
     return min(16, bm // 4), min(16, bn // 4)
+
+
+def _threads(bm, bn) -> int:
+    """Threads of tile bm x bn (a thread group of it: ``kg`` of them split a workgroup)."""
+    ty, tx = _tile_threads(bm, bn)
+    return ty * tx
 
 
 def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False):
@@ -450,8 +455,7 @@ def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=Fa
     return f"vec4<f32>({comps})"
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16=False, kend="ke",
-                wg=TILE_WG):
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
@@ -584,7 +588,7 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     return src, grid
 
 
-def _group_sum(accs, KG, AS_ALL, BS_ALL, WG=TILE_WG) -> list:
+def _group_sum(accs, KG, AS_ALL, BS_ALL, WG) -> list:
     """The lines that sum KG thread groups' accumulators ``accs`` (vec4 each) into group 0's,
     through the slabs' workgroup memory (As: ``AS_ALL`` vec4, Bs: ``BS_ALL``; free after the
     contraction loop's last barrier): in rounds of as many accumulators as it holds for the
