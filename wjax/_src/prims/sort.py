@@ -104,7 +104,7 @@ def emit_permutation(ctx, avals, key_positions, axis, *, descending=False, total
     position as the last word, so the sort is stable."""
     shape = avals[key_positions[0]].shape
     if _radix_fits(ctx, shape, axis, [avals[k].dtype for k in key_positions]):
-        rs = _RadixSort(ctx, shape, axis, len(key_positions))
+        rs = _radix_class(ctx.target)(ctx, shape, axis, len(key_positions))
         return rs.run(avals, key_positions, descending, total_order), rs.N
     net = _BitonicNetwork(ctx, avals[key_positions[0]].shape, axis, len(key_positions))
     net.init_keys(avals, key_positions, descending, total_order)
@@ -281,11 +281,10 @@ def radix_key(kb, v: str, dtype, total_order: bool = False):
     return key_expr(kb, v, dtype, total_order), 0, 32
 
 
-def _radix_params(target):
-    """(C elements per thread's chunk, S chunks per superblock, scan workgroup threads)."""
-    if target.sort == "registers":
-        return 128, 16, 64
-    return 16, 64, 256
+def _radix_class(target):
+    """The radix sort's kernels for the Target's ``sort`` strategy: chunks a thread walks
+    alone (CPU adapters) or tiles a workgroup ranks together (GPUs)."""
+    return _ChunkRadixSort if target.sort == "registers" else _TileRadixSort
 
 
 def _radix_fits(ctx, shape, axis, key_dtypes) -> bool:
@@ -301,11 +300,10 @@ def _radix_fits(ctx, shape, axis, key_dtypes) -> bool:
     R = int(np.prod(shape, dtype=np.int64)) // N
     if R * N >= 1 << 31:
         return False
-    C, S, T = _radix_params(t)
-    NC = -(-N // C)
-    NSB = -(-NC // S)
-    M = _DIGITS * NSB
-    if t.loop_limit is not None and 2 * -(-M // T) + T > t.loop_limit:
+    cls = _radix_class(t)
+    M = _DIGITS * cls.blocks(N)
+    L = cls.segment(N)
+    if t.loop_limit is not None and 2 * -(-L // cls.SCAN_T) + cls.SCAN_T > t.loop_limit:
         return False
     win = ctx.lowering.windows
 
@@ -313,8 +311,8 @@ def _radix_fits(ctx, shape, axis, key_dtypes) -> bool:
         return 1 if nbytes <= win.max_binding else -(-nbytes // (win.max_binding // 256 * 256))
 
     nk = len(key_dtypes)
-    scatter = ((2 * nk + 2) * bindings(4 * R * N) + bindings(16 * R * NC)
-               + bindings(4 * R * M))
+    scatter = ((2 * nk + 2) * bindings(4 * R * N) + bindings(4 * R * M)
+               + cls.extra_bindings(R, N, bindings))
     return scatter <= ctx.lowering.max_storage
 
 
@@ -322,29 +320,42 @@ class _RadixSort:
     """A stable LSD radix sort of R rows of N elements: u32 key words (``radix_key``; the
     last key word's digits first) and the position of each element, 4 bits per pass.
 
-    A pass is four dispatches.  ``count``: one thread per chunk of C consecutive elements of
-    a row counts its digits (sixteen 8-bit counters packed in a vec4<u32>, in registers).
-    ``sums``: one thread per superblock of S chunks adds their counts, written digit-major
-    ([row][digit][superblock]).  ``scan``: one workgroup per row turns those into exclusive
-    prefix sums (shaders/radix_scan.wgsl): where each (digit, superblock) starts in the
-    sorted row.  ``scatter``: one thread per chunk adds the counts of the chunks before it in
-    its superblock to its superblock's starts and walks its chunk in order, writing every
-    element (key words still needed, position) to its place: equal digits keep their order,
-    so each pass is stable and the passes together sort by the whole key.  Key and position
-    words ping-pong between two buffers; the first pass writes the positions it reads."""
+    Each pass counts the digits of each block of a row, turns the counts (digit-major:
+    [row][digit][block]) into exclusive prefix sums with one workgroup per row
+    (shaders/radix_scan.wgsl) -- where each (digit, block) starts in the sorted row -- and
+    scatters every element (key words still needed, position) to its place: equal digits
+    keep their order, so each pass is stable and the passes together sort by the whole key.
+    Key and position words ping-pong between two buffers; the first pass writes the
+    positions it reads.  The subclasses are the two ways of counting and scattering a
+    block: ``_ChunkRadixSort`` (a thread per chunk) and ``_TileRadixSort`` (a workgroup per
+    tile)."""
+
+    SCAN_T = 256                 # the scan's workgroup threads
+
+    @classmethod
+    def blocks(cls, N: int) -> int:
+        """The blocks a row of N elements is counted in (each a column of the scan)."""
+        raise NotImplementedError
+
+    @classmethod
+    def segment(cls, N: int) -> int:
+        """How many counts the scan's workgroups each scan (see ``scan``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def extra_bindings(cls, R, N, bindings) -> int:
+        """Bindings the scatter takes beyond keys, positions and the scan."""
+        return 0
 
     def __init__(self, ctx, shape, axis, nk):
         self.ctx, self.shape, self.axis, self.nk = ctx, shape, axis, nk
         self.N = N = shape[axis]
         self.R = R = int(np.prod(shape, dtype=np.int64)) // N
-        self.C, self.S, self.T = _radix_params(ctx.target)
-        self.NC = -(-N // self.C)
-        self.NSB = -(-self.NC // self.S)
-        self.M = _DIGITS * self.NSB
+        self.NB = self.blocks(N)
+        self.M = _DIGITS * self.NB
         words = lambda: [ctx.scratch(ShapedArray((R * N,), _U32)) for _ in range(nk)]
         self.keys = [words(), words()]
         self.idx = [ctx.scratch(ShapedArray((R * N,), _U32)) for _ in range(2)]
-        self.hist = ctx.scratch(ShapedArray((R * self.NC * 4,), _U32))
         self.sums = ctx.scratch(ShapedArray((R * self.M,), _U32))
 
     def run(self, avals, key_positions, descending, total_order):
@@ -356,7 +367,6 @@ class _RadixSort:
         for n, (w, shift, last_of_word) in enumerate(passes):
             src, dst = n % 2, 1 - n % 2
             self.count(self.keys[src][w], shift)
-            self.superblock_sums()
             self.scan()
             moved = list(range(w)) + ([] if last_of_word else [w])
             self.scatter(src, dst, w, shift, moved, first=n == 0)
@@ -383,6 +393,64 @@ class _RadixSort:
         ctx.dispatch(kb, src, grid)
         return bits
 
+    totals = None       # a scratch key: the count of each (row, digit), where segments
+                        # are digits (``segment``)
+
+    def scan(self):
+        """Exclusive prefix sums of the counts in place, one workgroup per segment of
+        ``segment(N)`` counts: a row's whole [digit][block] counts (chunks), or one digit's
+        (tiles: 16 times the workgroups; the scatter adds the digit's start in the row,
+        from ``totals``)."""
+        kb = self.ctx.new_kb()
+        buf = kb.bind(self.sums, _U32, "read_write")
+        L, T = self.segment(self.N), self.SCAN_T
+        segs = self.R * self.M // L
+        total = ""
+        if self.totals is not None:
+            total = f"\n    {kb.bind(self.totals, _U32, 'read_write')}[row] = acc;"
+        grid = W.grid_for(segs, kb.max_groups)
+        src = W.render("radix_scan.wgsl", HEADER=kb.header(), T=T, NX=grid[0], ROWS=segs,
+                       M=L, PER=-(-L // T), BUF=buf, TOTAL=total)
+        self.ctx.dispatch(kb, src, grid)
+
+    def _scatter_bindings(self, kb, src, dst, w, moved, first):
+        """(key words read, [(moved word read, written)], positions read or None, written)."""
+        kin = kb.bind(self.keys[src][w], _U32, "read")
+        mv = [(kb.bind(self.keys[src][m], _U32, "read"),
+               kb.bind(self.keys[dst][m], _U32, "read_write")) for m in moved]
+        iin = None if first else kb.bind(self.idx[src], _U32, "read")
+        iout = kb.bind(self.idx[dst], _U32, "read_write")
+        return kin, mv, iin, iout
+
+
+class _ChunkRadixSort(_RadixSort):
+    """CPU adapters: blocks are superblocks of S chunks of C consecutive elements.  ``count``:
+    one thread per chunk counts its digits (sixteen 8-bit counters packed in a vec4<u32>, in
+    registers), then one thread per superblock adds its chunks' counts.  ``scatter``: one
+    thread per chunk adds the counts of the chunks before it in its superblock to its
+    superblock's starts and walks its chunk in order, writing each element to its place --
+    no workgroup memory and no barriers, which are slow on a CPU."""
+
+    C, S, SCAN_T = 128, 16, 64
+
+    @classmethod
+    def blocks(cls, N):
+        return -(-(-(-N // cls.C)) // cls.S)
+
+    @classmethod
+    def segment(cls, N):
+        return _DIGITS * cls.blocks(N)
+
+    @classmethod
+    def extra_bindings(cls, R, N, bindings):
+        return bindings(16 * R * -(-N // cls.C))
+
+    def __init__(self, ctx, shape, axis, nk):
+        super().__init__(ctx, shape, axis, nk)
+        self.NC = -(-self.N // self.C)
+        self.NSB = self.NB
+        self.hist = ctx.scratch(ShapedArray((self.R * self.NC * 4,), _U32))
+
     def count(self, keys, shift):
         kb = self.ctx.new_kb()
         kin = kb.bind(keys, _U32, "read")
@@ -395,13 +463,13 @@ class _RadixSort:
   var h = vec4<u32>(0u);
   for (var q = 0u; q < cnt; q = q + 1u) {{
     let d = ({kin}[kbase + q] >> {shift}u) & {_DIGITS - 1}u;
-    h = h + select(vec4<u32>(0u), vec4<u32>(1u << ((d & 3u) * 8u)),
-                   vec4<u32>(d >> 2u) == vec4<u32>(0u, 1u, 2u, 3u));
+    h = h + {_one_hot8("d")};
   }}
   {hist}[i * 4u] = h.x; {hist}[i * 4u + 1u] = h.y;
   {hist}[i * 4u + 2u] = h.z; {hist}[i * 4u + 3u] = h.w;""")
         src, grid = kb.elementwise_kernel(self.R * NC, wg=64)
         self.ctx.dispatch(kb, src, grid)
+        self.superblock_sums()
 
     @staticmethod
     def _add_counts(hist, first, end):
@@ -415,13 +483,6 @@ class _RadixSort:
     hi = hi + ((h >> vec4<u32>(8u)) & vec4<u32>(0x00ff00ffu));
   }}"""
 
-    @staticmethod
-    def _digit_count(d):
-        """WGSL: digit d's count from lo/hi (byte d % 4 of word d / 4)."""
-        j, b = divmod(d, 4)
-        v = "lo" if b % 2 == 0 else "hi"
-        return f"({v}[{j}] & 0xffffu)" if b < 2 else f"({v}[{j}] >> 16u)"
-
     def superblock_sums(self):
         kb = self.ctx.new_kb()
         hist = kb.bind(self.hist, _U32, "read")
@@ -433,26 +494,13 @@ class _RadixSort:
   {self._add_counts(hist, "c0", f"row * {NC}u + min(sb * {S}u + {S}u, {NC}u)")}
   let ob = row * {self.M}u + sb;""")
         for d in range(_DIGITS):
-            kb.emit(f"{sums}[ob + {d * NSB}u] = {self._digit_count(d)};")
+            kb.emit(f"{sums}[ob + {d * NSB}u] = {_digit_field(d)};")
         src, grid = kb.elementwise_kernel(self.R * NSB, wg=64)
-        self.ctx.dispatch(kb, src, grid)
-
-    def scan(self):
-        kb = self.ctx.new_kb()
-        buf = kb.bind(self.sums, _U32, "read_write")
-        T = self.T
-        grid = W.grid_for(self.R, kb.max_groups)
-        src = W.render("radix_scan.wgsl", HEADER=kb.header(), T=T, NX=grid[0], ROWS=self.R,
-                       M=self.M, PER=-(-self.M // T), BUF=buf)
         self.ctx.dispatch(kb, src, grid)
 
     def scatter(self, src, dst, w, shift, moved, first):
         kb = self.ctx.new_kb()
-        kin = kb.bind(self.keys[src][w], _U32, "read")
-        mv = [(kb.bind(self.keys[src][m], _U32, "read"),
-               kb.bind(self.keys[dst][m], _U32, "read_write")) for m in moved]
-        iin = None if first else kb.bind(self.idx[src], _U32, "read")
-        iout = kb.bind(self.idx[dst], _U32, "read_write")
+        kin, mv, iin, iout = self._scatter_bindings(kb, src, dst, w, moved, first)
         hist = kb.bind(self.hist, _U32, "read")
         sums = kb.bind(self.sums, _U32, "read")
         N, C, NC, S, NSB = self.N, self.C, self.NC, self.S, self.NSB
@@ -463,7 +511,7 @@ class _RadixSort:
   let ob = row * {self.M}u + sb;
   var off: array<u32, {_DIGITS}>;""")
         for d in range(_DIGITS):
-            kb.emit(f"off[{d}] = {sums}[ob + {d * NSB}u] + {self._digit_count(d)};")
+            kb.emit(f"off[{d}] = {sums}[ob + {d * NSB}u] + {_digit_field(d)};")
         moves = "".join(f"\n    {o}[to] = {s}[at];" for s, o in mv)
         pos = "start + q" if first else f"{iin}[at]"
         kb.emit(f"""let start = c * {C}u;
@@ -478,6 +526,91 @@ class _RadixSort:
   }}""")
         src_, grid = kb.elementwise_kernel(self.R * NC, wg=64)
         self.ctx.dispatch(kb, src_, grid)
+
+
+class _TileRadixSort(_RadixSort):
+    """GPUs: blocks are tiles of WG x E consecutive elements, one workgroup each, so every
+    load and store of a warp touches neighbouring addresses (shaders/radix_count.wgsl,
+    radix_scatter.wgsl).
+    ``count``: the workgroup reads its tile coalesced and adds its threads' digit counts in
+    workgroup memory.  ``scatter``: thread t ranks its E consecutive elements -- its own
+    counts, a workgroup prefix sum of every thread's (16-bit counters, two vec4s a thread),
+    and the tile's digit starts --, writes each element's tile position into a permutation
+    in workgroup memory, and the workgroup then writes the tile out in sorted order: the
+    elements of one digit go to consecutive places of the sorted row, so neighbouring
+    threads write neighbouring words (the chunk form's scatter is a scattered write per
+    element, each thread on its own run of addresses)."""
+
+    # threads, elements a thread: 2048 a tile and 16 KiB of workgroup memory (WebGPU's least
+    # maxComputeWorkgroupStorageSize).  E is 8: a thread's digits pack in one u32, and the
+    # prefix sum's 8 words a thread fill the half of the memory the permutation leaves.
+    WG, E = 256, 8
+    SCAN_T = 256
+
+    @classmethod
+    def blocks(cls, N):
+        return -(-N // (cls.WG * cls.E))
+
+    @classmethod
+    def segment(cls, N):
+        return cls.blocks(N)
+
+    @classmethod
+    def extra_bindings(cls, R, N, bindings):
+        return 1                 # the digits' totals
+
+    def __init__(self, ctx, shape, axis, nk):
+        super().__init__(ctx, shape, axis, nk)
+        self.totals = ctx.scratch(ShapedArray((self.R * _DIGITS,), _U32))
+
+    def _render(self, kb, shader, **fields):
+        groups = self.R * self.NB
+        grid = W.grid_for(groups, kb.max_groups)
+        src = W.render(shader, HEADER=kb.header(), WG=self.WG, E=self.E, KT=self.WG * self.E,
+                       NX=grid[0], GROUPS=groups, NT=self.NB, N=self.N, M=self.M,
+                       DIGITS=_DIGITS, MASK=_DIGITS - 1, ONEHOT=_one_hot8("d"), **fields)
+        self.ctx.dispatch(kb, src, grid)
+
+    def count(self, keys, shift):
+        kb = self.ctx.new_kb()
+        kin = kb.bind(keys, _U32, "read")
+        sums = kb.bind(self.sums, _U32, "read_write")
+        add = "\n".join(
+            f"  let c{d} = (h[{d // 4}] >> {d % 4 * 8}u) & 255u;\n"
+            f"  if (c{d} != 0u) {{ atomicAdd(&tot[{d}], c{d}); }}" for d in range(_DIGITS))
+        self._render(kb, "radix_count.wgsl", KIN=kin, SHIFT=shift, SUMS=sums, ADD=add)
+
+    def scatter(self, src, dst, w, shift, moved, first):
+        kb = self.ctx.new_kb()
+        kin, mv, iin, iout = self._scatter_bindings(kb, src, dst, w, moved, first)
+        sums = kb.bind(self.sums, _U32, "read")
+        totals = kb.bind(self.totals, _U32, "read")
+        moves = "".join(f"\n      {o}[to] = {s}[at];" for s, o in mv)
+        pos = "tb + sp" if first else f"{iin}[at]"
+        # the tile's digit starts, packed as the counters are (lo: even digits, hi: odd)
+        starts = ["  let s0 = 0u;"] + [
+            f"  let s{d + 1} = s{d} + {_digit_field(d, 'tlo', 'thi')};" for d in range(15)]
+        for name, first_digit in (("slo", 0), ("shi", 1)):
+            words = [f"s{4 * j + first_digit} | (s{4 * j + first_digit + 2} << 16u)"
+                     for j in range(4)]
+            starts.append(f"  let {name} = vec4<u32>({', '.join(words)});")
+        self._render(kb, "radix_scatter.wgsl", KIN=kin, SHIFT=shift, SUMS=sums, TOT=totals,
+                     SH=2 * self.WG * self.E, STARTS="\n".join(starts),
+                     MOVES=f"{moves}\n      {iout}[to] = {pos};")
+
+
+def _one_hot8(d):
+    """WGSL: sixteen 8-bit counters (byte d % 4 of word d / 4 of a vec4<u32>) with 1 at d."""
+    return (f"select(vec4<u32>(0u), vec4<u32>(1u << (({d} & 3u) * 8u)), "
+            f"vec4<u32>({d} >> 2u) == vec4<u32>(0u, 1u, 2u, 3u))")
+
+
+def _digit_field(d, lo="lo", hi="hi"):
+    """WGSL: digit d's counter in lo/hi, sixteen 8-bit counters spread to 16-bit fields
+    (lo: bytes 0 and 2 of each word, i.e. the even digits; hi: bytes 1 and 3)."""
+    j, b = divmod(d, 4)
+    v = lo if b % 2 == 0 else hi
+    return f"({v}[{j}] & 0xffffu)" if b < 2 else f"({v}[{j}] >> 16u)"
 
 
 def _register_exchange(q, r, nk, words) -> str:

@@ -1,8 +1,10 @@
-// LSD radix sort, one pass's scan: the per-(digit, superblock) counts of each row (M of
-// them, digit-major: [digit][superblock]) become their exclusive prefix sums, in place,
-// so each entry is where that digit's elements of that superblock start in the sorted
-// row.  One workgroup per row: each thread sums a contiguous slice, thread 0 scans the
-// slice totals, each thread rewrites its slice.  Filled in by wjax/_src/prims/sort.py.
+// LSD radix sort, one pass's scan: segments of M per-(digit, block) counts become their
+// exclusive prefix sums, in place.  A segment is a row's counts, digit-major ([digit]
+// [block]: each entry becomes where that digit's elements of that block start in the
+// sorted row), or one digit's counts of a row (each entry becomes where the block's
+// elements of that digit start among the row's, and TOTAL keeps the digit's count).  One
+// workgroup per segment: each thread sums a contiguous slice, thread 0 scans the slice
+// totals, each thread rewrites its slice.  Filled in by wjax/_src/prims/sort.py.
 {{HEADER}}
 var<workgroup> part: array<u32, {{T}}>;
 
@@ -19,7 +21,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   workgroupBarrier();
   if (lid == 0u) {
     var acc = 0u;
-    for (var t = 0u; t < {{T}}u; t = t + 1u) { let v = part[t]; part[t] = acc; acc = acc + v; }
+    for (var t = 0u; t < {{T}}u; t = t + 1u) { let v = part[t]; part[t] = acc; acc = acc + v; }{{TOTAL}}
   }
   workgroupBarrier();
   var acc = part[lid];
