@@ -45,7 +45,36 @@ settings.load_profile(os.environ.get("WJAX_HYPOTHESIS", "ci"))
 
 import contextlib  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+_RNG_STATES = {}
+
+
+@pytest.fixture(autouse=True)
+def _module_rngs_restarted(request):
+    """Every test starts its module's random generators (module-level ``RandomState`` /
+    ``Generator`` objects) where they stood when the module's first test began, so a
+    test's inputs do not depend on which tests its xdist worker happened to run before."""
+    mod = request.module
+    if mod is None:
+        yield
+        return
+    states = _RNG_STATES.get(mod.__name__)
+    if states is None:
+        states = _RNG_STATES[mod.__name__] = {}
+        for name, obj in vars(mod).items():
+            if isinstance(obj, np.random.RandomState):
+                states[name] = obj.get_state()
+            elif isinstance(obj, np.random.Generator):
+                states[name] = obj.bit_generator.state
+    for name, state in states.items():
+        obj = getattr(mod, name)
+        if isinstance(obj, np.random.RandomState):
+            obj.set_state(state)
+        else:
+            obj.bit_generator.state = state
+    yield
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ RS = np.random.RandomState(0)
 
 @pytest.fixture(autouse=True)
 def _clear():
-    RS.seed(0)      # each test's inputs the same whatever ran before it in this worker
     yield
     wjax.clear_caches()
 
