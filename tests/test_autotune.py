@@ -37,10 +37,11 @@ def tuner_file(tmp_path, monkeypatch):
 @pytest.fixture
 def cpu_forms():
     """The CPU kernel strategies (the tuner's size-class proxies, the direct convolution),
-    whichever adapter runs the tests: a GPU's own tuning is tested under GPU_STRATEGIES."""
+    whichever adapter runs the tests: a GPU's own tuning is tested under GPU_STRATEGIES.
+    Problems of any size are tuned (``tune_min_flops=0``: the tests' products are small)."""
     from wjax._src.backend import profiles
     jax.clear_caches()
-    with runtime.get().options(**dict(profiles.CPU_STRATEGIES)):
+    with runtime.get().options(**dict(profiles.CPU_STRATEGIES, tune_min_flops=0)):
         yield
     jax.clear_caches()
 
@@ -138,6 +139,34 @@ def test_tuning_off_takes_defaults(tuner_file, monkeypatch):
     s0 = dict(rt.tuner.stats)
     a = np.ones((64, 64), F)
     np.testing.assert_array_equal(np.asarray(jax.jit(jnp.matmul)(a, a)), a @ a)
+    assert rt.tuner.stats["timed"] == s0["timed"] and not os.path.exists(tuner_file)
+
+
+@pytest.mark.parametrize("forms", ["CPU_STRATEGIES", "GPU_STRATEGIES"])
+def test_small_problems_take_the_default_untimed(tuner_file, forms):
+    """Below the strategies' ``tune_min_flops`` (2^27 on CPU adapters, 2^20 on GPUs) a product
+    takes its default variant with nothing timed or written; at the threshold it is timed
+    (JAX's shard_map tutorial spent 118 of its 142 s on lavapipe tuning products of at most
+    8 MFLOP)."""
+    from wjax._src.backend import profiles
+    from wjax._src.backend.target import Target
+    rt = runtime.get()
+    strategies = getattr(profiles, forms)
+    low = strategies["tune_min_flops"]
+    assert low == (1 << 27 if forms == "CPU_STRATEGIES" else 1 << 20)
+    seen = []
+    t = Target({}, **strategies,
+               tune=lambda key, names, build, nb, default: seen.append(key) or names[-1])
+    names = ["a", "b"]
+    assert t.pick_variant("k1", names, None, [], "a", flops=low - 1) == "a" and seen == []
+    assert t.pick_variant("k2", names, None, [], "a", flops=low) == "b" and seen == ["k2"]
+    # through the lowering: a small product compiles with nothing timed or written
+    a = np.random.RandomState(1).randn(64, 48).astype(F)
+    s0 = dict(rt.tuner.stats)
+    with rt.options(**dict(strategies)):
+        got = np.asarray(jax.jit(jnp.matmul)(a, a.T))
+    jax.clear_caches()
+    np.testing.assert_allclose(got, a @ a.T, rtol=1e-5, atol=1e-4)
     assert rt.tuner.stats["timed"] == s0["timed"] and not os.path.exists(tuner_file)
 
 

@@ -66,11 +66,18 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #                    lavapipe took 91 us spinning against 160 asleep, but a spin takes
 #                    cores the kernels need (under load, e.g. the test suite's two workers
 #                    on two cores, untested), so a CPU adapter keeps sleeping at once
+#   tune_min_flops   smaller products and convolutions take their default variant untimed:
+#                    on lavapipe tuning one size class took ~5 s (compiling ~20 candidates),
+#                    which JAX's shard_map tutorial paid 22 times for products of at most
+#                    8 MFLOP (142 s against 24 s), so CPU adapters tune from 2^27 FLOPs (a few
+#                    ms a call there); GPUs compile faster and run small products often in
+#                    loops (the RNN step of bench_gpu, 8 MFLOP), so they tune from 2^20
 CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
-                      fft="registers", threads=1024, shader_checks="bounds", spin_wait_us=0)
+                      fft="registers", threads=1024, shader_checks="bounds", spin_wait_us=0,
+                      tune_min_flops=1 << 27)
 GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
                       fft="workgroup", threads=1 << 18, shader_checks="bounds",
-                      spin_wait_us=20000)
+                      spin_wait_us=20000, tune_min_flops=1 << 20)
 
 # The WebGPU specification's default limits (what every adapter provides at least).
 WEBGPU_LIMITS = {

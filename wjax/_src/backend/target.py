@@ -84,6 +84,10 @@ class Target(dict):
     ``compiles``         ``compiles(wgsl) -> bool``: validates an optional kernel variant
     ``tune``             ``tune(key, names, build, buffer_bytes, default) -> name``: picks a
                          kernel variant (``backend/autotune.py``; without a runtime: default)
+    ``tune_min_flops``   problems of fewer FLOPs take the default variant untimed
+                         (``pick_variant``): tuning compiles and times every candidate once
+                         per size class -- seconds on a CPU adapter -- which small products
+                         never win back
 
     and ``workgroup_memory``, the bytes of workgroup storage a kernel may declare.  A bare
     ``Target(limits)`` has the WebGPU default limits under ``limits`` and the GPU strategies.
@@ -96,7 +100,8 @@ class Target(dict):
                "matmul_tile", "sort", "radix_sort", "fft", "reduction", "elementwise",
                "register_block", "loop_workgroup", "loop_constants", "row_resident",
                "attention", "submit_early", "threads", "in_kernel_loops", "loop_work",
-               "decomp_iters", "shader_checks", "spin_wait_us", "compiles", "tune")
+               "decomp_iters", "shader_checks", "spin_wait_us", "tune_min_flops", "compiles",
+               "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -109,8 +114,8 @@ class Target(dict):
                  row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
-                 spin_wait_us: int = 20000, compiles: Callable[[str], bool] | None = None,
-                 tune: Callable | None = None):
+                 spin_wait_us: int = 20000, tune_min_flops: int = 1 << 20,
+                 compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
         if shader_checks not in SHADER_CHECKS:
             raise ValueError(f"wjax: shader_checks must be one of {', '.join(SHADER_CHECKS)}, "
                              f"not {shader_checks!r} (WJAX_SHADER_CHECKS)")
@@ -132,6 +137,7 @@ class Target(dict):
         self.decomp_iters = decomp_iters
         self.shader_checks = shader_checks
         self.spin_wait_us = spin_wait_us
+        self.tune_min_flops = tune_min_flops
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
@@ -175,6 +181,13 @@ class Target(dict):
                     compiles=compiles, tune=tune)
         opts.update(options)
         return cls(dict(profile.limits, **limits), **opts)
+
+    def pick_variant(self, key, names, build, buffer_bytes, default: str, flops: int) -> str:
+        """The variant of a kernel to use for a problem of ``flops``: ``tune``'s choice (the
+        cached or timed winner), or ``default`` untimed below ``tune_min_flops``."""
+        if flops < self.tune_min_flops:
+            return default
+        return self.tune(key, names, build, buffer_bytes, default)
 
     @property
     def workgroup_memory(self) -> int:

@@ -666,7 +666,7 @@ def _conv_direct(ctx, lhs, rhs, out, dn, g, params, M, N, K):
                 d.append((src2, [order[k] for k in kb2.dispatch_bindings()[0]], grid2))
             return d
         nb.append(4 * size * max(c.s for c in cands.values()))
-        name = ctx.target.tune(key, list(cands), build, nb, default.name)
+        name = ctx.target.pick_variant(key, list(cands), build, nb, default.name, flops)
         cfg = cands.get(name, default)
     size = int(np.prod(out.shape))
     if cfg.s == 1:

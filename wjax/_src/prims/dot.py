@@ -386,9 +386,9 @@ def _tuned(target, key, cands, Mp, Np, Kp, default_name):
     """The candidate the target's tuner picks for proxy Mp x Np x Kp (None: unknown name)."""
     by_name = {c.name: c for c in cands}
     nb = [4 * Mp * Kp, 4 * Kp * Np, 4 * Mp * Np, 4 * max(c.s for c in cands) * Mp * Np]
-    name = target.tune(key, list(by_name),
-                       lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
-                       default_name)
+    name = target.pick_variant(key, list(by_name),
+                               lambda name: _mm_proxy(target, by_name[name], Mp, Np, Kp), nb,
+                               default_name, flops=2 * Mp * Np * Kp)
     return by_name.get(name)
 
 
