@@ -92,6 +92,38 @@ def _native_pass_calls():
 _NATIVE = _native_pass_calls()
 
 
+def _native_bind_group_call():
+    """``make(device, layout, entries)``: a bind group of ``entries`` ((GPU buffer, byte
+    offset, byte size) bound at 0, 1, ...) made by wgpu-native's ``wgpuDeviceCreateBindGroup``
+    with its descriptor filled in directly, as wgpu-py's object (released when dropped); None
+    where this wgpu-py does not expose the call.  wgpu-py's ``create_bind_group`` checks and
+    converts every entry through its struct helpers: 60 us of a 70 us bind group on lavapipe
+    (two bindings), which a call whose outputs the pool cannot hand back (the caller keeps
+    them) pays per kernel.  Errors raise as ``create_bind_group``'s do (the same error-checked
+    call)."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+        ffi, create, wrap = _api.ffi, _api.libf.wgpuDeviceCreateBindGroup, _api.GPUBindGroup
+        ffi.new("WGPUBindGroupEntry[]", 1)
+        ffi.new("WGPUBindGroupDescriptor *")
+    except Exception:
+        return None
+
+    def make(device, layout, entries):
+        n = len(entries)
+        c = ffi.new("WGPUBindGroupEntry[]", n)       # zeroed: no chain, sampler or texture
+        for i, (gpu, offset, size) in enumerate(entries):
+            e = c[i]
+            e.binding, e.buffer, e.offset, e.size = i, gpu._internal, offset, size
+        d = ffi.new("WGPUBindGroupDescriptor *")     # zeroed: no chain, an empty label
+        d.layout, d.entryCount, d.entries = layout._internal, n, c
+        return wrap("", create(device._internal, d), device)
+    return make
+
+
+_BIND_GROUP = _native_bind_group_call()
+
+
 def _trusted_module_call():
     """``make(device, code, checks)``: a shader module compiled with only the run-time checks
     ``checks`` (``target.SHADER_CHECKS``' bits) through wgpu-native's
@@ -936,10 +968,14 @@ class Runtime:
                     f"wjax: a kernel would bind {size} bytes of one buffer, more than this "
                     f"adapter's max-storage-buffer-binding-size of {self.max_binding} bytes "
                     f"({self.describe()})")
-            entries.append(
-                {"binding": i, "resource": {"buffer": b.gpu, "offset": off, "size": size}}
-            )
-        bg = self.device.create_bind_group(layout=self._layouts[wgsl], entries=entries)
+            entries.append((b.gpu, off, size))
+        if _BIND_GROUP is not None:
+            bg = _BIND_GROUP(self.device, self._layouts[wgsl], entries)
+        else:
+            bg = self.device.create_bind_group(
+                layout=self._layouts[wgsl],
+                entries=[{"binding": i, "resource": {"buffer": g, "offset": o, "size": n}}
+                         for i, (g, o, n) in enumerate(entries)])
         if len(self._bind_groups) >= self._MAX_BIND_GROUPS:
             self._bind_groups.clear()
             self._bg_users.clear()
