@@ -161,6 +161,10 @@ def workloads(b: Bench, only=None):
         m = 2 ** 14 if S else 2 ** 22
         x = b.randn(m)
         b.timed(f"sort, {m}", jnp.sort, (x,), nbytes=8 * m)
+        if b.module == "wjax":       # the radix sort's chunk form (CPU adapters') beside it
+            from wjax._src.backend import runtime
+            with runtime.get().options(sort="registers"):
+                b.timed(f"sort, {m}, chunk form", lambda a: jnp.sort(a), (x,), nbytes=8 * m)
 
     # -- compute --------------------------------------------------------------------------
     if want("matmul"):
