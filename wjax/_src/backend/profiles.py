@@ -54,9 +54,10 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #   radix_sort       rows from this length sort by LSD radix passes instead of the bitonic
 #                    network: on lavapipe it wins from ~4K elements a row (one row of 2^20:
 #                    0.18 s against 0.6-0.9 s); on GPUs, where short rows are dispatch-bound,
-#                    from where the network takes as many dispatches as the radix sort's 34
-#                    (2^17: 21 global steps, 7 local ones, init and gather) and moves ~3x
-#                    its bytes (448 against ~170 per element)
+#                    from where the network takes more dispatches than the radix sort's 26
+#                    (init, 8 passes of 3, the gather; the network at 2^17: 21 global steps,
+#                    7 local ones, init and gather, 30; at 2^16, 23) and moves ~3x its bytes
+#                    (448 against ~170 per element)
 #   shader_checks    the run-time checks naga compiles into kernels (``Target``): "bounds"
 #                    everywhere -- indices clamped, no loop counters (wgpu issue 7698: loop
 #                    counters slowed some kernels 100x; lavapipe's selu 17%)
