@@ -40,9 +40,15 @@ if "$py" -m wjax --has opengl; then
 else
   echo "[test] no GL adapter here: the GL driver run is not possible on this machine"
 fi
+# the kernels whose code a narrower vector width changes most (every elementwise and
+# reduction form, row groups, attention); loops, control flow and the samplers run in the
+# GL and strict-driver runs (CI's time: ~25 minutes on 2 cores)
+VECTOR_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_regressions.py
+              tests/test_big_arrays.py tests/test_kernel_forms.py tests/test_row_resident.py
+              tests/test_attention.py"
 if "$py" -m wjax --has "vulkan llvmpipe"; then
   echo "[test] driver run: lavapipe with 128-bit vectors (LP_NATIVE_VECTOR_WIDTH=128)"
-  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest -n "$workers" $DRIVER_TESTS
+  WJAX_BACKEND=vulkan WJAX_ADAPTER=llvmpipe LP_NATIVE_VECTOR_WIDTH=128 "$py" -m pytest -n "$workers" $VECTOR_TESTS
   # what a real GPU's driver may do and lavapipe does not (wjax/_src/backend/strict_driver.py):
   # subnormals flushed as NVIDIA does, division and square roots at the WGSL spec's error
   # bound, products contracted into fused multiply-adds
