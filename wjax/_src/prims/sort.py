@@ -321,8 +321,8 @@ class _RadixSort:
     last key word's digits first) and the position of each element, 4 bits per pass.
 
     Each pass counts the digits of each block of a row, turns the counts (digit-major:
-    [row][digit][block]) into exclusive prefix sums with one workgroup per row
-    (shaders/radix_scan.wgsl) -- where each (digit, block) starts in the sorted row -- and
+    [row][digit][block]) into exclusive prefix sums (shaders/radix_scan.wgsl, ``scan``) --
+    where each (digit, block) starts in the sorted row -- and
     scatters every element (key words still needed, position) to its place: equal digits
     keep their order, so each pass is stable and the passes together sort by the whole key.
     Key and position words ping-pong between two buffers; the first pass writes the
@@ -331,6 +331,8 @@ class _RadixSort:
     tile)."""
 
     SCAN_T = 256                 # the scan's workgroup threads
+    totals = None                # a scratch key: the count of each (row, digit), where the
+                                 # scan's segments are digits (``segment``)
 
     @classmethod
     def blocks(cls, N: int) -> int:
@@ -392,9 +394,6 @@ class _RadixSort:
         src, grid = kb.elementwise_kernel(self.R * self.N)
         ctx.dispatch(kb, src, grid)
         return bits
-
-    totals = None       # a scratch key: the count of each (row, digit), where segments
-                        # are digits (``segment``)
 
     def scan(self):
         """Exclusive prefix sums of the counts in place, one workgroup per segment of
@@ -545,7 +544,6 @@ class _TileRadixSort(_RadixSort):
     # maxComputeWorkgroupStorageSize).  E is 8: a thread's digits pack in one u32, and the
     # prefix sum's 8 words a thread fill the half of the memory the permutation leaves.
     WG, E = 256, 8
-    SCAN_T = 256
 
     @classmethod
     def blocks(cls, N):
