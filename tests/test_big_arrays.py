@@ -98,6 +98,20 @@ def test_scans_and_sorts():
                                   np.argsort(M, axis=1, kind="stable"))
 
 
+def test_gpu_radix_sort_through_windows():
+    """The GPU radix sort's tile kernels (workgroup-memory ranking) on key and position
+    buffers bound as windows: one row of 2^18 + 123 int8 (two passes; its u32 key and
+    position words take two windows of 1 MiB each), many equal keys (stability)."""
+    from wjax._src.backend import profiles
+    x = np.clip(A[:2**18 + 123] * 40, -128, 127).astype(np.int8)
+    with runtime.get().options(**dict(profiles.GPU_STRATEGIES, radix_sort=1 << 12)):
+        f = wjax.jit(lambda a: jnp.argsort(a))
+        text = f.lower(x).compile().as_text()
+        got = np.asarray(f(x))
+    assert "LSD radix sort (GPU form)" in text and "_w1" in text
+    np.testing.assert_array_equal(got, np.argsort(x, kind="stable"))
+
+
 def test_transpose_matmul_conv():
     close(both(lambda m: m.T * 2, M), M.T * 2)
     close(both(lambda m: m @ m.T[:, :200], M, tol=1e-3), M @ M.T[:, :200], rtol=1e-3, atol=1e-3)
