@@ -33,8 +33,7 @@ def _check_arg(name, x, pos=0):
                         f"position {pos}.")
 
 
-def _aval(x):
-    return raise_to_shaped(x)
+_aval = raise_to_shaped
 
 
 def _to_operand(x, dt, weak):

@@ -65,8 +65,7 @@ def _is_pyscalar(x) -> bool:
 _pyscalar_types: dict = {}      # type -> whether its values are Python scalars
 
 
-def _aval(x):
-    return raise_to_shaped(x)
+_aval = raise_to_shaped
 
 
 def _as_operand(x, like_dtype=None):

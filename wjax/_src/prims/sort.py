@@ -447,7 +447,6 @@ class _ChunkRadixSort(_RadixSort):
     def __init__(self, ctx, shape, axis, nk):
         super().__init__(ctx, shape, axis, nk)
         self.NC = -(-self.N // self.C)
-        self.NSB = self.NB
         self.hist = ctx.scratch(ShapedArray((self.R * self.NC * 4,), _U32))
 
     def count(self, keys, shift):
@@ -486,7 +485,7 @@ class _ChunkRadixSort(_RadixSort):
         kb = self.ctx.new_kb()
         hist = kb.bind(self.hist, _U32, "read")
         sums = kb.bind(self.sums, _U32, "read_write")
-        NC, S, NSB = self.NC, self.S, self.NSB
+        NC, S, NSB = self.NC, self.S, self.NB
         kb.emit(f"""let row = i / {NSB}u;
   let sb = i % {NSB}u;
   let c0 = row * {NC}u + sb * {S}u;
@@ -502,7 +501,7 @@ class _ChunkRadixSort(_RadixSort):
         kin, mv, iin, iout = self._scatter_bindings(kb, src, dst, w, moved, first)
         hist = kb.bind(self.hist, _U32, "read")
         sums = kb.bind(self.sums, _U32, "read")
-        N, C, NC, S, NSB = self.N, self.C, self.NC, self.S, self.NSB
+        N, C, NC, S, NSB = self.N, self.C, self.NC, self.S, self.NB
         kb.emit(f"""let row = i / {NC}u;
   let c = i % {NC}u;
   let sb = c / {S}u;
