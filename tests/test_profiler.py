@@ -145,17 +145,64 @@ def test_jax_profiler_through_the_import_hook(tmp_path):
 
 def test_peak_probe_is_sized_to_the_adapter():
     """The peak probe's buffers and invocations come from the Target (``Target.threads``):
-    hundreds of MB and 2^18 invocations with neighbouring vec4s on a GPU profile (a fixed
-    16 MiB probe said 145 GB/s on an H100), 16 MiB on CPU adapters, within the binding
-    limit; the measured peak is positive either way."""
+    hundreds of MB and 2^20 FMA invocations on a GPU profile, copied one vec4 an invocation
+    and in a grid-stride loop (a fixed 16 MiB probe said 145 GB/s on an H100; the
+    grid-stride copy alone 1.4 TB/s on an H200 where a*2+b ran at 3.1), 16 MiB in
+    contiguous slices on CPU adapters, within the binding limit."""
     from wjax._src.backend import profiler as prof
     from wjax._src.backend.target import Target
-    nb, copy, fma = prof.probe_size(Target.for_profile("nvidia"))
-    assert nb >= 256 << 20 and fma >= 1 << 18 and copy is prof._COPY_STRIDED
-    nb, copy, fma = prof.probe_size(Target.for_profile("webgpu-default"))
+    nb, copies, fma = prof.probe_size(Target.for_profile("nvidia"))
+    assert nb >= 256 << 20 and fma >= 1 << 20
+    assert copies == (prof._COPY_ONE, prof._COPY_STRIDED)
+    nb, copies, fma = prof.probe_size(Target.for_profile("webgpu-default"))
     assert nb <= Target.for_profile("webgpu-default")["max-storage-buffer-binding-size"]
-    nb, copy, fma = prof.probe_size(Target.for_profile("lavapipe"))
-    assert nb == 16 << 20 and copy is prof._COPY and fma == 4096
+    nb, copies, fma = prof.probe_size(Target.for_profile("lavapipe"))
+    assert nb == 16 << 20 and copies == (prof._COPY,) and fma == 4096
+
+
+@pytest.mark.parametrize("timer", ["", "host"])
+def test_peak_probe_times_as_the_profiler_does(monkeypatch, timer):
+    """The probe's kernels are timed as the profiler times kernels: by GPU timestamps where
+    the adapter has them (the probe's own copy of wall time per launch included the submit
+    and the wait: on an H200 ~0.4 ms a call), else on the host; either way a positive rate
+    of each kind, and the one timer asked for is used."""
+    from wjax._src.backend import profiler as prof
     from wjax._src.backend import runtime
-    peak = prof.measure_peak(runtime.get())
+    rt = runtime.get()
+    monkeypatch.setenv("WJAX_PROFILE_TIMER", timer)
+    used = []
+    for name in ("_gpu_times", "_host_times"):
+        real = getattr(prof, name)
+        monkeypatch.setattr(prof, name, lambda rt, runs, _r=real, _n=name: (
+            used.append(_n), _r(rt, runs))[1])
+    monkeypatch.setattr(rt, "_measured_peak", None, raising=False)
+    peak = prof.measure_peak(rt)
+    want = "_gpu_times" if ("timestamp-query" in rt.features and not timer) else "_host_times"
+    assert used == [want]
     assert peak["gbps"] > 0 and peak["gflops"] > 0
+    assert isinstance(peak["gbps"], float) and isinstance(peak["gflops"], float)
+    rt._measured_peak = None
+
+
+def test_peak_fma_kernel_does_the_work_it_counts():
+    """``FMA_FLOPS`` is what an invocation of the FMA probe computes: FMA_CHAINS chains of
+    FMA_STEPS steps ``a = a * b + d`` each (NumPy's recurrence, float64, against the kernel's
+    results; a wrong step or chain count changes them: b^1024 ~ 0.36)."""
+    from wjax._src.backend import profiler as prof
+    from wjax._src.backend import runtime
+    rt = runtime.get()
+    out = rt.alloc(64 * 2 * 16)
+    rt.dispatch(prof._FMA, [out], (2, 1, 1))
+    got = np.frombuffer(rt.read(out, 128 * 16), np.float32).reshape(128, 4)
+    b = np.array([0.999, 0.998, 0.997, 0.996])
+    d = np.array([1e-3, 2e-3, 3e-3, 4e-3])
+    t = np.arange(128, dtype=np.float64)[:, None]
+    total = 0.0
+    for c in range(prof.FMA_CHAINS):
+        a = np.concatenate([np.float32(t * 1e-7 + c), np.broadcast_to([1.0, 2.0, 3.0],
+                                                                       (128, 3))], axis=1)
+        for _ in range(prof.FMA_STEPS):
+            a = a * b + d
+        total = total + a
+    np.testing.assert_allclose(got, total, rtol=2e-4)
+    assert prof.FMA_FLOPS == prof.FMA_STEPS * prof.FMA_CHAINS * 8

@@ -239,7 +239,17 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n:
   for (var i = t * per; i < t * per + per; i++) { y[i] = x[i]; }
 }"""
 
-# GPUs: neighbouring invocations copy neighbouring vec4s (a grid-stride loop)
+# GPUs: neighbouring invocations copy neighbouring vec4s, one each (the elementwise kernels'
+# form: 3.1 TB/s for a*2+b on an H200, where the grid-stride loop below measured 1.4)
+_COPY_ONE = """@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let i = g.x + g.y * n.x * 256u;
+  if (i < arrayLength(&y)) { y[i] = x[i]; }
+}"""
+
+# ... or a grid-stride loop over the buffer
 _COPY_STRIDED = """@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
 @compute @workgroup_size(256)
@@ -249,68 +259,112 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n:
   for (var i = t; i < arrayLength(&y); i += total) { y[i] = x[i]; }
 }"""
 
+# FMA_CHAINS independent vec4 chains an invocation (a GPU's FMA latency is hidden by the
+# chains of one invocation as well as by other invocations), FMA_UNROLL steps of each a
+# loop iteration (the loop's own compare and branch are a few percent of the work)
+FMA_STEPS, FMA_CHAINS, FMA_UNROLL = 1024, 4, 8
 _FMA = """@group(0) @binding(0) var<storage, read_write> y: array<vec4<f32>>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let t = g.x + g.y * n.x * 64u;
-  var a = vec4<f32>(f32(t) * 1e-7, 1.0, 2.0, 3.0);
-  var b = vec4<f32>(0.999, 0.998, 0.997, 0.996);
-  var c = a; var d = b;
-  for (var k = 0u; k < 4096u; k++) { a = fma(a, b, d); c = fma(c, d, b); }
-  y[t] = a + c;
-}"""
+  let b = vec4<f32>(0.999, 0.998, 0.997, 0.996);
+  let d = vec4<f32>(1e-3, 2e-3, 3e-3, 4e-3);
+%s
+  for (var k = 0u; k < %du; k++) {
+%s
+  }
+  y[t] = %s;
+}""" % ("\n".join(f"  var a{c} = vec4<f32>(f32(t) * 1e-7 + {c}.0, 1.0, 2.0, 3.0);"
+                   for c in range(FMA_CHAINS)),
+       FMA_STEPS // FMA_UNROLL,
+       "\n".join(f"    a{c} = fma(a{c}, b, d);" for _ in range(FMA_UNROLL)
+                 for c in range(FMA_CHAINS)),
+       " + ".join(f"a{c}" for c in range(FMA_CHAINS)))
+FMA_FLOPS = FMA_STEPS * FMA_CHAINS * 4 * 2      # an invocation's: vec4 FMAs, 2 FLOPs a lane
 
 
 def probe_size(target) -> tuple:
-    """(bytes copied each way, copy kernel, FMA invocations) of the peak probe, sized to the
+    """(bytes copied each way, copy kernels, FMA invocations) of the peak probe, sized to the
     adapter by its ``Target``: ``threads`` invocations (CPU 1024, GPU 2^18) and 2 KiB per
     invocation each way (at least 16 MiB, at most a quarter of the largest binding), copied
-    as the reduction strategy reads (contiguous slices on CPU adapters, neighbouring vec4s
-    on GPUs), and FMA chains on at least 4096 invocations."""
+    as the reduction strategy reads (contiguous slices on CPU adapters; on GPUs neighbouring
+    vec4s, one an invocation and in a grid-stride loop: the faster counts), and FMA chains
+    on at least 4096 invocations (GPUs: 4x ``threads``, several waves of every core)."""
     threads = int(target.threads)
     nbytes = max(16 << 20, min(threads * 2048,
                                int(target["max-storage-buffer-binding-size"]) // 4))
     nbytes -= nbytes % (16 * 64 * 256)
-    copy = _COPY if target.reduction == "slices" else _COPY_STRIDED
-    return nbytes, copy, max(4096, threads)
+    if target.reduction == "slices":
+        return nbytes, (_COPY,), max(4096, threads)
+    return nbytes, (_COPY_ONE, _COPY_STRIDED), 4 * threads
 
 
 def measure_peak(rt) -> dict:
     """The adapter's copy bandwidth (GB/s, read + written bytes) and vec4 FMA rate
-    (GFLOP/s), each the best of five timings of ``REPS`` launches of a kernel sized to the
-    adapter (``probe_size``; cached on the runtime).  On a loaded CPU adapter this is what
-    the adapter gets now, so a kernel may show above 100%."""
+    (GFLOP/s), each kernel sized to the adapter (``probe_size``) and timed the way the
+    profiler times kernels: by GPU timestamps where the adapter has them (the best of five
+    launches), else on the host (the best of five timings of ``REPS`` launches between
+    waits, so a submit and a wait are shared among them).  Cached on the runtime.  On a
+    loaded CPU adapter this is what the adapter gets now, so a kernel may show above 100%."""
     cached = getattr(rt, "_measured_peak", None)
     if cached is not None:
         return cached
-    nbytes, copy, fma_threads = probe_size(rt.target())
+    nbytes, copies, fma_threads = probe_size(rt.target())
     n_vec = nbytes // 16
-    reps = 4
     x, y = rt.alloc(n_vec * 16), rt.alloc(n_vec * 16)
     out = rt.alloc(fma_threads * 16)
+    max_groups = int(rt.target()["max-compute-workgroups-per-dimension"])
+    fma_grid = grid_of(fma_threads // 64, max_groups)
+    runs = [(_FMA, [out], fma_grid)]
+    for copy in copies:
+        groups = {_COPY: 256, _COPY_ONE: -(-n_vec // 256)}.get(
+            copy, max(1, min(n_vec, fma_threads) // 256))
+        runs.append((copy, [x, y], grid_of(groups, max_groups)))
+    for src, _, _ in runs:
+        rt.pipeline(src)
+    timed = _gpu_times if ("timestamp-query" in rt.features
+                           and settings().profile_timer != "host") else _host_times
+    times = timed(rt, runs)
+    threads = fma_grid[0] * fma_grid[1] * 64
+    peak = {"gbps": float(2 * n_vec * 16 / min(times[1:]) / 1e9),
+            "gflops": float(threads * FMA_FLOPS / times[0] / 1e9)}
+    rt._measured_peak = peak
+    return peak
 
-    def best(run):
+
+def _gpu_times(rt, runs, reps=5) -> list:
+    """Seconds of each dispatch ``(wgsl, buffers, grid)`` of ``runs`` by GPU timestamps: the
+    best of ``reps`` launches after one to warm up."""
+    with rt.lock:
+        rt.synchronize()
+        saved, sess = rt.profile, Session(rt, timestamps=True)
+        rt.profile = sess
+        try:
+            for _ in range(reps + 1):
+                for src, bufs, grid in runs:
+                    rt.dispatch(src, bufs, grid)
+            kernels, _ = sess.result()        # attached: the submit resolves its timestamps
+        finally:
+            rt.profile = saved
+    n = len(runs)
+    return [min(k["dur"] for k in kernels[n + i::n]) or 1e-9 for i in range(n)]
+
+
+def _host_times(rt, runs, reps=4) -> list:
+    """Seconds of each dispatch of ``runs`` on the host: the best of five timings of ``reps``
+    launches between waits, after one such timing to warm up."""
+    out = []
+    for src, bufs, grid in runs:
         ts = []
-        for _ in range(5):
+        for _ in range(6):
             rt.synchronize()
             t0 = time.perf_counter()
             for _ in range(reps):
-                run()
+                rt.dispatch(src, bufs, grid)
             rt.synchronize()
             ts.append((time.perf_counter() - t0) / reps)
-        return min(ts)
-    rt.pipeline(copy)
-    rt.pipeline(_FMA)
-    copy_groups = 256 if copy is _COPY else max(1, min(n_vec, fma_threads) // 256)
-    max_groups = int(rt.target()["max-compute-workgroups-per-dimension"])
-    fma_grid = grid_of(fma_threads // 64, max_groups)
-    best(lambda: rt.dispatch(copy, [x, y], grid_of(copy_groups, max_groups)))   # warm-up
-    t_copy = best(lambda: rt.dispatch(copy, [x, y], grid_of(copy_groups, max_groups)))
-    t_fma = best(lambda: rt.dispatch(_FMA, [out], fma_grid))
-    peak = {"gbps": 2 * n_vec * 16 / t_copy / 1e9,
-            "gflops": fma_grid[0] * fma_grid[1] * 64 * 4096 * 2 * 2 * 4 / t_fma / 1e9}
-    rt._measured_peak = peak
-    return peak
+        out.append(min(ts[1:]))
+    return out
 
 
 def grid_of(groups: int, max_per_dim: int) -> tuple:
