@@ -77,6 +77,24 @@ def _module_rngs_restarted(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _gpu_strategies_if_asked(request):
+    """``WJAX_TEST_STRATEGIES=gpu``: every test runs under the GPU kernel strategies
+    (``profiles.GPU_STRATEGIES``: tiled matmuls, workgroup sorts and FFTs, row-resident
+    softmax, strided reductions, ...) on whatever adapter runs it -- a sweep on lavapipe for
+    the kernel forms a real GPU takes, before device time is spent on them (tests that pin
+    the CPU forms, or count a CPU form's kernels, set their own; a test of the adapter's own
+    strategies is marked ``own_strategies`` and left alone).  Waits sleep at
+    once, as on a CPU adapter (spinning would take the cores lavapipe runs on)."""
+    if (os.environ.get("WJAX_TEST_STRATEGIES", "") != "gpu"
+            or request.node.get_closest_marker("own_strategies")):
+        yield
+        return
+    from wjax._src.backend import profiles, runtime
+    with runtime.get().options(**dict(profiles.GPU_STRATEGIES, spin_wait_us=0)):
+        yield
+
+
 @pytest.fixture
 def target_options():
     """``target_options(matmul="tiled", loop_work=64, ...)`` sets options of the device's

@@ -46,7 +46,8 @@ def fused(f, *args) -> bool:
 def close(got, want, rtol=2e-5, atol=2e-6):
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+    wide = np.complex128 if np.iscomplexobj(want) else np.float64
+    np.testing.assert_allclose(got.astype(wide), want.astype(wide), rtol=rtol,
                                atol=atol, equal_nan=True)
 
 
@@ -239,6 +240,32 @@ def test_not_taken():
     with gpu():
         assert fused(lambda *a: attention(wjax, *a), qd, kd, vd)
     close(got, J.jit(lambda *a: attention(J, *a))(qd, kd, vd))
+
+
+def test_other_literals_after_a_product():
+    """The matcher reads every literal after a product to find a softmax's -inf: complex,
+    integer and boolean ones are not -inf (a complex one raised numpy's TypeError from the
+    pass, so a complex program did not compile on a GPU profile: the grad of ``vdot``)."""
+    J = rjax()
+    a, b = RS.randn(2, 8, 4).astype(np.float32), RS.randn(2, 4, 8).astype(np.float32)
+    z = (RS.randn(5) + 1j * RS.randn(5)).astype(np.complex64)
+    i = np.arange(5, dtype=np.int32)
+
+    def f(J, a, b, z, i):
+        s = J.numpy.einsum("bqd,bdk->bqk", a, b)
+        w, n = z * (1 - 2j) + 3j, i * 3 + (i > 2)       # between the product and the softmax
+        return J.nn.softmax(s, axis=-1), w, n, J.numpy.vdot(z, z * 2j)
+    with gpu():
+        got = wjax.jit(lambda *x: f(wjax, *x))(a, b, z, i)
+        g = wjax.grad(lambda z: J_real(wjax, z))(z)
+    want = J.jit(lambda *x: f(J, *x))(a, b, z, i)
+    for x, y in zip(got, want):
+        close(x, y)
+    close(g, J.grad(lambda z: J_real(J, z))(z))
+
+
+def J_real(J, z):
+    return J.numpy.real(J.numpy.vdot(z, z * (1 + 1j)))
 
 
 def test_two_layers():

@@ -354,9 +354,20 @@ def test_selu_is_one_kernel():
     assert n_kernels(selu, jnp.ones(1000)) == 1
 
 
-def test_norm_kernels():
+def test_norm_kernels(target_options):
+    """Column normalisation: 3 kernels under the CPU forms (a column sum, the centred sum of
+    squares, the elementwise rest); under the GPU forms a tall column reduction is split
+    across workgroups, a second pass finishing each (5 kernels), the same values."""
+    from wjax._src.backend import profiles
+    x = np.random.RandomState(3).randn(10000, 10).astype(np.float32) * 3 + 1
+    want = (x - x.mean(0)) / x.std(0)
+    target_options(**profiles.CPU_STRATEGIES)
     assert n_kernels(norm, jnp.ones((100, 10))) <= 3
     assert n_kernels(norm, jnp.ones((10000, 10))) <= 3
+    np.testing.assert_allclose(np.asarray(wjax.jit(norm)(x)), want, rtol=2e-5, atol=2e-5)
+    target_options(**profiles.GPU_STRATEGIES)
+    assert n_kernels(norm, jnp.ones((10000, 10))) <= 5
+    np.testing.assert_allclose(np.asarray(wjax.jit(norm)(x)), want, rtol=2e-5, atol=2e-5)
 
 
 def test_softmax_kernels():

@@ -96,6 +96,7 @@ LAVAPIPE_BEFORE = dict(reduction="slices", elementwise="looped", register_block=
                        sort="registers", fft="registers", loop_limit=65535)
 
 
+@pytest.mark.own_strategies
 def test_this_machines_adapter():
     rt = runtime.get()
     info = rt.info

@@ -502,6 +502,12 @@ _SOFTMAX_STEPS = {("reduce_max", ("X",)): "M", ("max", ("M", "-inf")): "M",
 _KIND_VIEWS = {"broadcast_in_dim", "reshape", "expand_dims", "squeeze", "stop_gradient"}
 
 
+def _neg_inf(v) -> bool:
+    """Whether literal ``v`` is a real -inf (complex and integer literals are not)."""
+    v = np.asarray(v)
+    return v.dtype.kind not in "cbiu" and bool(np.isneginf(v.astype(np.float32)).all())
+
+
 def _softmax_after(eqns, start: int, x: Var, axes: tuple, users, outs):
     """The equations (indices, in order) that compute exactly ``softmax(x)`` over ``axes``
     from equation ``start`` on -- ``exp(x - max x) / sum(exp(x - max x))``, in float32, as
@@ -514,7 +520,7 @@ def _softmax_after(eqns, start: int, x: Var, axes: tuple, users, outs):
         ins = []
         for a in e.invars:
             if isinstance(a, Lit):
-                ins.append("-inf" if np.isneginf(a.val) else "lit")
+                ins.append("-inf" if _neg_inf(a.val) else "lit")
             else:
                 ins.append(kind.get(a.id, "."))
         if all(c in (".", "lit", "-inf") for c in ins):
