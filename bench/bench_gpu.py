@@ -90,24 +90,29 @@ class Bench:
     def phases(self, name, f, args, reps=10):
         """Where a waited call's wall time goes (wjax): recording it (``f(*args)`` returning;
         early submits included), submitting the rest (``flush``), waiting for the device
-        (``synchronize``) -- medians in microseconds, to set beside the profiler's GPU time."""
+        (``synchronize``) -- medians in microseconds, to set beside the profiler's GPU time;
+        the wait as the target does it (on GPUs: spinning first) and asleep at once."""
         from wjax._src.backend import runtime
         rt = runtime.get()
-        ph = {"record": [], "submit": [], "wait": []}
-        for _ in range(reps):
-            rt.synchronize()
-            t0 = time.perf_counter()
-            out = f(*args)
-            t1 = time.perf_counter()
-            rt.flush()
-            t2 = time.perf_counter()
-            rt.synchronize()
-            t3 = time.perf_counter()
-            del out
-            for k, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2)):
-                ph[k].append(v * 1e6)
-        print("    phases (us): " + ", ".join(f"{k} {statistics.median(v):.0f}"
-                                          for k, v in ph.items()), flush=True)
+        for how, opts in (("", {}), (", asleep at once", {"spin_wait_us": 0})):
+            with rt.options(**opts):
+                f(*args)               # compiled under these options before the clock
+                rt.synchronize()
+                ph = {"record": [], "submit": [], "wait": []}
+                for _ in range(reps):
+                    rt.synchronize()
+                    t0 = time.perf_counter()
+                    out = f(*args)
+                    t1 = time.perf_counter()
+                    rt.flush()
+                    t2 = time.perf_counter()
+                    rt.synchronize()
+                    t3 = time.perf_counter()
+                    del out
+                    for k, v in zip(ph, (t1 - t0, t2 - t1, t3 - t2)):
+                        ph[k].append(v * 1e6)
+            print(f"    phases{how} (us): " + ", ".join(
+                f"{k} {statistics.median(v):.0f}" for k, v in ph.items()), flush=True)
 
     def profile(self, name, call):
         """wjax's profiler (GPU timestamps) over three calls: its summary, appended."""

@@ -4,9 +4,9 @@
 #   once, here:  cp -r ../shared/gpu-kit .gpu-kit && echo /.gpu-kit/ >> .git/info/exclude
 #   there:       bash scripts/gpu_run.sh probe   # cooperative matrices, the card's test failures
 #                                                # with full logs, profiles of the slow workloads
-#                TESTS=150 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
-#                    # on real JAX (CUDA) on the same card, profiles, the kernel tests on the card
-#                    # (TESTS: their seconds), TILES="128x64x16 ...": matmul tile variants,
+#                TESTS=240 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
+#                    # on real JAX (CUDA) on the same card, profiles, the whole suite on the card
+#                    # (TESTS: its seconds at most), TILES="128x64x16 ...": matmul tile variants,
 #                    # CHECKS="all none" (the default): the rows again under other shader checks
 set -uo pipefail
 mode="${1:-bench}"
@@ -72,13 +72,13 @@ for t in ${TILES:-}; do
     | tee -a "$out/bench_wjax.txt"
 done
 if [ -n "${TESTS:-}" ]; then
+  # the whole suite on the card for at most TESTS seconds, one line a test (-v: what a run
+  # cut off by the timeout reached is still in the file), the failures' tracebacks short
   stamp "tests" | tee -a "$out/card.txt"
-  JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -q -p no:cacheprovider \
-    -m "not slow" tests/test_numerics.py tests/test_complex.py tests/test_fft.py \
-    tests/test_bfloat16.py tests/test_nn.py tests/test_random.py tests/test_scipy_linalg.py \
-    tests/test_matmul_tiled.py tests/test_autotune.py tests/test_row_resident.py tests/test_attention.py \
-    tests/test_kernel_forms.py tests/test_loops.py tests/test_ops.py \
-    -rf --tb=short 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" > "$out/tests.txt"
-  grep -E "^FAILED|passed|failed" "$out/tests.txt" | tail -40
+  JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -p no:cacheprovider -m "not slow" \
+    tests -v --tb=short -W ignore 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" \
+    > "$out/tests.txt"
+  grep -cE " PASSED" "$out/tests.txt" | sed 's/^/passed: /'
+  grep -E " FAILED|^FAILED| ERROR|[0-9]+ (passed|failed)" "$out/tests.txt" | sort -u | tail -60
 fi
 stamp "done" | tee -a "$out/card.txt"
