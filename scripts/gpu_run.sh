@@ -38,6 +38,7 @@ if [ "$mode" = probe ]; then
   stamp "profiles" | tee -a "$out/card.txt"
   timeout 70 python3 bench/bench_gpu.py --only softmax mlp rnn attention cumsum sort call \
     --profile "$out/profile.txt" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
+  timeout 90 python3 bench/kernel_lab.py 2>&1 | grep -v Warning >> "$out/profile.txt"
   stamp "done" | tee -a "$out/card.txt"
   exit 0
 fi
@@ -58,6 +59,10 @@ stamp "profiles" | tee -a "$out/card.txt"
 # time beyond the GPU's, e.g. the column normalisation's 1.7 ms wall against 0.5 ms of kernels)
 timeout 90 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm softmax mlp rnn attention call} \
   --profile "$out/profile.txt" --phases 2>&1 | grep -v Warning >> "$out/profile.txt"
+# each memory-bound kernel again with one driver-proof helper at a time swapped for the
+# builtin it stands in for (division, exp, max, compensated sums, opaque values): what each
+# costs on the card (the softmax kernel took 322 us where its bytes need ~90)
+timeout 90 python3 bench/kernel_lab.py 2>&1 | grep -v Warning >> "$out/profile.txt"
 # the run-time checks naga compiles into kernels (Target.shader_checks; the profiles take
 # "bounds": no loop counters): wgpu's default "all", and "none", beside the run above
 for m in ${CHECKS-all none}; do

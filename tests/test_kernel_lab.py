@@ -1,0 +1,54 @@
+"""bench/kernel_lab.py's kernel variants (a GPU run's diagnosis of where a kernel's time goes):
+each swap of a driver-proof helper for the WGSL builtin it stands in for finds the helper in
+the row-resident softmax kernel (GPU forms), compiles, and still computes softmax (within the
+builtins' looser error) on the same buffers."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+
+import numpy as np
+
+import wjax
+from wjax._src.backend import profiles, runtime
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
+                     "kernel_lab.py")
+
+
+def _lab():
+    spec = importlib.util.spec_from_file_location("kernel_lab", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_swapped_helpers_compile_and_compute_softmax():
+    lab = _lab()
+    rt = runtime.get()
+    x = np.random.RandomState(0).randn(32, 256).astype(np.float32)
+    e = np.exp(x - x.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True)
+    with rt.options(**dict(profiles.GPU_STRATEGIES, spin_wait_us=0)):
+        disp, out = lab.capture(rt, lambda a: wjax.nn.softmax(a, axis=-1),
+                                (wjax.device_put(x),))
+        assert [d[4] for d in disp] == ["row_group(exp,sub,max,div,reduce_max,reduce_sum)"]
+        wgsl, bufs, grid, ranges, _ = disp[0]
+        np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6, atol=1e-7)
+        (k,) = [int(i) for i in re.findall(r"read_write> b(\d+)", wgsl)]
+
+        def result():               # the output buffer itself (the array keeps its host copy)
+            return np.frombuffer(rt.read(bufs[k], x.nbytes), np.float32).reshape(x.shape)
+        variants = [v(wgsl) for v in lab.VARIANTS.values()] + [lab.all_swapped(wgsl)]
+        for src in variants + [lab.replace_fn(wgsl, "wj_div", "  return a * 0.5;")]:
+            assert src != wgsl
+            rt.zero(bufs[k])
+            rt.dispatch(src, bufs, grid, ranges)
+            rt.synchronize()
+            scale = 1.0 if src in variants else 0.5 * e.sum(1, keepdims=True)  # a * 0.5
+            np.testing.assert_allclose(result(), want * scale, rtol=1e-5, atol=1e-7)
+        assert "wj_div(" in wgsl and lab.replace_fn(wgsl, "wj_div", "  return a / b;").count(
+            "return a / b;") == 1
+        ts = lab.time_kernels(rt, [(variants[-1], bufs, grid, ranges)])
+        assert len(ts) == 1 and ts[0] > 0
