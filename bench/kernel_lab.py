@@ -111,40 +111,12 @@ def capture(rt, f, args):
 
 
 def time_kernels(rt, runs) -> list:
-    """Seconds of each dispatch of ``runs`` [(wgsl, buffers, grid, ranges)]: the profiler's
-    timer (GPU timestamps where the adapter has them), best of five."""
+    """Seconds of each dispatch of ``runs`` [(wgsl, buffers, grid, ranges)] as the profiler's
+    peak probe times its kernels: GPU timestamps where the adapter has them (best of five
+    launches), else on the host (launches between waits)."""
     if "timestamp-query" in rt.features:
-        return _best_gpu(rt, runs)
-    return [_best_host(rt, r) for r in runs]
-
-
-def _best_gpu(rt, runs, reps=5):
-    with rt.lock:
-        rt.synchronize()
-        saved, sess = rt.profile, profiler.Session(rt, timestamps=True)
-        rt.profile = sess
-        try:
-            for _ in range(reps + 1):
-                for src, bufs, grid, ranges in runs:
-                    rt.dispatch(src, bufs, grid, ranges)
-            kernels, _ = sess.result()
-        finally:
-            rt.profile = saved
-    n = len(runs)
-    return [min(k["dur"] for k in kernels[n + i::n]) for i in range(n)]
-
-
-def _best_host(rt, run, reps=5):
-    import time
-    src, bufs, grid, ranges = run
-    ts = []
-    for _ in range(reps + 1):
-        rt.synchronize()
-        t0 = time.perf_counter()
-        rt.dispatch(src, bufs, grid, ranges)
-        rt.synchronize()
-        ts.append(time.perf_counter() - t0)
-    return min(ts[1:])
+        return profiler._gpu_times(rt, runs)
+    return profiler._host_times(rt, runs)
 
 
 def main():
@@ -163,7 +135,7 @@ def main():
     small = a.small
     if small is None:
         small = rt.target().profile in ("lavapipe", "llvmpipe-gl", "generic-cpu")
-    timer = "GPU timestamps" if "timestamp-query" in rt.features else "host, one launch"
+    timer = "GPU timestamps" if "timestamp-query" in rt.features else "host"
     print(f"# kernel_lab: {rt.target().name} (profile {rt.target().profile}); "
           f"{'small' if small else 'full'} sizes; timer: {timer}; best of 5")
     names = ["as lowered"] + list(VARIANTS) + ["all of them swapped"]

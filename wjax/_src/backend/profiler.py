@@ -333,16 +333,16 @@ def measure_peak(rt) -> dict:
 
 
 def _gpu_times(rt, runs, reps=5) -> list:
-    """Seconds of each dispatch ``(wgsl, buffers, grid)`` of ``runs`` by GPU timestamps: the
-    best of ``reps`` launches after one to warm up."""
+    """Seconds of each dispatch of ``runs`` (``Runtime.dispatch``'s arguments: wgsl, buffers,
+    grid[, ranges]) by GPU timestamps: the best of ``reps`` launches after one to warm up."""
     with rt.lock:
         rt.synchronize()
         saved, sess = rt.profile, Session(rt, timestamps=True)
         rt.profile = sess
         try:
             for _ in range(reps + 1):
-                for src, bufs, grid in runs:
-                    rt.dispatch(src, bufs, grid)
+                for run in runs:
+                    rt.dispatch(*run)
             kernels, _ = sess.result()        # attached: the submit resolves its timestamps
         finally:
             rt.profile = saved
@@ -354,13 +354,13 @@ def _host_times(rt, runs, reps=4) -> list:
     """Seconds of each dispatch of ``runs`` on the host: the best of five timings of ``reps``
     launches between waits, after one such timing to warm up."""
     out = []
-    for src, bufs, grid in runs:
+    for run in runs:
         ts = []
         for _ in range(6):
             rt.synchronize()
             t0 = time.perf_counter()
             for _ in range(reps):
-                rt.dispatch(src, bufs, grid)
+                rt.dispatch(*run)
             rt.synchronize()
             ts.append((time.perf_counter() - t0) / reps)
         out.append(min(ts[1:]))
