@@ -1,6 +1,7 @@
-"""Where a memory-bound kernel's time goes: each kernel of a few of bench_gpu.py's workloads
-timed as lowered and again with one of its driver-proof helpers swapped for the plain WGSL
-builtin it stands in for, by GPU timestamps (the profiler's timer) where the adapter has them.
+"""Where a kernel's time goes: each kernel of a few of bench_gpu.py's workloads timed as
+lowered and again with one of its driver-proof helpers swapped for the plain WGSL builtin it
+stands in for, the tiled matmul's slab loop written out, and under wgpu's other shader checks,
+by GPU timestamps (the profiler's timer) where the adapter has them.
 
     WJAX_BACKEND=vulkan python3 bench/kernel_lab.py            # the issue's sizes on a GPU
     python3 bench/kernel_lab.py --only softmax                 # one workload
@@ -60,6 +61,28 @@ VARIANTS = {
 }
 
 
+def unroll_kk(src: str) -> str:
+    """The tiled matmul's slab loop (``for (var kk = 0u; kk < BKu; ...)``) written out BK
+    times with ``kk`` a constant, as a driver that unrolls it would have it."""
+    m = re.search(r"for \(var kk = 0u; kk < (\d+)u; kk = kk \+ 1u\) \{", src)
+    if m is None:
+        return src
+    depth, i = 1, m.end()
+    while depth:
+        depth += {"{": 1, "}": -1}.get(src[i], 0)
+        i += 1
+    body = src[m.end():i - 1]
+    steps = "".join(f"{{ let kk = {k}u;{body}}}\n" for k in range(int(m.group(1))))
+    return src[:m.start()] + steps + src[i:]
+
+
+VARIANTS["slab loop written out"] = unroll_kk
+
+# the run-time checks naga compiles into a kernel (``Target.shader_checks``; wjax's GPU
+# profiles take "bounds": indices clamped, no loop counters)
+CHECKS = {"shader checks: all (wgpu's default)": "all", "shader checks: none": "none"}
+
+
 def all_swapped(src: str) -> str:
     for f in VARIANTS.values():
         src = f(src)
@@ -75,7 +98,11 @@ def workloads(small: bool):
     def put(*shape):
         return wjax.device_put(rs.standard_normal(shape).astype(np.float32))
     x, y = put(n), put(n)
+    mm = 256 if small else 4096
     return {
+        "matmul": [(f"matmul {mm} f32 HIGHEST",
+                    lambda a, b: jnp.dot(a, b, precision="highest"), (put(mm, mm), put(mm, mm)),
+                    12 * mm * mm)],
         "elementwise": [(f"selu, {n}", wjax.nn.selu, (x,), 8 * n),
                         (f"a*2+b, {n}", lambda a, b: a * 2 + b, (x, y), 12 * n)],
         "sum": [(f"sum, {n}", jnp.sum, (x,), 4 * n)],
@@ -121,7 +148,8 @@ def time_kernels(rt, runs) -> list:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*", help="workloads: elementwise sum softmax colnorm")
+    ap.add_argument("--only", nargs="*",
+                    help="workloads: matmul elementwise sum softmax colnorm")
     ap.add_argument("--small", action="store_true", default=None)
     ap.add_argument("--full", dest="small", action="store_false")
     ap.add_argument("--gpu-forms", action="store_true",
@@ -148,11 +176,14 @@ def main():
             for wgsl, bufs, grid, ranges, label in disp:
                 srcs = [wgsl] + [v(wgsl) for v in VARIANTS.values()] + [all_swapped(wgsl)]
                 runs, shown = [], []
-                for name, src in zip(names, srcs):
+                checked = [(name, f"{wgsl}\n// kernel_lab: checks {mode}\n", mode)
+                           for name, mode in CHECKS.items()]
+                for name, src, mode in [(n, x, None) for n, x in zip(names, srcs)] + checked:
                     if name != names[0] and src == wgsl:
                         continue                     # the kernel has no such helper
                     try:
-                        rt.pipeline(src)
+                        with rt.options(**({"shader_checks": mode} if mode else {})):
+                            rt.pipeline(src)         # (cached by its text: a tag per mode)
                     except Exception as e:           # noqa: BLE001 (a variant that fails)
                         print(f"  {name}: does not compile: {str(e).splitlines()[0][:80]}")
                         continue

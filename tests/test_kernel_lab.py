@@ -40,7 +40,8 @@ def test_swapped_helpers_compile_and_compute_softmax():
 
         def result():               # the output buffer itself (the array keeps its host copy)
             return np.frombuffer(rt.read(bufs[k], x.nbytes), np.float32).reshape(x.shape)
-        variants = [v(wgsl) for v in lab.VARIANTS.values()] + [lab.all_swapped(wgsl)]
+        variants = [v(wgsl) for v in lab.VARIANTS.values() if v is not lab.unroll_kk]
+        variants.append(lab.all_swapped(wgsl))
         for src in variants + [lab.replace_fn(wgsl, "wj_div", "  return a * 0.5;")]:
             assert src != wgsl
             rt.zero(bufs[k])
@@ -52,3 +53,29 @@ def test_swapped_helpers_compile_and_compute_softmax():
             "return a / b;") == 1
         ts = lab.time_kernels(rt, [(variants[-1], bufs, grid, ranges)])
         assert len(ts) == 1 and ts[0] > 0
+
+
+def test_written_out_slab_loop_and_other_checks_compute_the_product():
+    """The tiled matmul with its slab loop written out, and the kernel compiled under wgpu's
+    other shader checks, write the product the kernel as lowered writes."""
+    lab = _lab()
+    rt = runtime.get()
+    rs = np.random.RandomState(1)
+    a, b = rs.randn(96, 80).astype(np.float32), rs.randn(80, 72).astype(np.float32)
+    with rt.options(**dict(profiles.GPU_STRATEGIES, spin_wait_us=0, matmul_tile="64x64x16")):
+        disp, out = lab.capture(rt, lambda x, y: x @ y,
+                                (wjax.device_put(a), wjax.device_put(b)))
+        (wgsl, bufs, grid, ranges, label), = disp
+        assert label == "dot_general" and "for (var kk = 0u; kk < 16u;" in wgsl
+        (k,) = [int(i) for i in re.findall(r"read_write> b(\d+)", wgsl)]
+        srcs = [lab.unroll_kk(wgsl)]
+        assert "for (var kk" not in srcs[0] and srcs[0].count("let kk = 15u;") == 1
+        for mode in lab.CHECKS.values():
+            srcs.append(f"{wgsl}\n// checks {mode}\n")
+            with rt.options(shader_checks=mode):
+                rt.pipeline(srcs[-1])
+        for src in srcs:
+            rt.zero(bufs[k])
+            rt.dispatch(src, bufs, grid, ranges)
+            got = np.frombuffer(rt.read(bufs[k], 96 * 72 * 4), np.float32).reshape(96, 72)
+            np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
