@@ -7,7 +7,8 @@
 #                TESTS=240 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
 #                    # on real JAX (CUDA) on the same card, profiles, the whole suite on the card
 #                    # (TESTS: its seconds at most), TILES="128x64x16 ...": matmul tile variants,
-#                    # CHECKS="all none" (the default): the rows again under other shader checks
+#                    # CHECKS="none" (the default; "all none" for both): the rows again under
+#                    # other shader checks (kernel_lab.py times each kernel under both)
 set -uo pipefail
 mode="${1:-bench}"
 out="${OUT:-gpu-out}"
@@ -65,7 +66,7 @@ timeout 90 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm soft
 timeout 90 python3 bench/kernel_lab.py 2>&1 | grep -v Warning >> "$out/profile.txt"
 # the run-time checks naga compiles into kernels (Target.shader_checks; the profiles take
 # "bounds": no loop counters): wgpu's default "all", and "none", beside the run above
-for m in ${CHECKS-all none}; do
+for m in ${CHECKS-none}; do
   echo "## wjax, WJAX_SHADER_CHECKS=$m" | tee -a "$out/bench_wjax.txt"
   WJAX_SHADER_CHECKS=$m timeout 120 python3 bench/bench_gpu.py \
     --only elementwise softmax matmul mlp rnn attention 2>&1 | grep -v Warning \
