@@ -78,11 +78,11 @@ for t in ${TILES:-}; do
     | tee -a "$out/bench_wjax.txt"
 done
 if [ -n "${TESTS:-}" ]; then
-  # the whole suite on the card for at most TESTS seconds, one line a test (-v: what a run
+  # the whole suite on the card for at most TESTS seconds, one line a test (-vv against the -q of pyproject: what a run
   # cut off by the timeout reached is still in the file), the failures' tracebacks short
   stamp "tests" | tee -a "$out/card.txt"
   JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -p no:cacheprovider -m "not slow" \
-    tests -v --tb=short -W ignore 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" \
+    tests -vv --tb=short -W ignore 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" \
     > "$out/tests.txt"
   grep -cE " PASSED" "$out/tests.txt" | sed 's/^/passed: /'
   grep -E " FAILED|^FAILED| ERROR|[0-9]+ (passed|failed)" "$out/tests.txt" | sort -u | tail -60
