@@ -562,3 +562,66 @@ def test_dce_prunes_unused_outputs_of_control_flow():
     assert len(e.outvars) == 2 and e.params["body_nconsts"] == 0    # c[1] (and x) are gone
     typecheck(d)
     assert float(eval_jaxpr(d, j.consts, 1.0)[0]) == 5.0
+
+
+def _zero_trip_programs(J, N, L, x):
+    """Loops that run no step: a scan over zero-length xs, a scan of length 0 (reverse, a
+    counter, consts), unrolled, a static and a dynamic zero-trip fori_loop, a while_loop whose
+    condition is false at once -- with their gradients and a vmap."""
+    def s_xs(x):
+        return L.scan(lambda c, xt: (c * 0.5 + xt.sum(), c * xt), x, N.zeros((0, 4), N.float32))
+
+    def s_len0(x):
+        def body(c, t):
+            i, v = c
+            return (i + 1, v * x[0] + i), v.sum()
+        return L.scan(body, (0, x), None, length=0, reverse=True)
+
+    def s_unrolled(x):
+        return L.scan(lambda c, xt: (c * 0.5 + xt.sum(), c * xt), x,
+                      N.zeros((0, 4), N.float32), unroll=4)
+
+    def carry_only(x):
+        return L.scan(lambda c, _: (c * 0.5, None), x, None, length=0)[0]
+
+    def fori0(x):
+        return L.fori_loop(0, 0, lambda i, c: c * 2 + i, x)
+
+    def fori_dynamic(x):
+        return L.fori_loop(0, (x[0] > 5).astype(N.int32), lambda i, c: c * 2 + i, x)
+
+    def while0(x):
+        return L.while_loop(lambda c: c[0] > 100, lambda c: c * 2, x)
+
+    def grad(f, first=False):
+        w = N.arange(1.0, 5.0) / 3
+        return J.grad(lambda x: N.sum((f(x)[0] if first else f(x)) * w))
+    return {"scan over no xs": s_xs, "scan length 0": s_len0, "unrolled": s_unrolled,
+            "carry only": carry_only, "fori 0": fori0, "fori dynamic 0": fori_dynamic,
+            "while 0": while0, "grad scan": grad(s_xs, True), "grad carry": grad(carry_only),
+            "grad fori": grad(fori0), "grad unrolled": grad(s_unrolled, True),
+            "vmap scan": lambda x: J.vmap(s_xs)(N.stack([x, x + 1])),
+            "vmap grad fori": lambda x: J.vmap(grad(fori0))(N.stack([x, x + 1]))}
+
+
+@pytest.mark.parametrize("forms", ["adapter", "gpu"])
+def test_loops_of_no_step_pass_their_carries_through(target_options, forms):
+    """A loop that runs no step returns its initial carries (and empty ``ys``), and its
+    gradient is the cotangent passed straight through: the recorded scan of length 0 left
+    its carry outputs unwritten (zeros on lavapipe, whatever a pooled buffer held on a GPU's
+    forms), so ``grad`` through ``fori_loop(0, 0, ...)`` or a scan over no xs gave zeros."""
+    rjax = pytest.importorskip("jax")
+    if forms == "gpu":
+        from wjax._src.backend import profiles
+        target_options(**dict(profiles.GPU_STRATEGIES, spin_wait_us=0))
+    x = np.arange(1, 5, dtype=np.float32)
+    want = _zero_trip_programs(rjax, rjax.numpy, rjax.lax, x)
+    for name, f in _zero_trip_programs(jax, jnp, lax, x).items():
+        for how, fn in (("eager", f), ("jit", jax.jit(f))):
+            got = jax.tree_util.tree_leaves(fn(x))
+            ref = rjax.tree_util.tree_leaves(want[name](x))
+            assert len(got) == len(ref), (name, how)
+            for g, w in zip(got, ref):
+                g, w = np.asarray(g), np.asarray(w)
+                assert g.shape == w.shape and g.dtype == w.dtype, (name, how, g, w)
+                np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=f"{name} {how}")

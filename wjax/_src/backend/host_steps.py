@@ -429,6 +429,8 @@ class _RecordedScan:
     def _record_steps(self, rt, consts, rc, xs, ctr, accs, yout):
         """Records the body runs, ``k`` steps per run while they fit, copying each step's
         aligned ``ys`` slices into place; returns the final carries and accumulators."""
+        if self.length == 0:         # no step: the carries leave as they came
+            return rc, accs
         if self.k == 1 and self.own_ys is not None:
             self._dynamic_views(rt)
             if hasattr(rt, "zero"):     # ys written through dynamic windows: see Runtime.zero
