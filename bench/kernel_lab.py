@@ -1,7 +1,8 @@
-"""Where a kernel's time goes: each kernel of a few of bench_gpu.py's workloads timed as
-lowered and again with one of its driver-proof helpers swapped for the plain WGSL builtin it
-stands in for, the tiled matmul's slab loop written out, and under wgpu's other shader checks,
-by GPU timestamps (the profiler's timer) where the adapter has them.
+"""Where a kernel's time goes: each kernel of a few of bench_gpu.py's workloads (a matmul,
+selu, a*2+b, sum, softmax, attention, a column normalisation) timed as lowered and again with
+one of its driver-proof helpers swapped for the plain WGSL builtin it stands in for, the
+tiled matmul's slab loop written out, and under wgpu's other shader checks, by GPU
+timestamps (the profiler's timer) where the adapter has them.
 
     WJAX_BACKEND=vulkan python3 bench/kernel_lab.py            # the issue's sizes on a GPU
     python3 bench/kernel_lab.py --only softmax                 # one workload
@@ -89,6 +90,13 @@ def all_swapped(src: str) -> str:
     return src
 
 
+def _attention(q, k, v):
+    """bench_gpu.py's attention: two einsums and the softmax between them (one fused kernel
+    on GPU profiles, ``prims/attention.py``)."""
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision="highest") / np.sqrt(q.shape[-1])
+    return jnp.einsum("bhqk,bhkd->bhqd", wjax.nn.softmax(s, axis=-1), v, precision="highest")
+
+
 def workloads(small: bool):
     rs = np.random.default_rng(0)
     n = 1 << (20 if small else 26)
@@ -99,6 +107,7 @@ def workloads(small: bool):
         return wjax.device_put(rs.standard_normal(shape).astype(np.float32))
     x, y = put(n), put(n)
     mm = 256 if small else 4096
+    ab, ah, asq = (1, 2, 256) if small else (8, 16, 1024)
     return {
         "matmul": [(f"matmul {mm} f32 HIGHEST",
                     lambda a, b: jnp.dot(a, b, precision="highest"), (put(mm, mm), put(mm, mm)),
@@ -109,6 +118,8 @@ def workloads(small: bool):
         "softmax": [(f"softmax over rows, {rows} x {cols}",
                      lambda a: wjax.nn.softmax(a, axis=-1), (put(rows, cols),),
                      8 * rows * cols)],
+        "attention": [(f"attention b{ab} h{ah} s{asq} d64", _attention,
+                       tuple(put(ab, ah, asq, 64) for _ in range(3)), 16 * ab * ah * asq * 64)],
         "colnorm": [(f"(X - mean(X,0)) / std(X,0), {tall[0]} x {tall[1]}",
                      lambda a: (a - a.mean(0)) / a.std(0), (put(*tall),),
                      8 * tall[0] * tall[1])],
@@ -149,7 +160,7 @@ def time_kernels(rt, runs) -> list:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*",
-                    help="workloads: matmul elementwise sum softmax colnorm")
+                    help="workloads: matmul elementwise sum softmax attention colnorm")
     ap.add_argument("--small", action="store_true", default=None)
     ap.add_argument("--full", dest="small", action="store_false")
     ap.add_argument("--gpu-forms", action="store_true",
