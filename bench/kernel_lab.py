@@ -167,19 +167,26 @@ def main():
                     help="the GPU kernel strategies on any adapter (lavapipe: to try it)")
     a = ap.parse_args()
     rt = runtime.get()
+    forms = {}
     if a.gpu_forms:
         from wjax._src.backend import profiles
-        rt._options = dict(profiles.GPU_STRATEGIES, spin_wait_us=0)
-        rt._target = None
+        forms = dict(profiles.GPU_STRATEGIES, spin_wait_us=0)
     small = a.small
     if small is None:
         small = rt.target().profile in ("lavapipe", "llvmpipe-gl", "generic-cpu")
+    with rt.options(**forms):
+        lab(rt, small, a.only)
+
+
+def lab(rt, small: bool, only) -> None:
+    """Prints, for each workload (``only``: those keys), each kernel's time as lowered and
+    under every variant that changes it."""
     timer = "GPU timestamps" if "timestamp-query" in rt.features else "host"
     print(f"# kernel_lab: {rt.target().name} (profile {rt.target().profile}); "
           f"{'small' if small else 'full'} sizes; timer: {timer}; best of 5")
     names = ["as lowered"] + list(VARIANTS) + ["all of them swapped"]
     for key, cases in workloads(small).items():
-        if a.only and key not in a.only:
+        if only and key not in only:
             continue
         for title, f, args, nbytes in cases:
             print(f"\n## {title} (the call moves {nbytes / 2**20:.0f} MiB at least)")
@@ -203,7 +210,7 @@ def main():
                 ts = time_kernels(rt, runs)
                 print(f"  {label}  grid {grid}")
                 for name, t in zip(shown, ts):
-                    print(f"    {name:<32} {t * 1e6:10.1f} us  {t / ts[0]:6.2f}x")
+                    print(f"    {name:<36} {t * 1e6:10.1f} us  {t / ts[0]:6.2f}x")
             del out
 
 
