@@ -148,15 +148,6 @@ def capture(rt, f, args):
     return got, out
 
 
-def time_kernels(rt, runs) -> list:
-    """Seconds of each dispatch of ``runs`` [(wgsl, buffers, grid, ranges)] as the profiler's
-    peak probe times its kernels: GPU timestamps where the adapter has them (best of five
-    launches), else on the host (launches between waits)."""
-    if "timestamp-query" in rt.features:
-        return profiler._gpu_times(rt, runs)
-    return profiler._host_times(rt, runs)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*",
@@ -181,7 +172,7 @@ def main():
 def lab(rt, small: bool, only) -> None:
     """Prints, for each workload (``only``: those keys), each kernel's time as lowered and
     under every variant that changes it."""
-    timer = "GPU timestamps" if "timestamp-query" in rt.features else "host"
+    timer = "GPU timestamps" if profiler.uses_timestamps(rt) else "host"
     print(f"# kernel_lab: {rt.target().name} (profile {rt.target().profile}); "
           f"{'small' if small else 'full'} sizes; timer: {timer}; best of 5")
     names = ["as lowered"] + list(VARIANTS) + ["all of them swapped"]
@@ -207,7 +198,7 @@ def lab(rt, small: bool, only) -> None:
                         continue
                     runs.append((src, bufs, grid, ranges))
                     shown.append(name)
-                ts = time_kernels(rt, runs)
+                ts = profiler.time_dispatches(rt, runs)
                 print(f"  {label}  grid {grid}")
                 for name, t in zip(shown, ts):
                     print(f"    {name:<36} {t * 1e6:10.1f} us  {t / ts[0]:6.2f}x")

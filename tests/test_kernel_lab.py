@@ -51,7 +51,7 @@ def test_swapped_helpers_compile_and_compute_softmax():
             np.testing.assert_allclose(result(), want * scale, rtol=1e-5, atol=1e-7)
         assert "wj_div(" in wgsl and lab.replace_fn(wgsl, "wj_div", "  return a / b;").count(
             "return a / b;") == 1
-        ts = lab.time_kernels(rt, [(variants[-1], bufs, grid, ranges)])
+        ts = lab.profiler.time_dispatches(rt, [(variants[-1], bufs, grid, ranges)])
         assert len(ts) == 1 and ts[0] > 0
 
 

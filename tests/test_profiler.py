@@ -178,6 +178,7 @@ def test_peak_probe_times_as_the_profiler_does(monkeypatch, timer):
     monkeypatch.setattr(rt, "_measured_peak", None, raising=False)
     peak = prof.measure_peak(rt)
     want = "_gpu_times" if ("timestamp-query" in rt.features and not timer) else "_host_times"
+    assert prof.uses_timestamps(rt) == (want == "_gpu_times")
     assert used == [want]
     assert peak["gbps"] > 0 and peak["gflops"] > 0
     assert isinstance(peak["gbps"], float) and isinstance(peak["gflops"], float)

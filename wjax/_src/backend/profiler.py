@@ -30,13 +30,16 @@ from ..core.config import settings
 _QUERIES = 1024            # timestamps per query set (2 per dispatch)
 
 
+def uses_timestamps(rt) -> bool:
+    """Whether kernels on ``rt`` are timed by GPU timestamps (the adapter has
+    ``timestamp-query`` and ``WJAX_PROFILE_TIMER`` is not ``host``), else on the host."""
+    return "timestamp-query" in rt.features and settings().profile_timer != "host"
+
+
 class Session:
     def __init__(self, rt, timestamps: bool | None = None):
         self.rt = rt
-        if timestamps is None:
-            timestamps = ("timestamp-query" in rt.features
-                          and settings().profile_timer != "host")
-        self.timestamps = timestamps
+        self.timestamps = uses_timestamps(rt) if timestamps is None else timestamps
         self.kernels: list[dict] = []         # one per dispatch, in recording order
         self.host: list[dict] = []            # host-side events
         self.t0 = time.perf_counter()
@@ -303,7 +306,7 @@ def measure_peak(rt) -> dict:
     """The adapter's copy bandwidth (GB/s, read + written bytes) and vec4 FMA rate
     (GFLOP/s), each kernel sized to the adapter (``probe_size``) and timed the way the
     profiler times kernels: by GPU timestamps where the adapter has them (the best of five
-    launches), else on the host (the best of five timings of ``REPS`` launches between
+    launches), else on the host (the best of five timings of four launches between
     waits, so a submit and a wait are shared among them).  Cached on the runtime.  On a
     loaded CPU adapter this is what the adapter gets now, so a kernel may show above 100%."""
     cached = getattr(rt, "_measured_peak", None)
@@ -317,19 +320,27 @@ def measure_peak(rt) -> dict:
     fma_grid = grid_of(fma_threads // 64, max_groups)
     runs = [(_FMA, [out], fma_grid)]
     for copy in copies:
-        groups = {_COPY: 256, _COPY_ONE: -(-n_vec // 256)}.get(
-            copy, max(1, min(n_vec, fma_threads) // 256))
+        if copy is _COPY:                  # 256 contiguous slices
+            groups = 256
+        elif copy is _COPY_ONE:            # a vec4 an invocation
+            groups = -(-n_vec // 256)
+        else:                              # a grid-stride loop on the FMA's invocations
+            groups = max(1, min(n_vec, fma_threads) // 256)
         runs.append((copy, [x, y], grid_of(groups, max_groups)))
     for src, _, _ in runs:
         rt.pipeline(src)
-    timed = _gpu_times if ("timestamp-query" in rt.features
-                           and settings().profile_timer != "host") else _host_times
-    times = timed(rt, runs)
+    times = time_dispatches(rt, runs)
     threads = fma_grid[0] * fma_grid[1] * 64
     peak = {"gbps": float(2 * n_vec * 16 / min(times[1:]) / 1e9),
             "gflops": float(threads * FMA_FLOPS / times[0] / 1e9)}
     rt._measured_peak = peak
     return peak
+
+
+def time_dispatches(rt, runs) -> list:
+    """Seconds of each dispatch of ``runs`` (``Runtime.dispatch``'s arguments: wgsl, buffers,
+    grid[, ranges]) with the profiler's timer (``uses_timestamps``)."""
+    return (_gpu_times if uses_timestamps(rt) else _host_times)(rt, runs)
 
 
 def _gpu_times(rt, runs, reps=5) -> list:
