@@ -207,3 +207,25 @@ def test_peak_fma_kernel_does_the_work_it_counts():
         total = total + a
     np.testing.assert_allclose(got, total, rtol=2e-4)
     assert prof.FMA_FLOPS == prof.FMA_STEPS * prof.FMA_CHAINS * 8
+
+
+def test_probe_grids_cover_every_workgroup():
+    """``grid_of`` splits a workgroup count past the per-dimension limit into whole rows that
+    cover it (a few more, never fewer: the last rows of a copy were left out before), and
+    the one-vec4 copy probe run on such a grid copies the whole buffer."""
+    from wjax._src.backend import profiler as prof
+    from wjax._src.backend import runtime
+    for groups in (1, 7, 65535, 65536, 100001, (1 << 18) + 5, 1 << 20):
+        gx, gy, gz = prof.grid_of(groups, 65535)
+        assert gz == 1 and gx <= 65535 and gy <= 65535
+        assert groups <= gx * gy < groups + gy, (groups, gx, gy)
+    rt = runtime.get()
+    n_vec = 256 * 23                        # 23 workgroups on rows of at most 5
+    src = np.arange(4 * n_vec, dtype=np.float32)
+    x, y = rt.upload(src), rt.alloc(n_vec * 16)
+    rt.zero(y)
+    grid = prof.grid_of(23, 5)
+    assert grid[1] > 1
+    rt.dispatch(prof._COPY_ONE, [x, y], grid)
+    got = np.frombuffer(rt.read(y, n_vec * 16), np.float32)
+    np.testing.assert_array_equal(got, src)

@@ -315,9 +315,10 @@ def measure_peak(rt) -> dict:
     nbytes, copies, fma_threads = probe_size(rt.target())
     n_vec = nbytes // 16
     x, y = rt.alloc(n_vec * 16), rt.alloc(n_vec * 16)
-    out = rt.alloc(fma_threads * 16)
     max_groups = int(rt.target()["max-compute-workgroups-per-dimension"])
     fma_grid = grid_of(fma_threads // 64, max_groups)
+    threads = fma_grid[0] * fma_grid[1] * 64       # (the grid's whole rows)
+    out = rt.alloc(threads * 16)
     runs = [(_FMA, [out], fma_grid)]
     for copy in copies:
         if copy is _COPY:                  # 256 contiguous slices
@@ -330,7 +331,6 @@ def measure_peak(rt) -> dict:
     for src, _, _ in runs:
         rt.pipeline(src)
     times = time_dispatches(rt, runs)
-    threads = fma_grid[0] * fma_grid[1] * 64
     peak = {"gbps": float(2 * n_vec * 16 / min(times[1:]) / 1e9),
             "gflops": float(threads * FMA_FLOPS / times[0] / 1e9)}
     rt._measured_peak = peak
@@ -384,4 +384,4 @@ def grid_of(groups: int, max_per_dim: int) -> tuple:
     if groups <= max_per_dim:
         return (groups, 1, 1)
     y = -(-groups // max_per_dim)
-    return (groups // y, y, 1)
+    return (-(-groups // y), y, 1)
