@@ -17,6 +17,7 @@ import re
 from importlib import resources
 
 import numpy as np
+import pytest
 
 import wjax
 import wjax.numpy as jnp
@@ -192,3 +193,12 @@ def test_every_helper_and_template_calls_only_allowed_builtins(monkeypatch):
     assert not bad, f"helpers calling builtins outside wgsl_math.ALLOWED_BUILTINS: {bad}"
     assert len(W.HELPERS) > 100
 
+
+
+def test_a_helper_name_has_one_source():
+    """Two helpers of one name would make every shader get whichever registered last (the
+    special functions' ``wj_fkey`` once replaced a new reduction helper of that name)."""
+    name = next(iter(W.HELPERS))
+    assert W.helper(name, W.HELPERS[name]) == name          # the same source again: fine
+    with pytest.raises(ValueError, match="registered twice"):
+        W.helper(name, W.HELPERS[name] + "\n// another")

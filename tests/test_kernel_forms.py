@@ -200,6 +200,70 @@ def test_strided_sums_stay_compensated(subgroups):
     wjax.clear_caches()
 
 
+@pytest.mark.parametrize("form", ["cpu", "strided", "strided+subgroups", "rows"])
+def test_max_and_min_fold_order_keys(form):
+    """Float max/min reductions fold integer keys of the values (``wj_okey``): a NaN of
+    either sign wins, +0 beats -0 in max and -0 wins min, infinities and subnormals keep
+    their bits (no float compare a driver may flush), an empty fold gives -inf / inf, and
+    float16 / bfloat16 fold through float32 -- bit for bit NumPy's answers (JAX's where it
+    does not flush subnormals), in every reduction form: rows, vec4 columns, scalar lanes, a
+    middle axis, full folds split in parts, row-resident groups."""
+    rt = runtime.get()
+    opts = {"cpu": dict(profiles.CPU_STRATEGIES),
+            "strided": _strided_options(rt, False),
+            "strided+subgroups": _strided_options(rt, True),
+            "rows": dict(profiles.GPU_STRATEGIES)}[form]
+    rs = np.random.RandomState(7)
+    specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e-39,
+                         -3e-39, 3.4e38, -3.4e38], np.float32)
+
+    def data(shape, nan):
+        x = (rs.randn(*shape) * 10.0 ** rs.randint(-3, 4, shape)).astype(np.float32)
+        k = x.size // 50 + 1 if x.size else 0
+        x.flat[rs.randint(0, max(x.size, 1), k)] = rs.choice(specials if nan else specials[2:], k)
+        return x
+
+    def fold(mod, name, x, ax):
+        """``mod``'s max/min of x over ``ax`` (jitted), -inf/inf as the initial of empty ones."""
+        init = {} if x.size else {"initial": -np.inf if name == "max" else np.inf}
+        f = lambda a: getattr(mod.numpy if mod is not np else np, name)(a, axis=ax, **init)  # noqa: E731
+        return np.asarray(f(x) if mod is np else mod.jit(f)(x))
+    J = rjax()
+    with rt.options(**opts):
+        for shape, ax in [((64, 256), 1), ((256, 64), 0), ((300, 6), 0), ((16, 40, 12), 1),
+                          ((1 << 17,), 0), ((3, 70000), 1), ((4099, 64), 0), ((8, 0), 1)]:
+            for nan in (False, True):
+                x = data(shape, nan)
+                for name in ("max", "min"):
+                    got, want = fold(wjax, name, x, ax), fold(np, name, x, ax)
+                    assert got.dtype == np.float32
+                    np.testing.assert_array_equal(got, want)
+                    ok = ~np.isnan(want)             # zeros keep their signs
+                    assert (np.signbit(got)[ok] == np.signbit(want)[ok]).all(), (shape, ax)
+                    if not nan:                      # JAX flushes subnormals: none here
+                        xn = np.where(np.abs(x) < 1.2e-38, np.float32(0), x)
+                        np.testing.assert_array_equal(fold(wjax, name, xn, ax),
+                                                      fold(J, name, xn, ax))
+        # only zeros: the sign decides
+        z = np.array([[-0.0, 0.0, -0.0], [-0.0, -0.0, -0.0], [0.0, 0.0, 0.0]], np.float32)
+        for name, want in (("max", [0.0, -0.0, 0.0]), ("min", [-0.0, -0.0, 0.0])):
+            got = np.asarray(wjax.jit(lambda a, n=name: getattr(jnp, n)(a, axis=1))(z))
+            assert list(np.signbit(got)) == list(np.signbit(np.array(want, np.float32))), name
+        # softmax's row max (row-resident on GPU forms) of a row holding NaN or -inf only
+        sm = np.asarray(wjax.jit(lambda a: wjax.nn.softmax(a, axis=-1))(
+            np.array([[1.0, np.nan, 2.0], [-np.inf, 0.0, 1.0]], np.float32)))
+        assert np.isnan(sm[0]).all() and np.allclose(sm[1], [0.0, 0.26894143, 0.7310586])
+        import ml_dtypes
+        for dt in (np.float16, ml_dtypes.bfloat16):
+            h = data((33, 100), True).astype(dt)
+            for name in ("max", "min"):
+                got = np.asarray(wjax.jit(lambda a, n=name: getattr(jnp, n)(a, axis=1))(h))
+                assert got.dtype == dt
+                np.testing.assert_array_equal(got.astype(np.float32),
+                                              getattr(np, name)(h.astype(np.float32), axis=1))
+    wjax.clear_caches()
+
+
 def test_strided_forms_are_what_gpus_get():
     """What the GPU profiles' lowering emits: a tall-skinny column sum (2^20 x 64) and a
     full sum of 2^26 each split over many workgroups (two kernels, the first with hundreds of

@@ -134,7 +134,10 @@ HELPERS: dict[str, str] = {}
 
 
 def helper(name: str, src: str) -> str:
-    """Registers a WGSL helper function emitted only into shaders that use it."""
+    """Registers a WGSL helper function emitted only into shaders that use it (one source
+    per name: a second helper of that name would silently replace the first everywhere)."""
+    if HELPERS.get(name, src) != src:
+        raise ValueError(f"WGSL helper {name!r} is registered twice with different sources")
     HELPERS[name] = src
     return name
 

@@ -641,6 +641,30 @@ fn wj_min_f(a: f32, b: f32) -> f32 {
   if (a == 0.0 && b == 0.0) { return select(a, b, bitcast<u32>(b) == 0x80000000u); }
   return min(a, b);
 }""")
+# max/min reductions fold integer keys instead (prims/reduce.py): a float's bits made monotone
+# as an i32 (negative floats' magnitude bits flipped: -0 sorts below +0), NaN mapped to the
+# key that wins (i32's largest for max, its least for min), so the fold is one integer max or
+# min -- no branch, no float compare a driver may flush -- and the result the key's float,
+# NaN canonical.
+W.helper("wj_okey", """
+fn wj_okey(x: f32) -> i32 {
+  let u = bitcast<u32>(x);
+  return bitcast<i32>(u ^ (bitcast<u32>(bitcast<i32>(u) >> 31u) >> 1u));
+}""")
+W.helper("wj_okey_max", """
+fn wj_okey_max(x: f32) -> i32 {
+  return select(wj_okey(x), 2147483647, (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u);
+}""")
+W.helper("wj_okey_min", """
+fn wj_okey_min(x: f32) -> i32 {
+  let nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+  return select(wj_okey(x), bitcast<i32>(0x80000000u), nan);
+}""")
+W.helper("wj_okey_f", """
+fn wj_okey_f(k: i32) -> f32 {
+  let u = bitcast<u32>(k) ^ (bitcast<u32>(k >> 31u) >> 1u);
+  return select(bitcast<f32>(u), bitcast<f32>(0x7fc00000u), (u & 0x7fffffffu) > 0x7f800000u);
+}""")
 # complex max/min: XLA's lexicographic order (real parts, then imaginary parts) as a select
 # of the second operand unless the first compares greater (less): a NaN part compares false,
 # so it picks ``b``; NaN is tested by the bits (drivers may fold ordered compares)
