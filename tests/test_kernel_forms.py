@@ -264,6 +264,40 @@ def test_max_and_min_fold_order_keys(form):
     wjax.clear_caches()
 
 
+@pytest.mark.parametrize("form", ["cpu", "strided", "rows"])
+def test_sums_keep_infinities_and_nan(form):
+    """A compensated sum's error term turns NaN once its partial sum is inf or NaN; the
+    result then reads the partial sum alone (``wj_sum_result``): inf + finite values is inf,
+    inf + -inf and NaN are NaN, overflow is inf, the sign kept -- as JAX has them, in every
+    form (a row, a column of vec4s, a full fold in parts, a row-resident group), float32 and
+    complex64."""
+    rt = runtime.get()
+    opts = {"cpu": dict(profiles.CPU_STRATEGIES), "strided": _strided_options(rt, False),
+            "rows": dict(profiles.GPU_STRATEGIES)}[form]
+    rows = [[np.inf, 1.0, 2.0], [1.0, -np.inf, 2.0], [np.inf, -np.inf, 0.0], [np.nan, np.inf, 1.0],
+            [3e38, 3e38, 3e38], [-3e38, -3e38, -3e38], [0.1, 0.2, 0.3], [1.0, 2.0, -4.0]]
+    x = np.repeat(np.array(rows, np.float32), 700, axis=1)       # 8 x 2100: long rows
+    c = (x + 1j * x[::-1]).astype(np.complex64)
+    J = rjax()
+    with rt.options(**opts):
+        for a in (x, x.T.copy(), c):
+            ax = 1 if a.shape[0] == 8 else 0
+            got = np.asarray(wjax.jit(lambda v: v.sum(ax))(a)).view(np.float32)
+            want = np.asarray(J.jit(lambda v: v.sum(ax))(a)).view(np.float32)  # re, im apart
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            fin = np.isfinite(want)
+            np.testing.assert_array_equal(got[~fin & ~np.isnan(want)],
+                                          want[~fin & ~np.isnan(want)])
+            np.testing.assert_allclose(got[fin], want[fin], rtol=1e-6)
+        full = np.asarray(wjax.jit(jnp.sum)(np.repeat(np.float32([np.inf, 1.0]), 1 << 16)))
+        assert full == np.inf
+        sm = np.asarray(wjax.jit(lambda v: wjax.nn.softmax(v, axis=-1))(x[:, :1024]))
+        want = np.asarray(J.jit(lambda v: J.nn.softmax(v, axis=-1))(x[:, :1024]))
+        np.testing.assert_allclose(sm, want, rtol=1e-6, atol=1e-7)      # NaN where JAX has
+        assert np.isnan(sm[[0, 2, 3]]).all() and not np.isnan(sm[[1, 4, 5, 6, 7]]).any()
+    wjax.clear_caches()
+
+
 def test_strided_forms_are_what_gpus_get():
     """What the GPU profiles' lowering emits: a tall-skinny column sum (2^20 x 64) and a
     full sum of 2^26 each split over many workgroups (two kernels, the first with hundreds of

@@ -63,11 +63,17 @@ def _monoid(op: str, dtype, index_dtype=None) -> Monoid:
     raise ValueError(op)
 
 
+# A compensated state is (hi, lo): TwoSum's error terms summed in lo.  Once hi is inf or NaN
+# it stays so (inf + x is inf or NaN), and lo turns NaN (inf - inf) with it: the folds never
+# look at that, the result does -- hi alone where hi is not finite (sum([inf, 1]) is inf), so
+# no step pays a compare and a select for it.
 _TWO_SUM = ("  let s{i} = wj_opq(a.{h} + b.{h});\n  let bp{i} = wj_opq(s{i} - a.{h});\n"
             "  let err{i} = (a.{h} - wj_opq(s{i} - bp{i})) + (b.{h} - bp{i});\n"
-            # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
-            "  let fin{i} = (bitcast<u32>(s{i}) & 0x7f800000u) != 0x7f800000u;\n"
-            "  let lo{i} = select(0.0, err{i} + a.{l} + b.{l}, fin{i});\n")
+            "  let lo{i} = err{i} + a.{l} + b.{l};\n")
+W.helper("wj_sum_result", """
+fn wj_sum_result(hi: f32, lo: f32) -> f32 {
+  return select(hi + lo, hi, (bitcast<u32>(hi) & 0x7f800000u) == 0x7f800000u);
+}""")
 
 
 def _sum_monoid(dtype, k, vt) -> Monoid:
@@ -77,18 +83,19 @@ def _sum_monoid(dtype, k, vt) -> Monoid:
                       _TWO_SUM.format(i=0, h="x", l="y") + _TWO_SUM.format(i=1, h="z", l="w")
                       + "  return vec4<f32>(s0, lo0, s1, lo1);",
                       lambda v, r: f"vec4<f32>(({v}).x, 0.0, ({v}).y, 0.0)",
-                      lambda s: f"vec2<f32>({s}.x + {s}.y, {s}.z + {s}.w)", helpers=("wj_opq",))
+                      lambda s: f"vec2<f32>(wj_sum_result({s}.x, {s}.y), "
+                                f"wj_sum_result({s}.z, {s}.w))",
+                      helpers=("wj_opq", "wj_sum_result"))
     if k == "f":
         # compensated (TwoSum) accumulation: hi + lo carried through the whole tree, so
         # e.g. sum(ones(10**6) * 0.1) rounds to 100000.0 as XLA's does
         return Monoid("vec2<f32>", "vec2<f32>(0.0, 0.0)",
                       "  let s = wj_opq(a.x + b.x);\n  let bp = wj_opq(s - a.x);\n"
                       "  let err = (a.x - wj_opq(s - bp)) + (b.x - bp);\n"
-                      # an inf/NaN partial sum makes err NaN: drop it (sum([inf, 1]) is inf)
-                      "  let fin = (bitcast<u32>(s) & 0x7f800000u) != 0x7f800000u;\n"
-                      "  return vec2<f32>(s, select(0.0, err + a.y + b.y, fin));",
+                      "  return vec2<f32>(s, err + a.y + b.y);",
                       lambda v, r: f"vec2<f32>(f32({v}), 0.0)",
-                      lambda s: f"{vt}({s}.x + {s}.y)", helpers=("wj_opq",), kahan=True)
+                      lambda s: f"{vt}(wj_sum_result({s}.x, {s}.y))",
+                      helpers=("wj_opq", "wj_sum_result"), kahan=True)
     return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
 
 
