@@ -79,6 +79,31 @@ def test_lane_placeholders_fall_back_to_scalar_kernels():
     check(wjax.jit(f)(x), want, 1e-4)
 
 
+def test_dead_coordinates_keep_the_vec4_column_form():
+    """A column softmax's sum reads the column max through an index whose lane coordinate
+    (``wj_vb``) it never uses: that dead ``let`` is dropped (``wgsl.drop_dead_lets``), so
+    the kernel keeps its vec4 loads instead of failing to compile and falling back to four
+    scalar reads a row -- with JAX's answers; a used lane coordinate still falls back (the
+    test above)."""
+    from wjax._src.backend import wgsl as W
+    assert W.drop_dead_lets(["let a = x;", "let b: u32 = wj_vb;", "let c = a + 1.0;",
+                             "y[0] = c;", "let d = 2.0;"], ["d"]) == [
+        "let a = x;", "let c = a + 1.0;", "y[0] = c;", "let d = 2.0;"]
+    rt = runtime.get()
+    x = RS.randn(1024, 64).astype(np.float32)
+    J = rjax()
+    with rt.options(**dict(profiles.CPU_STRATEGIES)):
+        for f, g in ((lambda a: wjax.nn.softmax(a, axis=0), lambda a: J.nn.softmax(a, axis=0)),
+                     (lambda a: wjax.nn.logsumexp(a, axis=0), lambda a: J.nn.logsumexp(a, axis=0))):
+            text = wjax.jit(f).lower(x).as_text()
+            reductions = [k for k in text.split("// ---- kernel")[1:] if "RState" in k]
+            assert len(reductions) == 2 and all(
+                "vec4<f32> = b0[" in k for k in reductions), "a column fold lost its vec4 form"
+            np.testing.assert_allclose(np.asarray(wjax.jit(f)(x)), np.asarray(J.jit(g)(x)),
+                                       rtol=2e-6, atol=1e-7)
+    wjax.clear_caches()
+
+
 @pytest.mark.parametrize("shape,ax", [((64, 256), 1), ((256, 64), 0), ((16, 40, 12), 1),
                                       ((4, 65536), 1)])
 def test_gpu_forms(shape, ax):

@@ -523,6 +523,23 @@ _IDENT_FULL = re.compile(r"^[A-Za-z_]\w*$")
 _STORE = re.compile(r"^b\d+\[[^;]*\]\s*=[^=][^;]*;$")
 
 
+def drop_dead_lets(lines: list, roots) -> list:
+    """``lines`` (a kernel body's ``let`` chain, stores and other statements) without the
+    ``let``s that nothing reads: neither a later kept line nor one of the expressions
+    ``roots`` (what the caller emits after the body).  A Fuser writes every coordinate of an
+    index it builds, used or not; a dead one that names a lane placeholder (``wj_vb``) would
+    fail the kernel's compilation and cost it its vec4 form."""
+    live = {w for r in roots for w in _IDENT.findall(r)}
+    kept = []
+    for line in reversed(lines):
+        m = _LET.match(line.strip())
+        if m is not None and m.group(1) not in live:
+            continue
+        live.update(_IDENT.findall(line if m is None else m.group(2)))
+        kept.append(line)
+    return kept[::-1]
+
+
 def hoist_invariants(lines: list, loop_vars, written=()) -> tuple[list, list]:
     """Splits a loop body into (lines that can run once before the loop, the rest): every
     ``let`` whose expression names none of ``loop_vars`` nor a ``let`` that does.  Kernel

@@ -512,6 +512,7 @@ class _Sequential:
                 vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
                 lanes.append([m.lift(v, "r") for m, v in zip(self.monos, vals)])
         body, kb.lines = kb.lines, saved
+        body = W.drop_dead_lets(body, [x for lane in lanes for x in lane])
         kb.vec = 1
         return kb, body, lanes
 
