@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import rjax
+from checks import f16_unsupported, has_f16, rjax
 
 import wjax
 import wjax.numpy as jnp
@@ -227,9 +227,10 @@ def test_strided_sums_stay_compensated(subgroups):
 
 @pytest.mark.parametrize("form", ["cpu", "strided", "strided+subgroups", "rows"])
 def test_max_and_min_fold_order_keys(form):
-    """Float max/min reductions fold integer keys of the values (``wj_okey``): a NaN of
-    either sign wins, +0 beats -0 in max and -0 wins min, infinities and subnormals keep
-    their bits (no float compare a driver may flush), an empty fold gives -inf / inf, and
+    """Float max/min reductions (and argmax/argmin, where -0 and +0 tie) fold integer keys
+    of the values (``wj_okey``): a NaN of either sign wins, +0 beats -0 in max and -0 wins
+    min, infinities and subnormals keep their bits (no float compare a driver may flush),
+    an empty fold gives -inf / inf, and
     float16 / bfloat16 fold through float32 -- bit for bit NumPy's answers (JAX's where it
     does not flush subnormals), in every reduction form: rows, vec4 columns, scalar lanes, a
     middle axis, full folds split in parts, row-resident groups."""
@@ -265,6 +266,11 @@ def test_max_and_min_fold_order_keys(form):
                     np.testing.assert_array_equal(got, want)
                     ok = ~np.isnan(want)             # zeros keep their signs
                     assert (np.signbit(got)[ok] == np.signbit(want)[ok]).all(), (shape, ax)
+                    if x.size:                       # argmax/argmin: the same keys, -0 = +0
+                        arg = "arg" + name
+                        np.testing.assert_array_equal(
+                            np.asarray(wjax.jit(lambda a: getattr(jnp, arg)(a, axis=ax))(x)),
+                            getattr(np, arg)(x, axis=ax))
                     if not nan:                      # JAX flushes subnormals: none here
                         xn = np.where(np.abs(x) < 1.2e-38, np.float32(0), x)
                         np.testing.assert_array_equal(fold(wjax, name, xn, ax),
@@ -281,6 +287,9 @@ def test_max_and_min_fold_order_keys(form):
         import ml_dtypes
         for dt in (np.float16, ml_dtypes.bfloat16):
             h = data((33, 100), True).astype(dt)
+            if dt == np.float16 and not has_f16():       # wgpu's GL backend: no float16
+                f16_unsupported(lambda: wjax.jit(lambda a: jnp.max(a, axis=1))(h))
+                continue
             for name in ("max", "min"):
                 got = np.asarray(wjax.jit(lambda a, n=name: getattr(jnp, n)(a, axis=1))(h))
                 assert got.dtype == dt

@@ -660,6 +660,15 @@ fn wj_okey_min(x: f32) -> i32 {
   let nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
   return select(wj_okey(x), bitcast<i32>(0x80000000u), nan);
 }""")
+# argmax/argmin: -0 and +0 tie (one key), NaN wins (the first one, by the index)
+W.helper("wj_okey_argmax", """
+fn wj_okey_argmax(x: f32) -> i32 {
+  return select(wj_okey_max(x), 0, bitcast<u32>(x) == 0x80000000u);
+}""")
+W.helper("wj_okey_argmin", """
+fn wj_okey_argmin(x: f32) -> i32 {
+  return select(wj_okey_min(x), 0, bitcast<u32>(x) == 0x80000000u);
+}""")
 W.helper("wj_okey_f", """
 fn wj_okey_f(k: i32) -> f32 {
   let u = bitcast<u32>(k) ^ (bitcast<u32>(k >> 31u) >> 1u);

@@ -142,21 +142,25 @@ def _bitwise_monoid(op, dtype, k, vt) -> Monoid:
 
 
 def _arg_monoid(op, dtype, k, vt, index_dtype) -> Monoid:
-    """argmax / argmin: the state is (value as f32/i32/u32, index); NaN wins (the first NaN);
-    ties go to the lower index."""
+    """argmax / argmin: the state is (the value's order key, or the value as i32/u32, index);
+    NaN wins (the first NaN); ties go to the lower index."""
     better = ">" if op == "argmax" else "<"
     if k == "f":
-        # bit tests: fast-math drivers may fold ``v != v`` to false
-        cmp = ("  let an = (bitcast<u32>(f32(a.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-               "  let bn = (bitcast<u32>(f32(b.v)) & 0x7fffffffu) > 0x7f800000u;\n"
-               "  if (an && bn) { if (a.i < b.i) { return a; } return b; }\n"
-               "  if (an) { return a; }\n  if (bn) { return b; }\n")
-    else:
-        cmp = ""
+        # order keys as max/min fold (wgsl_math's wj_okey), -0 made +0 (they tie, as NumPy
+        # and XLA compare them), NaN the winning key: one branch-free select a step
+        state = f"ArgKey_{op}"
+        ident = "bitcast<i32>(0x807fffffu)" if op == "argmax" else "2139095040"   # -inf, inf
+        m = Monoid(state, f"{state}({ident}, 0xffffffffu)",
+                   f"  let w = a.v {better} b.v || (a.v == b.v && a.i < b.i);\n"
+                   f"  return {state}(select(b.v, a.v, w), select(b.i, a.i, w));",
+                   lambda v, r: f"{state}(wj_okey_{op}(f32({v})), {r})",
+                   lambda s: f"{W.value_type(index_dtype)}({s}.i)",
+                   helpers=("wj_okey", f"wj_okey_{op[3:]}", f"wj_okey_{op}"))
+        m.struct = f"struct {state} {{ v: i32, i: u32 }}"
+        return m
     state = f"ArgState_{vt}"
     body = (
-        cmp
-        + f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
+        f"  if (a.v {better} b.v) {{ return a; }}\n  if (b.v {better} a.v) {{ return b; }}\n"
         f"  if (a.i < b.i) {{ return a; }}\n  return b;"
     )
     if k == "b":
@@ -165,9 +169,7 @@ def _arg_monoid(op, dtype, k, vt, index_dtype) -> Monoid:
     else:
         vt2 = vt
         lift = lambda v, r: f"{state}({v}, {r})"
-    if k == "f":
-        ident_v = W.literal(-np.inf if op == "argmax" else np.inf, dtype)
-    elif k in "iu":
+    if k in "iu":
         ident_v = W.literal(np.iinfo(dtype).min if op == "argmax" else np.iinfo(dtype).max, dtype)
     else:
         ident_v = "0u" if op == "argmax" else "1u"
