@@ -104,6 +104,54 @@ def test_dead_coordinates_keep_the_vec4_column_form():
     wjax.clear_caches()
 
 
+@pytest.mark.parametrize("elementwise", ["flat", "looped"])
+def test_broadcast_operands_keep_vec4_kernels(elementwise):
+    """A flat elementwise kernel's vec4 lanes are 4 adjacent positions of the last dim: an
+    operand broadcast along it (a bias) is a vec4 load, one constant over it (a row's scale)
+    a splat, so ``x + b`` stays a vec4 kernel (it was one element a thread); the looped form
+    (CPU adapters) keeps its vec4 loads along the last dim too (a column softmax's last
+    kernel). Reads the lanes cannot share (a transposed operand, an odd last dim) fall back
+    to the scalar kernel. Each against NumPy and real JAX, float32, int32, bfloat16."""
+    import ml_dtypes
+    rt = runtime.get()
+    J = rjax()
+    x = RS.randn(64, 96).astype(np.float32)
+    b, c = RS.randn(96).astype(np.float32), RS.randn(64, 1).astype(np.float32)
+    sq = RS.randn(96, 96).astype(np.float32)
+    cases = [(lambda x, b, c: x + b, True), (lambda x, b, c: x * c - b, True),
+             (lambda x, b, c: (x - x.mean(1, keepdims=True)) * b, True),
+             (lambda x, b, c: x * 2.0 + x.T, False)]       # (x: the square one)
+    with rt.options(**dict(profiles.CPU_STRATEGIES, elementwise=elementwise)):
+        for k, (f, vec) in enumerate(cases):
+            if k == 3:
+                x = sq
+            text = wjax.jit(f).lower(x, b, c).as_text()
+            last = text.split("// ---- kernel")[-1]
+            if elementwise == "flat":
+                assert ("vec4<f32> = b0[i]" in last) == vec, last
+            want = np.asarray(J.jit(f)(x, b, c))
+            np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, b, c)), want, rtol=1e-6,
+                                       atol=1e-6)
+        # other dtypes, 3-D with a middle-axis broadcast, a last dim that is not a multiple of 4
+        xi, bi = RS.randint(-9, 9, (8, 16, 12)).astype(np.int32), RS.randint(-9, 9, (16, 1))
+        g = lambda a, v: a * v.astype(a.dtype) + a[:, :1, :]        # noqa: E731
+        np.testing.assert_array_equal(np.asarray(wjax.jit(g)(xi, bi)), g(xi, bi))
+        xb = x.astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(np.asarray(wjax.jit(lambda a, v: a + v)(xb, b[None])),
+                                      np.asarray(J.jit(lambda a, v: a + v)(xb, b[None])))
+        x5, b5 = RS.randn(64, 7).astype(np.float32), RS.randn(7).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(wjax.jit(lambda a, v: a - v)(x5, b5)), x5 - b5)
+        soft = wjax.jit(lambda a: wjax.nn.softmax(a, axis=0))
+        big = RS.randn(512, 256).astype(np.float32)
+        if elementwise == "looped":
+            last = soft.lower(big).as_text().split("// ---- kernel")[-1]
+            assert "vec4<f32> = b0[i]" in last and "for (var l" in last, last
+        np.testing.assert_allclose(np.asarray(soft(big)),
+                                   np.asarray(J.jit(lambda a: J.nn.softmax(a, axis=0))(big)),
+                                   rtol=2e-6, atol=1e-8)
+    wjax.clear_caches()
+
+
 @pytest.mark.parametrize("shape,ax", [((64, 256), 1), ((256, 64), 0), ((16, 40, 12), 1),
                                       ((4, 65536), 1)])
 def test_gpu_forms(shape, ax):

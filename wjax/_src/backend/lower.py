@@ -529,7 +529,17 @@ class Lowering:
             if guarded:
                 kb.emit(f"if (i < {size}u) {{")
             f = Fuser(kb, self, level)                       # lets of a block stay in it
-            idx = Index(kb, shape, flat="i")
+            if vec > 1 and len(shape) >= 2 and shape[-1] % vec == 0 and not guarded:
+                # the lanes are ``vec`` adjacent positions of the last dim: operands
+                # broadcast along it (a bias) are vec4 loads, those constant over it (a
+                # row's statistics) splats (``Fuser._vec_read``)
+                kb.emit(f"let wj_e = i * {vec}u;")
+                dims = Index(kb, shape, flat="wj_e").dims()
+                kb.varying |= {"wj_vb"}
+                kb.lane_dim, kb.lane_base = "wj_vb", dims[-1]
+                idx = Index(kb, shape, flat="i", dims=dims[:-1] + ["wj_vb"], lanes=True)
+            else:
+                idx = Index(kb, shape, flat="i")
             for v in roots:
                 if v.aval.shape == shape:
                     val = self._read_root(f, v, idx)
@@ -563,7 +573,10 @@ class Lowering:
         if (single and self.target.elementwise == "looped" and not kb.windowed
                 and self._looped(current, level, kb)):
             return
-        if single and kb.vec_ok and n % 4 == 0 and n >= 4096:
+        # vec4 is tried even where the scalar kernel's reads are not flat (``kb.vec_ok``): a
+        # broadcast operand read along the last dim (a bias, a column's statistics) or
+        # uniformly over each vec4 (a row's) is a vec4 or a splat (``Fuser._vec_read``)
+        if single and n % 4 == 0 and n >= 4096:
             vkb = self._gen_fused(current, level, n, vec=4)
             if self.target.elementwise == "flat":     # GPUs: 256 threads, interleaved;
                 # 4 vec4 a thread only where a vec4 each would exceed the threads the adapter
@@ -638,10 +651,9 @@ class Lowering:
         kb = self.new_kb()
         od = Index(kb, shape[:k1], flat="wj_out").dims() if k1 else []
         ind = Index(kb, shape[k2:], flat="wj_in").dims() if k2 < len(shape) else []
-        if inner_lanes:
-            ld = Index(kb, shape[k1:k2], flat="l").dims()
         head, kb.lines = kb.lines, []
-        if inner_lanes:
+        if inner_lanes:     # (the loop range's coordinates: lines inside the loop, not before)
+            ld = Index(kb, shape[k1:k2], flat="l").dims()
             kb.vec, kb.vec_ok = vec, True
             kb.varying |= {"wj_vb"}
             kb.lane_dim, kb.lane_base = "wj_vb", ind[-1]
@@ -663,7 +675,8 @@ class Lowering:
             name = kb.bind(self.key_of(v), v.aval.dtype, "read_write")
             written.append(name)
             kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
-        pre, inside = W.hoist_invariants(kb.lines, ["l", "i"], written)
+        # (a dead coordinate naming the lane placeholder would cost the vec4 form its compile)
+        pre, inside = W.hoist_invariants(W.drop_dead_lets(kb.lines, []), ["l", "i"], written)
         meta = dict(O=O, L=L, I=I, C=C, chunk=chunk, head=head, vec=vec, inner=inner_lanes)
         return kb, pre, inside, meta
 
