@@ -320,3 +320,32 @@ def test_workgroup_split_k_forced_and_limits():
         _close(f(a, w), a.astype(np.float64) @ w)
     wjax.clear_caches()
     assert "@workgroup_size(512)" in text
+
+
+def test_operand_copies_take_vec4_lanes():
+    """An operand the tiled kernel cannot read in place is copied by a fused kernel
+    (``dot._canonical``): a fused producer with a bias read along its contiguous last dim
+    (an MLP layer's relu(h @ W + b), kept for the backward pass and copied for the next
+    product) is copied 4 elements a thread; a transposed one still one a thread; padded
+    rows stay zeros. The step and its gradients against real JAX."""
+    rjax = pytest.importorskip("jax")
+    x, w1, w2 = (RS.randn(96, 80).astype(np.float32), RS.randn(80, 64).astype(np.float32),
+                 RS.randn(64, 20).astype(np.float32))
+    b1 = RS.randn(64).astype(np.float32)
+
+    def loss(J, w1, b1, w2, x):
+        h = J.nn.relu(J.numpy.dot(x, w1, precision="highest") + b1)
+        return J.numpy.sum(J.numpy.tanh(J.numpy.dot(h, w2, precision="highest")) ** 2)
+    f = lambda *a: wjax.value_and_grad(lambda *p: loss(wjax, *p), argnums=(0, 1, 2))(*a)  # noqa: E731
+    with _gpu():
+        text = wjax.jit(f).lower(w1, b1, w2, x).as_text()
+        copies = [k for k in text.split("// ---- kernel")[1:]
+                  if "workgroup>" not in k and "RState" not in k and "RS0" not in k
+                  and "wj_max_f" in k]               # the copies of relu(x @ w1 + b1)
+        assert copies and any("array<vec4<f32>>" in k for k in copies), text
+        got = wjax.jit(f)(w1, b1, w2, x)
+    want = rjax.jit(lambda *a: rjax.value_and_grad(lambda *p: loss(rjax, *p),
+                                                   argnums=(0, 1, 2))(*a))(w1, b1, w2, x)
+    for g, r in zip(rjax.tree_util.tree_leaves(got), rjax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=2e-4, atol=2e-3)
+    wjax.clear_caches()

@@ -547,6 +547,8 @@ class Lowering:
                     kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
             if guarded:
                 kb.emit("}")
+        if vec > 1:       # (an unused lane coordinate would fail the vec4 kernel's compile)
+            kb.lines = W.drop_dead_lets(kb.lines, [])
         return kb
 
     def _fused_kernels(self, roots, level):

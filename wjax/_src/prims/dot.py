@@ -135,11 +135,40 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     prow = max(rows, pad_rows)
     shape = [bs, prow, kk] if rows_first else [bs, kk, prow]       # padded rows read as 0
     key = ctx.scratch(ShapedArray((bs * prow * kk,), aval.dtype))
+    n = bs * prow * kk
+    if np.dtype(aval.dtype) == np.float32 and shape[-1] % 4 == 0 and n >= 4096:
+        # vec4 lanes along the copy's last dim where the operand's reads allow (it is
+        # contiguous there: a fused producer's bias is a vec4 load); else one element a thread
+        kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
+                                     rows_first, shape, rows, key, 4)
+        if kb.vec_ok and not kb.windowed and ctx.target.compiles(kb.finish(src)):
+            ctx.dispatch(kb, src, grid)
+            return key
+    kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first,
+                                 shape, rows, key, 1)
+    ctx.dispatch(kb, src, grid)
+    return key
+
+
+def _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, shape, rows,
+                 key, vec):
+    """``_canonical``'s copy of operand ``i`` into ``key`` laid out as ``shape``: (kernel
+    builder, wgsl, grid), ``vec`` elements of the last dim a thread."""
     kb = ctx.new_kb()
-    cb, c1, c2 = Index(kb, shape, flat="i").dims()
+    if vec > 1:
+        kb.vec, kb.vec_ok = vec, True
+        kb.emit(f"let wj_e = i * {vec}u;")
+        cb, c1, c2 = Index(kb, shape, flat="wj_e").dims()
+        kb.varying |= {"wj_vb"}
+        kb.lane_dim, kb.lane_base = "wj_vb", c2
+        c2 = "wj_vb"
+    else:
+        cb, c1, c2 = Index(kb, shape, flat="i").dims()
     cr, ck = (c1, c2) if rows_first else (c2, c1)
+    prow = shape[1] if rows_first else shape[2]
     dims = [None] * aval.ndim
-    for ds, var in ((batch_dims, cb), (row_dims, f"min({cr}, {rows - 1}u)"), (contract_dims, ck)):
+    rowc = cr if prow == rows else f"min({cr}, {rows - 1}u)"
+    for ds, var in ((batch_dims, cb), (row_dims, rowc), (contract_dims, ck)):
         if ds:
             for d, c in zip(ds, Index(kb, [aval.shape[d] for d in ds], flat=var).dims()):
                 dims[d] = c
@@ -148,9 +177,9 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
         v = f"select({W.zero(aval.dtype)}, {v}, {cr} < {rows}u)"
     name = kb.bind(key, aval.dtype, "read_write")
     kb.emit(f"{name}[i] = {v};")
-    src, grid = kb.elementwise_kernel(bs * prow * kk)
-    ctx.dispatch(kb, src, grid)
-    return key
+    kb.lines = W.drop_dead_lets(kb.lines, [])        # (an unused lane coordinate: no compile)
+    src, grid = kb.elementwise_kernel(int(np.prod(shape, dtype=np.int64)) // vec)
+    return kb, src, grid
 
 
 # The float32 matmul kernels.  GPUs: shaders/matmul_tiled.wgsl (64x64 workgroup tiles in
