@@ -89,6 +89,8 @@ def test_dead_coordinates_keep_the_vec4_column_form():
     assert W.drop_dead_lets(["let a = x;", "let b: u32 = wj_vb;", "let c = a + 1.0;",
                              "y[0] = c;", "let d = 2.0;"], ["d"]) == [
         "let a = x;", "let c = a + 1.0;", "y[0] = c;", "let d = 2.0;"]
+    kept = ["let o = atomicAdd(&b0[0], 1u);", "let p = 1u;\n  b1[0] = p;"]   # side effects
+    assert W.drop_dead_lets(kept, []) == kept
     rt = runtime.get()
     x = RS.randn(1024, 64).astype(np.float32)
     J = rjax()

@@ -535,9 +535,8 @@ class Lowering:
                 # row's statistics) splats (``Fuser._vec_read``)
                 kb.emit(f"let wj_e = i * {vec}u;")
                 dims = Index(kb, shape, flat="wj_e").dims()
-                kb.varying |= {"wj_vb"}
-                kb.lane_dim, kb.lane_base = "wj_vb", dims[-1]
-                idx = Index(kb, shape, flat="i", dims=dims[:-1] + ["wj_vb"], lanes=True)
+                lane = kb.lanes_along_last_dim(vec, dims[-1])
+                idx = Index(kb, shape, flat="i", dims=dims[:-1] + [lane], lanes=True)
             else:
                 idx = Index(kb, shape, flat="i")
             for v in roots:
@@ -547,8 +546,6 @@ class Lowering:
                     kb.emit(f"{name}[i] = {kb.store(val, v.aval.dtype)};")
             if guarded:
                 kb.emit("}")
-        if vec > 1:       # (an unused lane coordinate would fail the vec4 kernel's compile)
-            kb.lines = W.drop_dead_lets(kb.lines, [])
         return kb
 
     def _fused_kernels(self, roots, level):
@@ -656,10 +653,7 @@ class Lowering:
         head, kb.lines = kb.lines, []
         if inner_lanes:     # (the loop range's coordinates: lines inside the loop, not before)
             ld = Index(kb, shape[k1:k2], flat="l").dims()
-            kb.vec, kb.vec_ok = vec, True
-            kb.varying |= {"wj_vb"}
-            kb.lane_dim, kb.lane_base = "wj_vb", ind[-1]
-            ind = ind[:-1] + ["wj_vb"]
+            ind = ind[:-1] + [kb.lanes_along_last_dim(vec, ind[-1])]
             kb.emit(f"let i: u32 = (wj_base + l * {I}u) / 4u;")
         elif vec > 1:
             kb.vec, kb.vec_ok = vec, True

@@ -475,6 +475,17 @@ class KernelBuilder:
             out.append(HELPERS[h].strip())
         return "\n".join(out)
 
+    def lanes_along_last_dim(self, vec: int, base: str) -> str:
+        """Makes this a ``vec``-lane kernel whose lanes are ``vec`` adjacent positions of the
+        last dim, the first at ``base`` (a uniform expression, a multiple of ``vec``); returns
+        the placeholder (``wj_vb``) to use as that dim's coordinate, which ``Fuser._vec_read``
+        resolves into vec4 loads or splats and WGSL never defines.  The index math written
+        before it, scalar, does not count against the vec4 form (``vec_ok``)."""
+        self.vec, self.vec_ok = vec, True
+        self.varying |= {"wj_vb"}
+        self.lane_dim, self.lane_base = "wj_vb", base
+        return "wj_vb"
+
     def elementwise_kernel(self, n: int, wg: int = WORKGROUP, per_thread: int = 1,
                            base: int = 0, interleave: bool = False) -> tuple[str, tuple]:
         """Wraps ``self.lines`` (which use ``i``, the flat index) in a kernel over ``n``
@@ -485,6 +496,9 @@ class KernelBuilder:
         k = max(1, per_thread if n >= wg * per_thread * 4 else 1)
         groups = -(-n // (wg * k))
         grid = grid_for(groups, self.max_groups)
+        # (a coordinate nothing reads is dropped: in a vec kernel one naming the lane
+        # placeholder would fail the compile)
+        self.lines = drop_dead_lets(self.lines, [])
         body = "\n  ".join(self.lines)
         head = (f"{self.header()}\n"
                 f"@compute @workgroup_size({wg})\n"
@@ -533,6 +547,8 @@ def drop_dead_lets(lines: list, roots) -> list:
     kept = []
     for line in reversed(lines):
         m = _LET.match(line.strip())
+        if m is not None and (";" in m.group(2) or "atomic" in m.group(2)):
+            m = None            # more than one statement, or an atomic: kept whole
         if m is not None and m.group(1) not in live:
             continue
         live.update(_IDENT.findall(line if m is None else m.group(2)))

@@ -156,12 +156,9 @@ def _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, 
     builder, wgsl, grid), ``vec`` elements of the last dim a thread."""
     kb = ctx.new_kb()
     if vec > 1:
-        kb.vec, kb.vec_ok = vec, True
         kb.emit(f"let wj_e = i * {vec}u;")
         cb, c1, c2 = Index(kb, shape, flat="wj_e").dims()
-        kb.varying |= {"wj_vb"}
-        kb.lane_dim, kb.lane_base = "wj_vb", c2
-        c2 = "wj_vb"
+        c2 = kb.lanes_along_last_dim(vec, c2)
     else:
         cb, c1, c2 = Index(kb, shape, flat="i").dims()
     cr, ck = (c1, c2) if rows_first else (c2, c1)
@@ -177,7 +174,6 @@ def _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, 
         v = f"select({W.zero(aval.dtype)}, {v}, {cr} < {rows}u)"
     name = kb.bind(key, aval.dtype, "read_write")
     kb.emit(f"{name}[i] = {v};")
-    kb.lines = W.drop_dead_lets(kb.lines, [])        # (an unused lane coordinate: no compile)
     src, grid = kb.elementwise_kernel(int(np.prod(shape, dtype=np.int64)) // vec)
     return kb, src, grid
 

@@ -99,6 +99,10 @@ def _sum_monoid(dtype, k, vt) -> Monoid:
     return Monoid(vt, W.zero(dtype), "  return a + b;", lambda v, r: v, lambda s: s)
 
 
+# the order keys (wgsl_math's wj_okey) of -inf and inf: a max fold's and a min fold's identity
+_KEY_IDENTITY = {"max": "bitcast<i32>(0x807fffffu)", "min": "2139095040"}
+
+
 def _extremum_monoid(op, dtype, k, vt) -> Monoid:
     """max / min."""
     if k == "c":
@@ -115,8 +119,7 @@ def _extremum_monoid(op, dtype, k, vt) -> Monoid:
     if k == "f":
         # integer keys of the values (wgsl_math's wj_okey: -0 below +0, NaN the key that
         # wins): one integer max/min a step; float16 through f32, exact either way
-        ident = "bitcast<i32>(0x807fffffu)" if op == "max" else "2139095040"   # -inf, inf
-        return Monoid("i32", ident, f"  return {op}(a, b);",
+        return Monoid("i32", _KEY_IDENTITY[op], f"  return {op}(a, b);",
                       lambda v, r: f"wj_okey_{op}(f32({v}))", lambda s: f"{vt}(wj_okey_f({s}))",
                       helpers=("wj_okey", f"wj_okey_{op}", "wj_okey_f"))
     if k == "b":
@@ -149,8 +152,7 @@ def _arg_monoid(op, dtype, k, vt, index_dtype) -> Monoid:
         # order keys as max/min fold (wgsl_math's wj_okey), -0 made +0 (they tie, as NumPy
         # and XLA compare them), NaN the winning key: one branch-free select a step
         state = f"ArgKey_{op}"
-        ident = "bitcast<i32>(0x807fffffu)" if op == "argmax" else "2139095040"   # -inf, inf
-        m = Monoid(state, f"{state}({ident}, 0xffffffffu)",
+        m = Monoid(state, f"{state}({_KEY_IDENTITY[op[3:]]}, 0xffffffffu)",
                    f"  let w = a.v {better} b.v || (a.v == b.v && a.i < b.i);\n"
                    f"  return {state}(select(b.v, a.v, w), select(b.i, a.i, w));",
                    lambda v, r: f"{state}(wj_okey_{op}(f32({v})), {r})",
@@ -480,10 +482,7 @@ class _Sequential:
                 dims[d] = e
             for d, e in zip(self.axes, rd):
                 dims[d] = e
-            kb.vec, kb.vec_ok = 4, True
-            kb.varying |= {"wj_vb"}
-            kb.lane_dim, kb.lane_base = "wj_vb", dims[-1]
-            dims[-1] = "wj_vb"
+            dims[-1] = kb.lanes_along_last_dim(4, dims[-1])
             kb.emit("let i: u32 = wj_i;")        # the loop's vec4 cursor (``_cursor``)
             idx = Index(kb, self.x_aval.shape, flat="i", dims=dims, lanes=True)
             vals = [j.ctx.reader(kb, j.reader_index, fuser)(idx) for j in self.jobs]
