@@ -238,6 +238,14 @@ def workloads(b: Bench, only=None):
             return jnp.sum(jax.nn.relu(conv(x, w)) ** 2)
         b.timed(f"conv {N}x{C}x{HW}x{HW}: value_and_grad (w, x)",
                 jax.value_and_grad(closs, argnums=(0, 1)), (w, xc), flops=3 * fl)
+        if b.module == "wjax":      # the patches copied before the product (explicit im2col)
+            from wjax._src.backend import runtime
+            with runtime.get().options(operand_reads="copy"):
+                b.timed(f"conv {N}x{C}x{HW}x{HW} * {O}x{C}x3x3 SAME: forward, explicit im2col",
+                        lambda *a: conv(*a), (xc, w), flops=fl)
+                b.timed(f"conv {N}x{C}x{HW}x{HW}: value_and_grad (w, x), explicit im2col",
+                        lambda *a: jax.value_and_grad(closs, argnums=(0, 1))(*a), (w, xc),
+                        flops=3 * fl)
         # first call: trace + compile + run of a fresh function of the same conv
         try:
             def conv2(x, w):
@@ -284,6 +292,19 @@ def workloads(b: Bench, only=None):
         t = median_time(lambda: outs.append(f(x5)), reps=200)
         jax.block_until_ready(outs)
         b.row("the same call, not waited", t)
+        if b.module == "wjax":      # the floor: the same kernel through wgpu-py alone
+            from bench_overhead import bare_dispatch
+            from wjax._src.backend import runtime
+            rt = runtime.get()
+            record, _ = bare_dispatch(rt, x5)
+
+            def bare():
+                record()
+                rt._wait()          # the target's wait: spinning first on GPUs
+            b.row("bare wgpu-py dispatch of x+1 + submit + wait", median_time(bare, reps=200))
+            with rt.options(spin_wait_us=0):
+                b.row("bare wgpu-py dispatch of x+1 + submit + wait asleep at once",
+                      median_time(bare, reps=200))
 
 
 _COLD = """

@@ -37,11 +37,11 @@ def selu(x, alpha=1.67, lmbda=1.05):
     return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
 
 
-def overhead(reps):
-    rt = runtime.get()
+def bare_dispatch(rt, small):
+    """(record, out): ``record()`` encodes and submits one dispatch of the hand-written
+    ``BARE`` kernel (x + 1 on the 5 floats of wjax array ``small`` into ``out``) through
+    wgpu-py alone -- command encoder, compute pass, submit: what a call costs below wjax."""
     dev = rt.device
-    small = jnp.arange(5.0)
-    f = wjax.jit(lambda v: v + 1.0)
     out = rt.alloc(20)
     pipe = dev.create_compute_pipeline(
         layout="auto", compute={"module": dev.create_shader_module(code=BARE),
@@ -59,6 +59,15 @@ def overhead(reps):
         p.dispatch_workgroups(1, 1, 1)
         p.end()
         dev.queue.submit([enc.finish()])
+    return record, out
+
+
+def overhead(reps):
+    rt = runtime.get()
+    dev = rt.device
+    small = jnp.arange(5.0)
+    f = wjax.jit(lambda v: v + 1.0)
+    record, out = bare_dispatch(rt, small)
 
     def bare_wait():
         record()

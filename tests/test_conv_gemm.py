@@ -78,11 +78,11 @@ def _labels(f, *args, target=None):
             if hasattr(s, "label")]
 
 
-def _under_gpu_strategies(fn):
+def _under_gpu_strategies(fn, **options):
     rt = runtime.get()
     wjax.clear_caches()
     try:
-        with rt.options(**profiles.GPU_STRATEGIES):
+        with rt.options(**dict(profiles.GPU_STRATEGIES, **options)):
             return fn()
     finally:
         wjax.clear_caches()
@@ -111,6 +111,73 @@ def test_forward_and_grads_against_reference_and_jax(name):
     want = jax.grad(_loss(jax, case, ct), argnums=(0, 1))(x, w)
     for g, v in zip(grads, want):
         assert_same(g, np.asarray(v), 1e-4, 1e-4)
+
+
+def _products(f, *args):
+    """(label, reads its patches through a reader function) of each matmul kernel of ``f``,
+    and the number of other kernels labelled as a product (the operand copies)."""
+    closed = wjax.make_jaxpr(f)(*args)
+    steps = [s for s in execute.Executable(closed.jaxpr, runtime.get().target()).plan.steps
+             if getattr(s, "label", "").startswith("dot_general")]
+    products = [(s.label, "fn wj_rd" in s.wgsl) for s in steps if "var<workgroup> As" in s.wgsl]
+    return products, len(steps) - len(products)
+
+
+# shapes whose products take the tiled kernel (the cases above are small enough for the
+# generic one, whose loads always read through the operands' producers)
+TILED = {
+    "same": dict(ls=(2, 16, 20, 20), rs=(16, 16, 3, 3), strides=(1, 1), padding="SAME"),
+    "strides-dilations": dict(ls=(2, 12, 23, 21), rs=(24, 12, 3, 2), strides=(2, 1),
+                              padding=[(1, 2), (0, -1)], ld=(1, 2), rd=(2, 1)),
+    "nhwc": dict(ls=(2, 18, 17, 12), rs=(3, 3, 12, 20), strides=(1, 1), padding="SAME",
+                 dn=("NHWC", "HWIO", "NHWC")),
+    "feature-groups": dict(ls=(2, 16, 15, 16), rs=(24, 4, 3, 3), strides=(1, 1),
+                           padding="SAME", fgc=4),
+    "1d": dict(ls=(4, 16, 130), rs=(20, 16, 5), strides=(1,), padding="VALID"),
+    "3d": dict(ls=(2, 8, 9, 8, 8), rs=(16, 8, 3, 3, 2), strides=(1, 1, 1), padding="SAME"),
+}
+
+
+def _products(f, *args):
+    """(label, reads an operand through a reader function) of each tiled matmul kernel of
+    ``f``, and the labels of the operand copies that gather (the patches)."""
+    closed = wjax.make_jaxpr(f)(*args)
+    steps = [s for s in execute.Executable(closed.jaxpr, runtime.get().target()).plan.steps
+             if getattr(s, "label", "").startswith("dot_general")]
+    products = [(s.label, "fn wj_rd" in s.wgsl) for s in steps if "var<workgroup> As" in s.wgsl]
+    return products, [s.label for s in steps
+                      if "var<workgroup> As" not in s.wgsl and "gather" in s.label]
+
+
+@pytest.mark.parametrize("name", list(TILED))
+def test_the_product_reads_the_patches_implicit_gemm(name):
+    """Under the GPU strategies (``operand_reads="inline"``) a convolution whose output
+    features fit in two of the matmul's tiles never writes its patch matrix: the tiled
+    kernel's loads gather the patches from the input (``dot._inline_operand``), in the
+    forward and both gradients; ``operand_reads="copy"`` copies them first (one more kernel a
+    product, explicit im2col).  Both against real JAX."""
+    jax = rjax()
+    case = TILED[name]
+    x, w = _operands(case)
+    ct = np.random.default_rng(1).standard_normal(
+        np.shape(jax.eval_shape(_conv(jax, case), x, w))).astype(F)
+    fwd, grad = _conv(wjax, case), wjax.grad(_loss(wjax, case, ct), argnums=(0, 1))
+    want = [np.asarray(_conv(jax, case)(x, w))] + [
+        np.asarray(g) for g in jax.grad(_loss(jax, case, ct), argnums=(0, 1))(x, w)]
+    for reads in ("inline", "copy"):
+        def run():
+            got = [wjax.jit(fwd)(x, w), *wjax.jit(grad)(x, w)]
+            return [np.asarray(g) for g in got], _products(fwd, x, w), _products(grad, x, w)
+        # (a forced tile: small products are tuned, and may take register blocks)
+        got, *plans = _under_gpu_strategies(run, operand_reads=reads, matmul_tile="64x64x16")
+        for g, v in zip(got, want):
+            assert_same(g, v, 1e-4, 1e-4)
+        for products, copies in plans:
+            gathers = [r for label, r in products if "gather" in label]
+            if reads == "inline":
+                assert gathers and all(gathers) and not copies, (products, copies)
+            else:
+                assert copies and not any(r for _, r in products), (products, copies)
 
 
 def test_int_and_preferred_element_type_under_gpu_strategies():

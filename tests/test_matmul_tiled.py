@@ -21,8 +21,8 @@ SHAPES = [(1, 130, 67, 33), (2, 65, 132, 40), (1, 8, 520, 9), (1, 64, 64, 3000),
           (3, 33, 5, 17), (1, 256, 256, 64)]
 
 
-def _gpu(tile=""):
-    return runtime.get().options(**dict(profiles.GPU_STRATEGIES), matmul_tile=tile)
+def _gpu(tile="", **options):
+    return runtime.get().options(**dict(profiles.GPU_STRATEGIES, matmul_tile=tile, **options))
 
 
 def _close(got, want):
@@ -322,12 +322,129 @@ def test_workgroup_split_k_forced_and_limits():
     assert "@workgroup_size(512)" in text
 
 
-def test_operand_copies_take_vec4_lanes():
-    """An operand the tiled kernel cannot read in place is copied by a fused kernel
-    (``dot._canonical``): a fused producer with a bias read along its contiguous last dim
-    (an MLP layer's relu(h @ W + b), kept for the backward pass and copied for the next
-    product) is copied 4 elements a thread; a transposed one still one a thread; padded
-    rows stay zeros. The step and its gradients against real JAX."""
+def _kernels(f, *args):
+    """The lowered kernels of jitted ``f``: (its tiled matmul kernels, the others)."""
+    ks = wjax.jit(f).lower(*args).as_text().split("// ---- kernel")[1:]
+    return ([k for k in ks if "var<workgroup> As" in k],
+            [k for k in ks if "var<workgroup> As" not in k])
+
+
+def _f64(*xs):
+    return [np.asarray(x, np.float64) for x in xs]
+
+
+# Products whose operand the tiled kernel cannot read from a buffer in place, the other
+# operand at most two 64-wide tiles (``dot.INLINE_TILES``): name -> (program, operand
+# shapes, its value in float64, which operands the kernel reads through a reader function)
+INLINE = {
+    "relu(h + b) @ w": (lambda h, b, w: jnp.dot(jnp.maximum(h + b, 0), w, precision=HI),
+                        [(130, 67), (67,), (67, 20)],
+                        lambda h, b, w: np.maximum(h + b, 0) @ w, "A"),
+    "a @ (w * s), k-first": (lambda a, w, s: jnp.dot(a, w * s, precision=HI),
+                             [(24, 90), (90, 133), (133,)],
+                             lambda a, w, s: a @ (w * s), "B"),
+    "a @ (c v).T": (lambda a, v, c: jnp.dot(a, (c * v).T, precision=HI),
+                    [(36, 70), (150, 70), (150, 1)],
+                    lambda a, v, c: a @ (c * v).T, "B"),
+    "batch axis inside": (lambda q, k: jnp.einsum("qbd,bkd->bqk", q, k, precision=HI),
+                          [(45, 3, 36), (3, 40, 36)],
+                          lambda q, k: np.einsum("qbd,bkd->bqk", q, k), "A"),
+    "both": (lambda x, y: jnp.dot(jnp.abs(x) - 1, jnp.transpose(y * 2, (1, 0)), precision=HI),
+             [(50, 300), (60, 300)], lambda x, y: (np.abs(x) - 1) @ (2 * y).T, "AB"),
+}
+
+
+@pytest.mark.parametrize("reads", ["inline", "copy"])
+@pytest.mark.parametrize("name", list(INLINE))
+def test_operands_read_inline_or_copied(name, reads):
+    """An operand the tiled kernel cannot read in place (fused producers, another layout) is
+    read through its reader function ``wj_rdA``/``wj_rdB`` in the kernel's loads
+    (``Target.operand_reads`` "inline", the GPU default) or copied first by a fused kernel
+    ("copy"); rows and contractions not multiples of 4 or of the tile."""
+    f, shapes, ref, which = INLINE[name]
+    args = [RS.randn(*sh).astype(np.float32) for sh in shapes]
+    wjax.clear_caches()
+    with _gpu("64x64x16", operand_reads=reads):
+        got = wjax.jit(f)(*args)
+        tiled, others = _kernels(f, *args)
+    wjax.clear_caches()
+    _close(got, ref(*_f64(*args)))
+    assert len(tiled) == 1, tiled
+    for op in "AB":
+        assert (f"fn wj_rd{op}" in tiled[0]) == (reads == "inline" and op in which), name
+    assert len(others) == (0 if reads == "inline" else len(which)), others
+
+
+def test_inline_reads_stop_at_wide_products_and_binding_limits():
+    """Inline reads recompute an operand's producers for each tile of the other operand, so
+    past ``dot.INLINE_TILES`` tiles the operand is copied (an MLP's hidden layer); and a
+    kernel whose reader would bind more buffers than the adapter allows takes the copy
+    (which binds one fewer: it writes its own output, not the product's)."""
+    h, b = RS.randn(100, 40).astype(np.float32), RS.randn(40).astype(np.float32)
+    wide, narrow = RS.randn(40, 200).astype(np.float32), RS.randn(40, 24).astype(np.float32)
+    f = lambda h, b, w: jnp.dot(jnp.maximum(h + b, 0), w, precision=HI)   # noqa: E731
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        for w, inline in ((wide, False), (narrow, True)):
+            tiled, others = _kernels(f, h, b, w)
+            assert ("fn wj_rdA" in tiled[0]) == inline and len(others) == (not inline)
+            _close(wjax.jit(f)(h, b, w), np.maximum(h + b, 0).astype(np.float64) @ w)
+        n = int(runtime.get().target()["max-storage-buffers-per-shader-stage"]) - 1
+        xs = [RS.randn(70, 24).astype(np.float32) for _ in range(n)]
+        g = lambda w, *xs: jnp.dot(sum(xs[1:], xs[0]), w, precision=HI)   # noqa: E731
+        tiled, others = _kernels(g, narrow.T.copy(), *xs)
+        assert "fn wj_rdA" not in tiled[0] and len(others) == 1, others
+        _close(wjax.jit(g)(narrow.T.copy(), *xs), sum(_f64(*xs)) @ narrow.T)
+    wjax.clear_caches()
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_inline_reads_of_half_precision_operands(dt):
+    """A half-precision operand's producers read inline, converted to float32 in the reader
+    (float16 where the adapter has shader-f16; bfloat16 from its f32 lanes): the product
+    rounds once, as the copy's."""
+    a = RS.randn(70, 45).astype(np.float32).astype(dt)
+    w = RS.randn(45, 30).astype(np.float32).astype(dt)
+    f = lambda a, w: jnp.matmul(jnp.maximum(a, 0) * 2, w)   # noqa: E731
+    got = {}
+    for reads in ("inline", "copy"):
+        wjax.clear_caches()
+        with _gpu("64x64x16", operand_reads=reads):
+            got[reads] = np.asarray(wjax.jit(f)(a, w), np.float64)
+            tiled, _ = _kernels(f, a, w)
+            assert ("fn wj_rdA" in tiled[0]) == (reads == "inline")
+    wjax.clear_caches()
+    np.testing.assert_array_equal(got["inline"], got["copy"])
+    exact = (np.maximum(a.astype(np.float64), 0) * 2) @ w.astype(np.float64)
+    np.testing.assert_allclose(got["inline"], exact, rtol=2 ** -7, atol=1e-2)
+
+
+@pytest.mark.parametrize("cfg", [dot.MMConfig(0, 0, 0, 2, True, 64, 64, 16),
+                                 dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, False, 2),
+                                 dot.MMConfig(0, 0, 0, 1, True, 64, 64, 16, True)],
+                         ids=lambda c: c.name)
+def test_inline_reads_under_split_contractions(cfg, monkeypatch):
+    """Split-K (a partial product per split), thread groups splitting the contraction inside
+    the workgroup and double-buffered slabs each read their part of an inline operand."""
+    _force(monkeypatch, cfg)
+    h, b = RS.randn(70, 300).astype(np.float32), RS.randn(300).astype(np.float32)
+    w = RS.randn(300, 36).astype(np.float32)
+    f = lambda h, b, w: jnp.tanh(jnp.dot(jnp.maximum(h - b, 0), w, precision=HI))   # noqa: E731
+    wjax.clear_caches()
+    with _gpu():
+        got = wjax.jit(f)(h, b, w)
+        tiled, _ = _kernels(f, h, b, w)
+    wjax.clear_caches()
+    assert "fn wj_rdA" in tiled[0]
+    _close(got, np.tanh(np.maximum(h.astype(np.float64) - b, 0) @ w))
+
+
+@pytest.mark.parametrize("reads", ["inline", "copy"])
+def test_operand_reads_in_a_training_step_against_jax(reads):
+    """An MLP step whose layers read relu(x @ w1 + b1) inline (narrow products) or from
+    copies; the copies take vec4 lanes where their reads allow (a bias read along the copy's
+    last dim), one element a thread transposed; padded rows stay zeros.  The step and its
+    gradients against real JAX, in both forms."""
     rjax = pytest.importorskip("jax")
     x, w1, w2 = (RS.randn(96, 80).astype(np.float32), RS.randn(80, 64).astype(np.float32),
                  RS.randn(64, 20).astype(np.float32))
@@ -337,12 +454,16 @@ def test_operand_copies_take_vec4_lanes():
         h = J.nn.relu(J.numpy.dot(x, w1, precision="highest") + b1)
         return J.numpy.sum(J.numpy.tanh(J.numpy.dot(h, w2, precision="highest")) ** 2)
     f = lambda *a: wjax.value_and_grad(lambda *p: loss(wjax, *p), argnums=(0, 1, 2))(*a)  # noqa: E731
-    with _gpu():
+    wjax.clear_caches()
+    with _gpu(operand_reads=reads):
         text = wjax.jit(f).lower(w1, b1, w2, x).as_text()
         copies = [k for k in text.split("// ---- kernel")[1:]
                   if "workgroup>" not in k and "RState" not in k and "RS0" not in k
                   and "wj_max_f" in k]               # the copies of relu(x @ w1 + b1)
-        assert copies and any("array<vec4<f32>>" in k for k in copies), text
+        if reads == "copy":
+            assert copies and any("array<vec4<f32>>" in k for k in copies), text
+        else:
+            assert not copies and "fn wj_rdA" in text, text
         got = wjax.jit(f)(w1, b1, w2, x)
     want = rjax.jit(lambda *a: rjax.value_and_grad(lambda *p: loss(rjax, *p),
                                                    argnums=(0, 1, 2))(*a))(w1, b1, w2, x)

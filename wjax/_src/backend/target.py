@@ -31,6 +31,11 @@ class Target(dict):
     ``matmul``           the matmul kernel: "vec4" (register blocks) or "tiled" (workgroup memory)
     ``matmul_tile``      "" (the tiled kernel's tile chosen per product) or a forced tile,
                          "BMxBNxBK" (``prims/dot.py``'s ``TILES``)
+    ``operand_reads``    how the tiled kernel takes an operand it cannot read from a buffer in
+                         place (fused producers, a convolution's patches, another layout):
+                         "inline" (its loads call the operand's reader, producers recomputed
+                         per tile of the other operand where they are cheap: implicit GEMM)
+                         or "copy" (a fused kernel lays it out first)
     ``sort``             the sort kernel: "registers" (CPU) or "workgroup" (blocks in workgroup
                          memory)
     ``radix_sort``       rows at least this long sort by an LSD radix sort (``prims/sort.py``:
@@ -97,16 +102,16 @@ class Target(dict):
     """
 
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
-               "matmul_tile", "sort", "radix_sort", "fft", "reduction", "elementwise",
-               "register_block", "loop_workgroup", "loop_constants", "row_resident",
-               "attention", "submit_early", "threads", "in_kernel_loops", "loop_work",
-               "decomp_iters", "shader_checks", "spin_wait_us", "tune_min_flops", "compiles",
-               "tune")
+               "matmul_tile", "operand_reads", "sort", "radix_sort", "fft", "reduction",
+               "elementwise", "register_block", "loop_workgroup", "loop_constants",
+               "row_resident", "attention", "submit_early", "threads", "in_kernel_loops",
+               "loop_work", "decomp_iters", "shader_checks", "spin_wait_us", "tune_min_flops",
+               "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
                  subgroup_size: int | None = None, matmul: str = "tiled",
-                 matmul_tile: str = "",
+                 matmul_tile: str = "", operand_reads: str = "inline",
                  sort: str = "workgroup", radix_sort: int = 1 << 17,
                  fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
@@ -126,6 +131,7 @@ class Target(dict):
         self.has_f16, self.subgroup_size = has_f16, subgroup_size
         self.matmul, self.sort, self.fft = matmul, sort, fft
         self.matmul_tile = matmul_tile
+        self.operand_reads = operand_reads
         self.radix_sort = radix_sort
         self.reduction, self.elementwise = reduction, elementwise
         self.register_block, self.loop_workgroup = register_block, loop_workgroup

@@ -1,6 +1,7 @@
-"""conv_general_dilated as a matrix product: on GPU targets (``Target.matmul == "tiled"``) an
-explicit im2col and ``dot_general`` chosen at lowering (``_im2col_decompose``), elsewhere over
-an implicit im2col (nothing materialized), as below.
+"""conv_general_dilated as a matrix product: on GPU targets (``Target.matmul == "tiled"``) the
+patches (views of the input) and ``dot_general`` chosen at lowering (``_im2col_decompose``),
+the matmul kernel gathering the patches in its loads (implicit GEMM) or from a copy (explicit
+im2col); elsewhere over an implicit im2col (nothing materialized), as below.
 
 A convolution is a batched matrix product once its operands are read through
 index maps:
@@ -133,8 +134,10 @@ conv_general_dilated_p.fuse_inputs = (1,)
 # and ran at ~1% of an H100's peak.  The patches are views of the input -- a pad (padding and
 # the lhs-dilation lattice as interior padding), then one gather whose indices (iotas: output
 # position x stride + window position x rhs dilation) are computed where they are read -- so
-# the matmul's operand copy (``dot._canonical``) is the one kernel that gathers them, one load
-# per element; a window of one position is a strided slice.
+# the matmul kernel's slab loads gather them from the input where its other operand is narrow
+# (``dot._inline_operand``: a layer of up to 128 output features, and both gradients of it),
+# and otherwise its operand copy (``dot._canonical``) is the one kernel that gathers them, one
+# load per element; a window of one position is a strided slice.
 CONV_PATCH_BYTES = 256 << 20    # the patch matrix of one chunk at most (and one binding)
 CONV_MIN_TILES = 256            # split a long contraction while the product has fewer 64x64
 CONV_MIN_DEPTH = 1024           # output tiles than this, into parts of at least this depth

@@ -115,10 +115,12 @@ def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_ar
     return "  " + "\n  ".join(body)
 
 
-def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pad_rows=0):
+def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pad_rows=0,
+               defer=False):
     """The buffer key of operand ``i`` laid out as [B, rows, K] (rows_first) or [B, K, rows]:
     the operand's own buffer when it already is, else a copy made by a fused kernel (which
-    also absorbs any fused producer and transpose)."""
+    also absorbs any fused producer and transpose).  ``defer``: (the key, a function that
+    dispatches the copy, or None) -- the copy not yet dispatched."""
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
@@ -128,7 +130,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
         and order == tuple(range(aval.ndim))
         and not pad_rows
     ):
-        return ctx.in_key(i)
+        return (ctx.in_key(i), None) if defer else ctx.in_key(i)
     rows = int(np.prod([aval.shape[d] for d in row_dims], dtype=np.int64))
     kk = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
     bs = int(np.prod([aval.shape[d] for d in batch_dims], dtype=np.int64))
@@ -136,17 +138,23 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     shape = [bs, prow, kk] if rows_first else [bs, kk, prow]       # padded rows read as 0
     key = ctx.scratch(ShapedArray((bs * prow * kk,), aval.dtype))
     n = bs * prow * kk
-    if np.dtype(aval.dtype) == np.float32 and shape[-1] % 4 == 0 and n >= 4096:
-        # vec4 lanes along the copy's last dim where the operand's reads allow (it is
-        # contiguous there: a fused producer's bias is a vec4 load); else one element a thread
+
+    def copy():
+        if np.dtype(aval.dtype) == np.float32 and shape[-1] % 4 == 0 and n >= 4096:
+            # vec4 lanes along the copy's last dim where the operand's reads allow (it is
+            # contiguous there: a fused producer's bias is a vec4 load); else one element a
+            # thread
+            kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
+                                         rows_first, shape, rows, key, 4)
+            if kb.vec_ok and not kb.windowed and ctx.target.compiles(kb.finish(src)):
+                ctx.dispatch(kb, src, grid)
+                return
         kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
-                                     rows_first, shape, rows, key, 4)
-        if kb.vec_ok and not kb.windowed and ctx.target.compiles(kb.finish(src)):
-            ctx.dispatch(kb, src, grid)
-            return key
-    kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first,
-                                 shape, rows, key, 1)
-    ctx.dispatch(kb, src, grid)
+                                     rows_first, shape, rows, key, 1)
+        ctx.dispatch(kb, src, grid)
+    if defer:
+        return key, copy
+    copy()
     return key
 
 
@@ -480,13 +488,27 @@ def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=Fa
     return f"vec4<f32>({comps})"
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg):
+def _inline_vec4(fn, kfirst, row, rows, row_ok, col, cols, col_end):
+    """``_guarded_vec4`` for an operand read through its reader function ``fn(b, free, k)``
+    (``_inline_operand``) instead of a buffer: the 4 elements at (``row``, ``col``...) of the
+    layout the loads walk ([K, X] where ``kfirst``, else [X, K]), zero outside; indices
+    clamped, so the reader's own loads stay in bounds."""
+    r = f"min({row}, {rows - 1}u)"
+    comps = []
+    for c in range(4):
+        cc = f"min({col} + {c}u, {cols - 1}u)"
+        args = f"b, {cc}, {r}" if kfirst else f"b, {r}, {cc}"
+        comps.append(f"select(0.0, {fn}({args}), {row_ok} && {col} + {c}u < {col_end})")
+    return f"vec4<f32>({', '.join(comps)})"
+
+
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, inline=False):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
     along the contiguous axis (its length a multiple of 4); zero from ``kend`` (the end of
-    the thread's contraction range); ``wg`` threads share the loads.  Returns (decl, load(k),
-    stage)."""
+    the thread's contraction range); ``wg`` threads share the loads; ``inline``: ``name`` is
+    the operand's reader function, not a buffer.  Returns (decl, load(k), stage)."""
     U = BX * BK // 4 // wg
     assert U * wg * 4 == BX * BK, (BX, BK, wg)
     smem = f"{tag.upper()}s"
@@ -498,12 +520,15 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg):
         if kfirst:          # unit (kk, x4): 4 free indices at one k
             gx = f"({t0} + ({e} % {BX // 4}u) * 4u)"
             gk = f"(k + ({e} / {BX // 4}u))"
-            v = _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u", f16)
+            v = (_inline_vec4(name, True, gk, K, f"{gk} < {kend}", gx, X, f"{X}u") if inline
+                 else _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u",
+                                    f16))
             stage.append(f"    {smem}[{e}] = {r};")
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
-            v = _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, kend, f16)
+            v = (_inline_vec4(name, False, gx, X, f"{gx} < {X}u", gk, K, kend) if inline
+                 else _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, kend, f16))
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
         load.append(f"    {r} = {v};")
@@ -521,16 +546,17 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     BM, BN, BK, KG = cfg.bm, cfg.bn, cfg.bk, cfg.kg
     TY, TX = _tile_threads(BM, BN)
     TM, TN, WG = BM // TY, BN // TX, TY * TX
-    a_vec = (M if a_kfirst else K) % 4 == 0
-    b_vec = (N if b_kfirst else K) % 4 == 0
+    a_in, b_in = isinstance(ka, Inline), isinstance(kbk, Inline)
+    a_vec = not a_in and (M if a_kfirst else K) % 4 == 0
+    b_vec = not b_in and (N if b_kfirst else K) % 4 == 0
     f16 = np.dtype(in_dt) == _F16
     in_dt = _F16 if f16 else _F32          # bfloat16 is held in f32 lanes
     if S > 1:
         out_dt = _F32
     kb.vec = 4 if a_vec else 1
-    a_name = kb.bind(ka, in_dt, "read")
+    a_name = ka.fn if a_in else kb.bind(ka, in_dt, "read")
     kb.vec = 4 if b_vec else 1
-    b_name = kb.bind(kbk, in_dt, "read")
+    b_name = kbk.fn if b_in else kb.bind(kbk, in_dt, "read")
     c_vec = N % 4 == 0 and not epi
     kb.vec = 4 if c_vec else 1
     c_name = kb.bind(kc, out_dt, "read_write")
@@ -546,9 +572,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
     da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16,
-                             kend, WG)
+                             kend, WG, a_in)
     db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16,
-                             kend, WG)
+                             kend, WG, b_in)
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -604,7 +630,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
                     KEND="kl" if KG > 1 else "ke", GOFF=" + goff" if KG > 1 else "")
     loop = "\n".join(line for line in loop.splitlines() if not line.startswith("//"))
     k0 = "(kg0 + " if KG > 1 else "(ks + "
-    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), AS_ALL=KG * AS, BS_ALL=KG * BS,
+    readers = "".join(x.src for x in (ka, kbk) if isinstance(x, Inline))
+    src = W.render("matmul_tiled.wgsl", HEADER=kb.header(), READERS=readers,
+                   AS_ALL=KG * AS, BS_ALL=KG * BS,
                    WG=KG * WG, LID="lix" if KG > 1 else "lid", GROUP=group, M=M, N=N,
                    K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0],
                    DECL="\n".join(decl),
@@ -761,18 +789,77 @@ def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
     return None
 
 
+class Inline(NamedTuple):
+    """An operand the tiled kernel reads through a reader function (``_inline_operand``)."""
+    fn: str          # its name: fn(b, free index, k) -> f32
+    src: str         # its WGSL
+
+
+# An inline operand's elements are computed again for every tile of the other operand that
+# the product has -- its producers' arithmetic and index maps, in a kernel whose time is the
+# multiply-adds' -- where a copy computes them once and costs one write and one read of the
+# operand.  Reads take the inline form where the other operand is at most INLINE_TILES tiles
+# wide: a convolution's patches against its output features (64 in the benchmark's: one
+# tile), both of its gradients, a product with a narrow side (an MLP's last layer); an MLP's
+# hidden layers against 2048 features (16 tiles) keep their copies (on lavapipe reading
+# relu(h + b) inline there was 10% slower than the copies).
+INLINE_TILES = 2
+
+
+def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag, other_tiles):
+    """Operand ``i`` of the tiled kernel read element by element through a reader function
+    ``wj_rd{tag}(b, free, k)`` built in ``kb`` -- its fused producers inlined (implicit GEMM for a
+    convolution's patches), any layout -- instead of a copy laid out for the kernel; with the
+    order its loads walk, k-first where the operand's last axis is a free one (so neighbouring
+    threads read neighbouring elements).  None: read in place (stored [B, free, K] or
+    [B, K, free]), or copied (the target's ``operand_reads`` is "copy", the other operand
+    has more than ``INLINE_TILES`` tiles, a buffer is bound in windows)."""
+    if _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims) is not None:
+        return None
+    if ctx.target.operand_reads != "inline" or other_tiles > INLINE_TILES:
+        return None
+    probe = ctx.new_kb()
+    _operand_reader(ctx, probe, i, aval, batch_dims, free_dims, contract_dims, ("b", "r", "k"))
+    if probe.windowed or probe.enable_f16 and not ctx.target.has_f16:
+        return None
+    body = _operand_reader(ctx, kb, i, aval, batch_dims, free_dims, contract_dims,
+                           ("b", "r", "k"))
+    fn = f"wj_rd{tag}"
+    kfirst = bool(aval.ndim) and (aval.ndim - 1) in free_dims
+    return Inline(fn, f"fn {fn}(b: u32, r: u32, k: u32) -> f32 {{\n{body}\n}}\n"), kfirst
+
+
 def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
-    """The workgroup-memory kernel; an operand stored either way round is read in place."""
-    a_kfirst = _stored_as(ctx, 0, lhs, lb, lfree, lc) == "k"
-    b_kfirst = _stored_as(ctx, 1, rhs, rb, rfree, rc) != "free"
-    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, not a_kfirst)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, not b_kfirst)
+    """The workgroup-memory kernel; an operand stored either way round is read in place, any
+    other through its reader (``_inline_operand``) or from a copy (``_canonical``).  A kernel
+    whose inline operands bind more buffers than the adapter allows takes copies instead."""
     S = cfg.s
     out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
-    kb = ctx.new_kb()
-    epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
-    src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst, b_kfirst,
-                           lhs.dtype, out.dtype)
+    ops = [(0, lhs, lb, lfree, lc, "A", -(-N // cfg.bn)),
+           (1, rhs, rb, rfree, rc, "B", -(-M // cfg.bm))]
+    placed = {}                     # operand -> (its buffer key, k-first, the copy to dispatch)
+
+    def in_buffer(i, aval, bd, fd, cd, *_):
+        if i not in placed:
+            stored = _stored_as(ctx, i, aval, bd, fd, cd)
+            kf = stored == "k" if i == 0 else stored != "free"
+            placed[i] = (*_canonical(ctx, i, aval, bd, fd, cd, not kf, defer=True), kf)
+        key, _, kf = placed[i]
+        return key, kf
+
+    for inline in ((True, False) if ctx.target.operand_reads == "inline" else (False,)):
+        kb = ctx.new_kb()
+        got = [(_inline_operand(ctx, kb, *op) if inline else None) or in_buffer(*op)
+               for op in ops]
+        (ka, a_kfirst), (kbk, b_kfirst) = got
+        epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
+        src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst,
+                               b_kfirst, lhs.dtype, out.dtype)
+        if kb.n_bindings() <= ctx.lowering.max_storage:
+            break
+    for i, (key, copy, _) in sorted(placed.items()):
+        if copy is not None and key in (ka, kbk):
+            copy()
     ctx.dispatch(kb, src, grid)
     if S > 1:
         kb = ctx.new_kb()

@@ -6,17 +6,20 @@
 // thread's rows are the vec4 row groups ty, ty + TY, ...; its columns the vec4 column groups
 // tx, tx + TX, ...: neighbouring threads read neighbouring vec4s of workgroup memory.
 // Operands may be stored rows-first ([B, M, K] / [B, N, K]) or k-first ([B, K, M] / [B, K, N]),
-// read as vec4 along their contiguous axis where it is a multiple of 4.  The contraction may
-// be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores its partial product
-// apart (a second kernel sums them); and within the workgroup KG ways (``MMConfig.kg``, the
-// lines at GROUP): KG x WG threads, group grp walking [ks + grp KCG, ...) through slabs of its
-// own (As[ga + ..], Bs[gb + ..]) in a loop of the same length for every group (its barriers
-// in uniform control flow), the groups' accumulators then summed through the slabs' memory by
-// group 0, which alone stores.  The loads, products and stores are unrolled by
-// wjax/_src/prims/dot.py (``_tiled_src``); the contraction loop is matmul_tiled_loop.wgsl, or
-// matmul_tiled_db.wgsl (workgroup memory twice over: one barrier a slab).
+// read as vec4 along their contiguous axis where it is a multiple of 4; an operand computed
+// by fused producers (an MLP layer's relu(h + b), a convolution's patches: implicit GEMM) or
+// laid out otherwise is read element by element through its reader function (READERS).
+// The contraction may be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores
+// its partial product apart (a second kernel sums them); and within the workgroup KG ways
+// (``MMConfig.kg``, the lines at GROUP): KG x WG threads, group grp walking
+// [ks + grp KCG, ...) through slabs of its own (As[ga + ..], Bs[gb + ..]) in a loop of the
+// same length for every group (its barriers in uniform control flow), the groups'
+// accumulators then summed through the slabs' memory by group 0, which alone stores.  The
+// loads, products and stores are unrolled by wjax/_src/prims/dot.py (``_tiled_src``); the
+// contraction loop is matmul_tiled_loop.wgsl, or matmul_tiled_db.wgsl (workgroup memory
+// twice over: one barrier a slab).
 {{HEADER}}
-var<workgroup> As: array<vec4<f32>, {{AS_ALL}}>;
+{{READERS}}var<workgroup> As: array<vec4<f32>, {{AS_ALL}}>;
 var<workgroup> Bs: array<vec4<f32>, {{BS_ALL}}>;
 
 @compute @workgroup_size({{WG}})
