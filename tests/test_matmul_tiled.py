@@ -398,6 +398,52 @@ def test_inline_reads_stop_at_wide_products_and_binding_limits():
     wjax.clear_caches()
 
 
+def test_products_share_an_operand_copy():
+    """Two products reading one value that needs a copy -- an activation, once as a layer's
+    input and once contracted over its rows for a weight gradient (as a backward pass binds
+    it) -- share one copy, laid out in the value's own order (a straight copy; the tiled
+    kernel reads it rows-first for one product and k-first for the other)."""
+    h, b = RS.randn(64, 300).astype(np.float32), RS.randn(300).astype(np.float32)
+    w, g = RS.randn(300, 200).astype(np.float32), RS.randn(64, 200).astype(np.float32)
+
+    def f(h, b, w, g):
+        r = jnp.maximum(h + b, 0)
+        return jnp.dot(r, w, precision=HI), lax.dot_general(r, g, (((0,), (0,)), ((), ())),
+                                                            precision=HI)
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f)(h, b, w, g)
+        tiled, others = _kernels(f, h, b, w, g)
+    wjax.clear_caches()
+    assert len(tiled) == 2 and len(others) == 1, others
+    assert "array<vec4<f32>>" in others[0]                 # a straight copy, 4 a thread
+    r = np.maximum(h.astype(np.float64) + b, 0)
+    _close(got[0], r @ w)
+    _close(got[1], r.T @ g)
+
+
+@pytest.mark.parametrize("forms", ["own", "gpu"])
+def test_a_shared_copy_is_not_taken_from_a_dropped_attempt(forms):
+    """A product first lowered with a fused epilogue that does not fit (its bias is a
+    reduction computed at the product's own level) is lowered again without it; the copy of
+    its operand made by the dropped attempt is gone with it, so the second attempt copies
+    again rather than reading a buffer nothing wrote (a shared copy had been taken from it:
+    the shard_map tutorial's pipeline lost 1.3 of its 11.9 loss)."""
+    s = RS.randn(2, 8, 128).astype(np.float32)
+    w = (RS.randn(2, 128, 128) / 11).astype(np.float32)
+
+    def f(s, w):
+        c = jnp.sum(s, axis=1, keepdims=True)
+        return wjax.nn.relu(jnp.einsum("bmk,bkn->bmn", s * 2 + 1, w, precision=HI) + c)
+    wjax.clear_caches()
+    with (_gpu() if forms == "gpu" else runtime.get().options()):
+        got = wjax.jit(f)(s, w)
+    wjax.clear_caches()
+    s64 = s.astype(np.float64)
+    _close(got, np.maximum(np.einsum("bmk,bkn->bmn", s64 * 2 + 1, w) + s64.sum(1, keepdims=True),
+                           0))
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_inline_reads_of_half_precision_operands(dt):
     """A half-precision operand's producers read inline, converted to float32 in the reader

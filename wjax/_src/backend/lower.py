@@ -300,6 +300,9 @@ class Lowering:
         # the splits that are small values broadcast into large kernels
         # (``passes.broadcast_splits``): an epilogue may compute them
         self.small: set[int] = set(small)
+        # operand copies a kernel rule made, by (value, layout): products reading one value
+        # in one layout share a copy (``dot._canonical``)
+        self.copies: dict = {}
         avals = self.plan.avals
         self.windows = W.Windows(
             target["max-storage-buffer-binding-size"],

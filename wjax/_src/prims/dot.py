@@ -131,6 +131,15 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
         and not pad_rows
     ):
         return (ctx.in_key(i), None) if defer else ctx.in_key(i)
+    # one copy of a value in one layout serves every product that reads it so (a backward
+    # pass reads an activation or a masked cotangent in two products) -- while the step that
+    # made it is still in the plan (a fused epilogue that did not fit drops the steps it made)
+    memo, steps = ctx.lowering.copies, ctx.lowering.plan.steps
+    mk = (a.id, order, len(batch_dims), len(row_dims), pad_rows) if isinstance(a, Var) else None
+    if mk in memo:
+        key, at, step = memo[mk]
+        if at < len(steps) and steps[at] is step:
+            return (key, None) if defer else key
     rows = int(np.prod([aval.shape[d] for d in row_dims], dtype=np.int64))
     kk = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
     bs = int(np.prod([aval.shape[d] for d in batch_dims], dtype=np.int64))
@@ -140,18 +149,21 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     n = bs * prow * kk
 
     def copy():
+        kb = None
         if np.dtype(aval.dtype) == np.float32 and shape[-1] % 4 == 0 and n >= 4096:
             # vec4 lanes along the copy's last dim where the operand's reads allow (it is
             # contiguous there: a fused producer's bias is a vec4 load); else one element a
             # thread
             kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
                                          rows_first, shape, rows, key, 4)
-            if kb.vec_ok and not kb.windowed and ctx.target.compiles(kb.finish(src)):
-                ctx.dispatch(kb, src, grid)
-                return
-        kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
-                                     rows_first, shape, rows, key, 1)
+            if not (kb.vec_ok and not kb.windowed and ctx.target.compiles(kb.finish(src))):
+                kb = None
+        if kb is None:
+            kb, src, grid = _copy_kernel(ctx, i, aval, batch_dims, row_dims, contract_dims,
+                                         rows_first, shape, rows, key, 1)
         ctx.dispatch(kb, src, grid)
+        if mk is not None:
+            memo[mk] = (key, len(steps) - 1, steps[-1])
     if defer:
         return key, copy
     copy()
@@ -806,6 +818,17 @@ class Inline(NamedTuple):
 INLINE_TILES = 2
 
 
+def _free_last(aval, free_dims, batch_dims, default) -> bool:
+    """Whether the tiled kernel walks an operand that is not in a buffer k-first: where its
+    own last axis is a free one (neighbouring threads then read neighbouring elements, and a
+    copy of it is a straight copy), rows-first where it is a contracted one, ``default``
+    where it is a batch axis."""
+    last = aval.ndim - 1
+    if last < 0 or last in batch_dims:
+        return default
+    return last in free_dims
+
+
 def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag, other_tiles):
     """Operand ``i`` of the tiled kernel read element by element through a reader function
     ``wj_rd{tag}(b, free, k)`` built in ``kb`` -- its fused producers inlined (implicit GEMM for a
@@ -825,7 +848,7 @@ def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag,
     body = _operand_reader(ctx, kb, i, aval, batch_dims, free_dims, contract_dims,
                            ("b", "r", "k"))
     fn = f"wj_rd{tag}"
-    kfirst = bool(aval.ndim) and (aval.ndim - 1) in free_dims
+    kfirst = _free_last(aval, free_dims, batch_dims, tag == "B")
     return Inline(fn, f"fn {fn}(b: u32, r: u32, k: u32) -> f32 {{\n{body}\n}}\n"), kfirst
 
 
@@ -842,7 +865,10 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     def in_buffer(i, aval, bd, fd, cd, *_):
         if i not in placed:
             stored = _stored_as(ctx, i, aval, bd, fd, cd)
-            kf = stored == "k" if i == 0 else stored != "free"
+            if stored is None:     # a copy in the operand's own order (a straight copy)
+                kf = _free_last(aval, fd, bd, i == 1)
+            else:
+                kf = stored == "k"
             placed[i] = (*_canonical(ctx, i, aval, bd, fd, cd, not kf, defer=True), kf)
         key, _, kf = placed[i]
         return key, kf
