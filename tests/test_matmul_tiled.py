@@ -398,6 +398,46 @@ def test_inline_reads_stop_at_wide_products_and_binding_limits():
     wjax.clear_caches()
 
 
+TRANSPOSED = {
+    "x.T @ y": (lambda x, y: jnp.matmul(x.T, y, precision=HI), [(130, 67), (130, 90)],
+                lambda x, y: x.T @ y),
+    "x @ y.T": (lambda x, y: jnp.matmul(x, y.T, precision=HI), [(67, 130), (90, 130)],
+                lambda x, y: x @ y.T),
+    "batched swapaxes": (lambda x, y: jnp.matmul(jnp.swapaxes(x, 1, 2), y, precision=HI),
+                         [(3, 40, 33), (3, 40, 50)],
+                         lambda x, y: np.swapaxes(x, 1, 2) @ y),
+    "both, twice transposed": (lambda x, y: jnp.matmul(x.T.T, jnp.transpose(y), precision=HI),
+                               [(70, 36), (80, 36)], lambda x, y: x @ y.T),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSPOSED))
+def test_transposed_operands_are_read_in_place(name):
+    """An operand that is a transpose of a value with a buffer (``x.T @ y``, ``q @ k.T``) is
+    read from that buffer in place when its order there is one the tiled kernel reads
+    (``dot._held``): one kernel, no copy, whatever the width; the values and gradients
+    against NumPy and real JAX."""
+    J = pytest.importorskip("jax")
+    f, shapes, ref = TRANSPOSED[name]
+    args = [RS.randn(*sh).astype(np.float32) for sh in shapes]
+    loss = lambda *a: jnp.sum(jnp.tanh(f(*a)))   # noqa: E731
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f)(*args)
+        grads = wjax.jit(wjax.grad(loss, argnums=(0, 1)))(*args)
+        tiled, others = _kernels(f, *args)
+    wjax.clear_caches()
+    assert len(tiled) == 1 and not others, others
+    assert "fn wj_rd" not in tiled[0]
+    _close(got, ref(*_f64(*args)))
+    jf = {"x.T @ y": lambda x, y: x.T @ y, "x @ y.T": lambda x, y: x @ y.T,
+          "batched swapaxes": lambda x, y: J.numpy.swapaxes(x, 1, 2) @ y,
+          "both, twice transposed": lambda x, y: x @ y.T}[name]
+    want = J.grad(lambda *a: J.numpy.sum(J.numpy.tanh(jf(*a))), argnums=(0, 1))(*args)
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
 def test_products_share_an_operand_copy():
     """Two products reading one value that needs a copy -- an activation, once as a layer's
     input and once contracted over its rows for a weight gradient (as a backward pass binds

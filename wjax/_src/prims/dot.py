@@ -124,13 +124,9 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    if (
-        isinstance(a, Var)
-        and a.id in ctx.lowering.materialized
-        and order == tuple(range(aval.ndim))
-        and not pad_rows
-    ):
-        return (ctx.in_key(i), None) if defer else ctx.in_key(i)
+    held = _held(ctx, i)
+    if held is not None and order == held[1] and not pad_rows:
+        return (held[0], None) if defer else held[0]
     # one copy of a value in one layout serves every product that reads it so (a backward
     # pass reads an activation or a masked cotangent in two products) -- while the step that
     # made it is still in the plan (a fused epilogue that did not fit drops the steps it made)
@@ -788,15 +784,36 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     return kb.elementwise_kernel(total)
 
 
-def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
-    """How operand ``i``'s own buffer already holds it: "free" ([B, free, K]), "k"
-    ([B, K, free]) or None (it needs a copy)."""
+def _held(ctx, i):
+    """(buffer key, the order of operand ``i``'s axes in it) where the operand is a value
+    with a buffer, or such a value read through transposes that have none (``x.T @ y``: x's
+    buffer, the operand's axes in the order (1, 0)); None otherwise."""
+    lowering = ctx.lowering
     a = ctx.eqn.invars[i]
-    if not (isinstance(a, Var) and a.id in ctx.lowering.materialized):
+    perm = None                       # perm[j]: the buffer's axis of operand axis j
+    while isinstance(a, Var):
+        if perm is None:
+            perm = tuple(range(len(a.aval.shape)))
+        if a.id in lowering.materialized:
+            return lowering.key_of(a), tuple(sorted(range(len(perm)), key=perm.__getitem__))
+        e = lowering.producer.get(a.id)
+        if e is None or e.prim.name != "transpose" or a.id in lowering.split:
+            return None
+        p = e.params["permutation"]
+        perm = tuple(p[q] for q in perm)
+        a = e.invars[0]
+    return None
+
+
+def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
+    """How a buffer already holds operand ``i`` (its own, or the one it is a transpose of):
+    "free" ([B, free, K]), "k" ([B, K, free]) or None (it needs a copy)."""
+    held = _held(ctx, i)
+    if held is None:
         return None
     b, f, c = tuple(batch_dims), tuple(free_dims), tuple(contract_dims)
     for name, order in (("free", b + f + c), ("k", b + c + f)):
-        if order == tuple(range(aval.ndim)):
+        if order == held[1]:
             return name
     return None
 
