@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checks import examples
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import wjax
 import wjax.numpy as jnp
@@ -436,6 +439,48 @@ def test_transposed_operands_are_read_in_place(name):
     want = J.grad(lambda *a: J.numpy.sum(J.numpy.tanh(jf(*a))), argnums=(0, 1))(*args)
     for g, w in zip(grads, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+# How a random product's operands reach the tiled kernel: stored in a layout (the logical
+# operand is a transpose of it), then a producer fused into the product's read
+_A_LAYOUTS = {"mk": (0, 1, 2), "km": (0, 2, 1), "batch inside": (1, 0, 2)}   # stored axes
+_B_LAYOUTS = {"kn": (0, 1, 2), "nk": (0, 2, 1), "batch inside": (1, 0, 2)}
+_PRODUCERS = {
+    "none": (lambda m, x, c: x),
+    "relu(x + c)": (lambda m, x, c: m.maximum(x + c, 0)),
+    "2 x - 1": (lambda m, x, c: 2 * x - 1),
+    "exp(x / 8)": (lambda m, x, c: m.exp(x / 8)),
+}
+
+
+@examples(10)
+@given(st.integers(1, 3), st.integers(8, 150), st.integers(8, 150), st.integers(8, 150),
+       st.sampled_from(sorted(_A_LAYOUTS)), st.sampled_from(sorted(_B_LAYOUTS)),
+       st.sampled_from(sorted(_PRODUCERS)), st.sampled_from(sorted(_PRODUCERS)),
+       st.sampled_from(["inline", "copy"]), st.sampled_from(sorted(dot.TILES)))
+def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, pb, reads,
+                                                        tile):
+    """Random batched products on the tiled kernel whose operands are stored in any of three
+    layouts and computed by a fused producer: read in place, through transposes, inline or
+    from (shared) copies, under either ``operand_reads`` -- against NumPy in float64."""
+    assume(B * M * N * K >= 32768)
+    rs = np.random.RandomState(B * 7 + M * 13 + N * 17 + K)
+    perm_a, perm_b = _A_LAYOUTS[la], _B_LAYOUTS[lb]
+    a = rs.randn(*[(B, M, K)[d] for d in perm_a]).astype(np.float32)
+    b = rs.randn(*[(B, K, N)[d] for d in perm_b]).astype(np.float32)
+    ca, cb = rs.randn(K).astype(np.float32), rs.randn(N).astype(np.float32)
+
+    def f(m, a, b, ca, cb):      # the stored operands transposed back to [B, M, K], [B, K, N]
+        x = _PRODUCERS[pa](m, m.transpose(a, np.argsort(perm_a)), ca)
+        y = _PRODUCERS[pb](m, m.transpose(b, np.argsort(perm_b)), cb)
+        return x, y
+    want = np.einsum("bmk,bkn->bmn", *f(np, *_f64(a, b, ca, cb)))
+    wjax.clear_caches()
+    with _gpu(tile, operand_reads=reads):
+        got = wjax.jit(lambda *v: jnp.einsum("bmk,bkn->bmn", *f(jnp, *v), precision=HI))(
+            a, b, ca, cb)
+    wjax.clear_caches()
+    _close(got, want)
 
 
 def test_products_share_an_operand_copy():
