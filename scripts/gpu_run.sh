@@ -19,7 +19,7 @@ stamp() { echo "[$(date +%T) $SECONDS s] $*"; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   python3 -c "import jax; print('jax', jax.__version__, jax.devices())" 2>&1 | tail -1
-  python3 -m wjax 2>&1 | head -6
+  python3 -m wjax 2>&1 | head -8     # adapters, the chosen one, its profile and strategies
 } | tee -a "$out/card.txt"
 
 if [ "$mode" = probe ]; then

@@ -241,6 +241,12 @@ def test_python_m_wjax_reports_adapters_features_limits():
     assert "max-storage-buffer-binding-size" in out
     chosen = out.split("Chosen:")[1].splitlines()[0]
     assert rt().describe().split(" [")[0] in chosen
+    # the profile and the strategies its kernels take (what a bench run on a card records)
+    t = rt().target()
+    assert f"Profile: {t.profile}\n" in out
+    strategies = out.split("Strategies: ")[1].splitlines()[0]
+    for k in ("matmul", "reduction", "operand_reads", "shader_checks", "spin_wait_us"):
+        assert f"{k}={getattr(t, k)}" in strategies.split(", "), strategies
 
 
 def test_python_m_wjax_check():

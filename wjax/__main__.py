@@ -141,6 +141,10 @@ def main(argv):
     print(f"Chosen: {rt.describe()}")
     print("Backend: webgpu")
     print("Features: " + ", ".join(sorted(rt.features)))
+    t = rt.target()     # the kernel strategies wjax takes on this adapter (its profile's)
+    print(f"Profile: {t.profile}")
+    print("Strategies: " + ", ".join(f"{k}={getattr(t, k)}" for k in t.OPTIONS
+                                     if k not in ("name", "profile", "compiles", "tune")))
     print("Limits:")
     for k in sorted(rt.limits):
         print(f"  {k}: {rt.limits[k]}")

@@ -47,6 +47,10 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
              "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14,
              "attention": 64, "submit_early": 8}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
+#   operand_reads    the tiled kernel's operands that no buffer holds in place: "inline" (GPU:
+#                    read through their producers where the other side is narrow: implicit
+#                    GEMM for convolutions) or "copy" (CPU: the register-blocked kernel copies
+#                    them anyway; on lavapipe an inline relu(h + b) was 10% slower than its copy)
 #   sort, fft        "registers": short passes in one thread's registers; "workgroup": long
 #                    passes in workgroup memory
 #   threads          invocations in flight that keep the adapter busy: how many workgroups a
@@ -73,10 +77,12 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #                    8 MFLOP (142 s against 24 s), so CPU adapters tune from 2^27 FLOPs (a few
 #                    ms a call there); GPUs compile faster and run small products often in
 #                    loops (the RNN step of bench_gpu, 8 MFLOP), so they tune from 2^20
-CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", sort="registers", radix_sort=1 << 12,
+CPU_STRATEGIES = dict(CPU_FORMS, matmul="vec4", operand_reads="copy", sort="registers",
+                      radix_sort=1 << 12,
                       fft="registers", threads=1024, shader_checks="bounds", spin_wait_us=0,
                       tune_min_flops=1 << 27)
-GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", sort="workgroup", radix_sort=1 << 17,
+GPU_STRATEGIES = dict(GPU_FORMS, matmul="tiled", operand_reads="inline", sort="workgroup",
+                      radix_sort=1 << 17,
                       fft="workgroup", threads=1 << 18, shader_checks="bounds",
                       spin_wait_us=20000, tune_min_flops=1 << 20)
 
