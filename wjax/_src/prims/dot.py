@@ -480,34 +480,37 @@ def _threads(bm, bn) -> int:
     return ty * tx
 
 
+def _lanes(elem, row, rows, row_ok, col, cols, col_end):
+    """A vec4 of the 4 elements at (``row``, ``col``...) of a [rows, cols] layout, one scalar
+    read each -- ``elem(row, col)`` of the clamped indices, so nothing is read out of bounds
+    -- and zero outside (``row_ok``; columns from ``col_end``)."""
+    r = f"min({row}, {rows - 1}u)"
+    comps = ", ".join(f"select(0.0, {elem(r, f'min({col} + {c}u, {cols - 1}u)')}, "
+                      f"{row_ok} && {col} + {c}u < {col_end})" for c in range(4))
+    return f"vec4<f32>({comps})"
+
+
 def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False):
     """4 consecutive elements of a row-major [rows, cols] operand at (``row``, ``col``...),
     zero outside (``row_ok``; columns from ``col_end``): one vec4 load where ``vec``, else
     four scalar ones, as f32 (``f16``: the operand is stored as float16).  Indices are
     clamped, so nothing is read out of bounds."""
-    at = f"{base} + min({row}, {rows - 1}u) * {cols}u"
     if vec:
+        at = f"{base} + min({row}, {rows - 1}u) * {cols}u"
         v = f"{name}[({at} + min({col}, {cols - 4}u)) / 4u]"
         return (f"select(vec4<f32>(0.0), {f'vec4<f32>({v})' if f16 else v}, "
                 f"{row_ok} && {col} < {col_end})")
     cv = "f32" if f16 else ""
-    comps = ", ".join(f"select(0.0, {cv}({name}[{at} + min({col} + {c}u, {cols - 1}u)]), "
-                      f"{row_ok} && {col} + {c}u < {col_end})" for c in range(4))
-    return f"vec4<f32>({comps})"
+    return _lanes(lambda r, cc: f"{cv}({name}[{base} + {r} * {cols}u + {cc}])",
+                  row, rows, row_ok, col, cols, col_end)
 
 
 def _inline_vec4(fn, kfirst, row, rows, row_ok, col, cols, col_end):
     """``_guarded_vec4`` for an operand read through its reader function ``fn(b, free, k)``
-    (``_inline_operand``) instead of a buffer: the 4 elements at (``row``, ``col``...) of the
-    layout the loads walk ([K, X] where ``kfirst``, else [X, K]), zero outside; indices
-    clamped, so the reader's own loads stay in bounds."""
-    r = f"min({row}, {rows - 1}u)"
-    comps = []
-    for c in range(4):
-        cc = f"min({col} + {c}u, {cols - 1}u)"
-        args = f"b, {cc}, {r}" if kfirst else f"b, {r}, {cc}"
-        comps.append(f"select(0.0, {fn}({args}), {row_ok} && {col} + {c}u < {col_end})")
-    return f"vec4<f32>({', '.join(comps)})"
+    (``_inline_operand``) instead of a buffer, in the layout the loads walk ([K, X] where
+    ``kfirst``, else [X, K])."""
+    return _lanes(lambda r, cc: f"{fn}(b, {cc}, {r})" if kfirst else f"{fn}(b, {r}, {cc})",
+                  row, rows, row_ok, col, cols, col_end)
 
 
 def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, inline=False):
@@ -790,10 +793,8 @@ def _held(ctx, i):
     buffer, the operand's axes in the order (1, 0)); None otherwise."""
     lowering = ctx.lowering
     a = ctx.eqn.invars[i]
-    perm = None                       # perm[j]: the buffer's axis of operand axis j
+    perm = tuple(range(a.aval.ndim))  # perm[j]: the buffer's axis of operand axis j
     while isinstance(a, Var):
-        if perm is None:
-            perm = tuple(range(len(a.aval.shape)))
         if a.id in lowering.materialized:
             return lowering.key_of(a), tuple(sorted(range(len(perm)), key=perm.__getitem__))
         e = lowering.producer.get(a.id)
@@ -860,7 +861,7 @@ def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag,
         return None
     probe = ctx.new_kb()
     _operand_reader(ctx, probe, i, aval, batch_dims, free_dims, contract_dims, ("b", "r", "k"))
-    if probe.windowed or probe.enable_f16 and not ctx.target.has_f16:
+    if probe.windowed:
         return None
     body = _operand_reader(ctx, kb, i, aval, batch_dims, free_dims, contract_dims,
                            ("b", "r", "k"))
@@ -877,7 +878,7 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
     ops = [(0, lhs, lb, lfree, lc, "A", -(-N // cfg.bn)),
            (1, rhs, rb, rfree, rc, "B", -(-M // cfg.bm))]
-    placed = {}                     # operand -> (its buffer key, k-first, the copy to dispatch)
+    placed = {}                     # operand -> (its buffer key, the copy to dispatch, k-first)
 
     def in_buffer(i, aval, bd, fd, cd, *_):
         if i not in placed:
@@ -890,19 +891,19 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
         key, _, kf = placed[i]
         return key, kf
 
-    for inline in ((True, False) if ctx.target.operand_reads == "inline" else (False,)):
+    for inline in (True, False):
         kb = ctx.new_kb()
-        got = [(_inline_operand(ctx, kb, *op) if inline else None) or in_buffer(*op)
-               for op in ops]
+        got = [(inline and _inline_operand(ctx, kb, *op)) or in_buffer(*op) for op in ops]
         (ka, a_kfirst), (kbk, b_kfirst) = got
         epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
         src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst,
                                b_kfirst, lhs.dtype, out.dtype)
-        if kb.n_bindings() <= ctx.lowering.max_storage:
+        if (kb.n_bindings() <= ctx.lowering.max_storage
+                or not any(isinstance(key, Inline) for key, _ in got)):
             break
-    for i, (key, copy, _) in sorted(placed.items()):
-        if copy is not None and key in (ka, kbk):
-            copy()
+    for i, (key, _) in enumerate(got):       # the copies this form reads, before it
+        if not isinstance(key, Inline) and placed[i][1] is not None:
+            placed[i][1]()
     ctx.dispatch(kb, src, grid)
     if S > 1:
         kb = ctx.new_kb()
