@@ -531,6 +531,57 @@ def test_shader_checks(monkeypatch):
         shader_checks="all")).shader_checks == "all"
 
 
+def test_target_options_are_checked():
+    """Every kernel strategy is checked where a Target is made: a value that is not one of the
+    option's is a ValueError naming the option, its values and the environment variable that
+    sets it (where one does); an unknown option is a TypeError naming it (through
+    ``Target.replace`` and ``Runtime.options`` alike); a tile of the right form that the
+    tiled kernel does not have is a ValueError when a product asks for it.  Nothing
+    compiled under the options before is touched: the runtime's own target is unchanged."""
+    from wjax._src.backend.target import CHOICES, COUNTS, Target
+    from wjax._src.core import config
+    for name, values in CHOICES.items():
+        for v in values:
+            assert getattr(Target.for_profile("nvidia", **{name: v}), name) == v
+        with pytest.raises(ValueError, match=f"{name} must be one of {', '.join(values)}, "
+                                             "not 'fast'"):
+            Target.for_profile("nvidia", **{name: "fast"})
+    for name, least in COUNTS.items():
+        for bad in (least - 1, 2.5, "8", True):
+            with pytest.raises(ValueError, match=f"{name} must be an integer >= {least}"):
+                Target.for_profile("lavapipe", **{name: bad})
+    for bad in ("128x128", "big", "128x128x16g", 64):
+        with pytest.raises(ValueError, match="matmul_tile must be BMxBNxBK or BMxBNxBKgKG"):
+            Target.for_profile("nvidia", matmul_tile=bad)
+    for bad in (0, -5, 1.5):
+        with pytest.raises(ValueError, match="loop_limit must be a positive integer or None"):
+            Target(dict(), loop_limit=bad)
+    with pytest.raises(TypeError, match="'matmull' is not a target option; the options: name"):
+        Target.for_profile("nvidia").replace(matmull="tiled")
+    info = {"device": "NVIDIA H100", "vendor_id": 0x10DE, "backend_type": "Vulkan",
+            "adapter_type": "DiscreteGPU"}
+    with pytest.raises(ValueError, match=r"matmul must be one of vec4, tiled, not 'tild' "
+                                         r"\(WJAX_MATMUL\)"):
+        Target.for_adapter(info, {}, [], settings=config.Settings(matmul="tild"))
+    assert Target.for_adapter(info, {}, [], settings=config.Settings(matmul="auto")).matmul \
+        == "tiled"
+    r = rt()
+    before = r.target()
+    with pytest.raises(TypeError, match="'tiles', 'fast' are not target options"):
+        with r.options(tiles=1, fast=True):
+            pass
+    with pytest.raises(ValueError, match="operand_reads must be one of inline, copy"):
+        with r.options(operand_reads="gather"):
+            pass
+    assert r.target().key() == before.key()
+    x = np.ones((64, 64), np.float32)
+    with r.options(matmul="tiled", matmul_tile="96x96x16"):
+        with pytest.raises(ValueError, match="the matmul tile '96x96x16' is not one of the "
+                                             "tiled kernel's: 128x128x16, "):
+            wjax.jit(lambda a: a @ a)(x)
+    np.testing.assert_array_equal(np.asarray(wjax.jit(lambda a: a @ a)(x)), x @ x)
+
+
 def test_waits_spin_then_sleep(monkeypatch):
     """A wait for the device (``block_until_ready``, a readback) polls without blocking for up
     to ``Target.spin_wait_us`` (the profiles: GPU 20 ms; CPU 0, where spinning takes the

@@ -26,7 +26,7 @@ import wgpu  # noqa: E402
 
 from . import strict_driver, wgsl as W  # noqa: E402
 from .autotune import Tuner  # noqa: E402
-from .target import SHADER_CHECKS, Target  # noqa: E402
+from .target import SHADER_CHECKS, Target, check_names  # noqa: E402
 
 # every buffer may also be bound as a uniform buffer (loop kernels read small constants so)
 _USAGE = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_SRC
@@ -448,6 +448,7 @@ class Runtime:
         benchmarks compare kernel forms, e.g. ``options(matmul="tiled")`` or
         ``options(in_kernel_loops=False)``.  Executables are cached per target, so nothing
         compiled under other options is reused."""
+        check_names(options)
         saved = self._options
         self._options = dict(saved, **options)
         self._target = None

@@ -10,6 +10,7 @@ builds one without the hardware.  It is a mapping of the adapter's limits
 """
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from . import profiles
@@ -17,6 +18,49 @@ from . import profiles
 # Target.shader_checks -> wgpu-native's WGPUShaderRuntimeChecks bits (BoundsChecks 1,
 # ForceLoopBounding 2)
 SHADER_CHECKS = {"all": 3, "bounds": 1, "none": 0}
+
+# The values each named strategy may take (``Target._check``), and the environment variable
+# that sets it, for messages
+CHOICES = {"matmul": ("vec4", "tiled"), "operand_reads": ("inline", "copy"),
+           "sort": ("registers", "workgroup"), "fft": ("registers", "workgroup"),
+           "reduction": ("slices", "strided"), "elementwise": ("looped", "flat"),
+           "register_block": ("large", "small"), "loop_constants": ("uniform", "storage"),
+           "shader_checks": tuple(SHADER_CHECKS)}
+COUNTS = {"radix_sort": 0, "row_resident": 0, "attention": 0, "submit_early": 0,
+          "spin_wait_us": 0, "tune_min_flops": 0, "loop_workgroup": 1, "threads": 1,
+          "loop_work": 1, "decomp_iters": 1}     # integer options -> their least value
+ENV = {"matmul": "WJAX_MATMUL", "matmul_tile": "WJAX_MATMUL_TILE",
+       "shader_checks": "WJAX_SHADER_CHECKS"}
+_TILE = re.compile(r"\d+x\d+x\d+(g\d+)?")
+
+
+def check_names(options) -> None:
+    """Raises TypeError naming any of ``options`` that is not a Target option."""
+    unknown = [k for k in options if k not in Target.OPTIONS]
+    if unknown:
+        what = "is not a target option" if len(unknown) == 1 else "are not target options"
+        raise TypeError(f"wjax: {', '.join(map(repr, unknown))} {what}; the options: "
+                        f"{', '.join(Target.OPTIONS)}")
+
+
+def _check(name: str, value) -> None:
+    """Raises ValueError naming option ``name`` and what it may be, where ``value`` is not
+    one of its values."""
+    env = f" ({ENV[name]})" if name in ENV else ""
+    if name in CHOICES and value not in CHOICES[name]:
+        raise ValueError(f"wjax: {name} must be one of {', '.join(CHOICES[name])}, not "
+                         f"{value!r}{env}")
+    if name in COUNTS and (isinstance(value, bool) or not isinstance(value, int)
+                           or value < COUNTS[name]):
+        raise ValueError(f"wjax: {name} must be an integer >= {COUNTS[name]}, not {value!r}")
+    if name == "matmul_tile" and value != "" and not (isinstance(value, str)
+                                                      and _TILE.fullmatch(value)):
+        raise ValueError(f"wjax: matmul_tile must be BMxBNxBK or BMxBNxBKgKG (e.g. "
+                         f"128x128x16, 64x64x16g2), or empty for the tile chosen per "
+                         f"product, not {value!r}{env}")
+    if name == "loop_limit" and value is not None and (isinstance(value, bool) or not
+                                                       isinstance(value, int) or value < 1):
+        raise ValueError(f"wjax: loop_limit must be a positive integer or None, not {value!r}")
 
 
 class Target(dict):
@@ -121,9 +165,15 @@ class Target(dict):
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
                  spin_wait_us: int = 20000, tune_min_flops: int = 1 << 20,
                  compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
-        if shader_checks not in SHADER_CHECKS:
-            raise ValueError(f"wjax: shader_checks must be one of {', '.join(SHADER_CHECKS)}, "
-                             f"not {shader_checks!r} (WJAX_SHADER_CHECKS)")
+        for option, value in dict(
+                matmul=matmul, matmul_tile=matmul_tile, operand_reads=operand_reads, sort=sort,
+                radix_sort=radix_sort, fft=fft, reduction=reduction, elementwise=elementwise,
+                register_block=register_block, loop_workgroup=loop_workgroup,
+                loop_constants=loop_constants, row_resident=row_resident, attention=attention,
+                submit_early=submit_early, threads=threads, loop_work=loop_work,
+                decomp_iters=decomp_iters, shader_checks=shader_checks, loop_limit=loop_limit,
+                spin_wait_us=spin_wait_us, tune_min_flops=tune_min_flops).items():
+            _check(option, value)
         super().__init__(profiles.WEBGPU_LIMITS)
         self.update(limits)
         self["shader-f16"] = has_f16
@@ -159,7 +209,7 @@ class Target(dict):
         name = f"{info.get('device', '?')} [{info.get('backend_type', '?')}, " \
                f"{info.get('adapter_type', '?')}]"
         forced = {}
-        if settings is not None and settings.matmul in ("tiled", "vec4"):
+        if settings is not None and settings.matmul != "auto":
             forced["matmul"] = settings.matmul
         if settings is not None and settings.matmul_tile:
             forced["matmul_tile"] = settings.matmul_tile
@@ -202,6 +252,7 @@ class Target(dict):
 
     def replace(self, **options) -> "Target":
         """The same target with some options (attributes above) changed."""
+        check_names(options)
         opts = {k: getattr(self, k) for k in self.OPTIONS}
         opts.update(options)
         return Target(dict(self), **opts)

@@ -253,6 +253,9 @@ def _tile_config(target, B, M, N, K) -> MMConfig:
 
     tile, _, kg = target.matmul_tile.partition("g")     # "BMxBNxBK" or "BMxBNxBKgKG"
     forced = TILES.get(tile)
+    if tile and forced is None:
+        raise ValueError(f"wjax: the matmul tile {tile!r} is not one of the tiled kernel's: "
+                         f"{', '.join(TILES)} (WJAX_MATMUL_TILE)")
     kg = int(kg) if kg.isdigit() and int(kg) > 1 else 1
     if forced is not None and not _tile_fits(target, *forced, kg):
         kg = 1
