@@ -180,6 +180,43 @@ def test_the_product_reads_the_patches_implicit_gemm(name):
                 assert copies and not any(r for _, r in products), (products, copies)
 
 
+def test_an_nhwc_layer_is_one_kernel():
+    """A channels-last layer, ``relu(conv(x, w) + b)`` (flax's and haiku's layout): the
+    convolution's product already has the output's layout -- the decomposition's transposes
+    cancel -- so the bias and relu are its epilogue (found at the coordinates the transposes
+    hand back, ``lower._same_position``) and the product itself, read by nothing else, is not
+    stored: one kernel.  Its input gradient is stored by its product in place too (no
+    transposing kernel after it).  Against real JAX, forward and ``value_and_grad``."""
+    jax = rjax()
+    case = TILED["nhwc"]
+    x, w = _operands(case)
+    b = np.random.default_rng(2).standard_normal(case["rs"][-1]).astype(F)
+
+    def layer(mod):
+        conv = _conv(mod, case)
+        return lambda x, w, b: mod.numpy.maximum(conv(x, w) + b, 0)
+
+    def loss(mod):
+        return lambda w, x, b: (layer(mod)(x, w, b) ** 2).sum()
+    vg = wjax.value_and_grad(loss(wjax), argnums=(0, 1, 2))
+
+    def run():
+        fwd = wjax.jit(layer(wjax))
+        kernels = fwd.lower(x, w, b).as_text().split("// ---- kernel")[1:]
+        return (np.asarray(fwd(x, w, b)), wjax.jit(vg)(w, x, b), kernels,
+                _labels(vg, w, x, b))
+    got, (val, grads), kernels, labels = _under_gpu_strategies(run, matmul_tile="64x64x16")
+    assert len(kernels) == 1 and kernels[0].count("read_write>") == 1, kernels
+    assert not any(lb.startswith("fused(transpose") and "reduce" not in lb
+                   for lb in labels[:-2]), labels
+    assert_same(got, np.asarray(layer(jax)(x, w, b)), 1e-4, 1e-4)
+    want = jax.value_and_grad(loss(jax), argnums=(0, 1, 2))(w, x, b)
+    assert_same(np.asarray(val), np.asarray(want[0]), 1e-4, 1e-4)
+    for g, v in zip(grads, want[1]):       # (sums of ~600 terms: a scale for the zeros)
+        v = np.asarray(v)
+        assert_same(np.asarray(g), v, 1e-4, 1e-5 * np.abs(v).max())
+
+
 def test_int_and_preferred_element_type_under_gpu_strategies():
     jax = rjax()
     x = np.arange(2 * 3 * 7 * 6, dtype=np.int32).reshape(2, 3, 7, 6) % 11 - 5

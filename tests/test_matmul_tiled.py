@@ -507,6 +507,45 @@ def test_products_share_an_operand_copy():
     _close(got[1], r.T @ g)
 
 
+@pytest.mark.parametrize("K", [300, 3000])          # 3000: a contraction split 2 ways
+def test_a_product_only_its_epilogue_reads_is_not_stored(K):
+    """A product whose every reader is its fused epilogue (a layer's ``relu(x @ w + b)``, the
+    product itself read by nothing else) stores only what the epilogue computes: the kernel
+    writes one buffer (with a split contraction: the sum of the parts, which writes one
+    buffer too).  Where the product is also read elsewhere -- a program output, a reduction's
+    kernel, a backward pass -- it is stored as well.  Values against NumPy and real JAX."""
+    J = pytest.importorskip("jax")
+    x, w = RS.randn(64, K).astype(np.float32), (RS.randn(K, 128) / 30).astype(np.float32)
+    b = RS.randn(128).astype(np.float32)
+    y = x.astype(np.float64) @ w
+    r = np.maximum(y + b, 0)
+    cases = [  # (program, numpy reference, buffers the product's kernels write)
+        (lambda x, w, b: jnp.maximum(jnp.dot(x, w, precision=HI) + b, 0), r, 1),
+        (lambda x, w, b: (lambda y: (y, jnp.maximum(y + b, 0)))(jnp.dot(x, w, precision=HI)),
+         (y, r), 2),
+        (lambda x, w, b: (lambda y: (jnp.maximum(y + b, 0), y.sum(0)))(
+            jnp.dot(x, w, precision=HI)), (r, y.sum(0)), 2),
+    ]
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        for f, want, writes in cases:
+            got = wjax.jit(f)(x, w, b)
+            for g, v in zip(got if isinstance(want, tuple) else [got],
+                            want if isinstance(want, tuple) else [want]):
+                _close(g, v)
+            tiled, others = _kernels(f, x, w, b)
+            assert len(tiled) == 1
+            last = tiled if K == 300 else [k for k in others if "acc0 + " in k]
+            assert len(last) == 1 and last[0].count("read_write>") == writes, last
+        loss = lambda w, x, b: jnp.sum(jnp.maximum(jnp.dot(x, w, precision=HI) + b, 0) ** 2)
+        got = wjax.jit(wjax.value_and_grad(loss))(w, x, b)
+    wjax.clear_caches()
+    want = J.jit(J.value_and_grad(lambda w, x, b: J.numpy.sum(
+        J.numpy.maximum(J.numpy.dot(x, w, precision="highest") + b, 0) ** 2)))(w, x, b)
+    np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=2e-5)
+    _close(got[1], np.asarray(want[1], np.float64))
+
+
 @pytest.mark.parametrize("forms", ["own", "gpu"])
 def test_a_shared_copy_is_not_taken_from_a_dropped_attempt(forms):
     """A product first lowered with a fused epilogue that does not fit (its bias is a

@@ -82,6 +82,20 @@ class EpilogueMismatch(Exception):
     """An epilogue could not be fused into its producer kernel (planning falls back)."""
 
 
+def _same_position(idx: Index, flat: str, pos: Index | None) -> bool:
+    """Whether ``idx`` is the position ``flat`` (a kernel's own output position, ``pos``
+    where the kernel has its coordinates): the same flat offset, or the same coordinates as
+    ``pos`` took apart (a read through transposes that cancel rebuilds the flat offset from
+    them under another name)."""
+    if idx._flat == flat:
+        return True
+    kb = idx.kb
+    if pos is not None and idx._dims is not None and pos._dims is not None \
+            and idx.shape == pos.shape:
+        return [kb.resolve(d) for d in idx._dims] == [kb.resolve(d) for d in pos._dims]
+    return idx.flat() == flat
+
+
 class Fuser:
     """Generates the WGSL value of a var at an Index, inlining fusable producers.
 
@@ -138,8 +152,8 @@ class Fuser:
         if atom.id in self.subst:
             if callable(self.subst[atom.id]):          # a value readable at any index
                 return self.subst[atom.id](idx)
-            flat, value = self.subst[atom.id]
-            if idx.flat() != flat:
+            flat, value, *pos = self.subst[atom.id]
+            if not _same_position(idx, flat, pos[0] if pos else None):
                 raise EpilogueMismatch(atom)
             return value
         key = (atom.id, idx.key())
@@ -213,6 +227,9 @@ class KernelContext:
         return Fuser(kb, self.lowering, None)
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
+    # whether nothing but the epilogue reads the output (set by the Lowering): a kernel that
+    # honours it (the tiled matmul) computes the roots and stores no output of its own
+    output_dead: bool = False
 
     def epilogue_code(self, kb: KernelBuilder, value: str, flat: str, more=()) -> list:
         """WGSL lines computing and storing every epilogue root at flat position ``flat``
@@ -223,12 +240,18 @@ class KernelContext:
             return []
         saved, kb.lines = kb.lines, []
         out = self.eqn.outvars[0]
-        subst = {out.id: (flat, value)}
-        subst.update({v.id: (flat, val) for v, val in more})
+        # the output's position, shared by the roots of its shape: a root that reads the
+        # output through transposes that cancel (a convolution's NHWC output) reaches it at
+        # the coordinates this Index takes apart, not at ``flat`` itself
+        pos = Index(kb, out.aval.shape, flat=flat)
+        subst = {out.id: (flat, value, pos)}
+        subst.update({v.id: (flat, val) + ((pos,) if v.aval.shape == out.aval.shape else ())
+                      for v, val in more})
         f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst=subst)
         for r in self.epilogue:    # (a root of another shape reads the outputs at ``flat``,
             #                         or the Fuser raises EpilogueMismatch)
-            val = Lowering._read_root(f, r, Index(kb, r.aval.shape, flat=flat))
+            at = pos if r.aval.shape == out.aval.shape else Index(kb, r.aval.shape, flat=flat)
+            val = Lowering._read_root(f, r, at)
             name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
             kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
             if r.id in self.lowering.split:    # later roots read it here (it is not inlined)
@@ -303,6 +326,7 @@ class Lowering:
         # operand copies a kernel rule made, by (value, layout): products reading one value
         # in one layout share a copy (``dot._canonical``)
         self.copies: dict = {}
+        self._readers: dict | None = None    # var id -> the equations reading it
         avals = self.plan.avals
         self.windows = W.Windows(
             target["max-storage-buffer-binding-size"],
@@ -455,6 +479,7 @@ class Lowering:
             mark = len(self.plan.steps)
             ctxs = [KernelContext(self, e) for e in batch]
             ctxs[0].epilogue = roots
+            ctxs[0].output_dead = len(batch) == 1 and self._read_only_by(out, roots)
             try:
                 if len(batch) > 1:
                     batch[0].prim.kernel_many(ctxs)
@@ -468,6 +493,37 @@ class Lowering:
                 groups[key] = [r for r in groups[key] if r not in roots]
             return True
         return False
+
+    def _read_only_by(self, v: Var, roots: list) -> bool:
+        """Whether every read of ``v`` is part of computing ``roots`` (an epilogue's): ``v``
+        is no output of the program nor the buffer of another value, and every equation
+        reading it, directly or through unmaterialized producers, makes one of the roots."""
+        if v.id in self.plan.aliases or any(isinstance(o, Var) and o.id == v.id
+                                            for o in self.jaxpr.outvars):
+            return False
+        if self._readers is None:
+            self._readers = {}
+            for e in self.jaxpr.eqns:
+                for a in e.invars:
+                    if isinstance(a, Var):
+                        self._readers.setdefault(a.id, []).append(e)
+        ids = {r.id for r in roots}
+        stack, seen = [v.id], set()
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            for e in self._readers.get(x, ()):
+                if len(e.outvars) != 1:
+                    return False
+                o = e.outvars[0]
+                if o.id in ids:
+                    continue
+                if e.prim.fuse is None or o.id in self.materialized or o.id in self.split:
+                    return False
+                stack.append(o.id)
+        return True
 
     def _deps(self, v: Var) -> set:
         """Var ids an (unsplit, same-level) fused root reads through virtual producers."""

@@ -573,7 +573,7 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     b_name = kbk.fn if b_in else kb.bind(kbk, in_dt, "read")
     c_vec = N % 4 == 0 and not epi
     kb.vec = 4 if c_vec else 1
-    c_name = kb.bind(kc, out_dt, "read_write")
+    c_name = kb.bind(kc, out_dt, "read_write") if kc is not None else None
     kb.vec = 1
     def cv4(e):
         return _round_to4(e, out_dt)
@@ -618,10 +618,11 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
                 for j in range(TN // 4):
                     for e in range(4):
                         val = cv(f"c{i}_{q}_{j}[{e}]")
+                        own = f"      {c_name}[o] = val;\n" if c_name is not None else ""
                         store.append(
                             f"  if (m{i}_{q} < {M}u && n{j} + {e}u < {N}u) {{\n"
                             f"      let o = ({rowvar} * {M}u + m{i}_{q}) * {N}u + n{j} + {e}u;\n"
-                            f"      let val = {val};\n      {c_name}[o] = val;\n{body}\n  }}")
+                            f"      let val = {val};\n{own}{body}\n  }}")
     stage = "\n".join(sa + sb)
     if cfg.db:      # shaders/matmul_tiled_db.wgsl: halves at offsets na/nb (staging), oa/ob
         stage = stage.replace("As[", "As[na + ").replace("Bs[", "Bs[nb + ")
@@ -781,10 +782,10 @@ def _round_to4(e, dt):
 def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     """The sum of S partial products (each ``total`` elements), then the epilogue."""
     p = kb.bind(kp, np.float32, "read")
-    o = kb.bind(ko, out_dtype, "read_write")
     kb.emit(f"var acc0 = 0.0;\n  for (var s = 0u; s < {S}u; s = s + 1u) {{ acc0 = acc0 + {p}[s "
-            f"* {total}u + i]; }}\n  let acc = {_round_to('acc0', out_dtype)};\n"
-            f"  {o}[i] = acc;")
+            f"* {total}u + i]; }}\n  let acc = {_round_to('acc0', out_dtype)};")
+    if ko is not None:
+        kb.emit(f"{kb.bind(ko, out_dtype, 'read_write')}[i] = acc;")
     for line in epi:
         kb.emit(line)
     return kb.elementwise_kernel(total)
@@ -878,7 +879,9 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     other through its reader (``_inline_operand``) or from a copy (``_canonical``).  A kernel
     whose inline operands bind more buffers than the adapter allows takes copies instead."""
     S = cfg.s
-    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
+    # the product itself is not stored where its epilogue computes all that reads it
+    own = None if ctx.output_dead else ctx.out_key(0)
+    out_key = own if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
     ops = [(0, lhs, lb, lfree, lc, "A", -(-N // cfg.bn)),
            (1, rhs, rb, rfree, rc, "B", -(-M // cfg.bm))]
     placed = {}                     # operand -> (its buffer key, the copy to dispatch, k-first)
@@ -911,7 +914,7 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     if S > 1:
         kb = ctx.new_kb()
         epi = ctx.epilogue_code(kb, "acc", "i")
-        src, grid = _split_sum_src(kb, out_key, ctx.out_key(0), S, B * M * N, out.dtype, epi)
+        src, grid = _split_sum_src(kb, out_key, own, S, B * M * N, out.dtype, epi)
         ctx.dispatch(kb, src, grid)
 
 
