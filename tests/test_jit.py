@@ -533,12 +533,23 @@ def test_matmul_epilogue_fused(shape):
     )
 
 
-def test_matmul_epilogue_falls_back_on_index_math():
+def test_matmul_epilogue_transposed_or_falls_back_on_index_math():
+    """A consumer reading the product through a transpose is its epilogue, stored where it
+    belongs (one kernel); one reading it at two positions (``y + y.T``) or through other
+    index math (a reversal) is not (two kernels).  Both kernel forms."""
     rng = np.random.RandomState(1)
     x, W = rng.randn(6, 4).astype(np.float32), rng.randn(4, 8).astype(np.float32)
-    f = lambda x, W: (x @ W).T + 1
-    assert n_kernels(f, x, W) == 2
-    np.testing.assert_allclose(np.asarray(wjax.jit(f)(x, W)), (x @ W).T + 1, rtol=1e-5, atol=1e-5)
+    sq = rng.randn(4, 6).astype(np.float32)
+    y, ysq = x @ W, x @ sq
+    cases = [(lambda x, W: (x @ W).T + 1, (x, W), y.T + 1, 1),
+             (lambda x, W: (lambda y: y + y.T)(x @ W), (x, sq), ysq + ysq.T, 2),
+             (lambda x, W: (x @ W)[::-1] * 2, (x, W), y[::-1] * 2, 2)]
+    for matmul in ("vec4", "tiled"):
+        with runtime.get().options(matmul=matmul):
+            for f, args, want, kernels in cases:
+                assert n_kernels(f, *args) == kernels
+                np.testing.assert_allclose(np.asarray(wjax.jit(f)(*args)), want, rtol=1e-5,
+                                           atol=1e-5)
 
 
 def test_wide_concatenate_under_storage_limit():

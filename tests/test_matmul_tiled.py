@@ -546,6 +546,36 @@ def test_a_product_only_its_epilogue_reads_is_not_stored(K):
     _close(got[1], np.asarray(want[1], np.float64))
 
 
+@pytest.mark.parametrize("K", [40, 3000])           # 3000: a contraction split 2 ways
+def test_transposed_results_are_stored_by_the_product(K):
+    """A product's consumer that reads it through transposes -- ``(x @ w).T``, an einsum
+    whose output order is not the product's, a relu of a transposed product of the same
+    (square) shape -- is the product's epilogue, stored at its own position
+    (``KernelContext._transposed_position``): one kernel (or the split's two), where a
+    transposing kernel followed.  A consumer reading the product at two positions
+    (``y + y.T``) is not: it keeps its own kernel.  Against NumPy in float64."""
+    x, w = RS.randn(64, K).astype(np.float32), (RS.randn(K, 64) / 30).astype(np.float32)
+    a, c = RS.randn(3, 40, K).astype(np.float32), RS.randn(3, K, 24).astype(np.float32)
+    y = x.astype(np.float64) @ w
+    ac = np.einsum("bmk,bkn->bmn", a.astype(np.float64), c)
+    cases = [  # (program, arguments, NumPy's value, kernels)
+        (lambda x, w: jnp.dot(x, w, precision=HI).T, (x, w), y.T, 1),
+        (lambda x, w: jnp.maximum(jnp.dot(x, w, precision=HI), 0).T * 2, (x, w),
+         np.maximum(y, 0).T * 2, 1),
+        (lambda a, c: jnp.einsum("bmk,bkn->nbm", a, c, precision=HI), (a, c),
+         ac.transpose(2, 0, 1), 1),
+        (lambda x, w: (lambda y: y + y.T)(jnp.dot(x, w, precision=HI)), (x, w), y + y.T, 2),
+    ]
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        for f, args, want, kernels in cases:
+            _close(wjax.jit(f)(*args), want)
+            tiled, others = _kernels(f, *args)
+            assert len(tiled) == 1
+            assert len(others) == kernels - 1 + (K == 3000), others
+    wjax.clear_caches()
+
+
 @pytest.mark.parametrize("forms", ["own", "gpu"])
 def test_a_shared_copy_is_not_taken_from_a_dropped_attempt(forms):
     """A product first lowered with a fused epilogue that does not fit (its bias is a

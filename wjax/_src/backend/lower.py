@@ -250,14 +250,58 @@ class KernelContext:
         f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst=subst)
         for r in self.epilogue:    # (a root of another shape reads the outputs at ``flat``,
             #                         or the Fuser raises EpilogueMismatch)
-            at = pos if r.aval.shape == out.aval.shape else Index(kb, r.aval.shape, flat=flat)
+            at = self._transposed_position(r, pos) if self.eqn.prim.epilogue_layouts else None
+            if at is None:
+                at = pos if r.aval.shape == out.aval.shape else Index(kb, r.aval.shape, flat=flat)
             val = Lowering._read_root(f, r, at)
             name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
-            kb.emit(f"{name}[{flat}] = {kb.store(val, r.aval.dtype)};")
+            kb.emit(f"{name}[{at.flat()}] = {kb.store(val, r.aval.dtype)};")
             if r.id in self.lowering.split:    # later roots read it here (it is not inlined)
-                f.subst[r.id] = (flat, val)
+                f.subst[r.id] = (at.flat(), val, at)
         lines, kb.lines = kb.lines, saved
         return lines
+
+    def _transposed_position(self, r: Var, pos: Index) -> Index | None:
+        """The position of epilogue root ``r`` at which it reads this kernel's output at
+        ``pos``, where ``r`` reads the output through a permutation of its axes (transposes,
+        reshapes that keep the shape): ``r``'s coordinates are ``pos``'s, permuted.  Found by
+        reading ``r`` at placeholder coordinates in a scratch kernel and seeing which of them
+        reach the output along which axis; None where the reads are not such a permutation
+        (another shape, several positions)."""
+        out = self.eqn.outvars[0]
+        if r.aval.size != out.aval.size:
+            return None
+        kb = self.lowering.new_kb()
+        names = [f"wj_q{d}" for d in range(r.aval.ndim)]
+        reads = []
+
+        def at_output(idx):
+            if idx._dims is None:
+                reads.append(None)
+            else:
+                reads.append(tuple(kb.resolve(d) for d in idx._dims))
+            return W.zero(out.aval.dtype)
+        f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst={out.id: at_output})
+        try:
+            Lowering._read_root(f, r, Index(kb, r.aval.shape, dims=names))
+        except EpilogueMismatch:
+            return None
+        if not reads or any(rd != reads[0] for rd in reads) or reads[0] is None:
+            return None
+        axis = {}            # root axis -> output axis it is read along
+        for j, (d, n) in enumerate(zip(reads[0], out.aval.shape)):
+            if d in names:
+                i = names.index(d)
+                if i in axis or r.aval.shape[i] != n:
+                    return None
+                axis[i] = j
+            elif not (d == "0u" and n == 1):
+                return None
+        if any(i not in axis and n != 1 for i, n in enumerate(r.aval.shape)):
+            return None
+        dims = pos.dims()
+        return Index(pos.kb, r.aval.shape,
+                     dims=[dims[axis[i]] if i in axis else "0u" for i in range(r.aval.ndim)])
 
     def in_key(self, i: int):
         return self.lowering.key_of(self.eqn.invars[i])
@@ -464,7 +508,8 @@ class Lowering:
             if level < lvl:
                 continue
             for r in rs:
-                if level == lvl and phase == 1 and r.aval.shape == out.aval.shape:
+                if level == lvl and phase == 1 and (r.aval.shape == out.aval.shape or (
+                        batch[0].prim.epilogue_layouts and r.aval.size == out.aval.size)):
                     pass
                 elif not (r.id in self.small and r.aval.size == out.aval.size):
                     continue
@@ -473,6 +518,11 @@ class Lowering:
                 elif level > lvl and (ids | {x.id for x in base + later}) & self._deps(r):
                     later.append(r)
         tries = [base + later, base] if later and base else [base]
+        # without the roots of another shape (they may read the output otherwise than
+        # through a permutation of its axes)
+        same = [r for r in base if r.aval.shape == out.aval.shape or r.id in self.small]
+        if len(same) < len(base):
+            tries.append(same)
         for roots in tries:
             if not roots:
                 continue

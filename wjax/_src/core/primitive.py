@@ -58,6 +58,9 @@ class Primitive:
     ``multiple_results``  returns a list
     ``fuse_inputs``       kernel ops: operand positions that accept fused producers
     ``epilogue``          kernel ops: same-shaped elementwise consumers fuse into the kernel
+    ``epilogue_layouts``  kernel ops with an epilogue of one value at a time: a consumer that
+                          reads the output through a permutation of its axes fuses too, stored
+                          at its own position (a transposed product)
     ``table``             elementwise ops: the dtype -> WGSL template table they were made from
     ``zero_jvp``          the output's tangent is always zero (comparisons, integer ops)
     ``call``              carries a ``jaxpr`` parameter that the backend inlines
@@ -103,6 +106,7 @@ class Primitive:
         self.decompose: Rule = None
         self.fuse_inputs: tuple[int, ...] = ()
         self.epilogue: bool = False
+        self.epilogue_layouts: bool = False
         self.table: dict | None = None
         self.zero_jvp: bool = False
         self.call: bool = False

@@ -21,6 +21,7 @@ from ..core.ir import Var
 dot_general_p = Primitive("dot_general")
 dot_general_p.fuse_inputs = (0, 1)
 dot_general_p.epilogue = True     # same-shaped elementwise consumers fuse into the kernel
+dot_general_p.epilogue_layouts = True    # ... and transposed ones, stored where they belong
 
 
 def _dot_pp(params, eqn):
