@@ -231,6 +231,7 @@ def _run_module(*args, env=None):
                           timeout=120, env=e, cwd=ROOT)
 
 
+@pytest.mark.own_strategies      # (the subprocess reports the adapter's own)
 def test_python_m_wjax_reports_adapters_features_limits():
     p = _run_module()
     assert p.returncode == 0, p.stderr

@@ -548,8 +548,9 @@ class Lowering:
         """Whether every read of ``v`` is part of computing ``roots`` (an epilogue's): ``v``
         is no output of the program nor the buffer of another value, and every equation
         reading it, directly or through unmaterialized producers, makes one of the roots."""
-        if v.id in self.plan.aliases or any(isinstance(o, Var) and o.id == v.id
-                                            for o in self.jaxpr.outvars):
+        aliases = self.plan.aliases
+        if v.id in aliases or v.id in aliases.values() or any(
+                isinstance(o, Var) and o.id == v.id for o in self.jaxpr.outvars):
             return False
         if self._readers is None:
             self._readers = {}

@@ -27,8 +27,8 @@ CHOICES = {"matmul": ("vec4", "tiled"), "operand_reads": ("inline", "copy"),
            "register_block": ("large", "small"), "loop_constants": ("uniform", "storage"),
            "shader_checks": tuple(SHADER_CHECKS)}
 COUNTS = {"radix_sort": 0, "row_resident": 0, "attention": 0, "submit_early": 0,
-          "spin_wait_us": 0, "tune_min_flops": 0, "loop_workgroup": 1, "threads": 1,
-          "loop_work": 1, "decomp_iters": 1}     # integer options -> their least value
+          "spin_wait_us": 0, "tune_min_flops": 0, "decomp_iters": 0, "loop_workgroup": 1,
+          "threads": 1, "loop_work": 1}     # integer options -> their least value
 ENV = {"matmul": "WJAX_MATMUL", "matmul_tile": "WJAX_MATMUL_TILE",
        "shader_checks": "WJAX_SHADER_CHECKS"}
 _TILE = re.compile(r"\d+x\d+x\d+(g\d+)?")
