@@ -33,7 +33,8 @@ echo "[test] lint: ruff check (configuration in pyproject.toml)"
 DRIVER_TESTS="tests/test_ops.py tests/test_numerics.py tests/test_random.py tests/test_loops.py
               tests/test_control.py tests/test_lax_extra.py tests/test_regressions.py
               tests/test_big_arrays.py tests/test_kernel_forms.py tests/test_autotune.py
-              tests/test_row_resident.py tests/test_attention.py tests/test_conv_gemm.py"
+              tests/test_row_resident.py tests/test_attention.py tests/test_conv_gemm.py
+              tests/test_surface_scipy.py tests/test_autodiff.py"
 if "$py" -m wjax --has opengl; then
   echo "[test] driver run: wgpu's GL backend (naga -> GLSL -> llvmpipe)"
   WJAX_BACKEND=gl "$py" -m pytest -n "$workers" $DRIVER_TESTS
