@@ -452,17 +452,30 @@ _PRODUCERS = {
     "exp(x / 8)": (lambda m, x, c: m.exp(x / 8)),
 }
 
+# What follows the product: its epilogue, stored where the product is or transposed, the
+# product itself stored or not
+_CONSUMERS = {
+    "none": (lambda m, y, c: (y,)),
+    "relu(y + c)": (lambda m, y, c: (m.maximum(y + c, 0),)),
+    "output order (n, b, m)": (lambda m, y, c: (m.transpose(y, (2, 0, 1)),)),
+    "relu of the transpose, doubled": (lambda m, y, c: (m.maximum(m.transpose(y, (0, 2, 1)),
+                                                                  0) * 2,)),
+    "the product and its relu": (lambda m, y, c: (y, m.maximum(y, 0))),
+}
+
 
 @examples(10)
 @given(st.integers(1, 3), st.integers(8, 150), st.integers(8, 150), st.integers(8, 150),
        st.sampled_from(sorted(_A_LAYOUTS)), st.sampled_from(sorted(_B_LAYOUTS)),
        st.sampled_from(sorted(_PRODUCERS)), st.sampled_from(sorted(_PRODUCERS)),
-       st.sampled_from(["inline", "copy"]), st.sampled_from(sorted(dot.TILES)))
+       st.sampled_from(["inline", "copy"]), st.sampled_from(sorted(dot.TILES)),
+       st.sampled_from(sorted(_CONSUMERS)))
 def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, pb, reads,
-                                                        tile):
+                                                        tile, consumer):
     """Random batched products on the tiled kernel whose operands are stored in any of three
     layouts and computed by a fused producer: read in place, through transposes, inline or
-    from (shared) copies, under either ``operand_reads`` -- against NumPy in float64."""
+    from (shared) copies, under either ``operand_reads``, followed by a consumer (an
+    epilogue, transposed or not, the product stored or not) -- against NumPy in float64."""
     assume(B * M * N * K >= 32768)
     rs = np.random.RandomState(B * 7 + M * 13 + N * 17 + K)
     perm_a, perm_b = _A_LAYOUTS[la], _B_LAYOUTS[lb]
@@ -474,13 +487,16 @@ def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, 
         x = _PRODUCERS[pa](m, m.transpose(a, np.argsort(perm_a)), ca)
         y = _PRODUCERS[pb](m, m.transpose(b, np.argsort(perm_b)), cb)
         return x, y
-    want = np.einsum("bmk,bkn->bmn", *f(np, *_f64(a, b, ca, cb)))
+    then = _CONSUMERS[consumer]
+    want = then(np, np.einsum("bmk,bkn->bmn", *f(np, *_f64(a, b, ca, cb))), cb)
     wjax.clear_caches()
     with _gpu(tile, operand_reads=reads):
-        got = wjax.jit(lambda *v: jnp.einsum("bmk,bkn->bmn", *f(jnp, *v), precision=HI))(
-            a, b, ca, cb)
+        got = wjax.jit(lambda *v: then(jnp, jnp.einsum("bmk,bkn->bmn", *f(jnp, *v),
+                                                       precision=HI), v[3]))(a, b, ca, cb)
     wjax.clear_caches()
-    _close(got, want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
 
 
 def test_products_share_an_operand_copy():

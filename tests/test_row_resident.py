@@ -244,7 +244,8 @@ def test_groups_around_other_kernels():
 def test_the_targets_forms():
     """What each profile's lowering emits for the issue's softmax (8192 x 4096 float32): on
     ``nvidia`` one kernel, a workgroup of 256 per row (8192 workgroups), vec4 loads,
-    subgroup shuffles; ``webgpu-default`` (no subgroups) the same with a workgroup tree;
+    subgroup shuffles; ``webgpu-default`` (no subgroups) the same with a workgroup tree; rows
+    of 1024 a workgroup of 64 each with subgroups, four a workgroup of 256 without;
     ``lavapipe`` (CPU forms) keeps its three kernels."""
     def steps(f, shape, profile):
         closed = wjax.make_jaxpr(f)(wjax.ShapeDtypeStruct(shape, np.float32))
@@ -257,6 +258,13 @@ def test_the_targets_forms():
         assert ("subgroupShuffleXor" in k.wgsl) == sg
         assert k.wgsl.count("workgroupBarrier()") == (2 if sg else 18)   # 2 stages
         assert len(steps(lambda a: wjax.nn.standardize(a), (4096, 1024), profile)) == 1
+        # rows of 1024 (attention's scores): 64 threads a row; with subgroups a workgroup
+        # of its own (shuffles and one barrier a stage), else 4 rows a workgroup (a tree)
+        (k,) = steps(soft, (8192, 1024), profile)
+        assert k.grid[0] * k.grid[1] == (8192 if sg else 2048)
+        assert (f"@workgroup_size({64 if sg else 256})") in k.wgsl
+        assert ("subgroupShuffleXor" in k.wgsl) == sg
+        assert k.wgsl.count("workgroupBarrier()") == (2 if sg else 14)
     assert Target.for_profile("lavapipe").row_resident == 0
     assert len(steps(soft, (256, 512), "lavapipe")) == 3
     with runtime.get().options(**profiles.CPU_FORMS):

@@ -114,10 +114,18 @@ class _RowKernel:
             T *= 2
         K = -(-U // T)
         WG = self.WG
+        sgsz = self.target.subgroup_size
+        if sgsz and 64 <= T < WG and T % (2 * sgsz) == 0:
+            # a workgroup per row (rows of 256 to 1023 units): its team folds by subgroup
+            # shuffles and one barrier, where several teams a workgroup fold through a
+            # workgroup-memory tree (a barrier a level)
+            WG = T
         R = WG // T
         groups = -(-M // R)
         grid = W.grid_for(groups, kb.max_groups)
-        sg = bool(T == WG and self.target.subgroup_size and WG % 128 == 0)
+        # subgroups only where every one is whole: the workgroup a multiple of any subgroup
+        # size (128), or of twice the profile's
+        sg = bool(T == WG and sgsz and (WG % 128 == 0 or WG % (2 * sgsz) == 0))
         emit = kb.emit
         emit(f"let g = wid.x + wid.y * {grid[0]}u;")
         emit(f"if (g >= {groups}u) {{ return; }}")       # the workgroup's uniform exit
