@@ -419,8 +419,9 @@ class Lowering:
             if e.prim.fuse is None and e.prim.kernel is None:
                 raise NotImplementedError(f"wjax: no WGSL lowering for primitive {e.prim.name}")
             if e.prim.kernel is not None:
+                keep = e.prim.materialize_inputs(e, self) if e.prim.materialize_inputs else ()
                 for i, a in enumerate(e.invars):
-                    if isinstance(a, Var) and i not in e.prim.fuse_inputs:
+                    if isinstance(a, Var) and (i not in e.prim.fuse_inputs or i in keep):
                         self.materialized.add(a.id)
                 for v in e.outvars:
                     self.materialized.add(v.id)

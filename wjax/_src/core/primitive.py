@@ -61,6 +61,10 @@ class Primitive:
     ``epilogue_layouts``  kernel ops with an epilogue of one value at a time: a consumer that
                           reads the output through a permutation of its axes fuses too, stored
                           at its own position (a transposed product)
+    ``materialize_inputs`` kernel ops: ``(eqn, lowering) -> positions`` of fused operands that
+                          get a buffer all the same (the kernel would copy them: computed
+                          where they are made instead, e.g. by the epilogue of the product
+                          that makes their input)
     ``table``             elementwise ops: the dtype -> WGSL template table they were made from
     ``zero_jvp``          the output's tangent is always zero (comparisons, integer ops)
     ``call``              carries a ``jaxpr`` parameter that the backend inlines
@@ -107,6 +111,7 @@ class Primitive:
         self.fuse_inputs: tuple[int, ...] = ()
         self.epilogue: bool = False
         self.epilogue_layouts: bool = False
+        self.materialize_inputs: Rule = None
         self.table: dict | None = None
         self.zero_jvp: bool = False
         self.call: bool = False

@@ -852,6 +852,62 @@ def _free_last(aval, free_dims, batch_dims, default) -> bool:
     return last in free_dims
 
 
+def _materialize_inputs(eqn, lowering) -> tuple:
+    """The operands a GPU's product gives a buffer of their own at planning
+    (``Primitive.materialize_inputs``): one computed by fused producers (not a transpose of a
+    value with a buffer, which the kernel reads in place), already laid out as the kernel
+    reads it, that the kernel would copy -- it cannot read it inline (the other operand is
+    wider than ``INLINE_TILES`` of the variant's tiles), or it is the register-blocked
+    kernel.  Given a buffer, the operand is computed where its inputs are -- an MLP layer's
+    ``relu(h + b)`` or a backward pass's masked cotangent by the epilogue of the product
+    that makes ``h`` -- and read in place by every product that takes it (the layer's and
+    its weight gradient's), where a copy kernel read the product's output again."""
+    target = lowering.target
+    if target.matmul != "tiled":
+        return ()
+    lhs, rhs = (a.aval for a in eqn.invars)
+    out = eqn.outvars[0].aval
+    f32 = lhs.dtype == rhs.dtype == out.dtype == _F32
+    half = (lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and target.has_f16
+            ) or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32))
+    lc, rc, lb, rb = _dims(eqn.params["dimension_numbers"])
+    dims = [(tuple(lb), tuple(d for d in range(lhs.ndim) if d not in lb + lc), tuple(lc)),
+            (tuple(rb), tuple(d for d in range(rhs.ndim) if d not in rb + rc), tuple(rc))]
+    B = int(np.prod([lhs.shape[d] for d in lb], dtype=np.int64))
+    M, N = (int(np.prod([av.shape[d] for d in f], dtype=np.int64))
+            for av, (_, f, _) in zip((lhs, rhs), dims))
+    K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    if not (f32 or half) or K == 0 or M * N * K < 32768:
+        return ()                                 # the generic kernel: reads anything
+    cfg = _mm_config(target, B, M, N, K)
+    keep = []
+    for i, a in enumerate(eqn.invars):
+        if not isinstance(a, Var) or a.id in lowering.materialized:
+            continue
+        b, f, c = dims[i]
+        ident = tuple(range(a.aval.ndim))
+        if cfg.tiled:
+            if ident not in (b + f + c, b + c + f):
+                continue                          # a copy lays it out anyway
+            if target.operand_reads == "inline" and \
+                    -(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= INLINE_TILES:
+                continue                          # read inline
+        elif ident != ((b + f + c) if i == 0 else (b + c + f)) or (i == 1 and N % 4):
+            continue
+        x = a                                     # a transpose of a buffer: read in place
+        while (isinstance(x, Var) and x.id not in lowering.materialized
+               and x.id in lowering.producer
+               and lowering.producer[x.id].prim.name == "transpose"):
+            x = lowering.producer[x.id].invars[0]
+        if isinstance(x, Var) and x.id not in lowering.materialized and \
+                x.id in lowering.producer:
+            keep.append(i)
+    return tuple(keep)
+
+
+dot_general_p.materialize_inputs = _materialize_inputs
+
+
 def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag, other_tiles):
     """Operand ``i`` of the tiled kernel read element by element through a reader function
     ``wj_rd{tag}(b, free, k)`` built in ``kb`` -- its fused producers inlined (implicit GEMM for a
