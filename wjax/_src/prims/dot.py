@@ -866,10 +866,6 @@ def _materialize_inputs(eqn, lowering) -> tuple:
     if target.matmul != "tiled":
         return ()
     lhs, rhs = (a.aval for a in eqn.invars)
-    out = eqn.outvars[0].aval
-    f32 = lhs.dtype == rhs.dtype == out.dtype == _F32
-    half = (lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and target.has_f16
-            ) or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32))
     lc, rc, lb, rb = _dims(eqn.params["dimension_numbers"])
     dims = [(tuple(lb), tuple(d for d in range(lhs.ndim) if d not in lb + lc), tuple(lc)),
             (tuple(rb), tuple(d for d in range(rhs.ndim) if d not in rb + rc), tuple(rc))]
@@ -877,7 +873,7 @@ def _materialize_inputs(eqn, lowering) -> tuple:
     M, N = (int(np.prod([av.shape[d] for d in f], dtype=np.int64))
             for av, (_, f, _) in zip((lhs, rhs), dims))
     K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    if not (f32 or half) or K == 0 or M * N * K < 32768:
+    if not _blocked(target, lhs, rhs, eqn.outvars[0].aval, M, N, K):
         return ()                                 # the generic kernel: reads anything
     cfg = _mm_config(target, B, M, N, K)
     keep = []
@@ -1113,6 +1109,17 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
 dot_general_p.element_tile = _dot_tile
 
 
+def _blocked(target, lhs, rhs, out, M, N, K) -> bool:
+    """Whether a product runs on the tiled or register-blocked kernel (else the generic one):
+    float32, or float16 storage (bfloat16: f32 lanes) accumulated in float32
+    (``preferred_element_type=float32`` keeps the float32 result), the variant chosen as
+    float32's; not too small."""
+    f32 = lhs.dtype == rhs.dtype == out.dtype == _F32
+    half = ((lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and target.has_f16)
+            or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
+    return (f32 or half) and K > 0 and M * N * K >= 32768
+
+
 @dot_general_p.def_kernel
 def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 out_sharding=None):
@@ -1125,17 +1132,7 @@ def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_elem
     N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
-    if lhs.dtype == rhs.dtype == out.dtype == np.float32 and K > 0 and M * N * K >= 32768:
-        cfg = _mm_config(ctx.target, B, M, N, K)
-        if cfg.tiled:
-            return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
-        return _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
-    if (((lhs.dtype == rhs.dtype == _F16 and out.dtype in (_F16, _F32) and ctx.target.has_f16)
-         or (lhs.dtype == rhs.dtype == _BF16 and out.dtype in (_BF16, _F32)))
-            and K > 0 and M * N * K >= 32768):
-        # float16 storage (bfloat16: f32 lanes), float32 accumulation
-        # (``preferred_element_type=float32`` keeps the float32 result): the GPU's tiled
-        # kernel, or the register-blocked one, the variant chosen as float32's
+    if _blocked(ctx.target, lhs, rhs, out, M, N, K):
         cfg = _mm_config(ctx.target, B, M, N, K)
         if cfg.tiled:
             return _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
