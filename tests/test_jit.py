@@ -552,6 +552,31 @@ def test_matmul_epilogue_transposed_or_falls_back_on_index_math():
                                            atol=1e-5)
 
 
+@pytest.mark.parametrize("N", [96, 50])              # 50: scalar stores of the last columns
+def test_product_read_only_by_its_epilogue_is_not_stored(N):
+    """``relu(x @ w + b)`` (the product read by nothing but its epilogue) writes one buffer
+    on both matmul kernels, register blocks and tiles (``KernelContext.output_dead``), also
+    with a long contraction split in parts (the sum kernel stores only the epilogue's
+    values); where the product is an output too, both are written.  Against NumPy."""
+    rng = np.random.RandomState(4)
+    for K in (300, 20000):
+        x, w = rng.randn(64, K).astype(np.float32), rng.randn(K, N).astype(np.float32)
+        b = rng.randn(N).astype(np.float32)
+        y = x.astype(np.float64) @ w
+        for matmul in ("vec4", "tiled"):
+            with runtime.get().options(matmul=matmul):
+                for f, want, writes in (
+                        (lambda x, w, b: jnp.maximum(x @ w + b, 0), (np.maximum(y + b, 0),), 1),
+                        (lambda x, w, b: (x @ w, jnp.maximum(x @ w + b, 0)),
+                         (y, np.maximum(y + b, 0)), 2)):
+                    steps = wjax.jit(f).lower(x, w, b).compile().plan.steps
+                    assert steps[-1].wgsl.count("read_write>") == writes, (matmul, K)
+                    got = wjax.jit(f)(x, w, b)
+                    for g, v in zip(got if isinstance(got, tuple) else (got,), want):
+                        np.testing.assert_allclose(np.asarray(g), v, rtol=1e-4,
+                                                   atol=1e-4 * np.abs(v).max())
+
+
 def test_wide_concatenate_under_storage_limit():
     xs = [np.full((2,), i, np.float32) for i in range(40)]
     (out,), plan = run_with_limits(

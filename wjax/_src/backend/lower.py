@@ -228,7 +228,7 @@ class KernelContext:
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
     # whether nothing but the epilogue reads the output (set by the Lowering): a kernel that
-    # honours it (the tiled matmul) computes the roots and stores no output of its own
+    # honours it (the matmul kernels) computes the roots and stores no output of its own
     output_dead: bool = False
 
     def epilogue_code(self, kb: KernelBuilder, value: str, flat: str, more=()) -> list:

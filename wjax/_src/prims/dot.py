@@ -698,10 +698,10 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
     a_name = kb.bind(ka, in_dt, "read")
     kb.vec = 4
     b_name = kb.bind(kbk, in_dt, "read")
-    if N % 4 == 0:
+    if N % 4 == 0 and kc is not None:
         c_name = kb.bind(kc, out_dt, "read_write")
     kb.vec = 1
-    if N % 4:
+    if N % 4 and kc is not None:
         c_name = kb.bind(kc, out_dt, "read_write")
     def cv(e):
         return _round_to4(e, out_dt)
@@ -723,7 +723,9 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
     # with splits the partial products go to [S, B, M, N]: bb = split * B + batch
     row = "(bb * {M}u + m0 + {i}u)" if S > 1 else "(b * {M}u + m0 + {i}u)"
-    if N % 4 == 0:
+    if kc is None:      # only the epilogue's values are stored (``ctx.output_dead``)
+        store = ""
+    elif N % 4 == 0:
         store = "\n".join(
             f"  if (m0 + {i}u < {M}u && n0 + {j}u < {N4}u) {{ {c_name}["
             + row.format(M=M, i=i) + f" * {N4}u + n0 + {j}u] = {cv(f'c{i}_{j}')}; }}"
@@ -977,7 +979,8 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     S = _mm_splits(K, cfg.s, k_chunk(ctx.target))
     ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
     kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
-    out_key = ctx.out_key(0) if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
+    own = None if ctx.output_dead else ctx.out_key(0)
+    out_key = own if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
     kb = ctx.new_kb()
     epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
     src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype)
@@ -985,7 +988,7 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
         kb = ctx.new_kb()
         epi = ctx.epilogue_code(kb, "acc", "i")
-        src, grid = _split_sum_src(kb, out_key, ctx.out_key(0), S, B * M * N, out.dtype, epi)
+        src, grid = _split_sum_src(kb, out_key, own, S, B * M * N, out.dtype, epi)
         ctx.dispatch(kb, src, grid)
 
 
