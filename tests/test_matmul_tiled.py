@@ -501,10 +501,11 @@ def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, 
 
 
 def test_products_share_an_operand_copy():
-    """Two products reading one value that needs a copy -- an activation, once as a layer's
-    input and once contracted over its rows for a weight gradient (as a backward pass binds
-    it) -- share one copy, laid out in the value's own order (a straight copy; the tiled
-    kernel reads it rows-first for one product and k-first for the other)."""
+    """Two products reading one fused value the kernel cannot read inline -- an activation,
+    once as a layer's input and once contracted over its rows for a weight gradient (as a
+    backward pass binds it) -- share one buffer of it, written once in the value's own order
+    (given a buffer at planning, ``dot._materialize_inputs``; a vec4 kernel: 4 a thread),
+    which the tiled kernel reads rows-first for one product and k-first for the other."""
     h, b = RS.randn(64, 300).astype(np.float32), RS.randn(300).astype(np.float32)
     w, g = RS.randn(300, 200).astype(np.float32), RS.randn(64, 200).astype(np.float32)
 
