@@ -19,8 +19,8 @@ from . import profiles
 # ForceLoopBounding 2)
 SHADER_CHECKS = {"all": 3, "bounds": 1, "none": 0}
 
-# The values each named strategy may take (``Target._check``), and the environment variable
-# that sets it, for messages
+# The values each named strategy may take (checked where a Target is made, ``_check``), and
+# the environment variable that sets it, for messages
 CHOICES = {"matmul": ("vec4", "tiled"), "operand_reads": ("inline", "copy"),
            "sort": ("registers", "workgroup"), "fft": ("registers", "workgroup"),
            "reduction": ("slices", "strided"), "elementwise": ("looped", "flat"),
@@ -165,15 +165,6 @@ class Target(dict):
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
                  spin_wait_us: int = 20000, tune_min_flops: int = 1 << 20,
                  compiles: Callable[[str], bool] | None = None, tune: Callable | None = None):
-        for option, value in dict(
-                matmul=matmul, matmul_tile=matmul_tile, operand_reads=operand_reads, sort=sort,
-                radix_sort=radix_sort, fft=fft, reduction=reduction, elementwise=elementwise,
-                register_block=register_block, loop_workgroup=loop_workgroup,
-                loop_constants=loop_constants, row_resident=row_resident, attention=attention,
-                submit_early=submit_early, threads=threads, loop_work=loop_work,
-                decomp_iters=decomp_iters, shader_checks=shader_checks, loop_limit=loop_limit,
-                spin_wait_us=spin_wait_us, tune_min_flops=tune_min_flops).items():
-            _check(option, value)
         super().__init__(profiles.WEBGPU_LIMITS)
         self.update(limits)
         self["shader-f16"] = has_f16
@@ -197,6 +188,8 @@ class Target(dict):
         self.compiles = compiles if compiles is not None else (lambda src: True)
         self.tune = tune if tune is not None else (lambda key, names, build, nb, default: default)
         self._key: tuple | None = None
+        for option in (*CHOICES, *COUNTS, "matmul_tile", "loop_limit"):
+            _check(option, getattr(self, option))
 
     @classmethod
     def for_adapter(cls, info, limits, features, *, settings=None, compiles=None, tune=None,

@@ -125,7 +125,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    held = _held(ctx, i)
+    held = _held(ctx.lowering, ctx.eqn.invars[i])
     if held is not None and order == held[1] and not pad_rows:
         return (held[0], None) if defer else held[0]
     # one copy of a value in one layout serves every product that reads it so (a backward
@@ -794,12 +794,10 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
     return kb.elementwise_kernel(total)
 
 
-def _held(ctx, i):
-    """(buffer key, the order of operand ``i``'s axes in it) where the operand is a value
-    with a buffer, or such a value read through transposes that have none (``x.T @ y``: x's
-    buffer, the operand's axes in the order (1, 0)); None otherwise."""
-    lowering = ctx.lowering
-    a = ctx.eqn.invars[i]
+def _held(lowering, a):
+    """(buffer key, the order of ``a``'s axes in it) where ``a`` (a product's operand) is a
+    value with a buffer, or such a value read through transposes that have none (``x.T @
+    y``: x's buffer, the operand's axes in the order (1, 0)); None otherwise."""
     perm = tuple(range(a.aval.ndim))  # perm[j]: the buffer's axis of operand axis j
     while isinstance(a, Var):
         if a.id in lowering.materialized:
@@ -816,7 +814,7 @@ def _held(ctx, i):
 def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
     """How a buffer already holds operand ``i`` (its own, or the one it is a transpose of):
     "free" ([B, free, K]), "k" ([B, K, free]) or None (it needs a copy)."""
-    held = _held(ctx, i)
+    held = _held(ctx.lowering, ctx.eqn.invars[i])
     if held is None:
         return None
     b, f, c = tuple(batch_dims), tuple(free_dims), tuple(contract_dims)
@@ -868,13 +866,9 @@ def _materialize_inputs(eqn, lowering) -> tuple:
     if target.matmul != "tiled":
         return ()
     lhs, rhs = (a.aval for a in eqn.invars)
-    lc, rc, lb, rb = _dims(eqn.params["dimension_numbers"])
-    dims = [(tuple(lb), tuple(d for d in range(lhs.ndim) if d not in lb + lc), tuple(lc)),
-            (tuple(rb), tuple(d for d in range(rhs.ndim) if d not in rb + rc), tuple(rc))]
-    B = int(np.prod([lhs.shape[d] for d in lb], dtype=np.int64))
-    M, N = (int(np.prod([av.shape[d] for d in f], dtype=np.int64))
-            for av, (_, f, _) in zip((lhs, rhs), dims))
-    K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs,
+                                                        eqn.params["dimension_numbers"])
+    dims = [(tuple(lb), tuple(lfree), tuple(lc)), (tuple(rb), tuple(rfree), tuple(rc))]
     if not _blocked(target, lhs, rhs, eqn.outvars[0].aval, M, N, K):
         return ()                                 # the generic kernel: reads anything
     cfg = _mm_config(target, B, M, N, K)
@@ -892,13 +886,7 @@ def _materialize_inputs(eqn, lowering) -> tuple:
                 continue                          # read inline
         elif ident != ((b + f + c) if i == 0 else (b + c + f)) or (i == 1 and N % 4):
             continue
-        x = a                                     # a transpose of a buffer: read in place
-        while (isinstance(x, Var) and x.id not in lowering.materialized
-               and x.id in lowering.producer
-               and lowering.producer[x.id].prim.name == "transpose"):
-            x = lowering.producer[x.id].invars[0]
-        if isinstance(x, Var) and x.id not in lowering.materialized and \
-                x.id in lowering.producer:
+        if _held(lowering, a) is None:           # (a transpose of a buffer: read in place)
             keep.append(i)
     return tuple(keep)
 
@@ -1112,6 +1100,18 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
 dot_general_p.element_tile = _dot_tile
 
 
+def _problem(lhs, rhs, dimension_numbers):
+    """A product's axes and sizes: (lc, rc, lb, rb, lfree, rfree, B, M, N, K)."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    B = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
+    M = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
+    N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
+    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    return lc, rc, lb, rb, lfree, rfree, B, M, N, K
+
+
 def _blocked(target, lhs, rhs, out, M, N, K) -> bool:
     """Whether a product runs on the tiled or register-blocked kernel (else the generic one):
     float32, or float16 storage (bfloat16: f32 lanes) accumulated in float32
@@ -1126,14 +1126,8 @@ def _blocked(target, lhs, rhs, out, M, N, K) -> bool:
 @dot_general_p.def_kernel
 def _dot_kernel(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 out_sharding=None):
-    lc, rc, lb, rb = _dims(dimension_numbers)
+    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs, dimension_numbers)
     out = ctx.eqn.outvars[0].aval
-    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
-    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
-    B = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
-    M = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
-    N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
-    K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
     acc = _acc_dtype(lhs.dtype)
     if _blocked(ctx.target, lhs, rhs, out, M, N, K):
         cfg = _mm_config(ctx.target, B, M, N, K)
