@@ -269,6 +269,15 @@ def workloads(b: Bench, only=None):
             with runtime.get().options(attention=0):
                 b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}, three kernels", lambda *a: attn(*a),
                         (q, k, v), flops=4 * Bt * Hh * Sq * Sq * D)
+        # flax's and haiku's layout: (batch, seq, heads, dim) in and out
+        qs, ks, vs = (x.transpose(0, 2, 1, 3) for x in (q, k, v))
+        jax.block_until_ready((qs, ks, vs))
+
+        def attn_bshd(q, k, v):
+            s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=HI) / np.sqrt(D)
+            return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v, precision=HI)
+        b.timed(f"attention b{Bt} s{Sq} h{Hh} d{D}, (b, s, h, d) layout", attn_bshd,
+                (qs, ks, vs), flops=4 * Bt * Hh * Sq * Sq * D)
 
     if want("cold"):
         t = cold_first_call(b.module, S)

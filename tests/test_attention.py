@@ -112,11 +112,42 @@ def test_layouts():
         lb = labels(lambda *a: f(jnp, wjax.nn, *a), q, k, v, kt)
         got = wjax.jit(lambda *a: f(jnp, wjax.nn, *a))(q, k, v, kt)
     assert sum(map(is_attention, lb)) == 2, lb
-    # (b, s, h, d) operands are read in place; only the transposed keys take a copy
+    # (b, s, h, d) operands are read in place; only the transposed keys take a copy; the
+    # output transposed back to (b, s, h, d) is stored there by the kernel itself
     assert sum(x.startswith("attention") and not is_attention(x) for x in lb) == 1, lb
+    assert len(lb) == 3, lb
     want = J.jit(lambda *a: f(J.numpy, J.nn, *a))(q, k, v, kt)
     for g, w in zip(got, want):
         close(g, w)
+
+
+def test_output_transposed_and_read_as_is():
+    """The output read through a transpose (flax's (b, s, h, d) layout) and also as is, with
+    math on both reads: the kernel stores the output and each root at its own position, in
+    one kernel; the transposed root alone: the output itself is not stored."""
+    J = rjax()
+    b, s, h, d = 2, 33, 3, 8
+    q, k, v = (RS.randn(b, s, h, d).astype(np.float32) for _ in range(3))
+    r = RS.randn(b, s, h, d).astype(np.float32)
+
+    def core(M, nn, q, k, v):
+        s1 = M.einsum("bqhd,bkhd->bhqk", q, k) * 0.3
+        return M.einsum("bhqk,bkhd->bhqd", nn.softmax(s1, axis=-1), v)
+
+    def both(M, nn, q, k, v, r):
+        o = core(M, nn, q, k, v)
+        return o, M.transpose(o, (0, 2, 1, 3)) * 2.0 + r
+
+    def only_t(M, nn, q, k, v, r):
+        return nn.relu(M.transpose(core(M, nn, q, k, v), (0, 2, 1, 3)) + r)
+    for f in (both, only_t):
+        with gpu():
+            lb = labels(lambda *a: f(jnp, wjax.nn, *a), q, k, v, r)
+            got = wjax.jit(lambda *a: f(jnp, wjax.nn, *a))(q, k, v, r)
+        assert len(lb) == 1 and is_attention(lb[0]), (f.__name__, lb)
+        want = J.jit(lambda *a: f(J.numpy, J.nn, *a))(q, k, v, r)
+        for g, w in zip(*((got, want) if f is both else ((got,), (want,)))):
+            close(g, w)
 
 
 def test_masks_and_scales():

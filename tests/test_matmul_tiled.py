@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import examples, f16_unsupported, has_f16
+from checks import examples, f16_unsupported, has_f16, rjax
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -349,12 +349,78 @@ INLINE = {
     "a @ (c v).T": (lambda a, v, c: jnp.dot(a, (c * v).T, precision=HI),
                     [(36, 70), (150, 70), (150, 1)],
                     lambda a, v, c: a @ (c * v).T, "B"),
-    "batch axis inside": (lambda q, k: jnp.einsum("qbd,bkd->bqk", q, k, precision=HI),
-                          [(45, 3, 36), (3, 40, 36)],
-                          lambda q, k: np.einsum("qbd,bkd->bqk", q, k), "A"),
+    "batch axis last": (lambda q, k: jnp.einsum("qdb,bkd->bqk", q, k, precision=HI),
+                        [(45, 36, 3), (3, 40, 36)],
+                        lambda q, k: np.einsum("qdb,bkd->bqk", q, k), "A"),
     "both": (lambda x, y: jnp.dot(jnp.abs(x) - 1, jnp.transpose(y * 2, (1, 0)), precision=HI),
              [(50, 300), (60, 300)], lambda x, y: (np.abs(x) - 1) @ (2 * y).T, "AB"),
 }
+
+
+# Products whose operands a buffer holds with their free or contracted axes contiguous, the
+# other axes at a stride and the batch axes anywhere (``dot.Layout``): the tiled kernel reads
+# them in place.  name -> (einsum, operand shapes); sizes odd (scalar loads) and multiples of
+# 4 (vec4 loads), axes of size 1, transposed operands.
+STRIDED = {
+    "flax scores bqhd,bkhd": ("bqhd,bkhd->bhqk", [(2, 70, 3, 16), (2, 60, 3, 16)]),
+    "flax values bhqk,bkhd": ("bhqk,bkhd->bqhd", [(2, 3, 37, 64), (2, 64, 3, 16)]),
+    "odd heads bqhd,bkhd": ("bqhd,bkhd->bhqk", [(2, 70, 3, 13), (2, 66, 3, 13)]),
+    "odd values bhqk,bkhd": ("bhqk,bkhd->bqhd", [(1, 2, 40, 130), (1, 130, 2, 9)]),
+    "batch inside qbd,bkd": ("qbd,bkd->bqk", [(45, 3, 36), (3, 40, 36)]),
+    "batch inside, k-first": ("bkq,kbn->bqn", [(3, 36, 44), (36, 3, 52)]),
+    "size-1 axes": ("bqhd,bkhd->bhqk", [(1, 80, 1, 12), (1, 50, 1, 12)]),
+    "two free axes": ("bxyd,bdh->bxyh", [(2, 7, 9, 24), (2, 24, 40)]),
+}
+
+
+@pytest.mark.parametrize("name", list(STRIDED))
+def test_strided_operands_are_read_in_place(name):
+    """One tiled kernel, no copy and no reader function, JAX's values; and the same product's
+    gradients and its vmap (strided operands again) agree with JAX."""
+    spec, shapes = STRIDED[name]
+    args = [RS.randn(*sh).astype(np.float32) for sh in shapes]
+    J = rjax()
+
+    def f(M):
+        return lambda a, b: M.einsum(spec, a, b, precision="highest")
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f(jnp))(*args)
+        tiled, others = _kernels(f(jnp), *args)
+        loss = (lambda M: lambda a, b: (f(M)(a, b) ** 2).sum())
+        grads = wjax.jit(wjax.grad(loss(jnp), argnums=(0, 1)))(*args)
+        batched = wjax.jit(wjax.vmap(f(jnp), in_axes=(0, None)))(
+            np.stack([args[0], 2 * args[0]]), args[1])
+    wjax.clear_caches()
+    _close(got, np.einsum(spec, *_f64(*args)))
+    assert len(tiled) == 1 and not others, (len(tiled), others)
+    assert "fn wj_rd" not in tiled[0]
+    want = J.jit(J.grad(loss(J.numpy), argnums=(0, 1)))(*args)
+    for g, w in zip(grads, want):
+        _close(g, np.asarray(w, np.float64))
+    _close(batched, np.stack([np.einsum(spec, *_f64(*args)),
+                              np.einsum(spec, *_f64(2 * args[0], args[1]))]))
+
+
+def test_strided_layouts():
+    """``dot.Layout`` of an operand in a buffer: which layouts the tiled kernel reads in place
+    (one group of axes contiguous, the other at one stride), and their base offsets."""
+    lay = dot._strided_layout((2, 37, 3, 16), (0, 1, 2, 3), (0, 2), (1,), (3,))
+    assert lay == dot.Layout(False, 48, (2, 3), (37 * 48, 16))
+    assert lay.base("b") == "(b % 3u) * 16u + (b / 3u) * 1776u" and lay.aligned()
+    # v of "bhqk,bkhd->bhqd": free d contiguous, keys 3 * 16 apart
+    assert dot._strided_layout((2, 29, 3, 16), (0, 1, 2, 3), (0, 2), (3,), (1,)) == \
+        dot.Layout(True, 48, (2, 3), (29 * 48, 16))
+    # batch axes that nest merge into one term; a packed copy is one layout of them
+    assert dot.Layout(False, 8, (4, 5), (40, 8)).base("b") == "b * 8u"
+    assert dot.Layout.packed(True, 6, 10, 7) == dot.Layout(True, 10, (6,), (70,))
+    assert dot.Layout(False, 6, (1, 5), (99, 7)).base("b") == "b * 7u"
+    assert not dot.Layout(False, 6, (2,), (12,)).aligned()
+    # free and contracted axes both strided, or a group that does not flatten: no layout
+    assert dot._strided_layout((45, 36, 3), (0, 1, 2), (2,), (0,), (1,)) is None
+    assert dot._strided_layout((4, 5, 6), (0, 1, 2), (), (0, 2), (1,)) is None
+    # transposed buffers: x.T's axes in the order (1, 0)
+    assert dot._strided_layout((8, 12), (1, 0), (), (0,), (1,)) == dot.Layout(True, 8, (), ())
 
 
 @pytest.mark.parametrize("reads", ["inline", "copy"])
@@ -444,8 +510,12 @@ def test_transposed_operands_are_read_in_place(name):
 
 # How a random product's operands reach the tiled kernel: stored in a layout (the logical
 # operand is a transpose of it), then a producer fused into the product's read
-_A_LAYOUTS = {"mk": (0, 1, 2), "km": (0, 2, 1), "batch inside": (1, 0, 2)}   # stored axes
-_B_LAYOUTS = {"kn": (0, 1, 2), "nk": (0, 2, 1), "batch inside": (1, 0, 2)}
+# stored axes of [B, M, K] / [B, K, N]: packed either way round, batch axis inside (rows at a
+# stride: ``dot.Layout``, read in place), batch axis last (a copy or a reader)
+_A_LAYOUTS = {"mk": (0, 1, 2), "km": (0, 2, 1), "batch inside": (1, 0, 2),
+              "k b m": (2, 0, 1), "batch last": (1, 2, 0)}
+_B_LAYOUTS = {"kn": (0, 1, 2), "nk": (0, 2, 1), "batch inside": (1, 0, 2),
+              "n b k": (2, 0, 1), "batch last": (1, 2, 0)}
 _PRODUCERS = {
     "none": (lambda m, x, c: x),
     "relu(x + c)": (lambda m, x, c: m.maximum(x + c, 0)),
@@ -473,10 +543,11 @@ _CONSUMERS = {
        st.sampled_from(sorted(_CONSUMERS)))
 def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, pb, reads,
                                                         tile, consumer):
-    """Random batched products on the tiled kernel whose operands are stored in any of three
-    layouts and computed by a fused producer: read in place, through transposes, inline or
-    from (shared) copies, under either ``operand_reads``, followed by a consumer (an
-    epilogue, transposed or not, the product stored or not) -- against NumPy in float64."""
+    """Random batched products on the tiled kernel whose operands are stored in any of five
+    layouts and computed by a fused producer: read in place (packed or strided), through
+    transposes, inline or from (shared) copies, under either ``operand_reads``, followed by
+    a consumer (an epilogue, transposed or not, the product stored or not) -- against NumPy
+    in float64."""
     assume(B * M * N * K >= 32768)
     rs = np.random.RandomState(B * 7 + M * 13 + N * 17 + K)
     perm_a, perm_b = _A_LAYOUTS[la], _B_LAYOUTS[lb]

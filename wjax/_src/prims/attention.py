@@ -162,14 +162,17 @@ def _kernel(ctx, *avals, jaxpr, n_math):
         emit(f"wj_o{c} = wj_o{c} + wj_p * wj_vs[wj_jj * {E4}u + {c}u];")
     emit("}")
     emit("}")
-    out = kb.bind(ctx.out_key(0), np.float32, "read_write")
+    # the output itself is not stored where only the epilogue reads it (the transpose back to
+    # flax's (batch, query, head, dim) layout: stored at its own position)
+    out = None if ctx.output_dead else kb.bind(ctx.out_key(0), np.float32, "read_write")
     emit("if (wj_act) {")
     emit(f"let wj_ob = wj_qrow * {E}u;")
     for e in range(E):
         emit("{")
         emit(f"let o = wj_ob + {e}u;")
         emit(f"let val = wj_div(wj_o{e // 4}.{'xyzw'[e % 4]}, wj_l);")
-        emit(f"{out}[o] = val;")
+        if out is not None:
+            emit(f"{out}[o] = val;")
         for line in ctx.epilogue_code(kb, "val", "o"):
             emit(line)
         emit("}")
@@ -219,6 +222,7 @@ attention_p = Primitive("attention", multiple_results=True)     # one result, as
 # computes their fused producers (a ``q / sqrt(d)``)
 attention_p.fuse_inputs = _AllInputs()
 attention_p.epilogue = True
+attention_p.epilogue_layouts = True   # one value at a time: a transposed consumer fuses too
 
 
 def _without(rule):

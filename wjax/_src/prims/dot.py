@@ -494,18 +494,21 @@ def _lanes(elem, row, rows, row_ok, col, cols, col_end):
     return f"vec4<f32>({comps})"
 
 
-def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False):
+def _guarded_vec4(name, vec, base, row, rows, row_ok, col, cols, col_end, f16=False,
+                  stride=None):
     """4 consecutive elements of a row-major [rows, cols] operand at (``row``, ``col``...),
-    zero outside (``row_ok``; columns from ``col_end``): one vec4 load where ``vec``, else
-    four scalar ones, as f32 (``f16``: the operand is stored as float16).  Indices are
-    clamped, so nothing is read out of bounds."""
+    its rows ``stride`` elements apart (default ``cols``), zero outside (``row_ok``; columns
+    from ``col_end``): one vec4 load where ``vec``, else four scalar ones, as f32 (``f16``:
+    the operand is stored as float16).  Indices are clamped, so nothing is read out of
+    bounds."""
+    stride = cols if stride is None else stride
     if vec:
-        at = f"{base} + min({row}, {rows - 1}u) * {cols}u"
+        at = f"{base} + min({row}, {rows - 1}u) * {stride}u"
         v = f"{name}[({at} + min({col}, {cols - 4}u)) / 4u]"
         return (f"select(vec4<f32>(0.0), {f'vec4<f32>({v})' if f16 else v}, "
                 f"{row_ok} && {col} < {col_end})")
     cv = "f32" if f16 else ""
-    return _lanes(lambda r, cc: f"{cv}({name}[{base} + {r} * {cols}u + {cc}])",
+    return _lanes(lambda r, cc: f"{cv}({name}[{base} + {r} * {stride}u + {cc}])",
                   row, rows, row_ok, col, cols, col_end)
 
 
@@ -517,13 +520,15 @@ def _inline_vec4(fn, kfirst, row, rows, row_ok, col, cols, col_end):
                   row, rows, row_ok, col, cols, col_end)
 
 
-def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, inline=False):
+def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, inline=False,
+                stride=None):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
-    ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K]; ``vec``: read as vec4
-    along the contiguous axis (its length a multiple of 4); zero from ``kend`` (the end of
-    the thread's contraction range); ``wg`` threads share the loads; ``inline``: ``name`` is
-    the operand's reader function, not a buffer.  Returns (decl, load(k), stage)."""
+    ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K], its rows ``stride``
+    elements apart (default: packed); ``vec``: read as vec4 along the contiguous axis (its
+    length, the stride and the base multiples of 4); zero from ``kend`` (the end of the
+    thread's contraction range); ``wg`` threads share the loads; ``inline``: ``name`` is the
+    operand's reader function, not a buffer.  Returns (decl, load(k), stage)."""
     U = BX * BK // 4 // wg
     assert U * wg * 4 == BX * BK, (BX, BK, wg)
     smem = f"{tag.upper()}s"
@@ -537,33 +542,38 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, i
             gk = f"(k + ({e} / {BX // 4}u))"
             v = (_inline_vec4(name, True, gk, K, f"{gk} < {kend}", gx, X, f"{X}u") if inline
                  else _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u",
-                                    f16))
+                                    f16, stride))
             stage.append(f"    {smem}[{e}] = {r};")
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
             v = (_inline_vec4(name, False, gx, X, f"{gx} < {X}u", gk, K, kend) if inline
-                 else _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, kend, f16))
+                 else _guarded_vec4(name, vec, base, gx, X, f"{gx} < {X}u", gk, K, kend, f16,
+                                    stride))
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
         load.append(f"    {r} = {v};")
     return decl, load, stage
 
 
-def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirst=True,
+def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_lay=None, b_lay=None,
                in_dt=_F32, out_dt=_F32):
     """shaders/matmul_tiled.wgsl for tile ``cfg`` (``MMConfig`` with ``tiled``), ``S``
     contraction splits (``kc`` then holds S partial products, float32), epilogue lines
-    ``epi`` (S == 1 only).  A is stored [B, M, K] (``a_kfirst``: [B, K, M]), B [B, K, N]
-    (else [B, N, K]), of ``in_dt`` (float32, float16 or bfloat16: products in float32), the
-    result of ``out_dt``.  ``cfg.kg`` > 1: that many groups of the tile's threads split each
-    workgroup's contraction, group 0 sums their tiles and stores (``_group_sum``)."""
+    ``epi`` (S == 1 only).  A is found in its buffer as ``a_lay`` says (a ``Layout``; default
+    packed [B, M, K]), B as ``b_lay`` (default packed [B, K, N]), of ``in_dt`` (float32,
+    float16 or bfloat16: products in float32), the result of ``out_dt``.  ``cfg.kg`` > 1:
+    that many groups of the tile's threads split each workgroup's contraction, group 0 sums
+    their tiles and stores (``_group_sum``)."""
     BM, BN, BK, KG = cfg.bm, cfg.bn, cfg.bk, cfg.kg
     TY, TX = _tile_threads(BM, BN)
     TM, TN, WG = BM // TY, BN // TX, TY * TX
+    a_lay = a_lay or Layout.packed(False, B, M, K)
+    b_lay = b_lay or Layout.packed(True, B, N, K)
+    a_kfirst, b_kfirst = a_lay.kfirst, b_lay.kfirst
     a_in, b_in = isinstance(ka, Inline), isinstance(kbk, Inline)
-    a_vec = not a_in and (M if a_kfirst else K) % 4 == 0
-    b_vec = not b_in and (N if b_kfirst else K) % 4 == 0
+    a_vec = not a_in and (M if a_kfirst else K) % 4 == 0 and a_lay.aligned()
+    b_vec = not b_in and (N if b_kfirst else K) % 4 == 0 and b_lay.aligned()
     f16 = np.dtype(in_dt) == _F16
     in_dt = _F16 if f16 else _F32          # bfloat16 is held in f32 lanes
     if S > 1:
@@ -587,9 +597,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
     da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16,
-                             kend, WG, a_in)
+                             kend, WG, a_in, a_lay.stride)
     db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16,
-                             kend, WG, b_in)
+                             kend, WG, b_in, b_lay.stride)
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -651,6 +661,7 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_kfirst=False, b_kfirs
                    AS_ALL=KG * AS, BS_ALL=KG * BS,
                    WG=KG * WG, LID="lix" if KG > 1 else "lid", GROUP=group, M=M, N=N,
                    K=K, B=B, BSPLIT=B * S, KC=KC, BM=BM, BN=BN, BK=BK, TX=TX, NX=grid[0],
+                   ABASE=a_lay.base("b"), BBASE=b_lay.base("b"),
                    DECL="\n".join(decl),
                    LOAD="\n".join(line.replace("(k + ", k0)[2:] for line in la + lb),
                    KLOOP=loop, STORE="\n".join(store))
@@ -811,17 +822,91 @@ def _held(lowering, a):
     return None
 
 
-def _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims):
-    """How a buffer already holds operand ``i`` (its own, or the one it is a transpose of):
-    "free" ([B, free, K]), "k" ([B, K, free]) or None (it needs a copy)."""
-    held = _held(ctx.lowering, ctx.eqn.invars[i])
+class Layout(NamedTuple):
+    """Where the tiled kernel finds a product's operand in a buffer: element (b, x, k) -- b
+    the batch, x the free and k the contracted index, each flattened -- at ``base(b) + x *
+    stride + k``, or where ``kfirst`` at ``base(b) + k * stride + x``; ``base(b)`` the sum of
+    each batch axis's coordinate times its stride (``bshape``, ``bstrides``).  A packed
+    [B, X, K] or [B, K, X] copy is one such layout; so are a (b, s, h, d) tensor's heads in
+    place (flax's and haiku's attention: s rows ``h * d`` apart, batch axes b and h)."""
+    kfirst: bool
+    stride: int
+    bshape: tuple = ()
+    bstrides: tuple = ()
+
+    @classmethod
+    def packed(cls, kfirst, B, X, K) -> "Layout":
+        return cls(kfirst, X if kfirst else K, (B,), (X * K,))
+
+    def aligned(self) -> bool:
+        """Whether rows and batches start at multiples of 4 elements (vec4 loads)."""
+        return self.stride % 4 == 0 and all(t % 4 == 0 for t in self.bstrides)
+
+    def base(self, var: str) -> str:
+        """WGSL of ``base(var)``, batch axes that nest as one merged into one term."""
+        axes = [(n, t) for n, t in zip(self.bshape, self.bstrides) if n > 1]
+        merged = []
+        for n, t in reversed(axes):        # innermost first
+            if merged and t == merged[-1][1] * merged[-1][0]:
+                merged[-1] = (merged[-1][0] * n, merged[-1][1])
+            else:
+                merged.append((n, t))
+        terms, inner = [], 1
+        for k, (n, t) in enumerate(merged):
+            c = var if inner == 1 else f"({var} / {inner}u)"
+            if k < len(merged) - 1:
+                c = f"({c} % {n}u)"
+            if t:
+                terms.append(c if t == 1 else f"{c} * {t}u")
+            inner *= n
+        return " + ".join(terms) or "0u"
+
+
+def _group_stride(shape, strides, axes):
+    """The stride of the flattened index over ``axes`` (in that order) where it has one
+    (each axis's stride the next one's times its size; axes of size 1 aside); 0 where no
+    axis is longer than 1 (the index is always 0); None where it has none."""
+    live = [a for a in axes if shape[a] != 1]
+    if not live:
+        return 0
+    if any(strides[x] != strides[y] * shape[y] for x, y in zip(live, live[1:])):
+        return None
+    return strides[live[-1]]
+
+
+def _strided_layout(shape, order, batch_dims, free_dims, contract_dims) -> Layout | None:
+    """The ``Layout`` of an operand of ``shape`` in a packed buffer holding its axes in
+    ``order`` (buffer axis p is operand axis ``order[p]``), or None where the tiled kernel
+    cannot read it so: its free and contracted axes each flatten to one index with a stride,
+    and one of the two strides is 1."""
+    st = [0] * len(shape)
+    for p, t in zip(order, W.strides_of([shape[a] for a in order])):
+        st[p] = t
+    sf = _group_stride(shape, st, free_dims)
+    sk = _group_stride(shape, st, contract_dims)
+    if sf is None or sk is None:
+        return None
+    X = int(np.prod([shape[a] for a in free_dims], dtype=np.int64))
+    K = int(np.prod([shape[a] for a in contract_dims], dtype=np.int64))
+    if sk == 1 or (sk == 0 and sf != 1):        # the contraction contiguous (or of one step)
+        kfirst, stride = False, sf or K
+    elif sf in (0, 1):                          # the free axes contiguous (or one row)
+        kfirst, stride = True, sk or X
+    else:
+        return None
+    return Layout(kfirst, stride, tuple(shape[a] for a in batch_dims),
+                  tuple(st[a] for a in batch_dims))
+
+
+def _in_place(lowering, a, batch_dims, free_dims, contract_dims):
+    """(buffer key, ``Layout``) where operand ``a`` is held by a buffer (its own, or the one
+    it is a transpose of) that the tiled kernel reads in place; None where it needs a copy or
+    a reader."""
+    held = _held(lowering, a)
     if held is None:
         return None
-    b, f, c = tuple(batch_dims), tuple(free_dims), tuple(contract_dims)
-    for name, order in (("free", b + f + c), ("k", b + c + f)):
-        if order == held[1]:
-            return name
-    return None
+    lay = _strided_layout(a.aval.shape, held[1], batch_dims, free_dims, contract_dims)
+    return None if lay is None else (held[0], lay)
 
 
 class Inline(NamedTuple):
@@ -879,7 +964,7 @@ def _materialize_inputs(eqn, lowering) -> tuple:
         b, f, c = dims[i]
         ident = tuple(range(a.aval.ndim))
         if cfg.tiled:
-            if ident not in (b + f + c, b + c + f):
+            if _strided_layout(a.aval.shape, ident, b, f, c) is None:
                 continue                          # a copy lays it out anyway
             if target.operand_reads == "inline" and \
                     -(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= INLINE_TILES:
@@ -902,7 +987,8 @@ def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag,
     threads read neighbouring elements).  None: read in place (stored [B, free, K] or
     [B, K, free]), or copied (the target's ``operand_reads`` is "copy", the other operand
     has more than ``INLINE_TILES`` tiles, a buffer is bound in windows)."""
-    if _stored_as(ctx, i, aval, batch_dims, free_dims, contract_dims) is not None:
+    if _in_place(ctx.lowering, ctx.eqn.invars[i], batch_dims, free_dims,
+                 contract_dims) is not None:
         return None
     if ctx.target.operand_reads != "inline" or other_tiles > INLINE_TILES:
         return None
@@ -914,39 +1000,45 @@ def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag,
                            ("b", "r", "k"))
     fn = f"wj_rd{tag}"
     kfirst = _free_last(aval, free_dims, batch_dims, tag == "B")
-    return Inline(fn, f"fn {fn}(b: u32, r: u32, k: u32) -> f32 {{\n{body}\n}}\n"), kfirst
+    X = int(np.prod([aval.shape[d] for d in free_dims], dtype=np.int64))
+    K = int(np.prod([aval.shape[d] for d in contract_dims], dtype=np.int64))
+    return (Inline(fn, f"fn {fn}(b: u32, r: u32, k: u32) -> f32 {{\n{body}\n}}\n"),
+            Layout.packed(kfirst, 1, X, K))
 
 
 def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg):
-    """The workgroup-memory kernel; an operand stored either way round is read in place, any
-    other through its reader (``_inline_operand``) or from a copy (``_canonical``).  A kernel
-    whose inline operands bind more buffers than the adapter allows takes copies instead."""
+    """The workgroup-memory kernel; an operand a buffer holds in a ``Layout`` is read in
+    place, any other through its reader (``_inline_operand``) or from a copy
+    (``_canonical``).  A kernel whose inline operands bind more buffers than the adapter
+    allows takes copies instead."""
     S = cfg.s
     # the product itself is not stored where its epilogue computes all that reads it
     own = None if ctx.output_dead else ctx.out_key(0)
     out_key = own if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
     ops = [(0, lhs, lb, lfree, lc, "A", -(-N // cfg.bn)),
            (1, rhs, rb, rfree, rc, "B", -(-M // cfg.bm))]
-    placed = {}                     # operand -> (its buffer key, the copy to dispatch, k-first)
+    placed = {}                     # operand -> (its buffer key, the copy to dispatch, Layout)
 
     def in_buffer(i, aval, bd, fd, cd, *_):
         if i not in placed:
-            stored = _stored_as(ctx, i, aval, bd, fd, cd)
-            if stored is None:     # a copy in the operand's own order (a straight copy)
+            held = _in_place(ctx.lowering, ctx.eqn.invars[i], bd, fd, cd)
+            if held is not None:
+                placed[i] = (held[0], None, held[1])
+            else:                  # a copy in the operand's own order (a straight copy)
                 kf = _free_last(aval, fd, bd, i == 1)
-            else:
-                kf = stored == "k"
-            placed[i] = (*_canonical(ctx, i, aval, bd, fd, cd, not kf, defer=True), kf)
-        key, _, kf = placed[i]
-        return key, kf
+                X = (M, N)[i]
+                placed[i] = (*_canonical(ctx, i, aval, bd, fd, cd, not kf, defer=True),
+                             Layout.packed(kf, B, X, K))
+        key, _, lay = placed[i]
+        return key, lay
 
     for inline in (True, False):
         kb = ctx.new_kb()
         got = [(inline and _inline_operand(ctx, kb, *op)) or in_buffer(*op) for op in ops]
-        (ka, a_kfirst), (kbk, b_kfirst) = got
+        (ka, a_lay), (kbk, b_lay) = got
         epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
-        src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_kfirst,
-                               b_kfirst, lhs.dtype, out.dtype)
+        src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_lay,
+                               b_lay, lhs.dtype, out.dtype)
         if (kb.n_bindings() <= ctx.lowering.max_storage
                 or not any(isinstance(key, Inline) for key, _ in got)):
             break

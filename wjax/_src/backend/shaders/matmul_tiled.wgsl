@@ -6,9 +6,11 @@
 // thread's rows are the vec4 row groups ty, ty + TY, ...; its columns the vec4 column groups
 // tx, tx + TX, ...: neighbouring threads read neighbouring vec4s of workgroup memory.
 // Operands may be stored rows-first ([B, M, K] / [B, N, K]) or k-first ([B, K, M] / [B, K, N]),
-// read as vec4 along their contiguous axis where it is a multiple of 4; an operand computed
-// by fused producers (an MLP layer's relu(h + b), a convolution's patches: implicit GEMM) or
-// laid out otherwise is read element by element through its reader function (READERS).
+// their rows any stride apart and their batches at any offsets (abase, bbase: a (b, s, h, d)
+// tensor's heads read in place), read as vec4 along their contiguous axis where it, the
+// stride and the offsets are multiples of 4; an operand computed by fused producers (an MLP
+// layer's relu(h + b), a convolution's patches: implicit GEMM) or laid out otherwise is read
+// element by element through its reader function (READERS).
 // The contraction may be split S ways (split-K): split s walks [s KC, (s + 1) KC) and stores
 // its partial product apart (a second kernel sums them); and within the workgroup KG ways
 // (``MMConfig.kg``, the lines at GROUP): KG x WG threads, group grp walking
@@ -37,8 +39,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let tn = (r % tiles_n) * {{BN}}u;
 {{GROUP}}  let tx = lid % {{TX}}u;
   let ty = lid / {{TX}}u;
-  let abase = b * {{M}}u * {{K}}u;
-  let bbase = b * {{K}}u * {{N}}u;
+  let abase = {{ABASE}};
+  let bbase = {{BBASE}};
 {{DECL}}
 {{LOAD}}
 {{KLOOP}}
