@@ -160,6 +160,8 @@ CASES = {
     "left_shift_float": lambda J, N, L: N.left_shift(N.ones(2), 1),
     "matmul_scalar": lambda J, N, L: N.matmul(N.ones(()), N.ones(3)),
     "matmul_mismatch": lambda J, N, L: N.ones((2, 3)) @ N.ones((2, 3)),
+    "matmul_batch_mismatch": lambda J, N, L: N.ones((2, 5, 6)) @ N.ones((3, 6, 7)),
+    "matmul_batch_broadcast": lambda J, N, L: N.ones((2, 1, 5, 6)) @ N.ones((1, 3, 6, 7)),
     "dot_mismatch": lambda J, N, L: N.dot(N.ones(3), N.ones(4)),
     "einsum_bad": lambda J, N, L: N.einsum("ij,jk->ik", N.ones((2, 3)), N.ones((4, 5))),
     "einsum_bad_subscripts": lambda J, N, L: N.einsum("i#->i", N.ones(3)),

@@ -151,6 +151,35 @@ def test_make_jaxpr_text_like_jax():
             assert lits and lits == sorted(m.group(0) for m in _LITERAL.finditer(t)), (name, s, t)
 
 
+# jnp.matmul's batch axes: shared, one-sided, of length 1 on one side or both, vectors
+MATMUL_SHAPES = [((2, 256, 128), (128, 128)), ((2, 256, 128), (1, 128, 128)),
+                 ((256, 128), (3, 128, 128)), ((4, 1, 5, 6), (3, 6, 7)),
+                 ((1, 5, 6), (3, 1, 6, 7)), ((2, 3, 5, 6), (2, 3, 6, 7)),
+                 ((2, 1, 5, 6), (1, 3, 6, 7)), ((1, 1, 5, 6), (1, 6, 7)), ((3, 5, 6), (6,)),
+                 ((6,), (2, 6, 4)), ((5, 6), (6, 7))]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_jaxpr_is_jaxs(sa, sb):
+    """``a @ b`` traces to JAX's equations (a weight shared by a batch is contracted once,
+    never broadcast: one product of b * s rows for an (b, s, d) ``x @ w``), with JAX's
+    values, gradients and jit."""
+    jax = pytest.importorskip("jax")
+    rs = np.random.RandomState(0)
+    a, b = rs.randn(*sa).astype(np.float32), rs.randn(*sb).astype(np.float32)
+    assert str(wjax.make_jaxpr(jnp.matmul)(a, b)) == str(jax.make_jaxpr(jax.numpy.matmul)(a, b))
+    want = np.asarray(jax.numpy.matmul(a, b), np.float64)
+    for f in (jnp.matmul, wjax.jit(jnp.matmul)):
+        np.testing.assert_allclose(np.asarray(f(a, b)), want, rtol=2e-5, atol=2e-5)
+
+    def loss(M):
+        return lambda a, b: (M.matmul(a, b) ** 2).sum()
+    got = wjax.jit(wjax.grad(loss(jnp), argnums=(0, 1)))(a, b)
+    want = jax.grad(loss(jax.numpy), argnums=(0, 1))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-3)
+
+
 def test_jaxpr_atoms_and_equations_print_like_jax():
     jax = pytest.importorskip("jax")
     for mod, np_mod in ((wjax, jnp), (jax, jax.numpy)):

@@ -11,7 +11,7 @@ import numpy as np
 from .. import lax
 from .._src.api.sharding import apply_out_sharding, out_sharding_scope
 from .._src.core import dtypes
-from ._util import _check_arg, _f32, _to_operand, broadcast_shapes, result_type
+from ._util import _check_arg, _f32, _to_operand, result_type
 from .creation import _arraylike, asarray, astype, broadcast_to, zeros_like
 from .ufuncs import conjugate, multiply, not_equal, subtract
 from .shapes import (_axis, diagonal, expand_dims, moveaxis, ravel, reshape, stack, swapaxes,
@@ -59,17 +59,59 @@ def _matmul(a, b, *, precision=None, preferred_element_type=None):
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
                         f"({a.shape[-1]},) and ({b.shape[-2]},) (matmul of shapes "
                         f"{a.shape} and {b.shape})")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = broadcast_to(a, batch + a.shape[-2:])
-    b = broadcast_to(b, batch + b.shape[-2:])
-    nb = len(batch)
-    out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                          preferred_element_type=preferred_element_type)
+    out = _batched_matmul(a, b, preferred_element_type)
     if a_vec:
         out = lax.squeeze(out, (out.ndim - 2,))
     if b_vec:
         out = lax.squeeze(out, (out.ndim - 1,))
     return out
+
+
+def _batched_matmul(a, b, preferred_element_type):
+    """``a @ b`` of matrices with leading batch axes, as JAX's jaxpr has it: an axis both
+    operands have at one length (not 1) is a batch axis of the ``dot_general``; one that
+    only one operand has, or that the other has at length 1 (squeezed away), is a free axis
+    of its operand -- a weight shared by a batch is never broadcast, and ``x @ w`` of an
+    (b, s, d) ``x`` is one product of b * s rows; one both have at length 1 is squeezed from
+    both and put back at the end.  The result is transposed into the broadcast order of the
+    batch axes where the product's order differs."""
+    nb = max(a.ndim, b.ndim) - 2
+    pa, pb = nb - (a.ndim - 2), nb - (b.ndim - 2)      # a's axis i is batch position i + pa
+    a_sq, b_sq, both, a_batch, b_batch = [], [], [], [], []
+    at_batch, at_a, at_b = [], [], []      # the result's batch position of each product axis
+    for i in range(nb):
+        x = a.shape[i - pa] if i >= pa else None
+        y = b.shape[i - pb] if i >= pb else None
+        if x == 1 and y == 1:
+            a_sq.append(i - pa)
+            b_sq.append(i - pb)
+            both.append(i)
+        elif x is None or (x == 1 and y is not None):
+            at_b.append(i)
+            if x is not None:
+                a_sq.append(i - pa)
+        elif y is None or y == 1:
+            at_a.append(i)
+            if y is not None:
+                b_sq.append(i - pb)
+        elif x == y:
+            a_batch.append(i - pa - len(a_sq))
+            b_batch.append(i - pb - len(b_sq))
+            at_batch.append(i)
+        else:
+            typ = [f"{np.dtype(v.dtype).name}[{','.join(map(str, v.shape))}]" for v in (a, b)]
+            raise ValueError(f"Incompatible types for matmul arguments: {typ[0]} and {typ[1]}")
+    if a_sq:
+        a = lax.squeeze(a, tuple(a_sq))
+    if b_sq:
+        b = lax.squeeze(b, tuple(b_sq))
+    out = lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)),
+                                 (tuple(a_batch), tuple(b_batch))),
+                          preferred_element_type=preferred_element_type)
+    perm = tuple(int(p) for p in np.argsort(at_batch + at_a + [nb] + at_b + [nb + 1]))
+    if perm != tuple(range(out.ndim)):
+        out = lax.transpose(out, perm)
+    return lax.expand_dims(out, tuple(both)) if both else out
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

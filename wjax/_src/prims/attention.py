@@ -30,7 +30,7 @@ from ..backend.lower import Fuser
 from ..backend.wgsl import Index
 from ..core.ir import Jaxpr, Var
 from ..core.primitive import Primitive
-from .dot import _canonical, _dims
+from .dot import _canonical, _dims, _held
 from .rows import _abstract, _AllInputs, _batch, _Body, _jvp, _reference
 
 BQ = 64            # query rows (threads) per workgroup
@@ -185,14 +185,16 @@ def _kernel(ctx, *avals, jaxpr, n_math):
 
 def _place(ctx, i, aval, batch, rows, cols, rows_first):
     """(buffer key, stride of each batch axis, row stride) of operand ``i`` read as
-    [batch..., row, col] with contiguous columns: its own buffer where it is materialized
-    with one row axis and one column axis, the last (the (b, s, h, d) layout of flax and
-    haiku as well as (b, h, s, d)), else a copy laid out by ``_canonical``."""
+    [batch..., row, col] with contiguous columns: the buffer holding it in its own order
+    (its own, or a reshaped value's: flax's ``(x @ w).reshape(b, s, h, d)``) where it has
+    one row axis and one column axis, the last (the (b, s, h, d) layout of flax and haiku as
+    well as (b, h, s, d)), else a copy laid out by ``_canonical``."""
     a = ctx.eqn.invars[i]
-    if (isinstance(a, Var) and a.id in ctx.lowering.materialized and len(rows) == 1
+    held = _held(ctx.lowering, a) if isinstance(a, Var) else None
+    if (held is not None and held[1] == tuple(range(aval.ndim)) and len(rows) == 1
             and len(cols) == 1 and cols[0] == aval.ndim - 1):
         st = W.strides_of(aval.shape)
-        return ctx.in_key(i), [st[d] for d in batch], st[rows[0]]
+        return held[0], [st[d] for d in batch], st[rows[0]]
     key = _canonical(ctx, i, aval, batch, rows if rows_first else cols,
                      cols if rows_first else rows, rows_first)
     R, C = _size(aval.shape, rows), _size(aval.shape, cols)

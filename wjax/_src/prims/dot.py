@@ -808,13 +808,23 @@ def _split_sum_src(kb, kp, ko, S, total, out_dtype, epi):
 def _held(lowering, a):
     """(buffer key, the order of ``a``'s axes in it) where ``a`` (a product's operand) is a
     value with a buffer, or such a value read through transposes that have none (``x.T @
-    y``: x's buffer, the operand's axes in the order (1, 0)); None otherwise."""
+    y``: x's buffer, the operand's axes in the order (1, 0)) or through a reshape of a value
+    held in its own order (flax's ``(x @ w).reshape(b, s, h, d)``: the product's buffer);
+    None otherwise."""
     perm = tuple(range(a.aval.ndim))  # perm[j]: the buffer's axis of operand axis j
     while isinstance(a, Var):
         if a.id in lowering.materialized:
             return lowering.key_of(a), tuple(sorted(range(len(perm)), key=perm.__getitem__))
         e = lowering.producer.get(a.id)
-        if e is None or e.prim.name != "transpose" or a.id in lowering.split:
+        if e is None or a.id in lowering.split:
+            return None
+        if e.prim.shares_storage and e.params.get("dimensions") is None:
+            # a contiguous view holds its elements in its own order where its operand does
+            inner = _held(lowering, e.invars[0])
+            if inner is None or inner[1] != tuple(range(e.invars[0].aval.ndim)):
+                return None
+            return inner[0], tuple(sorted(range(len(perm)), key=perm.__getitem__))
+        if e.prim.name != "transpose":
             return None
         p = e.params["permutation"]
         perm = tuple(p[q] for q in perm)
