@@ -799,3 +799,45 @@ def test_operand_reads_in_a_training_step_against_jax(reads):
     for g, r in zip(rjax.tree_util.tree_leaves(got), rjax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=2e-4, atol=2e-3)
     wjax.clear_caches()
+
+
+@pytest.mark.parametrize("fused_attention", [False, True])
+def test_a_flax_attention_layer_reads_its_heads_in_place(fused_attention):
+    """flax's attention layer -- projections ``(x @ w).reshape(b, s, h, d)``, the einsums
+    ``bqhd,bkhd->bhqk`` and ``bhqk,bkhd->bqhd``, the output projection -- under the GPU
+    forms: no broadcast of the weights (``x @ w`` is one product), no copy of the heads (the
+    products and the attention kernel read them in place at their strides), the attention
+    output stored in (b, s, h, d) by its own kernel; JAX's loss and gradients."""
+    b, s, h, d = 2, 40, 4, 16
+    rs = np.random.RandomState(3)
+    x = rs.randn(b, s, h * d).astype(np.float32)
+    ws = [(rs.randn(h * d, h * d) * 0.1).astype(np.float32) for _ in range(4)]
+    J = rjax()
+
+    def layer(M, nn):
+        def f(ws, x):
+            q, k, v = [(x @ w).reshape(b, s, h, d) for w in ws[:3]]
+            sc = M.einsum("bqhd,bkhd->bhqk", q, k, precision="highest") / np.sqrt(d)
+            o = M.einsum("bhqk,bkhd->bqhd", nn.softmax(sc, axis=-1), v, precision="highest")
+            return ((o.reshape(b, s, h * d) @ ws[3]) ** 2).mean()
+        return f
+    opts = {"attention": 64, "threads": 16} if fused_attention else {"attention": 0}
+    wjax.clear_caches()
+    with _gpu("64x64x16", **opts):
+        f = layer(jnp, wjax.nn)
+        labels = [getattr(st_, "label", "host")
+                  for st_ in wjax.jit(f).lower(ws, x).compile().plan.steps]
+        got = wjax.jit(wjax.value_and_grad(f))(ws, x)
+    wjax.clear_caches()
+    products = [lb for lb in labels if lb.startswith("dot_general")]
+    # three projections, the output projection (reading the heads' reshape inline), and
+    # the two einsums or the attention kernel
+    assert len(products) == (4 if fused_attention else 6), labels
+    assert not any("broadcast_in_dim" in lb for lb in labels), labels
+    # ... then the softmax's row group or the attention kernel, and the loss's reduction:
+    # no copy kernel
+    assert len(labels) == len(products) + 2, labels
+    want = J.value_and_grad(layer(J.numpy, J.nn))(ws, x)
+    np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=2e-5)
+    for g, w in zip(got[1], want[1]):
+        _close(g, np.asarray(w, np.float64))
