@@ -402,6 +402,34 @@ def test_strided_operands_are_read_in_place(name):
                               np.einsum(spec, *_f64(2 * args[0], args[1]))]))
 
 
+# copies the register-blocked kernel (CPU adapters) still makes: B is read in place only
+# k-first, as vec4 rows (its rows and batches at multiples of 4, N a multiple of 4)
+STRIDED_COPIES = {"flax scores bqhd,bkhd": 1, "flax values bhqk,bkhd": 0,
+                  "odd heads bqhd,bkhd": 1, "odd values bhqk,bkhd": 1,
+                  "batch inside qbd,bkd": 1, "batch inside, k-first": 0, "size-1 axes": 1,
+                  "two free axes": 0}
+
+
+@pytest.mark.parametrize("name", list(STRIDED))
+def test_strided_operands_on_the_register_blocked_kernel(name):
+    """The CPU adapters' kernel reads A in any ``dot.Layout`` in place, and B where it is
+    k-first and vec4-aligned; the values are NumPy's."""
+    spec, shapes = STRIDED[name]
+    args = [RS.randn(*sh).astype(np.float32) for sh in shapes]
+
+    def f(a, b):
+        return jnp.einsum(spec, a, b, precision="highest")
+    wjax.clear_caches()
+    with runtime.get().options(matmul="vec4"):
+        got = wjax.jit(f)(*args)
+        ks = wjax.jit(f).lower(*args).as_text().split("// ---- kernel")[1:]
+    wjax.clear_caches()
+    _close(got, np.einsum(spec, *_f64(*args)))
+    products = [k for k in ks if "register-blocked" in k or "RM x (4*V)" in k]
+    assert len(products) == 1, ks
+    assert len(ks) == 1 + STRIDED_COPIES[name], ks
+
+
 def test_strided_layouts():
     """``dot.Layout`` of an operand in a buffer: which layouts the tiled kernel reads in place
     (one group of axes contiguous, the other at one stride), and their base offsets."""

@@ -698,12 +698,18 @@ def _group_sum(accs, KG, AS_ALL, BS_ALL, WG) -> list:
     return out
 
 
-def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32):
+def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32, a_lay=None,
+              b_lay=None):
     """shaders/matmul_vec4.wgsl for variant ``cfg`` (``S`` contraction splits: ``kc`` then
     holds S partial products, float32); ``epi``: epilogue lines (S == 1 only).  ``in_dt``:
     the operands' storage (float16 or float32; products accumulate in float32), ``out_dt``
-    the result's."""
+    the result's.  A is found in its buffer as ``a_lay`` says (a ``Layout``, read one
+    element at a time; default packed [B, M, K]), B as ``b_lay`` (k-first, read as vec4
+    rows: ``_vec4_reads``; default packed [B, K, 4 N4], its columns padded to 4)."""
     N4 = -(-N // 4)
+    a_lay = a_lay or Layout.packed(False, B, M, K)
+    b_lay = b_lay or Layout.packed(True, B, 4 * N4, K)
+    a_row, a_k = (1, a_lay.stride) if a_lay.kfirst else (a_lay.stride, 1)
     if S > 1:
         out_dt = _F32
     a_name = kb.bind(ka, in_dt, "read")
@@ -725,12 +731,13 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
     grid = W.grid_for(-(-threads // WG), kb.max_groups)
     decl = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(RM) for j in range(V))
     decl += "\n" + "\n".join(
-        f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {K}u;" for i in range(RM)
+        f"  let ar{i} = abase + min(m0 + {i}u, {M - 1}u) * {a_row}u;" for i in range(RM)
     )
     decl += "\n" + "\n".join(f"  let bc{j} = min(n0 + {j}u, {N4 - 1}u);" for j in range(V))
-    load_b = "\n".join(f"    let bv{j} = vec4<f32>({b_name}[bbase + k * {N4}u + bc{j}]);"
-                       for j in range(V))
-    fma = "\n".join(f"    let av{i} = vec4<f32>(f32({a_name}[ar{i} + k]));\n" + "\n".join(
+    load_b = "\n".join(f"    let bv{j} = vec4<f32>({b_name}[bbase + k * {b_lay.stride // 4}u"
+                       f" + bc{j}]);" for j in range(V))
+    ak = "k" if a_k == 1 else f"k * {a_k}u"
+    fma = "\n".join(f"    let av{i} = vec4<f32>(f32({a_name}[ar{i} + {ak}]));\n" + "\n".join(
         f"    c{i}_{j} = fma(av{i}, bv{j}, c{i}_{j});" for j in range(V)) for i in range(RM))
     # with splits the partial products go to [S, B, M, N]: bb = split * B + batch
     row = "(bb * {M}u + m0 + {i}u)" if S > 1 else "(b * {M}u + m0 + {i}u)"
@@ -768,9 +775,10 @@ def _vec4_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, in_dt=_F32, out_dt=_F32)
             f"      let o = (b * {M}u + m0 + {i}u) * {N}u + (n0 + {j}u) * 4u + {q}u;\n"
             f"      let val = {cs_(f'c{i}_{j}[{q}]')};\n      {body}\n  }}"
             for i in range(RM) for j in range(V) for q in range(4))
+    b4 = Layout(True, b_lay.stride // 4, b_lay.bshape, tuple(t // 4 for t in b_lay.bstrides))
     src = W.render("matmul_vec4.wgsl", HEADER=kb.header(), RM=RM, V=V, WG=WG, M=M, N4=N4, K=K,
                    B=B, BS=B * S, KC=KC, NX=grid[0], DECL=decl, LOAD_B=load_b, FMA=fma,
-                   STORE=store)
+                   STORE=store, ABASE=a_lay.base("b"), BBASE=b4.base("b"))
     return src, grid
 
 
@@ -908,6 +916,17 @@ def _strided_layout(shape, order, batch_dims, free_dims, contract_dims) -> Layou
                   tuple(st[a] for a in batch_dims))
 
 
+def _vec4_reads(lowering, a, i, dims, N):
+    """(buffer key, ``Layout``) where the register-blocked kernel reads operand ``i`` (``a``,
+    its batch, free and contracted axes ``dims``) in place: A in any ``Layout`` (one element
+    at a time), B k-first with its rows and batches at multiples of 4 elements and N a
+    multiple of 4 (vec4 rows); None: it takes a copy."""
+    held = _in_place(lowering, a, *dims)
+    if held is None or (i == 1 and not (held[1].kfirst and held[1].aligned() and N % 4 == 0)):
+        return None
+    return held
+
+
 def _in_place(lowering, a, batch_dims, free_dims, contract_dims):
     """(buffer key, ``Layout``) where operand ``a`` is held by a buffer (its own, or the one
     it is a transpose of) that the tiled kernel reads in place; None where it needs a copy or
@@ -979,9 +998,11 @@ def _materialize_inputs(eqn, lowering) -> tuple:
             if target.operand_reads == "inline" and \
                     -(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= INLINE_TILES:
                 continue                          # read inline
-        elif ident != ((b + f + c) if i == 0 else (b + c + f)) or (i == 1 and N % 4):
-            continue
-        if _held(lowering, a) is None:           # (a transpose of a buffer: read in place)
+        else:
+            lay = _strided_layout(a.aval.shape, ident, b, f, c)
+            if lay is None or (i == 1 and not (lay.kfirst and lay.aligned() and N % 4 == 0)):
+                continue                          # a copy lays it out anyway
+        if _held(lowering, a) is None:           # (a view of a buffer: read in place)
             keep.append(i)
     return tuple(keep)
 
@@ -1067,13 +1088,17 @@ def _dot_vec4(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg)
     """The register-blocked kernel (float32, or float16 operands accumulated in float32)."""
     N4 = -(-N // 4)                      # B's columns padded to a multiple of 4 when needed
     S = _mm_splits(K, cfg.s, k_chunk(ctx.target))
-    ka = _canonical(ctx, 0, lhs, lb, lfree, lc, True)
-    kbk = _canonical(ctx, 1, rhs, rb, rfree, rc, False, pad_rows=N4 * 4 if N % 4 else 0)
+    held_a, held_b = (_vec4_reads(ctx.lowering, a, i, dims, N) for i, (a, dims) in
+                      enumerate(zip(ctx.eqn.invars, ((lb, lfree, lc), (rb, rfree, rc)))))
+    ka, a_lay = held_a or (_canonical(ctx, 0, lhs, lb, lfree, lc, True), None)
+    kbk, b_lay = held_b or (_canonical(ctx, 1, rhs, rb, rfree, rc, False,
+                                       pad_rows=N4 * 4 if N % 4 else 0), None)
     own = None if ctx.output_dead else ctx.out_key(0)
     out_key = own if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), np.float32))
     kb = ctx.new_kb()
     epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
-    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype)
+    src, grid = _vec4_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, lhs.dtype, out.dtype,
+                          a_lay, b_lay)
     ctx.dispatch(kb, src, grid)
     if S > 1:   # sum the partial products (S <= 65535 iterations per thread)
         kb = ctx.new_kb()

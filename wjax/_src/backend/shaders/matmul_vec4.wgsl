@@ -1,4 +1,6 @@
-// C[b] = A[b] (M x K, row-major) * B[b] (K x N, row-major), f32, N % 4 == 0.
+// C[b] = A[b] (M x K) * B[b] (K x N, rows of vec4s), f32, N % 4 == 0 (or padded): A's rows
+// or its contraction contiguous, the other at a stride, B's rows at a stride, the batches
+// of both at any offsets (abase, bbase: a (b, s, h, d) tensor's heads read in place).
 // Each thread owns an RM x (4*V) block of C held in RM*V vec4 registers and streams
 // A (scalars) and B (vec4 rows) straight from global memory: on CPU adapters this
 // register blocking beats workgroup-memory tiles (DESIGN.md).  The register block is
@@ -20,8 +22,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let r = t % (tiles_n * tiles_m);
   let m0 = (r / tiles_n) * {{RM}}u;
   let n0 = (r % tiles_n) * {{V}}u;                           // vec4 column index
-  let abase = b * {{M}}u * {{K}}u;
-  let bbase = b * {{K}}u * {{N4}}u;
+  let abase = {{ABASE}};                                    // in elements
+  let bbase = {{BBASE}};                                    // in vec4s
 {{DECL}}
   for (var k = ks; k < ke; k = k + 1u) {
 {{LOAD_B}}
