@@ -420,7 +420,7 @@ def test_strided_operands_on_the_register_blocked_kernel(name):
     def f(a, b):
         return jnp.einsum(spec, a, b, precision="highest")
     wjax.clear_caches()
-    with runtime.get().options(matmul="vec4"):
+    with runtime.get().options(**profiles.CPU_STRATEGIES):
         got = wjax.jit(f)(*args)
         ks = wjax.jit(f).lower(*args).as_text().split("// ---- kernel")[1:]
     wjax.clear_caches()
@@ -830,13 +830,16 @@ def test_operand_reads_in_a_training_step_against_jax(reads):
 
 
 @pytest.mark.parametrize("fused_attention", [False, True])
-def test_a_flax_attention_layer_reads_its_heads_in_place(fused_attention):
+@pytest.mark.parametrize("h,d", [(4, 16), (8, 32)])
+def test_a_flax_attention_layer_reads_its_heads_in_place(fused_attention, h, d):
     """flax's attention layer -- projections ``(x @ w).reshape(b, s, h, d)``, the einsums
     ``bqhd,bkhd->bhqk`` and ``bhqk,bkhd->bqhd``, the output projection -- under the GPU
     forms: no broadcast of the weights (``x @ w`` is one product), no copy of the heads (the
     products and the attention kernel read them in place at their strides), the attention
-    output stored in (b, s, h, d) by its own kernel; JAX's loss and gradients."""
-    b, s, h, d = 2, 40, 4, 16
+    output stored in (b, s, h, d) by its own kernel -- and, where the output projection is
+    too wide to read it inline (h * d = 256: four 64-wide tiles), merged into (b, s, h * d)
+    there too; JAX's loss and gradients."""
+    b, s = 2, 40
     rs = np.random.RandomState(3)
     x = rs.randn(b, s, h * d).astype(np.float32)
     ws = [(rs.randn(h * d, h * d) * 0.1).astype(np.float32) for _ in range(4)]

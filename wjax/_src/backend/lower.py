@@ -250,16 +250,36 @@ class KernelContext:
         f = Fuser(kb, self.lowering, self.lowering.level[out.id], subst=subst)
         for r in self.epilogue:    # (a root of another shape reads the outputs at ``flat``,
             #                         or the Fuser raises EpilogueMismatch)
-            at = self._transposed_position(r, pos) if self.eqn.prim.epilogue_layouts else None
+            at = src = None
+            if self.eqn.prim.epilogue_layouts:
+                # a root that is a reshape of a permuted output (flax's attention output
+                # merged into (b, s, h * d)) is its source's value at the source's position:
+                # the same flat offset in both
+                src = self._view_source(r)
+                at = self._transposed_position(src, pos)
             if at is None:
                 at = pos if r.aval.shape == out.aval.shape else Index(kb, r.aval.shape, flat=flat)
-            val = Lowering._read_root(f, r, at)
+                val = Lowering._read_root(f, r, at)
+            else:
+                val = Lowering._read_root(f, r, at) if src is r else f.read(src, at)
             name = kb.bind(self.lowering.key_of(r), r.aval.dtype, "read_write")
             kb.emit(f"{name}[{at.flat()}] = {kb.store(val, r.aval.dtype)};")
             if r.id in self.lowering.split:    # later roots read it here (it is not inlined)
                 f.subst[r.id] = (at.flat(), val, at)
         lines, kb.lines = kb.lines, saved
         return lines
+
+    def _view_source(self, r: Var) -> Var:
+        """The fused value that root ``r`` is a contiguous reshape of (through reshapes that
+        have no buffer of their own), or ``r`` itself."""
+        src = r
+        while True:
+            e = self.lowering.producer.get(src.id)
+            if (e is None or not e.prim.shares_storage or e.params.get("dimensions") is not None
+                    or not isinstance(e.invars[0], Var)
+                    or e.invars[0].id in self.lowering.materialized):
+                return src
+            src = e.invars[0]
 
     def _transposed_position(self, r: Var, pos: Index) -> Index | None:
         """The position of epilogue root ``r`` at which it reads this kernel's output at
