@@ -430,6 +430,28 @@ def test_strided_operands_on_the_register_blocked_kernel(name):
     assert len(ks) == 1 + STRIDED_COPIES[name], ks
 
 
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_strided_half_precision_operands(dt):
+    """float16 (vec4<f16> loads at the strides) and bfloat16 heads in the (b, s, h, d)
+    layout, read in place by the tiled kernel, accumulated in float32 with the result
+    as float32: the exact products of the rounded inputs."""
+    if dt == "float16" and not has_f16():
+        return f16_unsupported(lambda: jnp.ones(2, np.float16) + 1)
+    rs = np.random.RandomState(6)
+    q = rs.randn(2, 70, 3, 16).astype(np.float32).astype(dt)
+    k = rs.randn(2, 60, 3, 16).astype(np.float32).astype(dt)
+
+    def f(a, b):
+        return jnp.einsum("bqhd,bkhd->bhqk", a, b, preferred_element_type=jnp.float32)
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f)(q, k)
+        tiled, others = _kernels(f, q, k)
+    wjax.clear_caches()
+    assert got.dtype == np.float32 and len(tiled) == 1 and not others, others
+    _close(got, np.einsum("bqhd,bkhd->bhqk", *_f64(q, k)))
+
+
 def test_strided_layouts():
     """``dot.Layout`` of an operand in a buffer: which layouts the tiled kernel reads in place
     (one group of axes contiguous, the other at one stride), and their base offsets."""
