@@ -452,6 +452,30 @@ def test_strided_half_precision_operands(dt):
     _close(got, np.einsum("bqhd,bkhd->bhqk", *_f64(q, k)))
 
 
+def test_views_of_a_product_are_read_in_place():
+    """A product's result read through views that have no buffer of their own -- a
+    reshape, an expand_dims, a squeeze, then a transpose -- by a second product wider than
+    the inline reads allow: its buffer read in place, no copy."""
+    rs = np.random.RandomState(8)
+    a, w = rs.randn(48, 40).astype(np.float32), rs.randn(40, 96).astype(np.float32)
+    z, u = rs.randn(1, 96, 200).astype(np.float32), rs.randn(48, 200).astype(np.float32)
+
+    def f(a, w, z, u):
+        h = jnp.dot(a, w, precision=HI)                       # (48, 96)
+        y = jnp.einsum("bmk,bkn->bmn", h[None], z, precision=HI)        # expand_dims
+        r = jnp.dot(h.reshape(48, 96)[:, :, None][..., 0].T, u, precision=HI)  # squeeze, .T
+        return y, r
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f)(a, w, z, u)
+        tiled, others = _kernels(f, a, w, z, u)
+    wjax.clear_caches()
+    assert len(tiled) == 3 and not others, others
+    h = a.astype(np.float64) @ w
+    _close(got[0], h[None] @ z)
+    _close(got[1], h.T @ u)
+
+
 def test_strided_layouts():
     """``dot.Layout`` of an operand in a buffer: which layouts the tiled kernel reads in place
     (one group of axes contiguous, the other at one stride), and their base offsets."""

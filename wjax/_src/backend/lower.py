@@ -275,8 +275,7 @@ class KernelContext:
         src = r
         while True:
             e = self.lowering.producer.get(src.id)
-            if (e is None or not e.prim.shares_storage or e.params.get("dimensions") is not None
-                    or not isinstance(e.invars[0], Var)
+            if (e is None or not e.prim.shares_storage or not isinstance(e.invars[0], Var)
                     or e.invars[0].id in self.lowering.materialized):
                 return src
             src = e.invars[0]

@@ -826,7 +826,7 @@ def _held(lowering, a):
         e = lowering.producer.get(a.id)
         if e is None or a.id in lowering.split:
             return None
-        if e.prim.shares_storage and e.params.get("dimensions") is None:
+        if e.prim.shares_storage:
             # a contiguous view holds its elements in its own order where its operand does
             inner = _held(lowering, e.invars[0])
             if inner is None or inner[1] != tuple(range(e.invars[0].aval.ndim)):
