@@ -614,14 +614,15 @@ _CONSUMERS = {
        st.sampled_from(sorted(_A_LAYOUTS)), st.sampled_from(sorted(_B_LAYOUTS)),
        st.sampled_from(sorted(_PRODUCERS)), st.sampled_from(sorted(_PRODUCERS)),
        st.sampled_from(["inline", "copy"]), st.sampled_from(sorted(dot.TILES)),
-       st.sampled_from(sorted(_CONSUMERS)))
+       st.sampled_from(sorted(_CONSUMERS)), st.sampled_from(["", "x", "y", "xy"]))
 def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, pb, reads,
-                                                        tile, consumer):
+                                                        tile, consumer, returned):
     """Random batched products on the tiled kernel whose operands are stored in any of five
     layouts and computed by a fused producer: read in place (packed or strided), through
     transposes, inline or from (shared) copies, under either ``operand_reads``, followed by
-    a consumer (an epilogue, transposed or not, the product stored or not) -- against NumPy
-    in float64."""
+    a consumer (an epilogue, transposed or not, the product stored or not), the operands
+    returned too or not (a returned fused operand: computed and stored by the product) --
+    against NumPy in float64."""
     assume(B * M * N * K >= 32768)
     rs = np.random.RandomState(B * 7 + M * 13 + N * 17 + K)
     perm_a, perm_b = _A_LAYOUTS[la], _B_LAYOUTS[lb]
@@ -634,11 +635,15 @@ def test_random_products_read_their_operands_like_numpy(B, M, N, K, la, lb, pa, 
         y = _PRODUCERS[pb](m, m.transpose(b, np.argsort(perm_b)), cb)
         return x, y
     then = _CONSUMERS[consumer]
-    want = then(np, np.einsum("bmk,bkn->bmn", *f(np, *_f64(a, b, ca, cb))), cb)
+
+    def program(m, *v, **kw):
+        x, y = f(m, *v)
+        return then(m, m.einsum("bmk,bkn->bmn", x, y, **kw), v[3]) + tuple(
+            z for name, z in (("x", x), ("y", y)) if name in returned)
+    want = program(np, *_f64(a, b, ca, cb))
     wjax.clear_caches()
     with _gpu(tile, operand_reads=reads):
-        got = wjax.jit(lambda *v: then(jnp, jnp.einsum("bmk,bkn->bmn", *f(jnp, *v),
-                                                       precision=HI), v[3]))(a, b, ca, cb)
+        got = wjax.jit(lambda *v: program(jnp, *v, precision=HI))(a, b, ca, cb)
     wjax.clear_caches()
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -918,3 +923,112 @@ def test_a_flax_attention_layer_reads_its_heads_in_place(fused_attention, h, d):
     np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=2e-5)
     for g, w in zip(got[1], want[1]):
         _close(g, np.asarray(w, np.float64))
+
+
+# (program, operand shapes, its values in float64, kernels under the GPU forms): a fused value
+# that the program also returns, read by a product at most ``dot.STORE_TILES`` tiles wide
+STORED = {
+    "rows-first": (lambda g, c, r, w: ((g + c) * r, jnp.dot((g + c) * r, w.T, precision=HI)),
+                   [(70, 130), (70, 130), (70, 130), (90, 130)],
+                   lambda g, c, r, w: ((g + c) * r, ((g + c) * r) @ w.T), 1),
+    "k-first, odd": (lambda g, c, r, w: (jnp.tanh(g) * c, lax.dot_general(
+                         jnp.tanh(g) * c, w, (((0,), (0,)), ((), ())), precision=HI)),
+                     [(37, 45), (37, 45), (1,), (37, 101)],
+                     lambda g, c, r, w: (np.tanh(g) * c, (np.tanh(g) * c).T @ w), 1),
+    "B side, batched": (lambda g, c, r, w: (g - c, jnp.einsum("bmk,bkn->bmn", w, g - c,
+                                                               precision=HI)),
+                        [(3, 40, 50), (3, 40, 50), (1,), (3, 66, 40)],
+                        lambda g, c, r, w: (g - c, np.einsum("bmk,bkn->bmn", w, g - c)), 1),
+    "split contraction": (lambda g, c, r, w: (g * 2 + c, jnp.dot(w, g * 2 + c, precision=HI)),
+                          [(3000, 64), (3000, 64), (1,), (64, 3000)],
+                          lambda g, c, r, w: (g * 2 + c, w @ (g * 2 + c)), 2),
+    "two products read it": (lambda g, c, r, w: (
+                                 (g + c), jnp.dot(g + c, w.T, precision=HI),
+                                 jnp.dot(w, (g + c).T, precision=HI)),
+                             [(70, 130), (70, 130), (1,), (90, 130)],
+                             lambda g, c, r, w: ((g + c), (g + c) @ w.T, w @ (g + c).T), 3),
+}
+
+
+@pytest.mark.parametrize("tile", ["64x64x16", "64x64x16g2"])
+@pytest.mark.parametrize("name", list(STORED))
+def test_a_product_stores_its_fused_operand(name, tile):
+    """A fused operand that is also an output is computed in the product's loads and stored
+    by the first row (or column) of tiles, each element once (``dot.STORE_TILES``,
+    ``Lowering.stored_by``): one kernel where there were two -- rows-first and k-first reads,
+    odd sizes, the B side with batches, a split contraction (its sum kernel), a contraction
+    split inside the workgroup; read by two products of one level, it keeps its kernel."""
+    f, shapes, ref, kernels = STORED[name]
+    rs = np.random.RandomState(9)
+    args = [rs.randn(*sh).astype(np.float32) for sh in shapes]
+    wjax.clear_caches()
+    with _gpu(tile):
+        got = wjax.jit(f)(*args)
+        tiled, others = _kernels(f, *args)
+    wjax.clear_caches()
+    want = ref(*_f64(*args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
+    assert len(tiled) + len(others) == kernels, (len(tiled), others)
+    if kernels == 1:
+        assert "fn wj_rd" in tiled[0]
+
+
+def test_a_scan_backward_step_is_one_kernel(monkeypatch):
+    """The tanh RNN's backward step -- the cotangent through tanh (kept for the weight
+    gradients) times the transposed weights -- is one kernel under the GPU forms (two
+    before: the cotangent, then the product); JAX's gradients."""
+    from wjax._src.backend import lower
+    H, T, Bt = 128, 12, 32
+    rs = np.random.RandomState(10)
+    Wh, Wx = ((rs.randn(H, H) / 12).astype(np.float32) for _ in range(2))
+    xs = rs.randn(T, Bt, H).astype(np.float32)
+    J = rjax()
+
+    def grad(M, L):
+        def rnn(Wh, Wx, xs):
+            def cell(h, x):
+                h = M.numpy.tanh(M.numpy.dot(h, Wh, precision="highest")
+                                 + M.numpy.dot(x, Wx, precision="highest"))
+                return h, h
+            return M.numpy.sum(L.scan(cell, M.numpy.zeros((Bt, H)), xs)[1] ** 2)
+        return M.grad(rnn, argnums=(0, 1))
+    plans = []
+    run = lower.Lowering.run
+
+    def recorded(self):
+        plan = run(self)
+        plans.append([getattr(s, "label", "host") for s in plan.steps])
+        return plan
+    monkeypatch.setattr(lower.Lowering, "run", recorded)
+    wjax.clear_caches()
+    with _gpu():
+        got = wjax.jit(grad(wjax, lax))(Wh, Wx, xs)
+    wjax.clear_caches()
+    assert ["dot_general(add,mul)"] in plans, plans      # the reverse scan's body
+    for g, w in zip(got, J.jit(grad(J, J.lax))(Wh, Wx, xs)):
+        _close(g, np.asarray(w, np.float64))
+
+
+def test_a_stored_operand_whose_reads_bind_too_much_gets_its_kernel():
+    """A fused operand the product would store but whose producers' inputs bind more buffers
+    than the adapter allows is computed by a kernel of its own first (``compute_first``) and
+    read in place: two kernels, NumPy's values."""
+    n = int(runtime.get().target()["max-storage-buffers-per-shader-stage"]) - 1
+    rs = np.random.RandomState(11)
+    xs = [rs.randn(70, 40).astype(np.float32) for _ in range(n)]
+    w = rs.randn(90, 40).astype(np.float32)
+
+    def f(w, *xs):
+        s = sum(xs[1:], xs[0])
+        return s, jnp.dot(s, w.T, precision=HI)
+    wjax.clear_caches()
+    with _gpu("64x64x16"):
+        got = wjax.jit(f)(w, *xs)
+        tiled, others = _kernels(f, w, *xs)
+    wjax.clear_caches()
+    assert len(tiled) == 1 and len(others) == 1 and "fn wj_rd" not in tiled[0], others
+    s = sum(_f64(*xs))
+    _close(got[0], s)
+    _close(got[1], s @ w.T.astype(np.float64))

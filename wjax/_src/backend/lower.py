@@ -103,10 +103,14 @@ class Fuser:
     kernel's own result is read from a register, at its own position only (an in-kernel
     loop's carry likewise).  It may instead map a var to a function Index -> expr."""
 
-    def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None, subst=None):
+    def __init__(self, kb: KernelBuilder, lowering: "Lowering", level: int | None, subst=None,
+                 inline=frozenset()):
         self.kb, self.lowering, self.level = kb, lowering, level
         self.memo: dict = {}
         self.subst = subst or {}
+        # values computed here from their producers though they have a buffer: a kernel's
+        # operand that the kernel itself stores (``Lowering.stored_by``)
+        self.inline = inline
 
     def _vec_read(self, k, aval, idx: Index):
         """In a vec4 kernel, a read at a position other than the flat ``i``: the same for
@@ -165,7 +169,8 @@ class Fuser:
             eqn is not None
             and eqn.prim.fuse is not None
             and atom.id not in lowering.split
-            and (atom.id not in lowering.materialized or lowering.level[atom.id] == self.level)
+            and (atom.id not in lowering.materialized or lowering.level[atom.id] == self.level
+                 or atom.id in self.inline)
         )
         if inline:
             self.kb.ops.append(eqn)
@@ -225,6 +230,21 @@ class KernelContext:
 
     def fuser(self, kb: KernelBuilder) -> Fuser:
         return Fuser(kb, self.lowering, None)
+
+    @property
+    def stores(self) -> tuple:
+        """Positions of the operands this kernel computes from their producers and stores
+        itself (``Primitive.store_inputs``, ``Lowering.stored_by``)."""
+        got = self.lowering.stored_by
+        return tuple(i for i, a in enumerate(self.eqn.invars)
+                     if isinstance(a, Var) and got.get(a.id, (None,))[0] is self.eqn)
+
+    def compute_first(self, i: int) -> None:
+        """Computes stored operand ``i`` by a fused kernel of its own before this kernel
+        (a kernel that cannot store it after all reads it from its buffer then)."""
+        a = self.eqn.invars[i]
+        self.lowering.stored_by.pop(a.id, None)
+        self.lowering._fused_group([a], self.lowering.level[a.id])
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)
     # whether nothing but the epilogue reads the output (set by the Lowering): a kernel that
@@ -390,6 +410,10 @@ class Lowering:
         # in one layout share a copy (``dot._canonical``)
         self.copies: dict = {}
         self._readers: dict | None = None    # var id -> the equations reading it
+        # fused values that have a buffer but are stored by the kernel reading them, which
+        # computes them from their producers in its loads (``Primitive.store_inputs``): var
+        # id -> (that equation, operand position)
+        self.stored_by: dict[int, tuple] = {}
         avals = self.plan.avals
         self.windows = W.Windows(
             target["max-storage-buffer-binding-size"],
@@ -456,6 +480,36 @@ class Lowering:
         for a in j.outvars:
             if isinstance(a, Var):
                 self.materialized.add(a.id)
+        for e in j.eqns:
+            if e.prim.kernel is not None and e.prim.store_inputs is not None:
+                for i in e.prim.store_inputs(e, self):
+                    self.stored_by[e.invars[i].id] = (e, i)
+
+    def store_claimable(self, e: Eqn, a) -> bool:
+        """Whether kernel equation ``e`` may compute its operand ``a`` and store it
+        (``Primitive.store_inputs``): a fused value with a buffer of its own that something
+        else reads too (another equation, or the program as an output), no view, no forced
+        split, read once by ``e``, and by nothing that runs before ``e``'s kernel or with it
+        (every other reader a kernel or a fused value of a later level)."""
+        if not isinstance(a, Var) or a.id not in self.materialized or a.id in self.split:
+            return False
+        p = self.producer.get(a.id)
+        if p is None or p.prim.fuse is None or a.id in self.stored_by:
+            return False
+        if sum(1 for x in e.invars if isinstance(x, Var) and x.id == a.id) != 1:
+            return False
+        lvl = self.eqn_level[id(e)]
+        others = any(isinstance(o, Var) and o.id == a.id for o in self.jaxpr.outvars)
+        for r in self.jaxpr.eqns:
+            if r is e or not any(isinstance(x, Var) and x.id == a.id for x in r.invars):
+                continue
+            others = True
+            if r.prim.kernel is not None:
+                if self.eqn_level[id(r)] <= lvl:
+                    return False
+            elif r.prim.shares_storage or any(self.level.get(o.id, 0) <= lvl for o in r.outvars):
+                return False       # (a fused value at lvl may be another kernel's epilogue)
+        return others              # (else its buffer is only the kernel's operand copy)
 
     def _share_storage(self):
         """Contiguous views of buffers share storage."""
@@ -476,7 +530,7 @@ class Lowering:
                 continue
             for v in e.outvars:
                 if (v.id in self.materialized and v.id not in self.plan.aliases
-                        and v.aval.size > 0):
+                        and v.aval.size > 0 and v.id not in self.stored_by):
                     phase = 0 if v.id in self.split else 1
                     groups.setdefault((self.level[v.id], phase), []).append(v)
         return groups

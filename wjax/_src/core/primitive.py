@@ -61,6 +61,11 @@ class Primitive:
     ``epilogue_layouts``  kernel ops with an epilogue of one value at a time: a consumer that
                           reads the output through a permutation of its axes fuses too, stored
                           at its own position (a transposed product)
+    ``store_inputs``      kernel ops: ``(eqn, lowering) -> positions`` of fused operands that
+                          have a buffer (read elsewhere too) but that the kernel computes from
+                          their producers as it reads them and stores itself, instead of a
+                          kernel of their own before it (``Lowering.store_claimable`` says which
+                          it may claim; ``KernelContext.stores``)
     ``materialize_inputs`` kernel ops: ``(eqn, lowering) -> positions`` of fused operands that
                           get a buffer all the same (the kernel would copy them: computed
                           where they are made instead, e.g. by the epilogue of the product
@@ -112,6 +117,7 @@ class Primitive:
         self.epilogue: bool = False
         self.epilogue_layouts: bool = False
         self.materialize_inputs: Rule = None
+        self.store_inputs: Rule = None
         self.table: dict | None = None
         self.zero_jvp: bool = False
         self.call: bool = False

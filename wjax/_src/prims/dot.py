@@ -17,6 +17,7 @@ from ..transforms import ad as _ad
 from ..core import ops
 from ..backend import wgsl_cmath  # noqa: F401  (registers wj_cmul)
 from ..core.ir import Var
+from ..backend.lower import Fuser
 
 dot_general_p = Primitive("dot_general")
 dot_general_p.fuse_inputs = (0, 1)
@@ -95,8 +96,11 @@ def _acc_dtype(dt):
 
 
 def _operand_reader(ctx, kb, i, aval, batch_dims, row_dims, contract_dims, fn_args):
-    """WGSL body of rdA/rdB: map (b, row, k) to the operand's coordinates."""
-    fuser = ctx.fuser(kb)
+    """WGSL body of rdA/rdB: map (b, row, k) to the operand's coordinates (an operand the
+    kernel stores itself computed from its producers: ``KernelContext.stores``)."""
+    a = ctx.eqn.invars[i]
+    fuser = Fuser(kb, ctx.lowering, None,
+                  inline=frozenset({a.id}) if i in ctx.stores else frozenset())
     saved, kb.lines = kb.lines, []
     bshape = [aval.shape[d] for d in batch_dims]
     rshape = [aval.shape[d] for d in row_dims]
@@ -521,14 +525,17 @@ def _inline_vec4(fn, kfirst, row, rows, row_ok, col, cols, col_end):
 
 
 def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, inline=False,
-                stride=None):
+                stride=None, side=None):
     """The global loads of one BX x BK slab of an operand (``tag`` "a"/"b") into registers and
     their stores into workgroup memory (``tag.upper()``s: vec4 of 4 free indices per k).
     ``kfirst``: stored [K, X] (the free axis contiguous), else [X, K], its rows ``stride``
     elements apart (default: packed); ``vec``: read as vec4 along the contiguous axis (its
     length, the stride and the base multiples of 4); zero from ``kend`` (the end of the
     thread's contraction range); ``wg`` threads share the loads; ``inline``: ``name`` is the
-    operand's reader function, not a buffer.  Returns (decl, load(k), stage)."""
+    operand's reader function, not a buffer; ``side``: (buffer, ``Layout``, the other
+    operand's tile origin) -- each value loaded is also stored there at its place in the
+    layout, by the workgroups whose other tile origin is 0.  Returns (decl, load(k),
+    stage)."""
     U = BX * BK // 4 // wg
     assert U * wg * 4 == BX * BK, (BX, BK, wg)
     smem = f"{tag.upper()}s"
@@ -544,6 +551,13 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, i
                  else _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u",
                                     f16, stride))
             stage.append(f"    {smem}[{e}] = {r};")
+            load.append(f"    {r} = {v};")
+            if side:
+                sname, lay, o0 = side
+                load += [f"    if ({o0} == 0u && {gk} < {kend}) {{"] + [
+                    f"      if ({gx} + {c}u < {X}u) {{ {sname}[{lay.at(f'{gx} + {c}u', gk)}] = "
+                    f"{r}[{c}]; }}" for c in range(4)] + ["    }"]
+            continue
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
@@ -553,18 +567,25 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, i
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
         load.append(f"    {r} = {v};")
+        if side:
+            sname, lay, o0 = side
+            load += [f"    if ({o0} == 0u && {gx} < {X}u) {{"] + [
+                f"      if ({gk} + {c}u < {kend}) {{ {sname}[{lay.at(gx, f'{gk} + {c}u')}] = "
+                f"{r}[{c}]; }}" for c in range(4)] + ["    }"]
     return decl, load, stage
 
 
 def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_lay=None, b_lay=None,
-               in_dt=_F32, out_dt=_F32):
+               in_dt=_F32, out_dt=_F32, sides=(None, None)):
     """shaders/matmul_tiled.wgsl for tile ``cfg`` (``MMConfig`` with ``tiled``), ``S``
     contraction splits (``kc`` then holds S partial products, float32), epilogue lines
     ``epi`` (S == 1 only).  A is found in its buffer as ``a_lay`` says (a ``Layout``; default
     packed [B, M, K]), B as ``b_lay`` (default packed [B, K, N]), of ``in_dt`` (float32,
     float16 or bfloat16: products in float32), the result of ``out_dt``.  ``cfg.kg`` > 1:
     that many groups of the tile's threads split each workgroup's contraction, group 0 sums
-    their tiles and stores (``_group_sum``)."""
+    their tiles and stores (``_group_sum``).  ``sides``: for A and B, None or (buffer name,
+    ``Layout``) where the operand, read through its reader, is also stored there -- by the
+    workgroups of the first column (A) or row (B) of tiles, each element once."""
     BM, BN, BK, KG = cfg.bm, cfg.bn, cfg.bk, cfg.kg
     TY, TX = _tile_threads(BM, BN)
     TM, TN, WG = BM // TY, BN // TX, TY * TX
@@ -597,9 +618,9 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_lay=None, b_lay=None,
     tiles = S * B * (-(-M // BM)) * (-(-N // BN))
     grid = W.grid_for(tiles, kb.max_groups)
     da, la, sa = _tile_loads("a", a_name, a_vec, a_kfirst, BM, BK, M, K, "abase", "tm", f16,
-                             kend, WG, a_in, a_lay.stride)
+                             kend, WG, a_in, a_lay.stride, sides[0] and (*sides[0], "tn"))
     db, lb, sb = _tile_loads("b", b_name, b_vec, b_kfirst, BN, BK, N, K, "bbase", "tn", f16,
-                             kend, WG, b_in, b_lay.stride)
+                             kend, WG, b_in, b_lay.stride, sides[1] and (*sides[1], "tm"))
     decl = da + db
     decl += [f"  var c{i}_{q}_{j} = vec4<f32>(0.0);"
              for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
@@ -856,6 +877,11 @@ class Layout(NamedTuple):
     def packed(cls, kfirst, B, X, K) -> "Layout":
         return cls(kfirst, X if kfirst else K, (B,), (X * K,))
 
+    def at(self, x: str, k: str, var: str = "b") -> str:
+        """WGSL of the offset of element (``var``, ``x``, ``k``)."""
+        row, col = (k, x) if self.kfirst else (x, k)
+        return f"{self.base(var)} + ({row}) * {self.stride}u + {col}"
+
     def aligned(self) -> bool:
         """Whether rows and batches start at multiples of 4 elements (vec4 loads)."""
         return self.stride % 4 == 0 and all(t % 4 == 0 for t in self.bstrides)
@@ -1009,6 +1035,46 @@ def _materialize_inputs(eqn, lowering) -> tuple:
 
 dot_general_p.materialize_inputs = _materialize_inputs
 
+# A fused operand that has a buffer anyway (another kernel or the program reads it too) is
+# computed by the tiled kernel in its loads and stored from there where the other operand is
+# at most STORE_TILES tiles wide: its producers are computed that many times over, where a
+# kernel of its own would compute them once, write the operand and have the product read it
+# back -- and cost a dispatch.  A recurrent network's backward step (the cotangent through
+# tanh, kept for the weight gradients, times the transposed weights) is one kernel so.
+STORE_TILES = 4
+
+
+def _store_inputs(eqn, lowering) -> tuple:
+    """The operands a GPU's tiled product computes and stores itself
+    (``Primitive.store_inputs``): float32 fused values with a buffer in a ``Layout`` the
+    kernel can write, the other operand at most ``STORE_TILES`` tiles wide, that the
+    Lowering lets it claim (``Lowering.store_claimable``)."""
+    target = lowering.target
+    if target.matmul != "tiled" or target.operand_reads != "inline":
+        return ()
+    lhs, rhs = (a.aval for a in eqn.invars)
+    out = eqn.outvars[0].aval
+    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs,
+                                                        eqn.params["dimension_numbers"])
+    if not (lhs.dtype == rhs.dtype == out.dtype == _F32
+            and _blocked(target, lhs, rhs, out, M, N, K)):
+        return ()
+    cfg = _mm_config(target, B, M, N, K)
+    if not cfg.tiled:
+        return ()
+    dims = [(tuple(lb), tuple(lfree), tuple(lc)), (tuple(rb), tuple(rfree), tuple(rc))]
+    keep = []
+    for i, a in enumerate(eqn.invars):
+        b, f, c = dims[i]
+        if (-(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= STORE_TILES
+                and _strided_layout(a.aval.shape, tuple(range(a.aval.ndim)), b, f, c)
+                is not None and lowering.store_claimable(eqn, a)):
+            keep.append(i)
+    return tuple(keep)
+
+
+dot_general_p.store_inputs = _store_inputs
+
 
 def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag, other_tiles):
     """Operand ``i`` of the tiled kernel read element by element through a reader function
@@ -1017,12 +1083,14 @@ def _inline_operand(ctx, kb, i, aval, batch_dims, free_dims, contract_dims, tag,
     order its loads walk, k-first where the operand's last axis is a free one (so neighbouring
     threads read neighbouring elements).  None: read in place (stored [B, free, K] or
     [B, K, free]), or copied (the target's ``operand_reads`` is "copy", the other operand
-    has more than ``INLINE_TILES`` tiles, a buffer is bound in windows)."""
-    if _in_place(ctx.lowering, ctx.eqn.invars[i], batch_dims, free_dims,
-                 contract_dims) is not None:
-        return None
-    if ctx.target.operand_reads != "inline" or other_tiles > INLINE_TILES:
-        return None
+    has more than ``INLINE_TILES`` tiles, a buffer is bound in windows).  An operand the
+    kernel stores itself (``KernelContext.stores``) is read so wherever its reads fit."""
+    if i not in ctx.stores:
+        if _in_place(ctx.lowering, ctx.eqn.invars[i], batch_dims, free_dims,
+                     contract_dims) is not None:
+            return None
+        if ctx.target.operand_reads != "inline" or other_tiles > INLINE_TILES:
+            return None
     probe = ctx.new_kb()
     _operand_reader(ctx, probe, i, aval, batch_dims, free_dims, contract_dims, ("b", "r", "k"))
     if probe.windowed:
@@ -1065,11 +1133,21 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
 
     for inline in (True, False):
         kb = ctx.new_kb()
-        got = [(inline and _inline_operand(ctx, kb, *op)) or in_buffer(*op) for op in ops]
+        got, sides = [], [None, None]
+        for op in ops:
+            i, aval, bd, fd, cd = op[:5]
+            g = inline and _inline_operand(ctx, kb, *op)
+            stored = i in ctx.stores
+            if g and stored:           # computed here, and stored by one row of tiles
+                lay = _strided_layout(aval.shape, tuple(range(aval.ndim)), bd, fd, cd)
+                sides[i] = (kb.bind(ctx.in_key(i), _F32, "read_write"), lay)
+            elif stored:
+                ctx.compute_first(i)   # a kernel of its own first, then read in place
+            got.append(g or in_buffer(*op))
         (ka, a_lay), (kbk, b_lay) = got
         epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
         src, grid = _tiled_src(kb, ka, kbk, out_key, B, M, N, K, cfg, S, epi, a_lay,
-                               b_lay, lhs.dtype, out.dtype)
+                               b_lay, lhs.dtype, out.dtype, sides)
         if (kb.n_bindings() <= ctx.lowering.max_storage
                 or not any(isinstance(key, Inline) for key, _ in got)):
             break
