@@ -1014,7 +1014,8 @@ def test_a_scan_backward_step_is_one_kernel(monkeypatch):
 def test_a_stored_operand_whose_reads_bind_too_much_gets_its_kernel():
     """A fused operand the product would store but whose producers' inputs bind more buffers
     than the adapter allows is computed by a kernel of its own first (``compute_first``) and
-    read in place: two kernels, NumPy's values."""
+    read in place: two kernels, NumPy's values -- also where the product's first build is
+    taken back (a consumer reading it reversed is no epilogue) and built again."""
     n = int(runtime.get().target()["max-storage-buffers-per-shader-stage"]) - 1
     rs = np.random.RandomState(11)
     xs = [rs.randn(70, 40).astype(np.float32) for _ in range(n)]
@@ -1023,12 +1024,19 @@ def test_a_stored_operand_whose_reads_bind_too_much_gets_its_kernel():
     def f(w, *xs):
         s = sum(xs[1:], xs[0])
         return s, jnp.dot(s, w.T, precision=HI)
-    wjax.clear_caches()
-    with _gpu("64x64x16"):
-        got = wjax.jit(f)(w, *xs)
-        tiled, others = _kernels(f, w, *xs)
-    wjax.clear_caches()
-    assert len(tiled) == 1 and len(others) == 1 and "fn wj_rd" not in tiled[0], others
+
+    def g(w, *xs):
+        s, p = f(w, *xs)
+        return s, p + p[::-1]
     s = sum(_f64(*xs))
-    _close(got[0], s)
-    _close(got[1], s @ w.T.astype(np.float64))
+    for h, kernels in ((f, 2), (g, 3)):
+        wjax.clear_caches()
+        with _gpu("64x64x16"):
+            got = wjax.jit(h)(w, *xs)
+            tiled, others = _kernels(h, w, *xs)
+        wjax.clear_caches()
+        assert len(tiled) == 1 and len(others) == kernels - 1, others
+        assert "fn wj_rd" not in tiled[0]
+        _close(got[0], s)
+        p = s @ w.T.astype(np.float64)
+        _close(got[1], p if h is f else p + p[::-1])

@@ -241,9 +241,10 @@ class KernelContext:
 
     def compute_first(self, i: int) -> None:
         """Computes stored operand ``i`` by a fused kernel of its own before this kernel
-        (a kernel that cannot store it after all reads it from its buffer then)."""
+        (a kernel that cannot store it after all reads it from its buffer then).  The claim
+        stays: a kernel whose steps are taken back (an epilogue that did not fit) and built
+        again dispatches it again."""
         a = self.eqn.invars[i]
-        self.lowering.stored_by.pop(a.id, None)
         self.lowering._fused_group([a], self.lowering.level[a.id])
 
     epilogue: list = []   # fused roots the kernel should also compute (set by the Lowering)

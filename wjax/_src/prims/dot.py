@@ -1131,6 +1131,7 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
         key, _, lay = placed[i]
         return key, lay
 
+    computed = set()              # stored operands given a kernel of their own (once)
     for inline in (True, False):
         kb = ctx.new_kb()
         got, sides = [], [None, None]
@@ -1141,8 +1142,9 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
             if g and stored:           # computed here, and stored by one row of tiles
                 lay = _strided_layout(aval.shape, tuple(range(aval.ndim)), bd, fd, cd)
                 sides[i] = (kb.bind(ctx.in_key(i), _F32, "read_write"), lay)
-            elif stored:
+            elif stored and i not in computed:
                 ctx.compute_first(i)   # a kernel of its own first, then read in place
+                computed.add(i)
             got.append(g or in_buffer(*op))
         (ka, a_lay), (kbk, b_lay) = got
         epi = ctx.epilogue_code(kb, "val", "o") if S == 1 else []
