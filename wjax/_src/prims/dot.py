@@ -551,13 +551,8 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, i
                  else _guarded_vec4(name, vec, base, gk, K, f"{gk} < {kend}", gx, X, f"{X}u",
                                     f16, stride))
             stage.append(f"    {smem}[{e}] = {r};")
-            load.append(f"    {r} = {v};")
-            if side:
-                sname, lay, o0 = side
-                load += [f"    if ({o0} == 0u && {gk} < {kend}) {{"] + [
-                    f"      if ({gx} + {c}u < {X}u) {{ {sname}[{lay.at(f'{gx} + {c}u', gk)}] = "
-                    f"{r}[{c}]; }}" for c in range(4)] + ["    }"]
-            continue
+            whole = f"{gk} < {kend}"
+            lanes = [(f"{gx} + {c}u < {X}u", f"{gx} + {c}u", gk) for c in range(4)]
         else:               # unit (x, kq): 4 k at one free index
             x, kq = f"({e} / {BK // 4}u)", f"({e} % {BK // 4}u)"
             gx, gk = f"({t0} + {e} / {BK // 4}u)", f"(k + {kq} * 4u)"
@@ -566,12 +561,14 @@ def _tile_loads(tag, name, vec, kfirst, BX, BK, X, K, base, t0, f16, kend, wg, i
                                     stride))
             stage += [f"    {smem}[({kq} * 4u + {c}u) * {BX // 4}u + {x} / 4u][{x} % 4u] = "
                       f"{r}[{c}];" for c in range(4)]
+            whole = f"{gx} < {X}u"
+            lanes = [(f"{gk} + {c}u < {kend}", gx, f"{gk} + {c}u") for c in range(4)]
         load.append(f"    {r} = {v};")
-        if side:
+        if side:            # each lane (in range) also stored at its (free, k) place
             sname, lay, o0 = side
-            load += [f"    if ({o0} == 0u && {gx} < {X}u) {{"] + [
-                f"      if ({gk} + {c}u < {kend}) {{ {sname}[{lay.at(gx, f'{gk} + {c}u')}] = "
-                f"{r}[{c}]; }}" for c in range(4)] + ["    }"]
+            load += [f"    if ({o0} == 0u && {whole}) {{"] + [
+                f"      if ({ok}) {{ {sname}[{lay.at(x, k)}] = {r}[{c}]; }}"
+                for c, (ok, x, k) in enumerate(lanes)] + ["    }"]
     return decl, load, stage
 
 
