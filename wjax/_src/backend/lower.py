@@ -501,8 +501,8 @@ class Lowering:
             return False
         lvl = self.eqn_level[id(e)]
         others = any(isinstance(o, Var) and o.id == a.id for o in self.jaxpr.outvars)
-        for r in self.jaxpr.eqns:
-            if r is e or not any(isinstance(x, Var) and x.id == a.id for x in r.invars):
+        for r in self.readers(a.id):
+            if r is e:
                 continue
             others = True
             if r.prim.kernel is not None:
@@ -619,6 +619,15 @@ class Lowering:
             return True
         return False
 
+    def readers(self, vid: int) -> list:
+        """The equations reading var ``vid`` (each once, in jaxpr order)."""
+        if self._readers is None:
+            self._readers = {}
+            for e in self.jaxpr.eqns:
+                for a in dict.fromkeys(x.id for x in e.invars if isinstance(x, Var)):
+                    self._readers.setdefault(a, []).append(e)
+        return self._readers.get(vid, [])
+
     def _read_only_by(self, v: Var, roots: list) -> bool:
         """Whether every read of ``v`` is part of computing ``roots`` (an epilogue's): ``v``
         is no output of the program nor the buffer of another value, and every equation
@@ -627,12 +636,6 @@ class Lowering:
         if v.id in aliases or v.id in aliases.values() or any(
                 isinstance(o, Var) and o.id == v.id for o in self.jaxpr.outvars):
             return False
-        if self._readers is None:
-            self._readers = {}
-            for e in self.jaxpr.eqns:
-                for a in e.invars:
-                    if isinstance(a, Var):
-                        self._readers.setdefault(a.id, []).append(e)
         ids = {r.id for r in roots}
         stack, seen = [v.id], set()
         while stack:
@@ -640,7 +643,7 @@ class Lowering:
             if x in seen:
                 continue
             seen.add(x)
-            for e in self._readers.get(x, ()):
+            for e in self.readers(x):
                 if len(e.outvars) != 1:
                     return False
                 o = e.outvars[0]
