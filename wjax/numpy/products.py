@@ -99,19 +99,14 @@ def _batched_matmul(a, b, preferred_element_type):
             b_batch.append(i - pb - len(b_sq))
             at_batch.append(i)
         else:
-            typ = [f"{np.dtype(v.dtype).name}[{','.join(map(str, v.shape))}]" for v in (a, b)]
-            raise ValueError(f"Incompatible types for matmul arguments: {typ[0]} and {typ[1]}")
-    if a_sq:
-        a = lax.squeeze(a, tuple(a_sq))
-    if b_sq:
-        b = lax.squeeze(b, tuple(b_sq))
+            raise ValueError(f"Incompatible types for matmul arguments: {a.aval} and {b.aval}")
+    # (no squeeze, an identity transpose or no expand_dims: no equation, as in JAX's jaxpr)
+    a, b = lax.squeeze(a, a_sq), lax.squeeze(b, b_sq)
     out = lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)),
                                  (tuple(a_batch), tuple(b_batch))),
                           preferred_element_type=preferred_element_type)
-    perm = tuple(int(p) for p in np.argsort(at_batch + at_a + [nb] + at_b + [nb + 1]))
-    if perm != tuple(range(out.ndim)):
-        out = lax.transpose(out, perm)
-    return lax.expand_dims(out, tuple(both)) if both else out
+    out = lax.transpose(out, np.argsort(at_batch + at_a + [nb] + at_b + [nb + 1]))
+    return lax.expand_dims(out, both)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

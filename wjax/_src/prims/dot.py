@@ -129,7 +129,7 @@ def _canonical(ctx, i, aval, batch_dims, row_dims, contract_dims, rows_first, pa
     order = tuple(batch_dims) + (tuple(row_dims) + tuple(contract_dims) if rows_first
                                  else tuple(contract_dims) + tuple(row_dims))
     a = ctx.eqn.invars[i]
-    held = _held(ctx.lowering, ctx.eqn.invars[i])
+    held = _held(ctx.lowering, a)
     if held is not None and order == held[1] and not pad_rows:
         return (held[0], None) if defer else held[0]
     # one copy of a value in one layout serves every product that reads it so (a backward
@@ -939,21 +939,25 @@ def _strided_layout(shape, order, batch_dims, free_dims, contract_dims) -> Layou
                   tuple(st[a] for a in batch_dims))
 
 
+def _vec4_readable(lay, i, N) -> bool:
+    """Whether the register-blocked kernel reads operand ``i`` in place in ``Layout`` ``lay``
+    (None: none): A in any (one element at a time), B k-first with its rows and batches at
+    multiples of 4 elements and N a multiple of 4 (vec4 rows)."""
+    return lay is not None and (i == 0 or (lay.kfirst and lay.aligned() and N % 4 == 0))
+
+
 def _vec4_reads(lowering, a, i, dims, N):
     """(buffer key, ``Layout``) where the register-blocked kernel reads operand ``i`` (``a``,
-    its batch, free and contracted axes ``dims``) in place: A in any ``Layout`` (one element
-    at a time), B k-first with its rows and batches at multiples of 4 elements and N a
-    multiple of 4 (vec4 rows); None: it takes a copy."""
+    its batch, free and contracted axes ``dims``) in place (``_vec4_readable``); None: it
+    takes a copy."""
     held = _in_place(lowering, a, *dims)
-    if held is None or (i == 1 and not (held[1].kfirst and held[1].aligned() and N % 4 == 0)):
-        return None
-    return held
+    return held if held is not None and _vec4_readable(held[1], i, N) else None
 
 
 def _in_place(lowering, a, batch_dims, free_dims, contract_dims):
     """(buffer key, ``Layout``) where operand ``a`` is held by a buffer (its own, or the one
-    it is a transpose of) that the tiled kernel reads in place; None where it needs a copy or
-    a reader."""
+    it is a transpose or a view of: ``_held``) that the tiled kernel reads in place; None
+    where it needs a copy or a reader."""
     held = _held(lowering, a)
     if held is None:
         return None
@@ -989,6 +993,25 @@ def _free_last(aval, free_dims, batch_dims, default) -> bool:
     return last in free_dims
 
 
+def _planned(eqn, target):
+    """(variant, each operand's (batch, free, contracted) axes, M, N) of a product on the
+    blocked kernels, the variant the kernel rule will take; None: the generic kernel (which
+    reads anything)."""
+    lhs, rhs = (a.aval for a in eqn.invars)
+    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs,
+                                                        eqn.params["dimension_numbers"])
+    if not _blocked(target, lhs, rhs, eqn.outvars[0].aval, M, N, K):
+        return None
+    dims = ((tuple(lb), tuple(lfree), tuple(lc)), (tuple(rb), tuple(rfree), tuple(rc)))
+    return _mm_config(target, B, M, N, K), dims, M, N
+
+
+def _other_tiles(cfg, i, M, N) -> int:
+    """How many of tile variant ``cfg``'s tiles the other operand of operand ``i`` spans
+    (the times a reader of operand ``i`` runs for each of its elements)."""
+    return -(-(N, M)[i] // (cfg.bn, cfg.bm)[i])
+
+
 def _materialize_inputs(eqn, lowering) -> tuple:
     """The operands a GPU's product gives a buffer of their own at planning
     (``Primitive.materialize_inputs``): one computed by fused producers (not a transpose of a
@@ -1000,31 +1023,21 @@ def _materialize_inputs(eqn, lowering) -> tuple:
     that makes ``h`` -- and read in place by every product that takes it (the layer's and
     its weight gradient's), where a copy kernel read the product's output again."""
     target = lowering.target
-    if target.matmul != "tiled":
+    planned = _planned(eqn, target) if target.matmul == "tiled" else None
+    if planned is None:
         return ()
-    lhs, rhs = (a.aval for a in eqn.invars)
-    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs,
-                                                        eqn.params["dimension_numbers"])
-    dims = [(tuple(lb), tuple(lfree), tuple(lc)), (tuple(rb), tuple(rfree), tuple(rc))]
-    if not _blocked(target, lhs, rhs, eqn.outvars[0].aval, M, N, K):
-        return ()                                 # the generic kernel: reads anything
-    cfg = _mm_config(target, B, M, N, K)
+    cfg, dims, M, N = planned
     keep = []
     for i, a in enumerate(eqn.invars):
         if not isinstance(a, Var) or a.id in lowering.materialized:
             continue
-        b, f, c = dims[i]
-        ident = tuple(range(a.aval.ndim))
-        if cfg.tiled:
-            if _strided_layout(a.aval.shape, ident, b, f, c) is None:
-                continue                          # a copy lays it out anyway
-            if target.operand_reads == "inline" and \
-                    -(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= INLINE_TILES:
-                continue                          # read inline
-        else:
-            lay = _strided_layout(a.aval.shape, ident, b, f, c)
-            if lay is None or (i == 1 and not (lay.kfirst and lay.aligned() and N % 4 == 0)):
-                continue                          # a copy lays it out anyway
+        lay = _strided_layout(a.aval.shape, tuple(range(a.aval.ndim)), *dims[i])
+        readable = lay is not None if cfg.tiled else _vec4_readable(lay, i, N)
+        if not readable:
+            continue                              # a copy lays it out anyway
+        if (cfg.tiled and target.operand_reads == "inline"
+                and _other_tiles(cfg, i, M, N) <= INLINE_TILES):
+            continue                              # read inline
         if _held(lowering, a) is None:           # (a view of a buffer: read in place)
             keep.append(i)
     return tuple(keep)
@@ -1047,27 +1060,17 @@ def _store_inputs(eqn, lowering) -> tuple:
     kernel can write, the other operand at most ``STORE_TILES`` tiles wide, that the
     Lowering lets it claim (``Lowering.store_claimable``)."""
     target = lowering.target
-    if target.matmul != "tiled" or target.operand_reads != "inline":
+    if (target.matmul != "tiled" or target.operand_reads != "inline"
+            or not all(v.aval.dtype == _F32 for v in (*eqn.invars, *eqn.outvars))):
         return ()
-    lhs, rhs = (a.aval for a in eqn.invars)
-    out = eqn.outvars[0].aval
-    lc, rc, lb, rb, lfree, rfree, B, M, N, K = _problem(lhs, rhs,
-                                                        eqn.params["dimension_numbers"])
-    if not (lhs.dtype == rhs.dtype == out.dtype == _F32
-            and _blocked(target, lhs, rhs, out, M, N, K)):
+    planned = _planned(eqn, target)
+    if planned is None or not planned[0].tiled:
         return ()
-    cfg = _mm_config(target, B, M, N, K)
-    if not cfg.tiled:
-        return ()
-    dims = [(tuple(lb), tuple(lfree), tuple(lc)), (tuple(rb), tuple(rfree), tuple(rc))]
-    keep = []
-    for i, a in enumerate(eqn.invars):
-        b, f, c = dims[i]
-        if (-(-(N, M)[i] // (cfg.bn, cfg.bm)[i]) <= STORE_TILES
-                and _strided_layout(a.aval.shape, tuple(range(a.aval.ndim)), b, f, c)
-                is not None and lowering.store_claimable(eqn, a)):
-            keep.append(i)
-    return tuple(keep)
+    cfg, dims, M, N = planned
+    return tuple(i for i, a in enumerate(eqn.invars)
+                 if _other_tiles(cfg, i, M, N) <= STORE_TILES
+                 and _strided_layout(a.aval.shape, tuple(range(a.aval.ndim)), *dims[i])
+                 is not None and lowering.store_claimable(eqn, a))
 
 
 dot_general_p.store_inputs = _store_inputs
@@ -1111,8 +1114,8 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
     # the product itself is not stored where its epilogue computes all that reads it
     own = None if ctx.output_dead else ctx.out_key(0)
     out_key = own if S == 1 else ctx.scratch(ShapedArray((S * B * M * N,), _F32))
-    ops = [(0, lhs, lb, lfree, lc, "A", -(-N // cfg.bn)),
-           (1, rhs, rb, rfree, rc, "B", -(-M // cfg.bm))]
+    ops = [(0, lhs, lb, lfree, lc, "A", _other_tiles(cfg, 0, M, N)),
+           (1, rhs, rb, rfree, rc, "B", _other_tiles(cfg, 1, M, N))]
     placed = {}                     # operand -> (its buffer key, the copy to dispatch, Layout)
 
     def in_buffer(i, aval, bd, fd, cd, *_):
@@ -1137,8 +1140,8 @@ def _dot_tiled(ctx, lhs, rhs, lc, rc, lb, rb, lfree, rfree, B, M, N, K, out, cfg
             g = inline and _inline_operand(ctx, kb, *op)
             stored = i in ctx.stores
             if g and stored:           # computed here, and stored by one row of tiles
-                lay = _strided_layout(aval.shape, tuple(range(aval.ndim)), bd, fd, cd)
-                sides[i] = (kb.bind(ctx.in_key(i), _F32, "read_write"), lay)
+                key, lay = _in_place(ctx.lowering, ctx.eqn.invars[i], bd, fd, cd)
+                sides[i] = (kb.bind(key, _F32, "read_write"), lay)
             elif stored and i not in computed:
                 ctx.compute_first(i)   # a kernel of its own first, then read in place
                 computed.add(i)
