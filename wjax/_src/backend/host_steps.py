@@ -197,6 +197,8 @@ def loop_in_kernel(ctx, objs, tag, build_step, kind, n_consts, n_carry, label, *
         consts, carry, xs = split_list(ins, [n_consts, n_carry])
         loop.run(rt, consts, carry, xs, outs[:n_carry], outs[n_carry:])
 
+    if loop.blocks > 1:
+        label = f"{label}, its rows split over {loop.blocks} workgroups"
     ctx.host_step(run, keys, out_keys, label=label, wgsl=loop.wgsl)
     return True
 

@@ -54,6 +54,7 @@ from ..core.ir import ClosedJaxpr, ShapedArray
 from . import wgsl as W
 from .execute import const_buffer, nbytes_of, upload
 from ..transforms.dce import dce_jaxpr
+from ..transforms.row_split import block_jaxpr, find_rows
 from .lower import EpilogueMismatch, Fuser, Lowering
 from .passes import cse_and_fold, flatten_closed
 from .target import Target
@@ -71,8 +72,9 @@ class InKernelLoop:
     ``[*carry, *y slices]`` (kind ``scan``)."""
 
     def __init__(self, wgsl, grid, roles, consts, K, kind, length, carry_avals,
-                 scratch=()):
+                 scratch=(), blocks=1):
         self.wgsl, self.grid, self.roles, self.K = wgsl, grid, roles, K
+        self.blocks = blocks          # workgroups of a row split, one block of rows each
         self.scratch = list(scratch)  # byte sizes of storage buffers holding loop arrays
         self.kind, self.length, self.carry_avals = kind, length, carry_avals
         self.consts = consts          # (value, aval) of the step's closed consts
@@ -141,27 +143,62 @@ def in_kernel_loop(step: ClosedJaxpr, kind: str, n_consts: int, n_carry: int, ta
     if not target.in_kernel_loops or (kind == "scan" and length == 0):
         return None
     j, closed_consts = flatten_closed(step, target)
-    g = _LoopKernels(
-        dce_jaxpr(cse_and_fold(j))[0], kind, n_consts, n_carry, target, length, reverse
-    )
-    for form in (g.per_element, g.one_workgroup):
-        g.reset()
+    j = dce_jaxpr(cse_and_fold(j))[0]
+    g = _LoopKernels(j, kind, n_consts, n_carry, target, length, reverse)
+
+    def forms():
+        yield g, g.per_element
+        split = _row_block(j, kind, n_consts, n_carry, target)
+        if split is not None:
+            gs = _LoopKernels(split[0], kind, n_consts, n_carry, target, length, reverse,
+                              *split[1:])
+            yield gs, gs.one_workgroup
+        yield g, g.one_workgroup
+    for k, form in forms():
+        k.reset()
         try:
             src_grid = form()
         except EpilogueMismatch:     # a carry read at another element's position
             src_grid = None
-        if src_grid is not None and g.fits():
+        if src_grid is not None and k.fits():
             consts = [(c, v.aval) for c, v in zip(closed_consts, j.constvars)]
-            return InKernelLoop(*src_grid, g.roles(), consts, g.K, kind, length,
-                                [v.aval for v in g.carry_v], g.scratch_bytes())
+            return InKernelLoop(*src_grid, k.roles(), consts, k.K, kind, length,
+                                [v.aval for v in g.carry_v], k.scratch_bytes(), k.slices)
     return None
+
+
+def _row_block(j, kind, n_consts, n_carry, target):
+    """The loop split into independent blocks of rows (``transforms/row_split.py``): (the
+    step for one block, the number of blocks -- the most up to ``Target.loop_slices`` that
+    divide the rows evenly --, the ids of its variables holding rows), or None where the step
+    mixes its carries' rows, or a loop array holds them along another axis than its first."""
+    carry = j.invars[n_consts:n_consts + n_carry]
+    outs = list(j.outvars)
+    new_carry = outs[1:] if kind == "while" else outs[:n_carry]
+    if target.loop_slices < 2:
+        return None
+    rows = find_rows(j, tied=list(zip(carry, new_carry)), candidates=carry)
+    if rows is None or any(rows.axis.get(getattr(v, "id", None), 0) != 0
+                           for v in j.constvars + j.invars + outs):
+        return None
+    slices = max(d for d in range(1, min(rows.size, target.loop_slices) + 1)
+                 if rows.size % d == 0)
+    split = block_jaxpr(j, rows, rows.size // slices) if slices > 1 else None
+    if split is None:
+        return None
+    jb, new = split
+    return jb, slices, frozenset(new[i].id for i in rows.axis if i in new)
 
 
 class _LoopKernels:
     """Generates the two kernel forms over one flattened step jaxpr."""
 
-    def __init__(self, j, kind, n_consts, n_carry, target, length, reverse):
+    def __init__(self, j, kind, n_consts, n_carry, target, length, reverse, slices=1,
+                 rows=frozenset()):
         self.j, self.kind, self.target, self.loop_limit = j, kind, target, target.loop_limit
+        # a row split (``_row_blocks``): ``slices`` workgroups, each running the step ``j`` on
+        # its block of rows; ``rows``: the ids of j's variables holding rows (along axis 0)
+        self.slices, self.rows = slices, rows
         self.length, self.reverse = length, reverse
         self.consts_v = j.invars[:n_consts]
         self.carry_v = j.invars[n_consts:n_consts + n_carry]
@@ -212,20 +249,41 @@ class _LoopKernels:
                 f"= {f'{L - 1}u - (wj_base + wj_it)' if self.reverse else 'wj_base + wj_it'};"
             )
 
+    def _split(self, v) -> bool:
+        """Whether loop array ``v`` is split into the workgroups' blocks of rows."""
+        return getattr(v, "id", None) in self.rows
+
+    def _at(self, v) -> str:
+        """The offset of this workgroup's block in loop array ``v`` (a prefix of an index)."""
+        return f"wj_row * {v.aval.size}u + " if self._split(v) else ""
+
+    def _once(self, v, stmt) -> str:
+        """``stmt`` storing into loop array ``v``: where every workgroup computes the same
+        (unsplit) value, only the first stores it."""
+        return stmt if self.slices == 1 or self._split(v) else f"if (wj_row == 0u) {{ {stmt} }}"
+
+    def _step_size(self, v) -> int:
+        """Elements of one step's slice of ``xs``/``ys`` array ``v``, all blocks together."""
+        return v.aval.size * (self.slices if self._split(v) else 1)
+
     def _xs_subst(self) -> dict:
         kb, subst = self.kb, {}
         for p, v in enumerate(self.xs_v):
             name = kb.bind(("xs", p), v.aval.dtype, "read")
-            subst[v.id] = (lambda idx, name=name, m=v.aval.size, dt=v.aval.dtype:
-                           kb.load(f"{name}[wj_step * {m}u + {idx.flat()}]", dt))
+            subst[v.id] = (lambda idx, name=name, m=self._step_size(v), at=self._at(v),
+                           dt=v.aval.dtype: kb.load(f"{name}[wj_step * {m}u + {at}{idx.flat()}]",
+                                                    dt))
         return subst
 
     def _ys_store(self, p, y, val, flat) -> str:
         name = self.kb.bind(("ys", p), y.aval.dtype, "read_write")
-        return f"{name}[wj_step * {y.aval.size}u + {flat}] = {self.kb.store(val, y.aval.dtype)};"
+        return self._once(y, f"{name}[wj_step * {self._step_size(y)}u + {self._at(y)}{flat}] "
+                             f"= {self.kb.store(val, y.aval.dtype)};")
 
     def _state_out(self, first) -> str:
         sout = self.kb.bind(("sout", 0), _U32, "read_write")
+        if self.slices > 1:
+            first = f"{first} && wj_row == 0u"
         return (
             f"if ({first}) {{ {sout}[0] = wj_base + wj_it; {sout}[1] = select(0u, 1u, wj_run); }}"
         )
@@ -302,16 +360,20 @@ class _LoopKernels:
         stages = self._wg_stages()
         if stages is None or not self._wg_budget(stages):
             return None
+        if self.slices > 1 and self._in_storage:
+            return None      # a storage array per workgroup: smaller blocks instead
         kb, carries = self.kb, self.carry_v
         kb.uniform_bufs = self._uniform_consts()
+        if self.slices > 1:
+            kb.emit("let wj_row = wid.x;")
         # each carry has two slots in one array: slot wj_it % 2 is the current value, the
         # other receives the next one (no copy between steps)
         slots = [self._wg_array("wl_c", v, copies=2) for v in carries]
         kb.decls.append("var<workgroup> wl_u: u32;")
         for k, (v, name) in enumerate(zip(carries, slots)):
             src = kb.bind(("cin", k), v.aval.dtype, "read")
-            self._strided(v.aval.size, lambda e, name=name, src=src: kb.emit(
-                f"{name}[{e}] = {src}[{e}];"))
+            self._strided(v.aval.size, lambda e, name=name, src=src, at=self._at(v): kb.emit(
+                f"{name}[{e}] = {src}[{at}{e}];"))
         if self._in_storage:
             kb.emit("storageBarrier();")
         sin = kb.bind(("sin", 0), _U32, "read")
@@ -322,6 +384,7 @@ class _LoopKernels:
         subst = {v.id: self._wg_reader(name, v.aval.dtype, f"wj_par * {v.aval.size}u")
                  for v, name in zip(carries, slots)}
         subst.update(self._xs_subst())
+        subst.update(self._split_consts())
         self._wg_emit_stages(stages, subst)
         self._wg_emit_step_end(slots, subst)
         if self.loop_limit and self._has_inner_loops([]):
@@ -329,14 +392,24 @@ class _LoopKernels:
         kb.emit("let wj_last = wj_it & 1u;")
         for k, (v, name) in enumerate(zip(carries, slots)):
             dst = kb.bind(("cout", k), v.aval.dtype, "read_write")
-            self._strided(v.aval.size, lambda e, name=name, dst=dst, n=v.aval.size: kb.emit(
-                f"{dst}[{e}] = {name}[wj_last * {n}u + {e}];"))
+            self._strided(v.aval.size, lambda e, v=v, name=name, dst=dst, n=v.aval.size: kb.emit(
+                self._once(v, f"{dst}[{self._at(v)}{e}] = {name}[wj_last * {n}u + {e}];")))
         kb.emit(self._state_out("lid == 0u"))
         body = "\n  ".join(kb.lines)
         src = (f"{kb.header()}\n@compute @workgroup_size({self._wg})\n"
                f"fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) "
                f"lid: u32) {{\n  {body}\n}}\n")
-        return src, (1, 1, 1)
+        return src, (self.slices, 1, 1)
+
+    def _split_consts(self) -> dict:
+        """Readers of the constants split into blocks of rows (a mask over the batch)."""
+        kb, subst = self.kb, {}
+        for v in self.j.constvars + self.consts_v:
+            if self._split(v):
+                name = kb.bind(v.id, v.aval.dtype, "read")
+                subst[v.id] = (lambda idx, name=name, at=self._at(v), dt=v.aval.dtype:
+                               kb.load(f"{name}[{at}{idx.flat()}]", dt))
+        return subst
 
     def _uniform_consts(self) -> dict:
         """Constants bound as uniform buffers (key -> elements), where the target's
@@ -351,7 +424,7 @@ class _LoopKernels:
         out = {}
         for v in self.j.constvars + self.consts_v:
             n = v.aval.size
-            if (len(out) < room and W.storage_itemsize(v.aval.dtype) == 4
+            if (len(out) < room and not self._split(v) and W.storage_itemsize(v.aval.dtype) == 4
                     and W.storage_type(v.aval.dtype) != "f16" and 16 <= 4 * n <= most):
                 out[v.id] = n
         return out
@@ -551,23 +624,28 @@ class _LoopKernels:
         return True
 
     def _binding_aval(self, key):
-        """The array a binding holds (for the binding-size check)."""
+        """The array a binding holds, all blocks of rows together (for the binding-size
+        check)."""
         if isinstance(key, tuple):
             kind, k = key
             if kind in ("cin", "cout"):
-                return self.carry_v[k].aval
-            if kind == "xs":
-                return self.xs_v[k].aval.update(shape=(self.length,) + self.xs_v[k].aval.shape)
-            if kind == "ys":
-                return self.ys[k].aval.update(shape=(self.length,) + self.ys[k].aval.shape)
+                return self._whole(self.carry_v[k])
+            if kind in ("xs", "ys"):
+                a = self._whole((self.xs_v if kind == "xs" else self.ys)[k])
+                return a.update(shape=(self.length,) + a.shape)
             if kind == "scratch":
                 n, dt = self._scratch[k]
                 return ShapedArray((n,), dt)
             return None
         for v in self.j.constvars + self.j.invars:
             if v.id == key:
-                return v.aval
+                return self._whole(v)
         return None
+
+    def _whole(self, v):
+        """The aval of loop array ``v`` with every block of rows."""
+        a = v.aval
+        return a.update(shape=(a.shape[0] * self.slices,) + a.shape[1:]) if self._split(v) else a
 
     def roles(self) -> list:
         return [

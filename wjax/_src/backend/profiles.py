@@ -13,6 +13,7 @@ name (``tests/test_layering.py`` checks).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 # The kernel forms for CPU adapters and for GPUs (Target attributes; see target.py):
 #   reduction        "slices": each thread folds a contiguous slice, one thread per output
@@ -25,6 +26,15 @@ import dataclasses
 #                    in loops): fewer loads per multiply-add; "small": GPU register pressure
 #   loop_workgroup   threads of a single-workgroup loop (fewer on CPUs: each barrier switches
 #                    every thread's coroutine)
+#   loop_slices      the most workgroups a loop whose step keeps its rows apart is split
+#                    over (a block of rows each): CPU adapters the host's cores (lavapipe runs
+#                    a workgroup per core; more blocks would only add barriers -- and a block
+#                    too big for one workgroup keeps the loop recorded, whose products run
+#                    on the matmul kernel: an RNN cell of 64 x 256 by 256 x 256 in 64 blocks
+#                    took 7x the recorded loop on lavapipe); GPUs 1024 (the RNN of
+#                    bench_gpu in 64 one-row blocks, 64 workgroups of 132 multiprocessors,
+#                    one dispatch for the 200 steps where the recorded loop dispatched a
+#                    product of 41 us a step on an H200 -- not yet measured on a GPU)
 #   loop_constants   "uniform": a loop's small constants bound as uniform buffers (one gather
 #                    on lavapipe); "storage": as storage buffers
 #   row_resident     the longest row whose reductions and broadcast-back elementwise work
@@ -41,11 +51,12 @@ import dataclasses
 #                    past 64 floats each, a GPU's registers spill); 0: never (CPU adapters,
 #                    which run no row groups; on lavapipe the kernel is 2x the three kernels)
 CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
-             "loop_workgroup": 64, "loop_constants": "uniform", "row_resident": 0,
+             "loop_workgroup": 64, "loop_slices": min(os.cpu_count() or 1, 16),
+             "loop_constants": "uniform", "row_resident": 0,
              "attention": 0, "submit_early": 0}
 GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
-             "loop_workgroup": 256, "loop_constants": "storage", "row_resident": 1 << 14,
-             "attention": 64, "submit_early": 8}
+             "loop_workgroup": 256, "loop_slices": 1024, "loop_constants": "storage",
+             "row_resident": 1 << 14, "attention": 64, "submit_early": 8}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   operand_reads    the tiled kernel's operands that no buffer holds in place: "inline" (GPU:
 #                    read through their producers where the other side is narrow: implicit

@@ -28,7 +28,7 @@ CHOICES = {"matmul": ("vec4", "tiled"), "operand_reads": ("inline", "copy"),
            "shader_checks": tuple(SHADER_CHECKS)}
 COUNTS = {"radix_sort": 0, "row_resident": 0, "attention": 0, "submit_early": 0,
           "spin_wait_us": 0, "tune_min_flops": 0, "decomp_iters": 0, "loop_workgroup": 1,
-          "threads": 1, "loop_work": 1}     # integer options -> their least value
+          "threads": 1, "loop_work": 1, "loop_slices": 1}   # integer options -> least value
 ENV = {"matmul": "WJAX_MATMUL", "matmul_tile": "WJAX_MATMUL_TILE",
        "shader_checks": "WJAX_SHADER_CHECKS"}
 _TILE = re.compile(r"\d+x\d+x\d+(g\d+)?")
@@ -94,6 +94,11 @@ class Target(dict):
     ``register_block``   "large" (CPU: big output blocks per thread -- the matmul's tuning
                          candidates, products in loops) or "small" (GPU register pressure)
     ``loop_workgroup``   threads of a single-workgroup in-kernel loop (CPU 64, GPU 256)
+    ``loop_slices``      the most workgroups an in-kernel loop whose step keeps its rows apart
+                         (an RNN cell over a batch) is split over, one block of rows each
+                         (``loops.py``, ``transforms/row_split.py``): the largest number up to
+                         it that divides the rows; 1: never split (CPU: the host's cores, at
+                         most 16 -- lavapipe runs a workgroup per core; GPU 1024)
     ``row_resident``     rows up to this length (GPU 16384) run a fused group of row reductions
                          and their broadcast-back elementwise work -- softmax, logsumexp, a
                          layer norm -- as one kernel holding each row on chip
@@ -147,10 +152,10 @@ class Target(dict):
 
     OPTIONS = ("name", "profile", "loop_limit", "has_f16", "subgroup_size", "matmul",
                "matmul_tile", "operand_reads", "sort", "radix_sort", "fft", "reduction",
-               "elementwise", "register_block", "loop_workgroup", "loop_constants",
-               "row_resident", "attention", "submit_early", "threads", "in_kernel_loops",
-               "loop_work", "decomp_iters", "shader_checks", "spin_wait_us", "tune_min_flops",
-               "compiles", "tune")
+               "elementwise", "register_block", "loop_workgroup", "loop_slices",
+               "loop_constants", "row_resident", "attention", "submit_early", "threads",
+               "in_kernel_loops", "loop_work", "decomp_iters", "shader_checks", "spin_wait_us",
+               "tune_min_flops", "compiles", "tune")
 
     def __init__(self, limits, *, name: str = "adapter", profile: str = "webgpu-default",
                  loop_limit: int | None = None, has_f16: bool = True,
@@ -159,7 +164,8 @@ class Target(dict):
                  sort: str = "workgroup", radix_sort: int = 1 << 17,
                  fft: str = "workgroup", reduction: str = "strided",
                  elementwise: str = "flat", register_block: str = "small",
-                 loop_workgroup: int = 256, loop_constants: str = "storage",
+                 loop_workgroup: int = 256, loop_slices: int = 1024,
+                 loop_constants: str = "storage",
                  row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
@@ -176,6 +182,7 @@ class Target(dict):
         self.radix_sort = radix_sort
         self.reduction, self.elementwise = reduction, elementwise
         self.register_block, self.loop_workgroup = register_block, loop_workgroup
+        self.loop_slices = loop_slices
         self.loop_constants, self.threads = loop_constants, threads
         self.row_resident = row_resident
         self.attention = attention

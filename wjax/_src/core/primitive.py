@@ -48,6 +48,16 @@ class Primitive:
     ``impl(*args, **params)``  an eager override (custom calls evaluate their jaxpr)
     ``expand(*operands, **params)``  a composition of other primitives: the backend traces it
         and inlines the result (user primitives lowered through ``mlir.lower_fun``)
+    ``axis_map(in_avals, out_avals, **params) -> [(operand, axis, output, axis), ...]``
+        the axes along which the operation keeps positions apart: element ``i`` along an
+        operand's listed axis reaches only position ``i`` along the output's axis (operand
+        None: the output is the same at every position along that axis, a broadcast's new
+        axes).  An axis listed nowhere mixes positions (a reduction's, a contraction's, a
+        slice's).  Loops split their independent rows over workgroups by it
+        (``transforms/row_split.py``); without the rule every axis counts as mixed
+    ``with_shapes(params, in_avals, out_avals) -> params``  the parameters that name shapes
+        (``broadcast_in_dim``'s ``shape``), for operands and results of these shapes: the same
+        operation on a block of the rows ``axis_map`` keeps apart
     ``decompose(target, *avals, **params) -> fn or None``  a choice made at lowering, for
         one device: ``fn(*operands)``, a composition of other primitives that the backend
         traces and inlines in the equation's place (a contraction too long for the driver's
@@ -113,6 +123,8 @@ class Primitive:
         self.impl: Rule = None
         self.expand: Rule = None
         self.decompose: Rule = None
+        self.axis_map: Rule = None
+        self.with_shapes: Rule = None
         self.fuse_inputs: tuple[int, ...] = ()
         self.epilogue: bool = False
         self.epilogue_layouts: bool = False

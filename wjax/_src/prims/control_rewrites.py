@@ -13,7 +13,8 @@ them).  Every function here is jaxpr -> jaxpr; none runs anything.
   moving (``HOIST_WORK`` element-steps or more) becomes an equivalent program around an
   inner scan: the hoisted ops run once before it, batched over the steps, and read as extra
   ``xs``; the accumulators' terms are emitted as extra ``ys`` (a product's operands, when
-  ``d`` is a ``dot_general``) and summed after the loop by one reduction (one
+  ``d`` is a ``dot_general``; a sum's operand, when ``d`` is a ``reduce_sum``: a bias
+  gradient's sum over the batch) and summed after the loop by one reduction (one
   ``dot_general`` with the step axis contracted); ``ys`` that are an ``xs`` slice, a repeat,
   or the incoming carry (when the outgoing one is also a ``ys``) are taken from outside the
   loop.  The inner scan then goes through the other forms (it is never restructured again).
@@ -266,9 +267,11 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
 
     * *accumulator carries* -- a carry ``c`` whose only use is ``c' = c + d`` with ``d`` not
       depending on ``c`` (the weight-gradient sums of a transposed scan) -- leave the loop:
-      the body emits ``d`` (or, for ``d = dot_general(a, b)``, its operands) as extra ``ys``
-      and ``c_final = c_init + sum over steps`` is one reduction, or ONE ``dot_general``
-      with the step axis contracted, after the loop;
+      the body emits ``d`` (or, for ``d = dot_general(a, b)``, its operands; for ``d =
+      reduce_sum(a)``, ``a``) as extra ``ys`` and ``c_final = c_init + sum over steps`` is
+      one reduction (over the step axis and ``a``'s summed ones), or ONE ``dot_general``
+      with the step axis contracted, after the loop (a step that no longer sums over its
+      rows may then run split into blocks of them, ``backend/loops.py``);
     * *hoisting*: kernel ops (matmuls, reductions) that read no carry -- ``x_t @ Wx`` --
       run once for all steps before the loop (the body's carry-independent part, batched over
       the step axis), and the loop reads their results as extra ``xs`` (or consts).
@@ -304,7 +307,7 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
         for v in e.outvars:
             deps[v.id], cls[v.id] = d, c
 
-    # accumulator carries: k -> ("dot", eqn, (a, b)) or ("sum", d)
+    # accumulator carries: k -> (kind, the eqn making d, the add, what is stacked)
     acc = {}
     for k, c in enumerate(carry_v):
         o = outs[k]
@@ -323,6 +326,9 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
         if (pd is not None and pd.prim.name == "dot_general" and uses.get(d.id) == 1
                 and all(isinstance(x, Var) and cls[x.id] != "c" for x in pd.invars)):
             acc[k] = ("dot", pd, p, tuple(pd.invars))
+        elif (pd is not None and pd.prim.name == "reduce_sum" and uses.get(d.id) == 1
+              and isinstance(pd.invars[0], Var)):
+            acc[k] = ("reduce", pd, p, (pd.invars[0],))
         else:
             acc[k] = ("sum", None, p, (d,))
     # values stacked over the steps for the accumulators' sums
@@ -430,6 +436,9 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
                 dn = (((0,) + up(lc), (0,) + up(rc)), (up(lb), up(rb)))
                 total = pd.prim.bind(full[ops_[0].id], full[ops_[1].id],
                                      **dict(pd.params, dimension_numbers=dn))
+            elif kind == "reduce":
+                axes = (0,) + tuple(int(a) + 1 for a in pd.params["axes"])
+                total = pd.prim.bind(full[ops_[0].id], **dict(pd.params, axes=axes))
             else:
                 total = _ops.reduce_sum(full[ops_[0].id], (0,))
             carry[k] = p.prim.bind(init[k], total, **p.params)

@@ -1528,6 +1528,23 @@ def _dot_batch(args, dims, dimension_numbers, **params):
 dot_general_p.batch = _dot_batch
 
 
+def _dot_axes(in_avals, out_avals, dimension_numbers, **params):
+    """Batch axes (both operands) come first in the result, then the free axes of the lhs and
+    of the rhs in order; contracted axes mix."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    out = [m for i, (a, b) in enumerate(zip(lb, rb)) for m in ((0, a, 0, i), (1, b, 0, i))]
+    pos = len(lb)
+    for k, (c, b) in enumerate(((lc, lb), (rc, rb))):
+        for d in range(in_avals[k].ndim):
+            if d not in c and d not in b:
+                out.append((k, d, 0, pos))
+                pos += 1
+    return out
+
+
+dot_general_p.axis_map = _dot_axes
+
+
 # --------------------------------------------------------------------------- autodiff
 
 

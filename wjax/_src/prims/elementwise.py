@@ -18,6 +18,7 @@ from . import cmath_ref as C
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
+from ..transforms import row_split as _rows
 from ..transforms import ad as _ad
 from ..transforms.ad import const as _c
 from ..core import ops
@@ -870,6 +871,7 @@ stop_gradient_p.fuse = lambda kb, idx, read, in_avals, out_aval: read[0](idx)
 stop_gradient_p.view = True
 _ad.defjvp_zero(stop_gradient_p)
 stop_gradient_p.batch = lambda args, dims: (stop_gradient_p.bind(args[0]), dims[0])
+stop_gradient_p.axis_map = _rows.elementwise_axes
 
 
 # --------------------------------------------------------------------------- name
@@ -883,3 +885,4 @@ name_p.view = True
 name_p.jvp = lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0])
 name_p.transpose = lambda ct, x, *, name: [ct]
 name_p.batch = lambda args, dims, *, name: (name_p.bind(args[0], name=name), dims[0])
+name_p.axis_map = _rows.elementwise_axes

@@ -13,6 +13,7 @@ from ..backend.wgsl import Index
 from ..core.ir import ShapedArray
 from ..core.primitive import Primitive
 from ..transforms import batching as _batching
+from ..transforms import row_split as _rows
 from .elementwise import _same_dtypes
 from ..transforms import ad as _ad
 from ..core import ops
@@ -119,6 +120,24 @@ def _bcast_batch(args, dims, shape, broadcast_dimensions, sharding=None):
 
 broadcast_in_dim_p.batch = _bcast_batch
 
+
+def _bcast_axes(in_avals, out_avals, shape, broadcast_dimensions, sharding=None):
+    """Operand axis i is result axis ``broadcast_dimensions[i]`` (unless broadcast from size
+    1); along every other result axis the result is the same everywhere."""
+    x, out = in_avals[0], []
+    mapped = {}
+    for i, d in enumerate(broadcast_dimensions):
+        if x.shape[i] == shape[d]:
+            mapped[d] = i
+    for d in range(len(shape)):
+        out.append((0, mapped[d], 0, d) if d in mapped else (None, None, 0, d))
+    return out
+
+
+broadcast_in_dim_p.axis_map = _bcast_axes
+broadcast_in_dim_p.with_shapes = lambda params, in_avals, out_avals: dict(
+    params, shape=tuple(out_avals[0].shape))
+
 # --------------------------------------------------------------------------- reshape
 
 reshape_p = Primitive("reshape")
@@ -159,6 +178,26 @@ def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
 
 reshape_p.batch = _reshape_batch
 
+
+def _reshape_axes(in_avals, out_avals, **params):
+    """The leading axes up to the first that differs and the trailing ones from the last that
+    differs keep their positions (a row-major reshape regroups only the axes between)."""
+    a, b = in_avals[0].shape, out_avals[0].shape
+    out, i = [], 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        out.append((0, i, 0, i))
+        i += 1
+    j = 1
+    while j <= min(len(a), len(b)) - i and a[-j] == b[-j]:
+        out.append((0, len(a) - j, 0, len(b) - j))
+        j += 1
+    return out
+
+
+reshape_p.axis_map = _reshape_axes
+reshape_p.with_shapes = lambda params, in_avals, out_avals: dict(
+    params, new_sizes=tuple(out_avals[0].shape), dimensions=None)
+
 squeeze_p = Primitive("squeeze")
 squeeze_p.view = True
 squeeze_p.shares_storage = True    # a contiguous view: the output aliases the operand
@@ -194,6 +233,8 @@ def _squeeze_batch(args, dims, dimensions):
 
 
 squeeze_p.batch = _squeeze_batch
+squeeze_p.axis_map = lambda in_avals, out_avals, dimensions: [
+    (0, a, 0, b) for a, b in _rows.kept_axes(in_avals[0].ndim, dimensions)]
 
 expand_dims_p = Primitive("expand_dims")
 expand_dims_p.view = True
@@ -230,6 +271,9 @@ def _expand_batch(args, dims, dimensions):
 
 
 expand_dims_p.batch = _expand_batch
+expand_dims_p.axis_map = lambda in_avals, out_avals, dimensions: [
+    (0, a, 0, b) for b, a in _rows.kept_axes(out_avals[0].ndim, dimensions)] + [
+    (None, None, 0, d % out_avals[0].ndim) for d in dimensions]
 
 # --------------------------------------------------------------------------- transpose
 
@@ -269,6 +313,8 @@ def _transpose_batch(args, dims, permutation):
 
 
 transpose_p.batch = _transpose_batch
+transpose_p.axis_map = lambda in_avals, out_avals, permutation: [
+    (0, a, 0, b) for b, a in enumerate(permutation)]
 
 # --------------------------------------------------------------------------- slice, rev
 
@@ -361,8 +407,27 @@ def _slice_batch(args, dims, start_indices, limit_indices, strides=None):
 
 
 slice_p.batch = _slice_batch
+
+
+def _whole_axes(in_avals, out_avals, start_indices, limit_indices, strides=None):
+    """The axes a slice keeps whole."""
+    strides = strides or (1,) * len(start_indices)
+    return [(0, d, 0, d) for d, (s, l, st, n) in enumerate(
+        zip(start_indices, limit_indices, strides, in_avals[0].shape)) if (s, l, st) == (0, n, 1)]
+
+
+def _slice_shapes(params, in_avals, out_avals):
+    """A whole axis of another length stays whole (the others keep their limits)."""
+    return dict(params, limit_indices=tuple(
+        min(lim, n) for lim, n in zip(params["limit_indices"], in_avals[0].shape)))
+
+
+slice_p.axis_map = _whole_axes
+slice_p.with_shapes = _slice_shapes
 rev_p.batch = lambda args, dims, dimensions: (
     rev_p.bind(args[0], dimensions=_batching.shift_axes(dimensions, dims[0])), dims[0])
+rev_p.axis_map = lambda in_avals, out_avals, dimensions: [
+    (0, d, 0, d) for d in range(in_avals[0].ndim) if d not in dimensions]
 
 # --------------------------------------------------------------------------- iota
 
@@ -393,6 +458,10 @@ iota_p.reference = _iota_ref
 _ad.defjvp_zero(iota_p)
 
 _batching.defunbatched(iota_p)
+iota_p.axis_map = lambda in_avals, out_avals, dtype, shape, dimension, sharding=None: [
+    (None, None, 0, d) for d in range(len(shape)) if d != dimension]   # counts along one axis
+iota_p.with_shapes = lambda params, in_avals, out_avals: dict(
+    params, shape=tuple(out_avals[0].shape))
 
 # --------------------------------------------------------------------------- pad
 
@@ -508,6 +577,8 @@ def _pad_batch(args, dims, padding_config):
 
 
 pad_p.batch = _pad_batch
+pad_p.axis_map = lambda in_avals, out_avals, padding_config: [
+    (0, d, 0, d) for d, cfg in enumerate(padding_config) if tuple(cfg) == (0, 0, 0)]
 
 # --------------------------------------------------------------------------- concatenate
 
@@ -584,6 +655,9 @@ def _concat_batch(args, dims, dimension):
 
 
 concatenate_p.batch = _concat_batch
+concatenate_p.axis_map = lambda in_avals, out_avals, dimension: [
+    (k, d, 0, d) for k in range(len(in_avals)) for d in range(in_avals[k].ndim)
+    if d != dimension]
 
 # --------------------------------------------------------------------------- clamp
 

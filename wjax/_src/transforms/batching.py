@@ -10,7 +10,9 @@ when that operand is the same for every example.  ``vmap_jaxpr`` calls a rule
 only when at least one operand is batched; the rule binds primitives (recording
 into the trace that ``vmap_jaxpr`` runs) and says where the batch axis of each
 result is.  Families of primitives share factories: ``defbroadcasting`` for
-elementwise ops, ``defreducer`` for reductions over an ``axes`` parameter.
+elementwise ops, ``defreducer`` for reductions over an ``axes`` parameter.  The factories
+also give the family its ``axis_map`` (the axes it keeps apart, ``row_split.py``): what a
+batch rule knows about where the batch axis goes, said of every axis.
 
 It imports no family of primitives (the prims files import it): the two primitives it
 binds it finds by name in the registry.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from ..core.ir import raise_to_shaped
 from ..core.primitive import REGISTRY
+from .row_split import elementwise_axes, kept_axes
 
 not_mapped = None
 
@@ -104,6 +107,7 @@ def defbroadcasting(prim):
         xs, od = broadcast_batch(args, dims, size)
         return prim.bind(*xs, **params), od
     prim.batch = rule
+    prim.axis_map = elementwise_axes
     return prim
 
 
@@ -114,6 +118,7 @@ def defvectorized(prim):
         out = prim.bind(x, **params)
         return out, ([d] * len(out) if prim.multiple_results else d)
     prim.batch = rule
+    prim.axis_map = elementwise_axes
     return prim
 
 
@@ -126,6 +131,8 @@ def defreducer(prim, axes_param="axes"):
         params[axes_param] = shift_axes(axes, d)
         return prim.bind(x, **params), d - sum(1 for a in axes if a < d)
     prim.batch = rule
+    prim.axis_map = lambda in_avals, out_avals, **params: [
+        (0, a, 0, b) for a, b in kept_axes(in_avals[0].ndim, params[axes_param])]
     return prim
 
 
@@ -149,7 +156,13 @@ def defaxis(prim, axis_param="axis", default=-1):
         params[axis_param] = ax + (ax >= d)
         out = prim.bind(x, **params)
         return out, ([d] * len(out) if prim.multiple_results else d)
+
+    def axis_map(in_avals, out_avals, **params):
+        nd = in_avals[0].ndim
+        ax = params.get(axis_param, default) % max(nd, 1)
+        return [(0, d, j, d) for j in range(len(out_avals)) for d in range(nd) if d != ax]
     prim.batch = rule
+    prim.axis_map = axis_map
     return prim
 
 
