@@ -224,6 +224,13 @@ def workloads(b: Bench, only=None):
         b.timed(f"tanh RNN scan h{H} T{T} b{Bt}: forward", rnn, (Wh, Wx, xs))
         b.timed(f"tanh RNN scan h{H} T{T} b{Bt}: grad", jax.grad(rnn, argnums=(0, 1)),
                 (Wh, Wx, xs))
+        if b.module == "wjax":      # the loop without its split into blocks of rows
+            from wjax._src.backend import runtime
+            with runtime.get().options(loop_slices=1):
+                b.timed("tanh RNN scan: forward, rows not split", lambda *a: rnn(*a),
+                        (Wh, Wx, xs))
+                b.timed("tanh RNN scan: grad, rows not split",
+                        jax.grad(lambda *a: rnn(*a), argnums=(0, 1)), (Wh, Wx, xs))
     if want("conv"):
         N, C, HW, O = (4, 16, 28, 16) if S else (32, 64, 56, 64)
         xc = b.randn(N, C, HW, HW)

@@ -306,7 +306,8 @@ def test_gpu_small_products_are_timed_among_blocks_and_splits(tuner_file):
         return np.stack(out)
     want = want_rnn()
     rt = runtime.get()
-    with rt.options(**dict(profiles.GPU_STRATEGIES)):
+    # the scan's steps recorded, each a product (not one loop split into blocks of rows)
+    with rt.options(**dict(profiles.GPU_STRATEGIES, loop_slices=1)):
         t = rt.target()
         s0 = dict(rt.tuner.stats)
         big = linalg._mm_config(t, 1, 8192, 8192, 8192)    # beyond GPU_TUNE_MAX

@@ -295,7 +295,7 @@ def test_workgroup_split_k_rnn_step(cfg, monkeypatch):
     monkeypatch.setattr(dot, "_tiled_src", lambda *a, **k: built.append(a[8]) or tiled_src(
         *a, **k))
     wjax.clear_caches()
-    with _gpu():
+    with _gpu(loop_slices=1):       # the steps recorded (not one loop split into blocks of rows)
         got = wjax.jit(lambda *a: rnn(lax, jnp, *a))(w, bias, xs)
     wjax.clear_caches()
     assert built == [cfg], built                         # the step: one kernel, this variant
@@ -1009,7 +1009,7 @@ def test_a_scan_backward_step_is_one_kernel(monkeypatch):
         return plan
     monkeypatch.setattr(lower.Lowering, "run", recorded)
     wjax.clear_caches()
-    with _gpu():
+    with _gpu(loop_slices=1):       # the steps recorded (not one loop split into blocks of rows)
         got = wjax.jit(grad(wjax, lax))(Wh, Wx, xs)
     wjax.clear_caches()
     assert ["dot_general(add,mul)"] in plans, plans      # the reverse scan's body

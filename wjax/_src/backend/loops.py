@@ -30,6 +30,17 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    17 (8 x 64 by 64 x 64 products) runs 100 steps in one dispatch, and so does its backward
    pass once the scan is restructured (``restructure_scan``,
    ``wjax/_src/prims/control_rewrites.py``).
+   *Split into blocks of rows* (``_row_block``): when the step keeps its carries' rows
+   apart -- every row of the new carry computed from that row alone and from values every
+   row shares, as an RNN cell over a batch (``transforms/row_split.py`` decides it from the
+   primitives' ``axis_map`` rules) -- the loop over ``b`` rows is ``b / block`` loops over
+   blocks of rows: the step is rewritten for one block and runs as this form in that many
+   workgroups at once (``Target.loop_slices``: a CPU adapter's cores, up to 1024 on GPUs),
+   each reading and writing its block of the carries, ``xs`` and ``ys`` (every loop array
+   holds its rows along its first axis); values no row owns (a step counter) are computed
+   by every workgroup and stored by the first.  A block may fit one workgroup where the
+   whole loop does not (the bench's RNN, 64 rows of 256: one-row blocks).  Each row's
+   arithmetic is unchanged, so the values are the unsplit loop's bit for bit.
    Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
    65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
