@@ -487,12 +487,18 @@ class _LoopKernels:
             return e
         return None
 
-    def _tile_rc(self) -> dict:
-        """Rows and columns of the output block one thread computes (the target's
+    def _tile_rc(self, v) -> dict:
+        """Rows and columns of the block of stage ``v`` one thread computes (the target's
         ``register_block``): "large" on CPU adapters, where every memory load is a per-lane
-        loop; "small" on GPUs."""
-        large = self.target.register_block == "large"
-        return {"rows": 4, "cols": 8} if large else {"rows": 2, "cols": 2}
+        loop; "small" on GPUs, smaller still (down to one output) while the blocks would
+        leave threads of the workgroup idle (a one-row block of an RNN's rows: 256 outputs,
+        one a thread rather than two for half the threads)."""
+        if self.target.register_block == "large":
+            return {"rows": 4, "cols": 8}
+        rows, cols = 2, 2
+        while rows * cols > 1 and v.aval.size < self._wg * rows * cols:
+            rows, cols = (rows, cols // 2) if cols >= rows else (rows // 2, cols)
+        return {"rows": rows, "cols": cols}
 
     def _wg_budget(self, stages) -> bool:
         """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,
@@ -525,7 +531,7 @@ class _LoopKernels:
             if e is None:
                 return trips(v.aval.size, self._wg_inner(v))
             return 1 + e.prim.element_tile(None, wg, None, [a.aval for a in e.invars], v.aval,
-                                           None, **self._tile_rc(), **e.params)
+                                           None, **self._tile_rc(v), **e.params)
         per_iter = 2 + sum(stage_trips(v) for v in stages) + sum(
             trips(a.aval.size) for a in roots) + sum(2 * trips(v.aval.size) for v in carries)
         self.K = min(self.cap // per_iter, max(1, self.target.loop_work // work))
@@ -578,7 +584,7 @@ class _LoopKernels:
                     kb, self._wg, readers, [a.aval for a in op.invars], v.aval,
                     lambda flat, val, name=name, dt=v.aval.dtype: kb.emit(
                         f"{name}[{flat}] = {kb.store(val, dt)};"),
-                    **self._tile_rc(), **op.params)
+                    **self._tile_rc(v), **op.params)
                 kb.emit(self._barrier())
                 subst[v.id] = self._wg_reader(name, v.aval.dtype)
                 continue
