@@ -422,6 +422,30 @@ def test_flax_internals_api_util_and_partial_eval_like_jax():
     np.testing.assert_array_equal(wk[0]["k"], jk[0]["k"])
 
 
+def test_partial_eval_outputs_of_an_enclosing_trace_are_known_like_jax():
+    """Inside ``jit``, an output of the partially evaluated function computed only from the
+    jit's tracers it closes over (flax's scan: the parameters its body broadcasts) is known,
+    its value a tracer of the jit; one reading an unknown input is not."""
+    from jax.extend import linear_util as jlu
+    from jax.interpreters import partial_eval as jpe
+    from wjax.extend import linear_util as wlu
+    from wjax.interpreters import partial_eval as wpe
+
+    got = {}
+    for lib, lu, pe in ((wjax, wlu, wpe), (jax, jlu, jpe)):
+        def outer(w, lib=lib, lu=lu, pe=pe):
+            def f(c):
+                return [w * 2.0 + 1.0, c * w, w]
+            _, pvals, _ = pe.trace_to_jaxpr_nounits(
+                lu.wrap_init(f, debug_info=lib.api_util.debug_info("t", f, (1,), {})),
+                [pe.PartialVal.unknown(lib.core.ShapedArray((3,), np.float32))])
+            got[lib.__name__] = [pv is None for pv, _ in pvals]
+            return pvals[0][1] + pvals[2][1]       # the known outputs, tracers of this jit
+        out = lib.jit(outer)(np.arange(3, dtype=np.float32))
+        np.testing.assert_allclose(np.asarray(out), np.arange(3) * 3.0 + 1.0)
+    assert got["wjax"] == got["jax"] == [True, False, True]
+
+
 def test_hijax_names_import_and_refuse_use():
     from wjax.experimental import hijax as whjx
     from jax.experimental import hijax as jhjx

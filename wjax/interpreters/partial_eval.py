@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._src.core.ir import Jaxpr, Lit, ShapedArray, raise_to_shaped
-from .._src.core.tracing import DebugInfo, new_builder
+from .._src.core.ir import Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
+from .._src.core.tracing import DebugInfo, eval_jaxpr, new_builder
+from .._src.transforms.dce import dce_jaxpr
 from ..numpy import asarray
 
 __all__ = ["PartialVal", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits"]
@@ -41,6 +42,25 @@ def _call(fun, args):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
+def _known_from_outside(j, pvals, known_in, consts, out_pvals) -> list:
+    """``out_pvals`` with the unknown outputs that depend on no unknown input made known:
+    evaluated from the consts and known inputs in the enclosing trace."""
+    dep = {v.id for v, p in zip(j.invars, pvals) if not p.is_known()}
+    for e in j.eqns:
+        if any(isinstance(a, Var) and a.id in dep for a in e.invars):
+            dep.update(v.id for v in e.outvars)
+    free = [k for k, (a, p) in enumerate(zip(j.outvars, out_pvals))
+            if not p.is_known() and isinstance(a, Var) and a.id not in dep]
+    if not free:
+        return out_pvals
+    sub = dce_jaxpr(Jaxpr(j.constvars + known_in, [], [j.outvars[k] for k in free], j.eqns))[0]
+    values = eval_jaxpr(sub, consts)
+    out = list(out_pvals)
+    for k, v in zip(free, values):
+        out[k] = PartialVal.known(v)
+    return out
+
+
 def trace_to_jaxpr_dynamic(fun, in_avals, debug_info: Any = None, **kwargs):
     """``(jaxpr, out_avals, consts)`` of ``fun`` (a function or ``lu.WrappedFun``) traced at
     ``in_avals``; the jaxpr's constvars take ``consts``."""
@@ -53,7 +73,10 @@ def trace_to_jaxpr_dynamic(fun, in_avals, debug_info: Any = None, **kwargs):
 def trace_to_jaxpr_nounits(fun, pvals, instantiate: bool = False):
     """Partial evaluation: ``(jaxpr, out_pvals, consts)``.  Outputs computable from the known
     inputs alone are known (their values computed); the others are unknown, and ``jaxpr``
-    (with ``consts``) computes every output from the unknown inputs."""
+    (with ``consts``) computes every output from the unknown inputs.  An output computed only
+    from values of an enclosing trace (a ``jit``'s tracers the function closes over) is known
+    too, its value a tracer of that trace (as JAX's: flax's ``scan`` tells the loop-invariant
+    outputs of its body so)."""
     pvals = [p if isinstance(p, PartialVal) else PartialVal(*p) for p in pvals]
     with new_builder(DebugInfo("partial_eval", None), with_values=True) as b:
         tracers = [b.new_arg(p.get_aval(), p.const if p.is_known() else None) for p in pvals]
@@ -69,6 +92,8 @@ def trace_to_jaxpr_nounits(fun, pvals, instantiate: bool = False):
     j = closed.jaxpr
     known_in = [v for v, p in zip(j.invars, pvals) if p.is_known()]
     consts = list(closed.consts) + [p.const for p in pvals if p.is_known()]
+    if not instantiate:
+        out_pvals = _known_from_outside(j, pvals, known_in, consts, out_pvals)
     jaxpr = Jaxpr(j.constvars + known_in, [v for v, p in zip(j.invars, pvals)
                                           if not p.is_known()], j.outvars, j.eqns)
     return jaxpr, out_pvals, consts
