@@ -91,6 +91,21 @@ def test_rnn_grad_runs_in_blocks_of_rows(forms):
     check(prog, RNN_ARGS, [4, 4], forms, rtol=1e-4, atol=1e-5)
 
 
+def test_a_bias_gradient_through_reshapes_leaves_the_loop():
+    """flax's Dense adds its bias as ``b.reshape(1, H)``: the backward step's bias term is
+    a sum over the rows read through reshapes, which scan restructuring sums after the loop
+    from the stacked cotangents, so the backward step splits too."""
+    def prog(J, N, L):
+        def loss(W, bias, h0, xs):
+            def cell(h, x):
+                h = N.tanh(N.dot(h, W, precision=HI) + x + bias.reshape(1, H))
+                return h, h
+            return N.sum(L.scan(cell, h0, xs)[1] ** 2)
+        return J.grad(loss, argnums=(0, 1, 2))
+    check(prog, (RNN_ARGS[0], RNN_ARGS[2], RNN_ARGS[3], RNN_ARGS[4]), [4, 4], "cpu",
+          rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("forms", ["cpu", "gpu"])
 def test_lstm_gates_concatenated_and_sliced(forms):
     """An LSTM cell: the input and hidden rows concatenated along the features, one product

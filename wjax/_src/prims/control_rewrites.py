@@ -260,6 +260,20 @@ def _kernel_work(e: Eqn) -> int:
     return max(out, max(ins, default=0))
 
 
+def _summed(d, produced, uses):
+    """The ``reduce_sum`` equation ``d`` is (through reshapes, each value read once), or
+    None."""
+    while True:
+        e = produced.get(d.id)
+        if e is None or uses.get(d.id) != 1 or not isinstance(e.invars[0], Var):
+            return None
+        if e.prim.name == "reduce_sum":
+            return e
+        if e.prim.name != "reshape":
+            return None
+        d = e.invars[0]
+
+
 def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, ncar: int,
                      unroll: int):
     """The scan equation as an equivalent program that leaves less work inside the loop, or
@@ -326,9 +340,9 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
         if (pd is not None and pd.prim.name == "dot_general" and uses.get(d.id) == 1
                 and all(isinstance(x, Var) and cls[x.id] != "c" for x in pd.invars)):
             acc[k] = ("dot", pd, p, tuple(pd.invars))
-        elif (pd is not None and pd.prim.name == "reduce_sum" and uses.get(d.id) == 1
-              and isinstance(pd.invars[0], Var)):
-            acc[k] = ("reduce", pd, p, (pd.invars[0],))
+        elif _summed(d, produced, uses) is not None:
+            pr = _summed(d, produced, uses)
+            acc[k] = ("reduce", pr, p, (pr.invars[0],))
         else:
             acc[k] = ("sum", None, p, (d,))
     # values stacked over the steps for the accumulators' sums
@@ -439,6 +453,7 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
             elif kind == "reduce":
                 axes = (0,) + tuple(int(a) + 1 for a in pd.params["axes"])
                 total = pd.prim.bind(full[ops_[0].id], **dict(pd.params, axes=axes))
+                total = _ops.reshape(total, init[k].shape)    # through d's reshapes
             else:
                 total = _ops.reduce_sum(full[ops_[0].id], (0,))
             carry[k] = p.prim.bind(init[k], total, **p.params)
