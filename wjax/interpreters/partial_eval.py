@@ -7,7 +7,6 @@ from typing import Any, NamedTuple
 
 from .._src.core.ir import Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from .._src.core.tracing import DebugInfo, eval_jaxpr, new_builder
-from .._src.transforms.dce import dce_jaxpr
 from ..numpy import asarray
 
 __all__ = ["PartialVal", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits"]
@@ -53,8 +52,13 @@ def _known_from_outside(j, pvals, known_in, consts, out_pvals) -> list:
             if not p.is_known() and isinstance(a, Var) and a.id not in dep]
     if not free:
         return out_pvals
-    sub = dce_jaxpr(Jaxpr(j.constvars + known_in, [], [j.outvars[k] for k in free], j.eqns))[0]
-    values = eval_jaxpr(sub, consts)
+    outs = [j.outvars[k] for k in free]
+    live, eqns = {a.id for a in outs}, []
+    for e in reversed(j.eqns):           # their backward slice (effects not run again)
+        if any(v.id in live for v in e.outvars):
+            eqns.append(e)
+            live.update(a.id for a in e.invars if isinstance(a, Var))
+    values = eval_jaxpr(Jaxpr(j.constvars + known_in, [], outs, eqns[::-1]), consts)
     out = list(out_pvals)
     for k, v in zip(free, values):
         out[k] = PartialVal.known(v)

@@ -183,11 +183,11 @@ def _row_block(j, kind, n_consts, n_carry, target):
     step for one block, the number of blocks -- the most up to ``Target.loop_slices`` that
     divide the rows evenly --, the ids of its variables holding rows), or None where the step
     mixes its carries' rows, or a loop array holds them along another axis than its first."""
+    if target.loop_slices < 2:
+        return None
     carry = j.invars[n_consts:n_consts + n_carry]
     outs = list(j.outvars)
     new_carry = outs[1:] if kind == "while" else outs[:n_carry]
-    if target.loop_slices < 2:
-        return None
     rows = find_rows(j, tied=list(zip(carry, new_carry)), candidates=carry)
     if rows is None or any(rows.axis.get(getattr(v, "id", None), 0) != 0
                            for v in j.constvars + j.invars + outs):
@@ -207,7 +207,7 @@ class _LoopKernels:
     def __init__(self, j, kind, n_consts, n_carry, target, length, reverse, slices=1,
                  rows=frozenset()):
         self.j, self.kind, self.target, self.loop_limit = j, kind, target, target.loop_limit
-        # a row split (``_row_blocks``): ``slices`` workgroups, each running the step ``j`` on
+        # a row split (``_row_block``): ``slices`` workgroups, each running the step ``j`` on
         # its block of rows; ``rows``: the ids of j's variables holding rows (along axis 0)
         self.slices, self.rows = slices, rows
         self.length, self.reverse = length, reverse

@@ -179,9 +179,12 @@ def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
 reshape_p.batch = _reshape_batch
 
 
-def _reshape_axes(in_avals, out_avals, **params):
+def _reshape_axes(in_avals, out_avals, new_sizes, dimensions=None, sharding=None):
     """The leading axes up to the first that differs and the trailing ones from the last that
-    differs keep their positions (a row-major reshape regroups only the axes between)."""
+    differs keep their positions (a row-major reshape regroups only the axes between; one
+    that transposes first, ``dimensions``, is taken as mixing them all)."""
+    if dimensions is not None:
+        return []
     a, b = in_avals[0].shape, out_avals[0].shape
     out, i = [], 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
