@@ -180,6 +180,25 @@ def test_matmul_jaxpr_is_jaxs(sa, sb):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("spec,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk->ki", [(3, 4), (4, 5)]),
+    ("jk,ij->ik", [(4, 5), (3, 4)]), ("kj,ij->ik", [(5, 4), (3, 4)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("bik,bjk->bij", [(2, 3, 4), (2, 5, 4)]),
+    ("i,j->ji", [(3,), (4,)]), ("bqhd,bkhd->bhqk", [(2, 4, 3, 5), (2, 6, 3, 5)])])
+def test_einsum_jaxpr_is_jaxs(spec, shapes):
+    """A two-operand einsum contracts its operands in the order JAX does where one order
+    gives the result's axes directly (``jk,ij->ik`` is ``dot_general`` of the second
+    operand and the first, with no transpose); JAX's values."""
+    jax = pytest.importorskip("jax")
+    rs = np.random.RandomState(1)
+    args = [rs.randn(*s).astype(np.float32) for s in shapes]
+    got = wjax.make_jaxpr(lambda *a: jnp.einsum(spec, *a))(*args)
+    assert str(got) == str(jax.make_jaxpr(lambda *a: jax.numpy.einsum(spec, *a))(*args))
+    np.testing.assert_allclose(np.asarray(wjax.jit(lambda *a: jnp.einsum(spec, *a))(*args)),
+                               np.asarray(jax.numpy.einsum(spec, *args)), rtol=2e-5,
+                               atol=2e-5)
+
+
 def test_jaxpr_atoms_and_equations_print_like_jax():
     jax = pytest.importorskip("jax")
     for mod, np_mod in ((wjax, jnp), (jax, jax.numpy)):

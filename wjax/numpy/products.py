@@ -389,9 +389,17 @@ def _einsum_contract(terms, out_labels, dt, preferred_element_type):
 
     for k in range(len(terms)):
         sum_private(k)
+    def result(la, lb, rest):
+        shared = [c for c in la if c in lb]
+        batch = [c for c in shared if c in rest]
+        return batch + [c for c in la if c not in shared] + [c for c in lb if c not in shared]
+
     while len(terms) > 1:
         (a, la), (b, lb) = terms[0], terms[1]
         rest = needed({0, 1})
+        if len(terms) == 2 and result(la, lb, rest) != list(out_labels) and \
+                result(lb, la, rest) == list(out_labels):
+            (a, la), (b, lb) = (b, lb), (a, la)     # as JAX: the order that needs no transpose
         shared = [c for c in la if c in lb]
         batch = [c for c in shared if c in rest]
         contract = [c for c in shared if c not in rest]
@@ -403,8 +411,7 @@ def _einsum_contract(terms, out_labels, dt, preferred_element_type):
             preferred_element_type, np.int32 if dt == np.bool_ else dt))
         if dt == np.bool_:
             r = not_equal(r, 0)
-        lr = batch + [c for c in la if c not in shared] + [c for c in lb if c not in shared]
-        terms[:2] = [(r, lr)]
+        terms[:2] = [(r, result(la, lb, rest))]
         sum_private(0)
     return terms[0]
 
