@@ -446,6 +446,29 @@ def test_partial_eval_outputs_of_an_enclosing_trace_are_known_like_jax():
     assert got["wjax"] == got["jax"] == [True, False, True]
 
 
+def test_partial_eval_sees_into_a_checkpoint_like_jax():
+    """An output of a ``checkpoint`` (flax's ``nn.remat``) that reads only known values is
+    known, though the call also computes outputs of the unknown inputs."""
+    from jax.extend import linear_util as jlu
+    from jax.interpreters import partial_eval as jpe
+    from wjax.extend import linear_util as wlu
+    from wjax.interpreters import partial_eval as wpe
+
+    for lib, lu, pe in ((wjax, wlu, wpe), (jax, jlu, jpe)):
+        def outer(w, lib=lib, lu=lu, pe=pe):
+            def f(c):
+                both = lib.checkpoint(lambda w, c: (lib.numpy.sin(w) * 2.0, c * w))
+                return list(both(w, c))
+            _, pvals, _ = pe.trace_to_jaxpr_nounits(
+                lu.wrap_init(f, debug_info=lib.api_util.debug_info("t", f, (1,), {})),
+                [pe.PartialVal.unknown(lib.core.ShapedArray((3,), np.float32))])
+            assert [pv is None for pv, _ in pvals] == [True, False], lib.__name__
+            return pvals[0][1]
+        x = np.arange(3, dtype=np.float32)
+        np.testing.assert_allclose(np.asarray(lib.jit(outer)(x)), np.sin(x) * 2.0, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(outer(x)), np.sin(x) * 2.0, rtol=1e-6)
+
+
 def test_hijax_names_import_and_refuse_use():
     from wjax.experimental import hijax as whjx
     from jax.experimental import hijax as jhjx

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .._src.core.ir import Jaxpr, Lit, ShapedArray, Var, raise_to_shaped
 from .._src.core.tracing import DebugInfo, eval_jaxpr, new_builder
 from ..numpy import asarray
@@ -41,13 +43,33 @@ def _call(fun, args):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
+def _dependent(j, unknown: set) -> set:
+    """The ids of ``j``'s variables that depend on the variables ``unknown`` names -- through
+    a call's own jaxpr (``checkpoint``, ``pjit``), output by output."""
+    dep = set(unknown)
+    for e in j.eqns:
+        ins = [isinstance(a, Var) and a.id in dep for a in e.invars]
+        if not any(ins):
+            continue
+        inner = e.params.get("jaxpr") if e.prim.call else None
+        inner = getattr(inner, "jaxpr", inner)
+        if isinstance(inner, Jaxpr) and len(inner.invars) == len(e.invars) \
+                and len(inner.outvars) == len(e.outvars):
+            d = _dependent(inner, {v.id for v, u in zip(inner.invars, ins) if u})
+            dep.update(v.id for v, o in zip(e.outvars, inner.outvars)
+                       if isinstance(o, Var) and o.id in d)
+        else:
+            dep.update(v.id for v in e.outvars)
+    return dep
+
+
 def _known_from_outside(j, pvals, known_in, consts, out_pvals) -> list:
     """``out_pvals`` with the unknown outputs that depend on no unknown input made known:
-    evaluated from the consts and known inputs in the enclosing trace."""
-    dep = {v.id for v, p in zip(j.invars, pvals) if not p.is_known()}
-    for e in j.eqns:
-        if any(isinstance(a, Var) and a.id in dep for a in e.invars):
-            dep.update(v.id for v in e.outvars)
+    evaluated from the consts and known inputs, in the enclosing trace (the unknown inputs,
+    which they do not read, as zeros: a call computing known and unknown outputs runs
+    whole)."""
+    unknown = [v for v, p in zip(j.invars, pvals) if not p.is_known()]
+    dep = _dependent(j, {v.id for v in unknown})
     free = [k for k, (a, p) in enumerate(zip(j.outvars, out_pvals))
             if not p.is_known() and isinstance(a, Var) and a.id not in dep]
     if not free:
@@ -58,7 +80,9 @@ def _known_from_outside(j, pvals, known_in, consts, out_pvals) -> list:
         if any(v.id in live for v in e.outvars):
             eqns.append(e)
             live.update(a.id for a in e.invars if isinstance(a, Var))
-    values = eval_jaxpr(Jaxpr(j.constvars + known_in, [], outs, eqns[::-1]), consts)
+    zeros = [np.zeros(v.aval.shape, v.aval.dtype) for v in unknown]
+    values = eval_jaxpr(Jaxpr(j.constvars + known_in, unknown, outs, eqns[::-1]), consts,
+                        *zeros)
     out = list(out_pvals)
     for k, v in zip(free, values):
         out[k] = PartialVal.known(v)
