@@ -82,7 +82,7 @@ def _same(ours, theirs):
                                      "haiku_cnn.py", "jit_tutorial.py", "autodiff_tutorial.py",
                                      "tutorials_vmap_pytrees_random_control.py",
                                      "stax_mnist.py", "flax_nnx.py", "flax_linen.py", "flax_rnn.py",
-                                     "flax_lifted.py",
+                                     "flax_lifted.py", "optax_more.py",
                                      "complex_autodiff.py", "lineax_solve.py",
                                      "optimistix_newton.py", "debug_nans_traceback.py",
                                      "lineax_qr.py",

@@ -502,3 +502,21 @@ def test_out_sharding_and_device_arguments_are_accepted_like_jax():
     assert spec.spec == wjax.sharding.PartitionSpec(None)
     aval = wjax.core.ShapedArray((2,), np.float32, sharding=None, weak_type=True)
     assert aval.weak_type and aval.shape == (2,)
+
+
+def test_out_sharding_of_no_mesh_places_nothing_like_jax():
+    """``jax.typeof(x).sharding`` of an array on no mesh (a sharding over the empty mesh)
+    passed on as ``out_sharding=`` -- optax's ``tree.random_like`` does, under ``jit`` --
+    places nothing: JAX's values, traced or not; a key array's placement is its data's."""
+    got = []
+    for lib, np_ in ((wjax, jnp), (jax, jjnp)):
+        def f(x, k, lib=lib, np_=np_):
+            s = lib.typeof(x).sharding
+            return (lib.random.normal(k, x.shape, x.dtype, out_sharding=s)
+                    + np_.zeros(x.shape, out_sharding=s))
+        k = lib.random.key(7)
+        x = np_.ones((2, 3))
+        got.append([np.asarray(lib.jit(f)(x, k)), np.asarray(f(x, k))])
+        assert str(k.sharding).split("(")[0] == "SingleDeviceSharding"
+        assert len(k.devices()) == 1
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-6)

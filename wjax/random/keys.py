@@ -144,6 +144,13 @@ class PRNGKeyArray:
     def copy(self):
         return self
 
+    # placement: the key data's (a key array lives where its data does)
+    sharding = property(lambda self: getattr(self._base_array, "sharding", None))
+    committed = property(lambda self: getattr(self._base_array, "committed", False))
+
+    def devices(self):
+        return self._base_array.devices()
+
     def block_until_ready(self):
         if hasattr(self._base_array, "block_until_ready"):
             self._base_array.block_until_ready()

@@ -73,9 +73,18 @@ def place(x, s):
     return put(dispatch.device_array(x), resolve(s))
 
 
+def _given(out_sharding):
+    """``out_sharding`` as a placement, or None: a sharding over the empty mesh (what
+    ``jax.typeof(x).sharding`` is for an array of no mesh, which optax passes on to
+    ``jax.random.normal``) places nothing, as in JAX."""
+    mesh = getattr(out_sharding, "mesh", None)
+    return None if mesh is not None and getattr(mesh, "empty", False) else out_sharding
+
+
 def apply_out_sharding(x, out_sharding):
     """The ``out_sharding=`` argument of a jnp (or ``jax.random``) function applied to its
     result."""
+    out_sharding = _given(out_sharding)
     return x if out_sharding is None else place(x, out_sharding)
 
 
@@ -91,7 +100,7 @@ class out_sharding_scope:
     leaves an ambiguous contraction's layout to it)."""
 
     def __init__(self, out_sharding):
-        self.on = out_sharding is not None
+        self.on = _given(out_sharding) is not None
 
     def __enter__(self):
         out_sharding_given.depth += self.on
