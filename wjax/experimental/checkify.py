@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import numpy as jnp
 from .._src.core import tree_util
-from .._src.core.tracing import Tracer, is_concrete
+from .._src.core import refs as _refs
+from .._src.core.tracing import Tracer, _state as _trace_state, current_builder, is_concrete
 
 
 class JaxRuntimeError(ValueError):
@@ -55,6 +56,65 @@ all_checks = automatic_checks | user_checks
 _state = threading.local()
 
 
+class _Cell(_refs.RefCell):
+    """A ref of checkify's state, belonging to the trace ``checkify`` runs in: the loops and
+    jitted calls inside thread it like any ref their bodies write (``core/refs.py``); under
+    ``vmap`` each example's state comes out and the first failing example's is kept."""
+
+    def __init__(self, value, owner):
+        self._value, self._home, self._depth = value, owner.home, owner.depth
+        self.owner = owner
+
+    @staticmethod
+    def merge_batched(cells, examples):
+        """The values of ``cells`` (each with a leading example axis in ``examples``) as JAX
+        reduces a batch of errors: the earliest check site failed by any example, and of the
+        examples that failed it, the last one's format arguments."""
+        pick = {}
+        for c, v in zip(cells, examples):
+            if c is c.owner.code:
+                first = jnp.min(jnp.where(v >= 0, v, jnp.int32(2 ** 30)))
+                pick[id(c.owner)] = v.shape[0] - 1 - jnp.argmax((v == first)[::-1])
+        return [v[pick[id(c.owner)]] for c, v in zip(cells, examples)]
+
+
+class _Checks:
+    """One ``checkify`` call's state: the first failed check's index (``code``, -1 while none
+    has failed) and, per check site (its message and the type of its format arguments),
+    the format arguments it failed with -- all refs, created as the sites are met."""
+
+    def __init__(self):
+        self.home, self.depth = current_builder(), len(_trace_state.builders)
+        self.code = _Cell(np.int32(-1), self)
+        self.sites: dict = {}            # key -> index
+        self.payloads: list = []         # per site: a _Cell per format-argument leaf
+        self.messages: list = []
+        self.trees: list = []
+
+    def site(self, msg, leaves, tree) -> int:
+        key = (msg, tree, tuple((np.shape(x), jnp.result_type(x)) for x in leaves))
+        k = self.sites.get(key)
+        if k is None:
+            k = self.sites[key] = len(self.messages)
+            self.messages.append(msg)
+            self.trees.append(tree)
+            self.payloads.append([_Cell(np.zeros(np.shape(x), jnp.result_type(x)), self)
+                                  for x in leaves])
+        return k
+
+    def record(self, ok, msg, fmt_args, fmt_kwargs) -> None:
+        """The check as values: where no check has failed before and this one does, its index
+        and format arguments."""
+        leaves, tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
+        leaves = [jnp.asarray(x) for x in leaves]
+        k = self.site(msg, leaves, tree)
+        code = self.code._value
+        now = jnp.logical_and(code < 0, jnp.logical_not(ok))
+        _refs.write(self.code, jnp.where(now, jnp.int32(k), code), "checkify")
+        for cell, x in zip(self.payloads[k], leaves):
+            _refs.write(cell, jnp.where(now, x, cell._value), "checkify")
+
+
 def _collectors() -> list:
     if not hasattr(_state, "stack"):
         _state.stack = []
@@ -74,7 +134,7 @@ def check(pred: Any, msg: str, *fmt_args: Any, debug: bool = False, **fmt_kwargs
                             f"arrays, but got {leaf!r} of type {type(leaf)}.")
     ok = jnp.all(jnp.asarray(pred))
     if _collectors():
-        _collectors()[-1].append((ok, msg, fmt_args, fmt_kwargs))
+        _collectors()[-1].record(ok, msg, fmt_args, fmt_kwargs)
         return
     if isinstance(ok, Tracer) and not is_concrete(ok):
         raise ValueError("Cannot abstractly evaluate a checkify.check which was not "
@@ -144,20 +204,14 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
         raise NotImplementedError(f"wjax's checkify implements user checks only, not {names}")
 
     def checked(*args, **kwargs):
-        _collectors().append([])
+        st = _Checks()
+        _collectors().append(st)
         try:
             out = f(*args, **kwargs)
         finally:
-            found = _collectors().pop()
-        code = jnp.int32(-1)
-        for k in reversed(range(len(found))):
-            code = jnp.where(found[k][0], code, jnp.int32(k))
-        payloads, trees = [], []
-        for _, _, fa, fk in found:
-            leaves, tree = tree_util.tree_flatten((fa, fk))
-            payloads.append([jnp.asarray(x) for x in leaves])
-            trees.append(tree)
-        return Error(code, payloads, tuple(m for _, m, _, _ in found), tuple(trees)), out
+            _collectors().pop()
+        payloads = [[c._value for c in cells] for cells in st.payloads]
+        return Error(st.code._value, payloads, tuple(st.messages), tuple(st.trees)), out
 
     return checked
 

@@ -195,8 +195,11 @@ class _Vmapped:
         with contextlib.ExitStack() as scope:
             if self.axis_name is not None:
                 scope.enter_context(extend_axis_env(self.axis_name, size))
-            closed = trace_flat(flat, avals, DebugInfo("vmap", self.fun, names),
-                                values=[x if d is None else None for x, d in zip(leaves, dims)])
+            closed, written = _refs.tracking(lambda: trace_flat(
+                flat, avals, DebugInfo("vmap", self.fun, names),
+                values=[x if d is None else None for x, d in zip(leaves, dims)]))
+        if written:
+            return self._merging(written, args, kwargs)
         out_tree = out_tree_box[0]
         dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         out_axes = _flatten_axes("out_axes", self.out_axes, dummy)
@@ -229,6 +232,30 @@ class _Vmapped:
         for r, v in zip(refs, outs[n_out:]):
             _refs.write(r, v)
         return tree_util.tree_unflatten(out_tree, outs[:n_out])
+
+    def _merging(self, written, args, kwargs):
+        """The call again, the refs the function closes over and writes (``written``) passed
+        in unmapped and each example's new values out; where their class merges the
+        examples' writes (``merge_batched``: checkify's error, the first failing example's),
+        the merged values are written back.  Any other ref written so is JAX's error."""
+        for r in written:
+            if not hasattr(type(r), "merge_batched"):
+                raise Exception(   # JAX's exception class
+                    "performing a set/swap operation with vmapped value on an unbatched array "
+                    f"reference of type Ref{{{_refs._aval_text(r._value)}}}. Move the array "
+                    "reference to be an argument to the vmapped function?")
+
+        def fun(a, kw, values):
+            with _refs.rebound(written, values):
+                out = self.fun(*a, **kw)
+                return out, [r._value for r in written]
+        axes = tuple(self.in_axes) if isinstance(self.in_axes, (tuple, list)) else self.in_axes
+        again = _Vmapped(fun, (axes, 0, None), (self.out_axes, 0), self.axis_name,
+                         self.axis_size, self.max_size)
+        out, examples = again(args, kwargs, [r._value for r in written])
+        for r, v in zip(written, type(written[0]).merge_batched(written, examples)):
+            _refs.write(r, v)
+        return out
 
     def __get__(self, obj, objtype=None):
         if obj is None:

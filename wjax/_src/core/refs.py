@@ -9,9 +9,11 @@ What needs care is a ref written inside a *nested* trace (a loop body, a jitted 
 does not belong to.  The sites that can thread state (``jit``, ``scan``, ``while_loop``,
 ``fori_loop``) trace their body under :func:`tracking`, which records such refs (and restores
 their values afterwards); when any were written, the site traces again with the refs' values as
-extra carries/inputs (:func:`rebound`) and writes the results back (:func:`write`).  A write
-from a nested trace that cannot thread state (``grad``, ``vmap``, ``cond``, ...) raises
-``NotImplementedError`` naming the case.
+extra carries/inputs (:func:`rebound`) and writes the results back (:func:`write`).  ``vmap``
+tracks its body too: a ref class with ``merge_batched(refs, examples)`` (checkify's error
+state) has each example's writes merged into one value; any other ref written from a vmapped
+function raises JAX's error.  A write from a nested trace that cannot thread state
+(``grad``, ...) raises ``NotImplementedError`` naming the case.
 """
 from __future__ import annotations
 
