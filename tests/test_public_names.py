@@ -520,3 +520,16 @@ def test_out_sharding_of_no_mesh_places_nothing_like_jax():
         assert str(k.sharding).split("(")[0] == "SingleDeviceSharding"
         assert len(k.devices()) == 1
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
+
+
+def test_partition_spec_unconstrained_like_jax():
+    """``P.UNCONSTRAINED`` (flax's logical-axis rules discard it from their sets) prints as
+    JAX's and lays a dimension out unsplit."""
+    JP, WP = jax.sharding.PartitionSpec, wjax.sharding.PartitionSpec
+    assert repr(WP(WP.UNCONSTRAINED, None)) == repr(JP(JP.UNCONSTRAINED, None))
+    assert repr(WP.UNCONSTRAINED) == repr(JP.UNCONSTRAINED)
+    mesh = wjax.sharding.Mesh(wjax.devices()[:1], ("d",))
+    s = wjax.sharding.NamedSharding(mesh, WP(WP.UNCONSTRAINED, "d"))
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    y = wjax.jit(lambda x: wjax.lax.with_sharding_constraint(x * 2, s))(x)
+    np.testing.assert_array_equal(np.asarray(y), x * 2)

@@ -30,8 +30,8 @@ class NamedSharding(Sharding):
                      else PartitionSpec(*spec))
         names = set(mesh.axis_names)
         for part in self.spec:
-            for axis in (part if isinstance(part, tuple) else (part,)):
-                if axis is not None and axis not in names:
+            for axis in spec_axes(part):
+                if axis not in names:
                     raise ValueError(f"Resource axis: {axis} of {self.spec} is not found in mesh: "
                                      f"{tuple(mesh.axis_names)}.")
 

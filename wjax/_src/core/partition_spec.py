@@ -7,8 +7,28 @@ from __future__ import annotations
 from typing import Any
 
 
+class _Unconstrained:
+    """``P.UNCONSTRAINED``: a dimension whose split is left to the partitioner (wjax's
+    partitioner takes it as unsplit, ``None``)."""
+
+    def __repr__(self):
+        return "UNCONSTRAINED"
+
+    def __reduce__(self):
+        return (_unconstrained, ())
+
+
+def _unconstrained():
+    return UNCONSTRAINED
+
+
+UNCONSTRAINED = _Unconstrained()
+
+
 class PartitionSpec(tuple):
     """How each array dimension is split over mesh axes (``P("x", None)``)."""
+
+    UNCONSTRAINED = UNCONSTRAINED
 
     def __new__(cls, *parts: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()):
         parts = tuple(tuple(p) if isinstance(p, list) else p for p in parts)
@@ -52,7 +72,7 @@ def _trim(spec) -> tuple:
 
 def spec_axes(part) -> tuple:
     """The mesh axis names one entry of a spec splits its dimension over."""
-    if part is None:
+    if part is None or part is UNCONSTRAINED:
         return ()
     return tuple(part) if isinstance(part, tuple) else (part,)
 
