@@ -59,7 +59,7 @@ _state = threading.local()
 class _Cell(_refs.RefCell):
     """A ref of checkify's state, belonging to the trace ``checkify`` runs in: the loops and
     jitted calls inside thread it like any ref their bodies write (``core/refs.py``); under
-    ``vmap`` each example's state comes out and the first failing example's is kept."""
+    ``vmap`` each example's state comes out and ``merge_batched`` reduces them."""
 
     def __init__(self, value, owner):
         self._value, self._home, self._depth = value, owner.home, owner.depth

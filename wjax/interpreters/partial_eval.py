@@ -80,7 +80,10 @@ def _known_from_outside(j, pvals, known_in, consts, out_pvals) -> list:
         if any(v.id in live for v in e.outvars):
             eqns.append(e)
             live.update(a.id for a in e.invars if isinstance(a, Var))
-    zeros = [np.zeros(v.aval.shape, v.aval.dtype) for v in unknown]
+    try:
+        zeros = [np.zeros(v.aval.shape, v.aval.dtype) for v in unknown]
+    except TypeError:                    # an unknown key array: no host zeros for it
+        return out_pvals
     values = eval_jaxpr(Jaxpr(j.constvars + known_in, unknown, outs, eqns[::-1]), consts,
                         *zeros)
     out = list(out_pvals)

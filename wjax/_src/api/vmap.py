@@ -236,8 +236,9 @@ class _Vmapped:
     def _merging(self, written, args, kwargs):
         """The call again, the refs the function closes over and writes (``written``) passed
         in unmapped and each example's new values out; where their class merges the
-        examples' writes (``merge_batched``: checkify's error, the first failing example's),
-        the merged values are written back.  Any other ref written so is JAX's error."""
+        examples' writes (``merge_batched``: checkify's error state, reduced as JAX reduces a
+        batch of errors), the merged values are written back.  Any other ref written so is
+        JAX's error."""
         for r in written:
             if not hasattr(type(r), "merge_batched"):
                 raise Exception(   # JAX's exception class
