@@ -446,3 +446,40 @@ def test_conv_transpose_and_shape_tuples_match_jax(padding, strides):
     np.testing.assert_allclose(t, jax.lax.conv_transpose(x, np.swapaxes(w, 2, 3), strides,
                                                          padding, transpose_kernel=True),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("batch", [(), (2,), (2, 3)])
+def test_tridiagonal_solve_like_jax(batch):
+    """lax.linalg.tridiagonal_solve: values and gradients in every argument against JAX
+    (diagonally dominant systems), under jit and vmap; JAX's errors for mismatched shapes."""
+    jax = pytest.importorskip("jax")
+    rs = np.random.RandomState(len(batch))
+    m = 6
+    dl, du = rs.randn(*batch, m).astype(F), rs.randn(*batch, m).astype(F)
+    d = (rs.randn(*batch, m) + 5 * np.sign(rs.randn(*batch, m))).astype(F)
+    dl[..., 0], du[..., -1] = 0, 0
+    b = rs.randn(*batch, m, 2).astype(F)
+    args = (dl, d, du, b)
+    want = jax.lax.linalg.tridiagonal_solve(*args)
+    np.testing.assert_allclose(np.asarray(wjax.jit(lax.linalg.tridiagonal_solve)(*args)),
+                               np.asarray(want), rtol=2e-5, atol=2e-6)
+    A = (np.eye(m, k=-1) * dl[..., :, None] + np.eye(m) * d[..., :, None]
+         + np.eye(m, k=1) * du[..., :, None])
+    np.testing.assert_allclose(A @ np.asarray(want), b, rtol=1e-4, atol=1e-4)
+
+    def loss(L):
+        return lambda *a: (L.linalg.tridiagonal_solve(*a) ** 2).sum()
+    got = wjax.grad(loss(lax), argnums=(0, 1, 2, 3))(*args)
+    want = jax.grad(loss(jax.lax), argnums=(0, 1, 2, 3))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+    if batch:
+        got = wjax.vmap(lax.linalg.tridiagonal_solve)(*args)
+        np.testing.assert_allclose(np.asarray(got),
+                                   np.asarray(jax.vmap(jax.lax.linalg.tridiagonal_solve)(*args)),
+                                   rtol=2e-5, atol=2e-6)
+    for L in (lax, jax.lax):
+        with pytest.raises(TypeError, match="all diagonal arguments have the same shape"):
+            L.linalg.tridiagonal_solve(dl[..., :-1], d, du, b)
+        with pytest.raises(TypeError, match="leading ndim-1 dimensions of b"):
+            L.linalg.tridiagonal_solve(dl, d, du, b[..., :-1, :])

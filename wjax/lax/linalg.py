@@ -17,10 +17,10 @@ import numpy as np
 from .._src.core import dtypes, ops
 from .._src.core.ir import ShapedArray
 from .._src.prims import decomp as _D
-from .control import fori_loop
+from .control import fori_loop, scan
 
 __all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation",
-           "householder_product", "ormqr"]
+           "householder_product", "ormqr", "tridiagonal_solve"]
 
 
 def _float_matrix(name, x):
@@ -335,3 +335,53 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     # c Q^H = ((c H_{k-1}^H) ...) H_0^H
     forward = transpose if left else not transpose
     return _reflect_all(a, taus, c, left=bool(left), conj_tau=bool(transpose), forward=forward)
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """``X`` with ``A X = b`` for the tridiagonal ``A`` of each batch entry: ``dl[i] =
+    A[i, i-1]`` (``dl[0]`` unused), ``d[i] = A[i, i]``, ``du[i] = A[i, i+1]`` (``du[m-1]``
+    unused), all ``[..., m]``; ``b`` is ``[..., m, n]``.  The Thomas algorithm (elimination
+    without pivoting, one forward and one backward ``scan`` over the rows): stable for the
+    diagonally dominant systems splines and implicit schemes make, where LAPACK's ``gtsv``
+    (JAX on CPU) pivots.  Differentiable through the scans."""
+    if perturb_singular:
+        raise NotImplementedError("wjax: tridiagonal_solve(perturb_singular=True) is not "
+                                  "implemented (JAX has it on CPU and GPU only)")
+    avals = [ops._aval(x) for x in (dl, d, du, b)]
+    if not (avals[0].shape == avals[1].shape == avals[2].shape):
+        raise TypeError("tridiagonal_solve requires that all diagonal arguments have the same "
+                        "shape.")
+    if avals[0].shape != avals[3].shape[:-1]:
+        raise TypeError("tridiagonal_solve requires that the leading ndim-1 dimensions of b "
+                        "equal the dimensions of the diagonal arguments.")
+    for a in avals:
+        if not dtypes.is_float(a.dtype) or a.dtype != avals[3].dtype:
+            raise TypeError(f"tridiagonal_solve requires floating-point operands of one dtype, "
+                            f"got {', '.join(np.dtype(x.dtype).name for x in avals)}")
+    nd = avals[0].ndim
+
+    def rows(x, extra=0):                              # the row axis first
+        return ops.transpose(x, (nd - 1,) + tuple(range(nd - 1)) + tuple(
+            range(nd, nd + extra)))
+    dl, d, du, b = rows(dl), rows(d), rows(du), rows(b, 1)
+
+    def forward(carry, row):                           # eliminate the lower diagonal
+        c_prev, y_prev = carry
+        l, m, u, r = row
+        denom = ops.sub(m, ops.mul(l, c_prev))
+        c = ops.div(u, denom)
+        y = ops.div(ops.sub(r, ops.mul(ops.expand_dims(l, (-1,)), y_prev)),
+                    ops.expand_dims(denom, (-1,)))
+        return (c, y), (c, y)
+
+    zero_c = ops.zeros_like(ops.index_in_dim(d, 0, keepdims=False))
+    zero_y = ops.zeros_like(ops.index_in_dim(b, 0, keepdims=False))
+    _, (cs, ys) = scan(forward, (zero_c, zero_y), (dl, d, du, b))
+
+    def backward(x_next, row):                         # substitute from the last row up
+        c, y = row
+        x = ops.sub(y, ops.mul(ops.expand_dims(c, (-1,)), x_next))
+        return x, x
+
+    _, xs = scan(backward, zero_y, (cs, ys), reverse=True)
+    return ops.transpose(xs, tuple(range(1, nd)) + (0, nd))
