@@ -483,3 +483,35 @@ def test_tridiagonal_solve_like_jax(batch):
             L.linalg.tridiagonal_solve(dl[..., :-1], d, du, b)
         with pytest.raises(TypeError, match="leading ndim-1 dimensions of b"):
             L.linalg.tridiagonal_solve(dl, d, du, b[..., :-1, :])
+
+
+def test_lax_linalg_eigh_qr_svd_like_jax():
+    """lax.linalg.eigh (vectors first), qr and svd (full or thin), their values against JAX's
+    and a gradient through eigh; JAX's error for full_matrices with subset_by_index."""
+    jax = pytest.importorskip("jax")
+    rs = np.random.RandomState(5)
+    a = rs.randn(2, 4, 4).astype(F)
+    s = a + np.swapaxes(a, -1, -2)
+    v, w = lax.linalg.eigh(s)
+    jv, jw = jax.lax.linalg.eigh(s)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(jw), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(np.asarray(jv)), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(v) @ (np.asarray(w)[..., None] * np.swapaxes(
+        np.asarray(v), -1, -2)), s, atol=1e-4)
+    g = wjax.grad(lambda s: (lax.linalg.eigh(s)[1] ** 2).sum())(s)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(
+        lambda s: (jax.lax.linalg.eigh(s)[1] ** 2).sum())(s)), rtol=1e-4, atol=1e-4)
+    b = rs.randn(5, 3).astype(F)
+    for full in (True, False):
+        for got, want in zip(lax.linalg.qr(b, full_matrices=full),
+                             jax.lax.linalg.qr(b, full_matrices=full)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
+        u, sv, vh = lax.linalg.svd(b, full_matrices=full)
+        ju, js, jvh = jax.lax.linalg.svd(b, full_matrices=full)
+        assert u.shape == ju.shape and vh.shape == jvh.shape
+        np.testing.assert_allclose(np.asarray(sv), np.asarray(js), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(lax.linalg.svd(b, compute_uv=False)),
+                               np.asarray(jax.lax.linalg.svd(b, compute_uv=False)), rtol=1e-5)
+    for L in (lax, jax.lax):
+        with pytest.raises(ValueError, match="cannot both be set"):
+            L.linalg.svd(b, subset_by_index=(0, 2))

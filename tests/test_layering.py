@@ -301,6 +301,8 @@ PATCHES = {
                                             "evaluation (over devices) lives",
     ("wjax._src.sharding_impls", "_ir.aval_sharding_hook"): "hook: jax.typeof(x).sharding of a "
                                                             "core ShapedArray (a NamedSharding)",
+    ("wjax.numpy.linalg", "_lax_linalg._numpy_linalg"): "hook: lax.linalg's eigh/qr/svd, whose "
+                                                        "algorithms live in jnp.linalg",
 }
 
 

@@ -20,7 +20,11 @@ from .._src.prims import decomp as _D
 from .control import fori_loop, scan
 
 __all__ = ["cholesky", "lu", "triangular_solve", "lu_pivots_to_permutation",
-           "householder_product", "ormqr", "tridiagonal_solve"]
+           "householder_product", "ormqr", "tridiagonal_solve", "eigh", "qr", "svd"]
+
+# hook: ``wjax.numpy.linalg`` (a layer above, where the Jacobi and Householder algorithms
+# live with JAX's derivative rules) fills it with itself; ``eigh``/``qr``/``svd`` call it
+_numpy_linalg = None
 
 
 def _float_matrix(name, x):
@@ -385,3 +389,46 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
 
     _, xs = scan(backward, zero_y, (cs, ys), reverse=True)
     return ops.transpose(xs, tuple(range(1, nd)) + (0, nd))
+
+
+def _subset(name, subset_by_index, k):
+    if subset_by_index is None:
+        return slice(None)
+    lo, hi = (int(i) for i in subset_by_index)
+    if not 0 <= lo <= hi <= k:
+        raise ValueError(f"{name}: subset_by_index {tuple(subset_by_index)} out of range for "
+                         f"{k} values")
+    return slice(lo, hi)
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None):
+    """``(v, w)``: the eigenvectors (columns) and ascending eigenvalues of each Hermitian
+    ``[..., n, n]`` matrix, from its lower (or upper) triangle or, with
+    ``symmetrize_input``, from ``(x + x^H) / 2`` -- JAX's order, vectors first."""
+    w, v = _numpy_linalg.eigh(x, UPLO="L" if lower else "U",
+                              symmetrize_input=symmetrize_input)
+    keep = _subset("eigh", subset_by_index, ops._aval(w).shape[-1])
+    return v[..., keep], w[..., keep]
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+    """``(q, r)`` of each ``[..., m, n]`` matrix (``full_matrices``: ``q`` is m x m)."""
+    if pivoting:
+        raise NotImplementedError("wjax: lax.linalg.qr(pivoting=True) (column-pivoted QR) is "
+                                  "not implemented")
+    return tuple(_numpy_linalg.qr(x, mode="complete" if full_matrices else "reduced"))
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
+    """``(u, s, vh)`` (or ``s``) of each ``[..., m, n]`` matrix, singular values descending."""
+    if subset_by_index is not None and full_matrices and compute_uv:
+        raise ValueError("full_matrices and subset_by_index cannot both be set")
+    out = _numpy_linalg.svd(x, full_matrices=full_matrices, compute_uv=compute_uv)
+    s_ = out[1] if compute_uv else out
+    keep = _subset("svd", subset_by_index, ops._aval(s_).shape[-1])
+    if not compute_uv:
+        return s_[..., keep]
+    u, s_, vh = out
+    return u[..., keep], s_[..., keep], vh[..., keep, :]
