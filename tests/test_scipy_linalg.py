@@ -332,3 +332,40 @@ def test_shape_mismatch_raises():
             L.solve_triangular(U4, np.ones(3, F))
         with pytest.raises((ValueError, TypeError)):
             L.cho_solve(L.cho_factor(S4), np.ones((3, 2), F))
+
+
+def _special_matrices(L, N):
+    a = N.arange(12.0).reshape(4, 3) + N.eye(4, 3)
+    out = [L.companion(N.array([1.0, 2.0, 3.0, 4.0])),
+           L.companion(N.array([[2.0, 1.0, 3.0], [1.0, 0.0, 1.0]])), L.hadamard(8),
+           L.hadamard(2, dtype=N.float32), L.helmert(5), L.helmert(3, full=True), L.pascal(5),
+           L.pascal(4, "lower"), L.pascal(4, "upper"),
+           L.leslie(N.array([0.1, 2.0, 1.0]), N.array([0.2, 0.8])), L.dft(4), L.dft(3, "sqrtn"),
+           L.dft(5, "n"), L.fiedler(N.array([1.0, 4.0, 2.0, 7.0])),
+           L.eigh_tridiagonal(N.array([2.0, 3.0, 4.0]), N.array([1.0, 0.5]), eigvals_only=True),
+           L.eigh_tridiagonal(N.array([2.0, 3.0, 4.0]), N.array([1.0, 0.5]), eigvals_only=True,
+                              select="i", select_range=(1, 2)),
+           N.abs(L.eigh_tridiagonal(N.array([2.0, 3.0, 4.0]), N.array([1.0, 0.5]))[1])]
+    for m in (1, 2, 3, 5):
+        for n in (1, 2, 4):
+            for mode in ("full", "same", "valid"):
+                out.append(L.convolution_matrix(N.arange(1.0, m + 1), n, mode))
+    for mode, c in (("right", N.ones((2, 4))), ("left", N.ones((3, 2))),
+                    ("right", N.arange(4.0)), ("left", N.arange(3.0))):
+        out.extend(N.abs(o) for o in L.qr_multiply(a, c, mode=mode))   # signs: Q's columns
+    return out
+
+
+def test_special_matrices_like_jax():
+    """companion, hadamard, helmert, pascal, leslie, dft, fiedler, convolution_matrix,
+    eigh_tridiagonal and qr_multiply: JAX's shapes, dtypes and values; JAX's errors."""
+    for g, w in zip(_special_matrices(wsl, jnp), _special_matrices(jsl, jjnp)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+    for L in (wsl, jsl):
+        with pytest.raises(ValueError, match="power of 2"):
+            L.hadamard(6)
+        with pytest.raises(NotImplementedError, match="select='v'"):
+            L.eigh_tridiagonal(np.ones(3, F), np.ones(2, F), eigvals_only=True, select="v",
+                               select_range=(0.0, 1.0))

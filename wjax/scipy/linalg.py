@@ -26,7 +26,8 @@ from ..lax import linalg as lax_linalg
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh",
            "expm", "expm_frechet", "hankel", "hilbert", "inv", "lu", "lu_factor", "lu_solve",
            "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd", "toeplitz",
-           "hessenberg", "rsf2csf"]
+           "hessenberg", "rsf2csf", "companion", "convolution_matrix", "dft", "eigh_tridiagonal",
+           "fiedler", "hadamard", "helmert", "leslie", "pascal", "qr_multiply"]
 
 
 def _inexact(*xs):
@@ -483,3 +484,146 @@ def circulant(c):
     c = jnp.atleast_1d(jnp.asarray(c))
     n = c.shape[-1]
     return jnp.take(c, (jnp.arange(n)[:, None] - jnp.arange(n)[None, :]) % n, axis=-1)
+
+
+# --------------------------------------------------------------------------- special matrices
+
+def companion(a):
+    """The companion matrix of the polynomial with coefficients ``a`` (highest first): its
+    first row ``-a[1:] / a[0]``, ones below the diagonal; leading dimensions batch."""
+    a = jnp.atleast_1d(jnp.asarray(a))
+    if a.shape[-1] < 2:
+        raise ValueError("Incorrect shape for `a`. `a` must be at least one-dimensional with "
+                         "at least two elements.")
+    (a,) = _inexact(a)
+    n = a.shape[-1] - 1
+    first = -a[..., 1:] / a[..., :1]
+    below = jnp.eye(n, dtype=a.dtype, k=-1)
+    return jnp.where(jnp.arange(n)[:, None] == 0, first[..., None, :], below)
+
+
+def fiedler(a):
+    """The symmetric matrix ``|a[i] - a[j]|``; leading dimensions batch."""
+    a = jnp.atleast_1d(jnp.asarray(a))
+    return jnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def leslie(f, s):
+    """The Leslie matrix: fecundities ``f`` (n) in the first row, survival rates ``s``
+    (n - 1) below the diagonal."""
+    f, s = jnp.atleast_1d(jnp.asarray(f)), jnp.atleast_1d(jnp.asarray(s))
+    if f.shape[-1] != s.shape[-1] + 1:
+        raise ValueError("Incorrect lengths for f and s. The length of s must be one less "
+                         "than the length of f.")
+    dt = jnp.result_type(f, s)
+    n = f.shape[-1]
+    below = jnp.pad(s, [(0, 0)] * (s.ndim - 1) + [(1, 0)]).astype(dt)[..., :, None] * \
+        jnp.eye(n, dtype=dt, k=-1)
+    return jnp.where(jnp.arange(n)[:, None] == 0, f.astype(dt)[..., None, :], below)
+
+
+def hadamard(n: int, dtype=int):
+    """The ``n x n`` Hadamard matrix of Sylvester's construction (``n`` a power of 2)."""
+    n = operator.index(n)
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"n must be a positive power of 2; got {n}.")
+    h = np.ones((1, 1), np.int64)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return jnp.asarray(h, dtype=dtype)
+
+
+def helmert(n: int, full: bool = False):
+    """The Helmert matrix: row ``i`` (from 1) holds ``1/sqrt(i(i+1))`` ``i`` times, then
+    ``-i/sqrt(i(i+1))``; with ``full`` a first row of ``1/sqrt(n)``."""
+    n = operator.index(n)
+    h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
+    h = h / np.sqrt(np.arange(n) * np.arange(1, n + 1))[:, None].clip(1)
+    h[0] = 1 / np.sqrt(n)
+    return jnp.asarray(h if full else h[1:], np.float32)
+
+
+def pascal(n: int, kind: str | None = None):
+    """The ``n x n`` Pascal matrix: ``kind`` "symmetric" (the default: binomial(i + j, i)),
+    "lower" (binomial(i, j)) or "upper" (its transpose)."""
+    n = operator.index(n)
+    kind = "symmetric" if kind is None else kind
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind!r}")
+    low = np.zeros((n, n))
+    for i in range(n):
+        low[i, 0] = 1
+        for j in range(1, i + 1):
+            low[i, j] = low[i - 1, j - 1] + low[i - 1, j]
+    out = {"lower": low, "upper": low.T, "symmetric": low @ low.T}[kind]
+    return jnp.asarray(out, np.float32)
+
+
+def dft(n: int, scale: str | None = None, *, dtype=None):
+    """The ``n``-point discrete Fourier transform matrix ``exp(-2 pi i j k / n)``, scaled by
+    ``1/sqrt(n)`` ("sqrtn") or ``1/n`` ("n")."""
+    n = operator.index(n)
+    if scale not in (None, "sqrtn", "n"):
+        raise ValueError(f"scale must be None, 'sqrtn', or 'n'; got {scale!r}")
+    jk = np.outer(np.arange(n), np.arange(n)) % n
+    w = np.exp(-2j * np.pi * jk / n)
+    w = w / {None: 1, "sqrtn": np.sqrt(n), "n": n}[scale]
+    return jnp.asarray(w, np.complex64 if dtype is None else dtype)
+
+
+def convolution_matrix(a, n: int, mode: str = "full"):
+    """The matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``v`` of length ``n``."""
+    a = jnp.asarray(a)
+    if a.ndim != 1:
+        raise ValueError("convolution_matrix expects a one-dimensional a")
+    n = operator.index(n)
+    m = a.shape[0]
+    if n < 1 or m < 1:
+        raise ValueError("n and the length of a must be positive")
+    full = toeplitz(jnp.concatenate([a, jnp.zeros(n - 1, a.dtype)]),
+                    jnp.concatenate([a[:1], jnp.zeros(n - 1, a.dtype)]))
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (min(n, m) - 1) // 2
+        return full[start:start + max(n, m)]
+    if mode == "valid":
+        start = min(n, m) - 1
+        return full[start:start + max(n, m) - min(n, m) + 1]
+    raise ValueError(f"mode must be 'full', 'same' or 'valid', got {mode!r}")
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
+                     select_range=None, tol=None, key=None):
+    """Eigenvalues (ascending; and with ``eigvals_only=False`` eigenvectors) of the symmetric
+    tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``; ``select="i"`` keeps the
+    indices ``select_range`` (inclusive)."""
+    d, e = _inexact(d, e)
+    if select not in ("a", "i", "v"):
+        raise ValueError(f"'select' must be 'a', 'i' or 'v'; got {select!r}")
+    if select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    n = d.shape[-1]
+    m = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
+    w, v = jnp.linalg.eigh(m)
+    if select == "i":
+        lo, hi = (operator.index(i) for i in select_range)
+        w, v = w[lo:hi + 1], v[:, lo:hi + 1]
+    del n
+    return w if eigvals_only else (w, v)
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """``(c @ Q, R)`` (``mode="right"``) or ``(Q @ c, R)`` (``"left"``) with ``Q``, ``R`` the
+    economic QR of ``a``; ``conjugate`` uses ``conj(Q)``."""
+    if mode not in ("right", "left"):
+        raise ValueError(f"Invalid mode argument {mode!r}")
+    if pivoting:
+        raise NotImplementedError("wjax: qr_multiply(pivoting=True) is not implemented")
+    q, r = qr(a, mode="economic")
+    if conjugate:
+        q = jnp.conj(q)
+    c = jnp.asarray(c)
+    out = (c @ q) if mode == "right" else (q @ c)
+    return out, r
