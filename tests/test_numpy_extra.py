@@ -679,3 +679,24 @@ def test_expand_dims_takes_any_sequence_of_axes_like_jax():
     for mod in (wjnp, jjnp):
         with pytest.raises(TypeError):
             mod.expand_dims(x, 1.0)
+
+
+def test_roots_sort_complex_and_numpy_names_like_jax():
+    """jnp.roots (companion eigenvalues; leading zeros stripped), sort_complex, the complex
+    dtype aliases and fromfile's error, against JAX."""
+    jax = pytest.importorskip("jax")
+    J = jax.numpy
+    for p in ([1.0, -3.0, 2.0], [0.0, 0.0, 1.0, -1.0], [1.0, -1.0, 0.0], [5.0], [0.0, 0.0],
+              [1, 2, 1], [1.0, 0.0, 1.0], [2.0, -4.0, 1.5, 7.0]):
+        got, want = jnp.roots(jnp.array(p)), J.roots(J.array(p))
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(np.sort_complex(np.asarray(got)),
+                                   np.sort_complex(np.asarray(want)), atol=2e-5)
+    x = [3 + 1j, 1 + 2j, 1 - 1j, 2.0]
+    np.testing.assert_array_equal(np.asarray(jnp.sort_complex(jnp.array(x))),
+                                  np.asarray(J.sort_complex(J.array(x))))
+    assert jnp.sort_complex(jnp.array([3, 1])).dtype == J.sort_complex(J.array([3, 1])).dtype
+    assert jnp.csingle(1).dtype == J.csingle(1).dtype and jnp.ComplexWarning is J.ComplexWarning
+    for M in (jnp, J):
+        with pytest.raises(NotImplementedError, match="fromfile"):
+            M.fromfile("nothing")

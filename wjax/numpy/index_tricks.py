@@ -23,7 +23,7 @@ from .ufuncs import not_equal
 
 __all__ = ["block", "r_", "c_", "s_", "index_exp", "ix_", "mgrid", "ogrid", "fromfunction",
            "diag_indices_from", "tril_indices_from", "triu_indices_from", "mask_indices",
-           "apply_over_axes", "place", "put", "frombuffer", "fromstring", "fromiter",
+           "apply_over_axes", "place", "put", "frombuffer", "fromstring", "fromiter", "fromfile",
            "load", "save", "savez", "array_repr", "array_str", "printoptions",
            "get_printoptions", "set_printoptions"]
 
@@ -303,6 +303,16 @@ def fromstring(string, dtype=float, count=-1, *, sep):
     """A device array of the numbers in the text ``string`` separated by ``sep``."""
     dt = np.float32 if dtype is float else dtype
     return asarray(np.fromstring(string, dtype=dt, count=count, sep=sep))
+
+
+def fromfile(*args, **kwargs):
+    raise NotImplementedError(
+        "jnp.fromfile() is not implemented because it may be non-pure and thus unsafe for use "
+        "with JIT and other JAX transformations. Consider using jnp.asarray(np.fromfile(...)) "
+        "instead, although care should be taken if np.fromfile is used within a jax "
+        "transformations because of its potential side-effect of consuming the file object; for "
+        "more information see https://docs.jax.dev/en/latest/notebooks/"
+        "Common_Gotchas_in_JAX.html#pure-functions")
 
 
 def fromiter(*args, **kwargs):

@@ -12,8 +12,8 @@ import numpy as np
 from .. import lax
 from .._src.core import dtypes
 from ._util import _aval, promote_args
-from .creation import (_arraylike, _promote_dtypes, arange, asarray, astype, full, ones_like, zeros,
-                       zeros_like)
+from .creation import (_arraylike, _promote_dtypes, arange, asarray, astype, eye, full, ones_like,
+                       zeros, zeros_like)
 from .grids import linspace
 from .products import dot, outer
 from .reductions import average, cumsum, max as amax, mean, min as amin, sum
@@ -26,7 +26,7 @@ from . import linalg
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser", "i0", "bitwise_count", "cov",
            "corrcoef", "gradient", "histogramdd", "histogram2d", "unwrap", "nextafter",
-           "spacing", "packbits", "unpackbits", "poly", "polyadd", "polysub", "polymul",
+           "spacing", "packbits", "unpackbits", "poly", "roots", "polyadd", "polysub", "polymul",
            "polydiv", "polyder", "polyint", "polyval", "polyfit", "single", "double", "float_",
            "int_", "uint", "character", "flexible", "object_", "iterable"]
 
@@ -451,6 +451,25 @@ def poly(seq_of_zeros):
     for k in builtins.range(z.shape[0]):
         a = convolve(a, stack([asarray(1.0, z.dtype), -z[k]]), mode="full")
     return a
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients ``p`` (highest first), as complex64:
+    the eigenvalues of its companion matrix.  ``strip_zeros`` drops leading zero
+    coefficients first (which needs their values: not under ``jit``)."""
+    p = _arraylike("roots", p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    if strip_zeros:
+        nz = np.flatnonzero(np.asarray(p))
+        p = p[int(nz[0]):] if nz.size else p[:0]
+    if p.shape[0] < 2:
+        return zeros((0,), np.complex64)
+    p, = promote_args("roots", p, to_inexact=True)
+    n = p.shape[0] - 1
+    first = -p[1:] / p[0]
+    a = where(arange(n)[:, None] == 0, first[None, :], eye(n, k=-1, dtype=p.dtype))
+    return astype(linalg.eigvals(a), np.complex64)
 
 
 def _pad_to(a, n):

@@ -57,6 +57,8 @@ float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, n
 
 
 complex64, complex128 = (_scalar_type(t) for t in (np.complex64, np.complex128))
+csingle, cdouble, complex_ = complex64, complex128, complex128     # NumPy's other names
+ComplexWarning = np.exceptions.ComplexWarning
 
 
 bfloat16 = _scalar_type(dtypes.bfloat16)   # ml_dtypes' bfloat16, as in JAX
@@ -105,6 +107,7 @@ finfo, iinfo = dtypes.finfo, dtypes.iinfo
 __all__ = [
     "ndarray", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "float16", "float32", "float64", "complex64", "complex128", "bfloat16",
+    "csingle", "cdouble", "complex_", "ComplexWarning",
     *[_n for _n in _NARROW if _n in globals()], "inf",
     "nan", "pi", "e", "euler_gamma", "newaxis", "dtype", "generic", "number", "integer",
     "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating", "bool",

@@ -82,6 +82,12 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     return lax.rev(idx, (ax,)) if descending else idx
 
 
+def sort_complex(a):
+    """``a`` sorted along its last axis by real part, then imaginary part, as complex64."""
+    a = asarray(a)
+    return sort(a if a.dtype == np.complex64 else a.astype(np.complex64))
+
+
 def lexsort(keys, axis=-1):
     keys = [asarray(k) for k in (keys if isinstance(keys, (list, tuple)) else list(keys))]
     if not keys:
@@ -483,7 +489,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 __all__ = [
-    "where", "sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted",
-    "digitize", "nonzero", "flatnonzero", "argwhere", "bincount", "histogram_bin_edges",
-    "histogram", "convolve", "correlate", "interp", "trapezoid",
+    "where", "sort", "sort_complex", "argsort", "lexsort", "partition", "argpartition",
+    "searchsorted", "digitize", "nonzero", "flatnonzero", "argwhere", "bincount",
+    "histogram_bin_edges", "histogram", "convolve", "correlate", "interp", "trapezoid",
 ]
