@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 import pytest
+from checks import examples
+from hypothesis import given, strategies as st
 
 import wjax
 from wjax._src.backend import profiles, runtime
@@ -235,3 +237,53 @@ def test_a_block_that_fits_a_workgroup_where_the_whole_does_not():
     want = rj.jit(prog(rj, rj.numpy, rj.lax))(*args)
     for a, b in zip(wjax.tree_util.tree_leaves(got), rj.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-6)
+
+
+# A step drawn from row-keeping pieces (elementwise math, products with a shared weight, sums
+# over the features broadcast back, reshapes and slices of the features, a bias, a column
+# count) and, sometimes, one piece that mixes rows; split where nothing mixes, never where
+# something does, and the same values either way.
+KEEP = {
+    "tanh": lambda N, L, h, W: N.tanh(h),
+    "dot": lambda N, L, h, W: N.dot(h, W, precision=HI) * 0.5,
+    "dotT": lambda N, L, h, W: N.dot(h, W.T, precision=HI) * 0.5,
+    "center": lambda N, L, h, W: h - h.mean(axis=1, keepdims=True),
+    "norm": lambda N, L, h, W: h / (1.0 + N.sqrt((h * h).sum(axis=1, keepdims=True))),
+    "max": lambda N, L, h, W: h - N.max(h, axis=1, keepdims=True) * 0.1,
+    "swap": lambda N, L, h, W: N.concatenate([h[:, H // 2:], h[:, :H // 2]], axis=1),
+    "pairs": lambda N, L, h, W: (h.reshape(h.shape[0], H // 2, 2)[:, :, ::-1]).reshape(
+        h.shape[0], H),
+    "twice_t": lambda N, L, h, W: (h.T * 0.9).T,
+    "bias": lambda N, L, h, W: h + W[0] * 0.1,
+    "cols": lambda N, L, h, W: h + L.broadcasted_iota(np.float32, h.shape, 1) * 0.01,
+}
+MIX = {
+    "rowsum": lambda N, L, h, W: h + h.sum(axis=0) * 0.01,
+    "roll": lambda N, L, h, W: h + N.roll(h, 1, axis=0) * 0.1,
+    "first": lambda N, L, h, W: h + h[0] * 0.1,
+    "gram": lambda N, L, h, W: h + N.dot(N.dot(h, h.T, precision=HI), h, precision=HI) * 1e-3,
+    "rows": lambda N, L, h, W: h + L.broadcasted_iota(np.float32, h.shape, 0) * 0.01,
+}
+
+
+@examples(25)
+@given(st.lists(st.sampled_from(sorted(KEEP)), min_size=1, max_size=4),
+       st.one_of(st.none(), st.sampled_from(sorted(MIX))), st.integers(0, 3),
+       st.sampled_from([2, 4, 6, 8]), st.sampled_from(["cpu", "gpu"]))
+def test_random_steps_split_only_when_rows_stay_apart(keep, mix, where, rows, forms):
+    pieces = [KEEP[k] for k in keep]
+    if mix is not None:
+        pieces.insert(min(where, len(pieces)), MIX[mix])
+
+    def prog(J, N, L):
+        def run(W, h0, xs):
+            def cell(h, x):
+                for p in pieces:
+                    h = p(N, L, h, W)
+                return N.tanh(h + x), h.sum(axis=1)
+            return L.scan(cell, h0, xs)
+        return run
+    rs = np.random.RandomState(len(keep) * 7 + where)
+    args = (rand(H, H, scale=0.2), (rs.randn(rows, H) * 0.5).astype(F), rand(3, rows, H))
+    blocks = max(d for d in range(1, 5) if rows % d == 0)
+    check(prog, args, [1 if mix is not None else blocks], forms, rtol=1e-4, atol=1e-5)
