@@ -387,12 +387,14 @@ def _einsum_contract(terms, out_labels, dt, preferred_element_type):
             lab = [c for c in lab if c in keep]
         terms[k] = (o, lab)
 
-    for k in range(len(terms)):
-        sum_private(k)
     def result(la, lb, rest):
+        """The labels of the product of terms labelled ``la`` and ``lb``: batch, then free."""
         shared = [c for c in la if c in lb]
         batch = [c for c in shared if c in rest]
         return batch + [c for c in la if c not in shared] + [c for c in lb if c not in shared]
+
+    for k in range(len(terms)):
+        sum_private(k)
 
     while len(terms) > 1:
         (a, la), (b, lb) = terms[0], terms[1]

@@ -336,12 +336,11 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
             continue
         if uses.get(c.id) != 1 or uses.get(o.id) != 1 or k in deps.get(d.id, set()):
             continue
-        pd = produced.get(d.id)
+        pd, pr = produced.get(d.id), _summed(d, produced, uses)
         if (pd is not None and pd.prim.name == "dot_general" and uses.get(d.id) == 1
                 and all(isinstance(x, Var) and cls[x.id] != "c" for x in pd.invars)):
             acc[k] = ("dot", pd, p, tuple(pd.invars))
-        elif _summed(d, produced, uses) is not None:
-            pr = _summed(d, produced, uses)
+        elif pr is not None:
             acc[k] = ("reduce", pr, p, (pr.invars[0],))
         else:
             acc[k] = ("sum", None, p, (d,))
