@@ -32,7 +32,7 @@ from ._src.api.autodiff import fwd_and_bwd, linear_transpose
 from ._src.api.custom_derivatives import custom_gradient
 from . import custom_batching, dlpack, image, monitoring, ops
 from ._src.array import Array as _Array
-from ._src.array import BaseArray as Array, Device, default_device, live_arrays
+from ._src.array import BaseArray as Array, Device, Shard, default_device, live_arrays
 from ._src.backend import runtime
 from ._src.core.config import config, disable_jit, numpy_dtype_promotion
 from ._src.core.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
