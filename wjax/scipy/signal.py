@@ -1,16 +1,22 @@
 """wjax.scipy.signal: SciPy's N-d ``convolve``/``correlate``, ``convolve2d``/
 ``correlate2d``, ``fftconvolve`` (computed directly: wjax convolves on the device without
-FFTs; the result is the same up to rounding) and ``detrend``."""
+FFTs; the result is the same up to rounding), ``detrend``, and the short-time spectra
+``stft``, ``istft``, ``csd`` and ``welch`` (SciPy's definitions; windows by name --
+hann, hamming, blackman, bartlett, boxcar, cosine, periodic as ``get_window`` makes them --
+or as an array)."""
 from __future__ import annotations
 
+import functools
 import operator
+import warnings
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
 
-__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve", "detrend"]
+__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve", "detrend",
+           "stft", "istft", "csd", "welch"]
 
 _MODES = ("full", "same", "valid")
 
@@ -178,3 +184,244 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
         mean = jnp.mean(seg, axis=0, keepdims=True)
         pieces.append(seg - (mean + slope * tc))
     return jnp.moveaxis(jnp.concatenate(pieces, axis=0), 0, axis)
+
+
+# --------------------------------------------------------------------------- spectra
+
+_detrend = detrend          # (stft's and csd's ``detrend`` argument shadows the function)
+
+def _window(window, n: int, dtype):
+    """``window`` (a name, periodic as SciPy's ``get_window`` makes it, or an array of length
+    ``n``) as an array."""
+    if isinstance(window, str):
+        k = np.arange(n)
+        m = n + 1                                 # periodic: the symmetric window of n + 1
+        table = {
+            "hann": lambda: 0.5 - 0.5 * np.cos(2 * np.pi * k / n),
+            "hamming": lambda: 0.54 - 0.46 * np.cos(2 * np.pi * k / n),
+            "blackman": lambda: (0.42 - 0.5 * np.cos(2 * np.pi * k / n)
+                                 + 0.08 * np.cos(4 * np.pi * k / n)),
+            "bartlett": lambda: 1 - np.abs(2 * k / (m - 1) - 1),
+            "boxcar": lambda: np.ones(n),
+            "cosine": lambda: np.sin(np.pi * (k + 0.5) / m),
+        }
+        alias = {"hanning": "hann", "han": "hann", "hamm": "hamming", "black": "blackman",
+                 "triangle": "bartlett", "bart": "bartlett", "brt": "bartlett",
+                 "ones": "boxcar", "rect": "boxcar", "rectangular": "boxcar", "box": "boxcar",
+                 "halfcosine": "cosine"}
+        name = alias.get(window, window)
+        if name not in table:
+            raise ValueError(f"wjax: window {window!r} is not one wjax makes (hann, hamming, "
+                             "blackman, bartlett, boxcar, cosine); pass the window as an array")
+        return jnp.asarray(table[name]() if n > 1 else np.ones(n), dtype)
+    w = jnp.asarray(window, dtype)
+    if w.ndim != 1:
+        raise ValueError("window must be 1-D")
+    if w.shape[0] != n:
+        raise ValueError("value specified for nperseg is different from length of window")
+    return w
+
+
+def _extend(x, n: int, kind):
+    """``x`` extended by ``n`` samples at both ends of its last axis (``stft``'s boundary)."""
+    if kind == "zeros":
+        return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(n, n)])
+    if kind == "constant":
+        return jnp.concatenate([jnp.repeat(x[..., :1], n, -1), x,
+                                jnp.repeat(x[..., -1:], n, -1)], -1)
+    left, right = jnp.flip(x[..., 1:n + 1], -1), jnp.flip(x[..., -n - 1:-1], -1)
+    if kind == "even":
+        return jnp.concatenate([left, x, right], -1)
+    if kind == "odd":
+        return jnp.concatenate([2 * x[..., :1] - left, x, 2 * x[..., -1:] - right], -1)
+    raise ValueError(f"Unknown boundary option '{kind}', must be one of: ['even', 'odd', "
+                     "'constant', 'zeros', None]")
+
+
+def _segments(x, nperseg: int, step: int):
+    """``x``'s windows along its last axis: ``(..., segments, nperseg)``."""
+    count = (x.shape[-1] - nperseg) // step + 1
+    idx = np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]
+    return x[..., idx]
+
+
+def _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend, onesided, scaling, axis,
+              mode, boundary=None, padded=False):
+    """SciPy's ``_spectral_helper``: (frequencies, segment times, the spectrum ``(...,
+    frequencies, segments)``) -- ``mode`` "psd" (``conj(X) Y``, scaled) or "stft" (``X``)."""
+    x = jnp.asarray(x)
+    same = y is None
+    y = x if same else jnp.asarray(y)
+    if not same and x.ndim != y.ndim:
+        raise ValueError("two-arguments must have the same rank ({x.ndim} vs {y.ndim}).")
+    dt = jnp.result_type(x, y, np.float32)
+    if jnp.issubdtype(dt, np.complexfloating) and onesided:
+        warnings.warn("Input data is complex, switching to return_onesided=False")
+        onesided = False
+    x, y = jnp.moveaxis(x.astype(dt), axis, -1), jnp.moveaxis(y.astype(dt), axis, -1)
+    if not same:
+        shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+        n = max(x.shape[-1], y.shape[-1])
+        x = jnp.pad(jnp.broadcast_to(x, shape + x.shape[-1:]),
+                    [(0, 0)] * len(shape) + [(0, n - x.shape[-1])])
+        y = jnp.pad(jnp.broadcast_to(y, shape + y.shape[-1:]),
+                    [(0, 0)] * len(shape) + [(0, n - y.shape[-1])])
+    length = x.shape[-1]
+    if not isinstance(window, str):
+        nperseg = int(np.shape(window)[0])
+    elif nperseg is None:
+        nperseg = length                        # JAX's default (SciPy's is 256)
+    nperseg = operator.index(nperseg)
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    if nperseg > length:
+        warnings.warn(f"nperseg={nperseg} is greater than input_length={length}, using "
+                      f"nperseg={length}")
+        nperseg = length
+    nfft = nperseg if nfft is None else operator.index(nfft)
+    if nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    step = nperseg - noverlap
+    real = jnp.issubdtype(dt, np.floating)
+    win = _window(window, nperseg, jnp.finfo(dt).dtype if not real else dt)
+    if boundary is not None:
+        x = _extend(x, nperseg // 2, boundary)
+        y = x if same else _extend(y, nperseg // 2, boundary)
+    if padded:
+        extra = -(x.shape[-1] - nperseg) % step % nperseg
+        pad = [(0, 0)] * (x.ndim - 1) + [(0, extra)]
+        x = jnp.pad(x, pad)
+        y = x if same else jnp.pad(y, pad)
+
+    def transform(v):
+        segs = _segments(v, nperseg, step)
+        if detrend:
+            segs = detrend_fn(segs)
+        segs = segs * win
+        return jnp.fft.rfft(segs, nfft) if onesided else jnp.fft.fft(segs, nfft)
+
+    if detrend in (False, None):
+        detrend = False
+    elif callable(detrend):
+        detrend_fn = detrend
+    else:
+        detrend_fn = functools.partial(_detrend, axis=-1, type=detrend)
+    X = transform(x)
+    if mode == "stft":
+        out = X / win.sum()
+    else:
+        Y = X if same else transform(y)
+        scale = 1.0 / (fs * jnp.sum(win * win)) if scaling == "density" else \
+            1.0 / jnp.sum(win) ** 2
+        out = jnp.conj(X) * Y * scale
+        if onesided:
+            edge = nfft % 2 == 0
+            k = jnp.arange(out.shape[-1])
+            double = (k > 0) & ((k < out.shape[-1] - 1) | (not edge))
+            out = jnp.where(double, out * 2, out)
+        if same and real:
+            out = out.real
+    freqs = (np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs))
+    times = np.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, step) / fs
+    if boundary is not None:
+        times = times - (nperseg / 2) / fs
+    out = jnp.moveaxis(out, -1, -2)                     # (..., frequencies, segments)
+    return (jnp.asarray(freqs, jnp.finfo(dt).dtype), jnp.asarray(times, jnp.finfo(dt).dtype),
+            out, length)
+
+
+def stft(x, fs=1.0, window="hann", nperseg: int = 256, noverlap=None, nfft=None,
+         detrend=False, return_onesided: bool = True, boundary="zeros", padded: bool = True,
+         axis: int = -1):
+    """The short-time Fourier transform ``(f, t, Zxx)`` (SciPy's ``stft``)."""
+    if boundary not in ("even", "odd", "constant", "zeros", None):
+        raise ValueError(f"Unknown boundary option '{boundary}', must be one of: ['even', "
+                         "'odd', 'constant', 'zeros', None]")
+    f, t, z, _ = _spectrum(x, None, fs, window, nperseg, noverlap, nfft, detrend,
+                           return_onesided, "spectrum", axis, "stft", boundary, padded)
+    a = operator.index(axis) % (z.ndim - 1)
+    return f, t, (z if a == z.ndim - 2 else jnp.moveaxis(z, -2, a))   # frequencies at axis
+
+
+def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+        detrend="constant", return_onesided: bool = True, scaling: str = "density",
+        axis: int = -1, average: str = "mean"):
+    """The cross power spectral density of ``x`` and ``y`` by Welch's method ``(f, Pxy)``."""
+    if scaling not in ("density", "spectrum"):
+        raise ValueError(f"Unknown scaling: {scaling}")
+    f, _, p, _ = _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend,
+                           return_onesided, scaling, axis, "psd")
+    if p.shape[-1] > 1:
+        if average == "mean":
+            p = p.mean(-1)
+        elif average == "median":
+            n = p.shape[-1]
+            bias = np.sum(1.0 / (np.arange(1, n + 1, 2))) - np.sum(
+                1.0 / np.arange(2, n + 1, 2)) if n > 1 else 1.0
+            if jnp.iscomplexobj(p):
+                p = (jnp.median(p.real, -1) + 1j * jnp.median(p.imag, -1)) / bias
+            else:
+                p = jnp.median(p, -1) / bias
+        else:
+            raise ValueError(f'average must be "median" or "mean", got {average}')
+    else:
+        p = p[..., 0]
+    return f, jnp.moveaxis(p, -1, operator.index(axis) % p.ndim)
+
+
+def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          detrend="constant", return_onesided: bool = True, scaling: str = "density",
+          axis: int = -1, average: str = "mean"):
+    """The power spectral density of ``x`` by Welch's method ``(f, Pxx)``."""
+    f, p = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+               scaling, axis, average)
+    return f, p.real
+
+
+def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          input_onesided: bool = True, boundary: bool = True, time_axis: int = -1,
+          freq_axis: int = -2):
+    """The inverse short-time Fourier transform ``(t, x)`` (SciPy's ``istft``): each
+    segment's inverse transform, windowed, overlapped and added, divided by the overlapped
+    squares of the window."""
+    Z = jnp.asarray(Zxx)
+    if Z.ndim < 2:
+        raise ValueError("Input stft must be at least 2d!")
+    time_axis, freq_axis = (operator.index(a) % Z.ndim for a in (time_axis, freq_axis))
+    if time_axis == freq_axis:
+        raise ValueError("Must specify differing time and frequency axes!")
+    nseg = Z.shape[time_axis]
+    nfreq = Z.shape[freq_axis]
+    n_default = 2 * (nfreq - 1) if input_onesided else nfreq
+    nperseg = n_default if nperseg is None else operator.index(nperseg)
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    nfft = nperseg if nfft is None else operator.index(nfft)
+    if nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    step = nperseg - noverlap
+    rest = [a for a in range(Z.ndim) if a not in (time_axis, freq_axis)]
+    Z = jnp.transpose(Z, rest + [time_axis, freq_axis])           # (..., segments, freq)
+    real_dt = jnp.finfo(jnp.result_type(Z, np.complex64)).dtype
+    segs = (jnp.fft.irfft(Z, nfft) if input_onesided else jnp.fft.ifft(Z, nfft))[..., :nperseg]
+    win = _window(window, nperseg, real_dt)
+    segs = segs * win.sum() * win
+    total = nperseg + (nseg - 1) * step
+    idx = (np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
+    x = jnp.zeros(segs.shape[:-2] + (total,), segs.dtype).at[..., idx].add(
+        segs.reshape(segs.shape[:-2] + (-1,)))
+    norm = jnp.zeros(total, real_dt).at[idx].add(jnp.tile(win * win, nseg))
+    x = x / jnp.where(norm > 1e-10, norm, 1.0)
+    if boundary:
+        x = x[..., nperseg // 2: total - nperseg // 2]
+    if input_onesided:
+        x = x.real
+    if x.ndim > 1 and time_axis != Z.ndim - 1:
+        x = jnp.moveaxis(x, -1, time_axis - (freq_axis < time_axis))
+    return jnp.arange(x.shape[0], dtype=real_dt) / fs, x     # SciPy's: the first axis's
