@@ -341,7 +341,8 @@ def _special_matrices(L, N):
            L.hadamard(2, dtype=N.float32), L.helmert(5), L.helmert(3, full=True), L.pascal(5),
            L.pascal(4, "lower"), L.pascal(4, "upper"),
            L.leslie(N.array([0.1, 2.0, 1.0]), N.array([0.2, 0.8])), L.dft(4), L.dft(3, "sqrtn"),
-           L.dft(5, "n"), L.fiedler(N.array([1.0, 4.0, 2.0, 7.0])),
+           L.dft(5, "n"), L.fiedler(N.array([1.0, 4.0, 2.0, 7.0])), L.invhilbert(4),
+           L.invpascal(4), L.invpascal(4, "lower"), L.invpascal(3, "upper"),
            L.eigh_tridiagonal(N.array([2.0, 3.0, 4.0]), N.array([1.0, 0.5]), eigvals_only=True),
            L.eigh_tridiagonal(N.array([2.0, 3.0, 4.0]), N.array([1.0, 0.5]), eigvals_only=True,
                               select="i", select_range=(1, 2)),
@@ -357,8 +358,9 @@ def _special_matrices(L, N):
 
 
 def test_special_matrices_like_jax():
-    """companion, hadamard, helmert, pascal, leslie, dft, fiedler, convolution_matrix,
-    eigh_tridiagonal and qr_multiply: JAX's shapes, dtypes and values; JAX's errors."""
+    """companion, hadamard, helmert, pascal, leslie, dft, fiedler, invhilbert, invpascal,
+    convolution_matrix, eigh_tridiagonal and qr_multiply: JAX's shapes, dtypes and values;
+    JAX's errors."""
     for g, w in zip(_special_matrices(wsl, jnp), _special_matrices(jsl, jjnp)):
         g, w = np.asarray(g), np.asarray(w)
         assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from math import comb
 import warnings
 
 import numpy as np
@@ -27,7 +28,8 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "de
            "expm", "expm_frechet", "hankel", "hilbert", "inv", "lu", "lu_factor", "lu_solve",
            "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd", "toeplitz",
            "hessenberg", "rsf2csf", "companion", "convolution_matrix", "dft", "eigh_tridiagonal",
-           "fiedler", "hadamard", "helmert", "leslie", "pascal", "qr_multiply"]
+           "fiedler", "hadamard", "helmert", "leslie", "pascal", "qr_multiply",
+           "invhilbert", "invpascal"]
 
 
 def _inexact(*xs):
@@ -556,6 +558,30 @@ def pascal(n: int, kind: str | None = None):
         for j in range(1, i + 1):
             low[i, j] = low[i - 1, j - 1] + low[i - 1, j]
     out = {"lower": low, "upper": low.T, "symmetric": low @ low.T}[kind]
+    return jnp.asarray(out, np.float32)
+
+
+def invpascal(n: int, kind: str | None = None):
+    """The inverse of ``pascal(n, kind)``: the lower one is ``(-1)^(i+j) binomial(i, j)``,
+    the symmetric one its transpose times it."""
+    kind = "symmetric" if kind is None else kind
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind!r}")
+    low = np.asarray(pascal(n, "lower"), np.float64)
+    sign = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    inv = low * sign
+    out = {"lower": inv, "upper": inv.T, "symmetric": inv.T @ inv}[kind]
+    return jnp.asarray(out, np.float32)
+
+
+def invhilbert(n: int):
+    """The exact inverse of the ``n x n`` Hilbert matrix, rounded to float32."""
+    n = operator.index(n)
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = ((-1) ** (i + j) * (i + j + 1) * comb(n + i, n - j - 1)
+                         * comb(n + j, n - i - 1) * comb(i + j, i) ** 2)
     return jnp.asarray(out, np.float32)
 
 
