@@ -296,19 +296,20 @@ def _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend, onesided, scal
         x = jnp.pad(x, pad)
         y = x if same else jnp.pad(y, pad)
 
-    def transform(v):
-        segs = _segments(v, nperseg, step)
-        if detrend:
-            segs = detrend_fn(segs)
-        segs = segs * win
-        return jnp.fft.rfft(segs, nfft) if onesided else jnp.fft.fft(segs, nfft)
-
     if detrend in (False, None):
-        detrend = False
+        detrend_fn = None
     elif callable(detrend):
         detrend_fn = detrend
     else:
         detrend_fn = functools.partial(_detrend, axis=-1, type=detrend)
+
+    def transform(v):
+        segs = _segments(v, nperseg, step)
+        if detrend_fn is not None:
+            segs = detrend_fn(segs)
+        segs = segs * win
+        return jnp.fft.rfft(segs, nfft) if onesided else jnp.fft.fft(segs, nfft)
+
     X = transform(x)
     if mode == "stft":
         out = X / win.sum()
@@ -324,13 +325,13 @@ def _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend, onesided, scal
             out = jnp.where(double, out * 2, out)
         if same and real:
             out = out.real
-    freqs = (np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs))
-    times = np.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, step) / fs
+    rdt = jnp.finfo(dt).dtype
+    freqs = (np.fft.rfftfreq(nfft) if onesided else np.fft.fftfreq(nfft)) * nfft
+    times = np.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, step)
     if boundary is not None:
-        times = times - (nperseg / 2) / fs
+        times = times - nperseg / 2
     out = jnp.moveaxis(out, -1, -2)                     # (..., frequencies, segments)
-    return (jnp.asarray(freqs, jnp.finfo(dt).dtype), jnp.asarray(times, jnp.finfo(dt).dtype),
-            out, length)
+    return (jnp.asarray(freqs, rdt) * (fs / nfft), jnp.asarray(times, rdt) / fs, out)
 
 
 def stft(x, fs=1.0, window="hann", nperseg: int = 256, noverlap=None, nfft=None,
@@ -340,7 +341,7 @@ def stft(x, fs=1.0, window="hann", nperseg: int = 256, noverlap=None, nfft=None,
     if boundary not in ("even", "odd", "constant", "zeros", None):
         raise ValueError(f"Unknown boundary option '{boundary}', must be one of: ['even', "
                          "'odd', 'constant', 'zeros', None]")
-    f, t, z, _ = _spectrum(x, None, fs, window, nperseg, noverlap, nfft, detrend,
+    f, t, z = _spectrum(x, None, fs, window, nperseg, noverlap, nfft, detrend,
                            return_onesided, "spectrum", axis, "stft", boundary, padded)
     a = operator.index(axis) % (z.ndim - 1)
     return f, t, (z if a == z.ndim - 2 else jnp.moveaxis(z, -2, a))   # frequencies at axis
@@ -352,7 +353,7 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     """The cross power spectral density of ``x`` and ``y`` by Welch's method ``(f, Pxy)``."""
     if scaling not in ("density", "spectrum"):
         raise ValueError(f"Unknown scaling: {scaling}")
-    f, _, p, _ = _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend,
+    f, _, p = _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend,
                            return_onesided, scaling, axis, "psd")
     if p.shape[-1] > 1:
         if average == "mean":
