@@ -83,7 +83,7 @@ def _same(ours, theirs):
                                      "tutorials_vmap_pytrees_random_control.py",
                                      "stax_mnist.py", "flax_nnx.py", "flax_linen.py", "flax_rnn.py",
                                      "flax_lifted.py", "optax_more.py", "flax_vae.py",
-                                     "numpyro_svi.py",
+                                     "numpyro_svi.py", "diffrax_more.py",
                                      "complex_autodiff.py", "lineax_solve.py",
                                      "optimistix_newton.py", "debug_nans_traceback.py",
                                      "lineax_qr.py",

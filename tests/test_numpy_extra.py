@@ -700,3 +700,16 @@ def test_roots_sort_complex_and_numpy_names_like_jax():
     for M in (jnp, J):
         with pytest.raises(NotImplementedError, match="fromfile"):
             M.fromfile("nothing")
+
+
+def test_polyval_of_coefficient_arrays_like_jax():
+    """Coefficients of more dimensions are polynomials along the first axis, broadcast
+    against x (diffrax's interpolation); a scalar is JAX's IndexError."""
+    jax = pytest.importorskip("jax")
+    p = np.arange(10.0, dtype=np.float32).reshape(5, 2)
+    for x in (np.float32(0.5), np.array([[0.5], [2.0]], np.float32)):
+        np.testing.assert_allclose(np.asarray(jnp.polyval(p, x)),
+                                   np.asarray(jax.numpy.polyval(p, x)), rtol=1e-6)
+    for M in (jnp, jax.numpy):
+        with pytest.raises(IndexError):
+            M.polyval(np.float32(3.0), 2.0)

@@ -555,8 +555,14 @@ def polyint(p, m=1, k=None):
 
 
 def polyval(p, x, *, unroll=16):
-    """``p[0] x^(n-1) + ... + p[n-1]`` by Horner's rule."""
-    p, x = _promote_dtypes(_poly1d("polyval", p), _arraylike("polyval", x, 1))
+    """``p[0] x^(n-1) + ... + p[n-1]`` by Horner's rule; coefficients of more dimensions
+    are polynomials along their first axis, broadcast against ``x`` (diffrax's
+    interpolation evaluates a polynomial per state component so)."""
+    p = _arraylike("polyval", p)
+    if p.ndim == 0:
+        raise IndexError("jax.numpy.polyval: coefficients must be at least 1-dimensional, "
+                         "got a scalar")
+    p, x = _promote_dtypes(p, _arraylike("polyval", x, 1))
     y = zeros_like(x)
     for i in builtins.range(p.shape[0]):
         y = y * x + p[i]

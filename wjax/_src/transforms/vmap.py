@@ -21,8 +21,10 @@ from __future__ import annotations
 import threading
 from typing import Any, NamedTuple
 
-from ..core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray
-from ..core.tracing import DebugInfo, source_of, trace_flat
+import numpy as np
+
+from ..core.ir import ClosedJaxpr, Jaxpr, Lit, ShapedArray, Var
+from ..core.tracing import DebugInfo, Tracer, source_of, trace_flat
 from . import batching
 
 # --------------------------------------------------------------------------- named axes
@@ -141,7 +143,7 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None, axis_name=I
         closed = trace_flat(flat, const_avals + in_avals, DebugInfo("vmap", None))
     finally:
         _axes.stack.pop()
-    j = closed.jaxpr
+    j = _scalar_consts_inline(closed)
     if j.constvars:
         raise AssertionError(
             "vmap_jaxpr: a batching rule captured an array constant ("
@@ -149,6 +151,23 @@ def vmap_jaxpr(jaxpr: Jaxpr, in_dims, axis_size: int, out_dims=None, axis_name=I
             "from primitives (iota, broadcast_in_dim of a literal)")
     n = len(const_avals)
     return Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns), box[0]
+
+
+def _scalar_consts_inline(closed: ClosedJaxpr) -> Jaxpr:
+    """``closed``'s jaxpr with its scalar constants as literals: a rule may compute a
+    scalar from unbatched literals eagerly (a forwarded literal of a cond, a broadcast
+    weak scalar), which the trace then holds as a constant."""
+    j = closed.jaxpr
+    lits = {v.id: Lit(np.asarray(c), v.aval) for v, c in zip(j.constvars, closed.consts)
+            if v.aval.ndim == 0 and not isinstance(c, Tracer)}
+    if not lits:
+        return j
+
+    def sub(a):
+        return lits.get(a.id, a) if isinstance(a, Var) else a
+    eqns = [e.replace(invars=[sub(a) for a in e.invars]) for e in j.eqns]
+    return Jaxpr([v for v in j.constvars if v.id not in lits], j.invars,
+                 [sub(a) for a in j.outvars], eqns)
 
 
 def vmap_closed_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int, out_dims=None,
