@@ -33,7 +33,8 @@ if [ "$mode" = probe ]; then
     -rf --tb=short > "$out/tests1.txt" 2>&1
   JAX_PLATFORMS=cpu timeout 60 python3 -m pytest -n 14 -q -p no:cacheprovider -m "not slow" \
     tests/test_matmul_tiled.py tests/test_conv_gemm.py tests/test_sort_radix.py tests/test_attention.py \
-    tests/test_loops.py tests/test_lax_extra.py tests/test_kernel_forms.py tests/test_ops.py \
+    tests/test_loops.py tests/test_loop_rows.py tests/test_lax_extra.py \
+    tests/test_kernel_forms.py tests/test_ops.py \
     -rf --tb=short > "$out/tests2.txt" 2>&1
   grep -hE "^FAILED|passed|failed" "$out"/tests1.txt "$out"/tests2.txt | tail -60
   stamp "profiles" | tee -a "$out/card.txt"

@@ -3,8 +3,9 @@ in-kernel loop whose step keeps its carries' rows apart -- an RNN cell over a ba
 workgroup per block of rows instead of one workgroup for all of them.
 
 Each program runs three ways: split (``Target.loop_slices`` 4; the plan's label says over
-how many workgroups), unsplit (``loop_slices`` 1: the same values bit for bit, since every
-row's arithmetic is the same), and under real JAX; under the CPU and the GPU kernel forms.
+how many workgroups), unsplit (``loop_slices`` 1: the same values -- every row's arithmetic
+is the same; bit for bit on lavapipe, to a few ulps where a driver may contract a kernel's
+multiply-adds differently), and under real JAX; under the CPU and the GPU kernel forms.
 Steps that mix rows (a sum over the batch, a roll or reversal of it, a product contracting
 it) and loop arrays holding rows along another axis than the first are not split.
 """
@@ -57,7 +58,7 @@ def check(prog, args, want, forms, rtol=2e-5, atol=2e-6, **options):
     assert len(got) == len(ref)
     for a, b, r in zip(got, base, ref):
         if max(want) > 1:
-            np.testing.assert_array_equal(a, b)
+            np.testing.assert_allclose(a, b, rtol=4e-7, atol=1e-7)
         np.testing.assert_allclose(a, r, rtol=rtol, atol=atol)
 
 

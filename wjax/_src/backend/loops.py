@@ -40,7 +40,8 @@ DESIGN — how loops run on the device (the choice is made per loop at lowering 
    holds its rows along its first axis); values no row owns (a step counter) are computed
    by every workgroup and stored by the first.  A block may fit one workgroup where the
    whole loop does not (the bench's RNN, 64 rows of 256: one-row blocks).  Each row's
-   arithmetic is unchanged, so the values are the unsplit loop's bit for bit.
+   arithmetic is unchanged, so the values are the unsplit loop's (bit for bit on lavapipe;
+   a driver may contract two kernels' multiply-adds differently).
    Both forms run at most ``K`` iterations per dispatch (lavapipe stops an invocation after
    65535 loop iterations; a bounded chunk also keeps a dispatch short) and write a 2-word
    state (iterations done, still running).  A ``scan`` takes ceil(length / K) dispatches
