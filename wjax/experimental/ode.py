@@ -112,8 +112,7 @@ def _solve(fun, y0, ts, rtol, atol, mxstep, hmax):
             return (jnp.where(ok, y1, y), jnp.where(ok, f1, f), jnp.where(ok, t1, t),
                     h * grow, n + 1)
 
-        y, f, _, dt, _ = lax.while_loop(more, advance, (*carry[:2], carry[2], carry[3],
-                                                        jnp.float32(0)))
+        y, f, _, dt, _ = lax.while_loop(more, advance, (*carry, jnp.float32(0)))
         return (y, f, target, dt), y
 
     _, ys = lax.scan(interval, (y0, f0, ts[0], dt0), ts[1:])
@@ -142,16 +141,13 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, g):
     args_flat, unravel_args = ravel_pytree(args)
     n, m = ys_flat.shape[1], args_flat.shape[0]
 
-    def f_flat(y, t):
-        return ravel_pytree(func(unravel(y), t, *unravel_args(args_flat)))[0]
+    def f_flat(y, t, p=args_flat):
+        return ravel_pytree(func(unravel(y), t, *unravel_args(p)))[0]
 
     def adjoint(state, s):
         """The state (y, a, args cotangent) in reversed time s = -t."""
         y, a = state[:n], state[n:2 * n]
-
-        def f_of(y, p):
-            return ravel_pytree(func(unravel(y), -s, *unravel_args(p)))[0]
-        dy, pull = vjp(f_of, y, args_flat)
+        dy, pull = vjp(lambda y, p: f_flat(y, -s, p), y, args_flat)
         ay, ap = pull(a)
         return jnp.concatenate([-dy, ay, ap])
 

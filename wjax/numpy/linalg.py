@@ -771,6 +771,4 @@ outer = outer
 tensordot = tensordot
 vecdot = vecdot
 
-
-
 _lax_linalg._numpy_linalg = __import__("sys").modules[__name__]    # the hook (lax/linalg.py)

@@ -545,33 +545,29 @@ def helmert(n: int, full: bool = False):
     return jnp.asarray(h if full else h[1:], np.float32)
 
 
-def pascal(n: int, kind: str | None = None):
-    """The ``n x n`` Pascal matrix: ``kind`` "symmetric" (the default: binomial(i + j, i)),
-    "lower" (binomial(i, j)) or "upper" (its transpose)."""
+def _pascal(n: int, kind, sign: bool):
+    """``pascal(n, kind)`` (or, with ``sign``, its inverse) from the lower factor
+    ``binomial(i, j)`` (inverse: ``(-1)^(i+j) binomial(i, j)``): "lower", its transpose
+    "upper", and "symmetric" (the default) lower times upper (inverse: upper times lower)."""
     n = operator.index(n)
     kind = "symmetric" if kind is None else kind
     if kind not in ("symmetric", "lower", "upper"):
         raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind!r}")
-    low = np.zeros((n, n))
-    for i in range(n):
-        low[i, 0] = 1
-        for j in range(1, i + 1):
-            low[i, j] = low[i - 1, j - 1] + low[i - 1, j]
-    out = {"lower": low, "upper": low.T, "symmetric": low @ low.T}[kind]
-    return jnp.asarray(out, np.float32)
+    low = np.array([[comb(i, j) * (-1.0) ** ((i + j) * sign) for j in range(n)]
+                    for i in range(n)]).reshape(n, n)
+    sym = low.T @ low if sign else low @ low.T
+    return jnp.asarray({"lower": low, "upper": low.T, "symmetric": sym}[kind], np.float32)
+
+
+def pascal(n: int, kind: str | None = None):
+    """The ``n x n`` Pascal matrix: ``kind`` "symmetric" (the default: binomial(i + j, i)),
+    "lower" (binomial(i, j)) or "upper" (its transpose)."""
+    return _pascal(n, kind, False)
 
 
 def invpascal(n: int, kind: str | None = None):
-    """The inverse of ``pascal(n, kind)``: the lower one is ``(-1)^(i+j) binomial(i, j)``,
-    the symmetric one its transpose times it."""
-    kind = "symmetric" if kind is None else kind
-    if kind not in ("symmetric", "lower", "upper"):
-        raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind!r}")
-    low = np.asarray(pascal(n, "lower"), np.float64)
-    sign = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
-    inv = low * sign
-    out = {"lower": inv, "upper": inv.T, "symmetric": inv.T @ inv}[kind]
-    return jnp.asarray(out, np.float32)
+    """The inverse of ``pascal(n, kind)``."""
+    return _pascal(n, kind, True)
 
 
 def invhilbert(n: int):
@@ -629,13 +625,11 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
         raise ValueError(f"'select' must be 'a', 'i' or 'v'; got {select!r}")
     if select == "v":
         raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
-    n = d.shape[-1]
     m = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
     w, v = jnp.linalg.eigh(m)
     if select == "i":
         lo, hi = (operator.index(i) for i in select_range)
         w, v = w[lo:hi + 1], v[:, lo:hi + 1]
-    del n
     return w if eigvals_only else (w, v)
 
 

@@ -190,6 +190,7 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
 
 _detrend = detrend          # (stft's and csd's ``detrend`` argument shadows the function)
 
+
 def _window(window, n: int, dtype):
     """``window`` (a name, periodic as SciPy's ``get_window`` makes it, or an array of length
     ``n``) as an array."""
@@ -232,10 +233,21 @@ def _extend(x, n: int, kind):
     left, right = jnp.flip(x[..., 1:n + 1], -1), jnp.flip(x[..., -n - 1:-1], -1)
     if kind == "even":
         return jnp.concatenate([left, x, right], -1)
-    if kind == "odd":
-        return jnp.concatenate([2 * x[..., :1] - left, x, 2 * x[..., -1:] - right], -1)
-    raise ValueError(f"Unknown boundary option '{kind}', must be one of: ['even', 'odd', "
-                     "'constant', 'zeros', None]")
+    return jnp.concatenate([2 * x[..., :1] - left, x, 2 * x[..., -1:] - right], -1)   # odd
+
+
+def _overlap(nperseg: int, noverlap, nfft):
+    """``(nfft, step)`` of segments of ``nperseg`` overlapping by ``noverlap`` (default half
+    a segment), transformed at length ``nfft`` (default ``nperseg``); JAX's errors."""
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    nfft = nperseg if nfft is None else operator.index(nfft)
+    if nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    return nfft, nperseg - noverlap
 
 
 def _segments(x, nperseg: int, step: int):
@@ -272,19 +284,11 @@ def _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend, onesided, scal
     elif nperseg is None:
         nperseg = length                        # JAX's default (SciPy's is 256)
     nperseg = operator.index(nperseg)
-    if nperseg < 1:
-        raise ValueError("nperseg must be a positive integer")
     if nperseg > length:
         warnings.warn(f"nperseg={nperseg} is greater than input_length={length}, using "
                       f"nperseg={length}")
         nperseg = length
-    nfft = nperseg if nfft is None else operator.index(nfft)
-    if nfft < nperseg:
-        raise ValueError("nfft must be greater than or equal to nperseg.")
-    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    nfft, step = _overlap(nperseg, noverlap, nfft)
     real = jnp.issubdtype(dt, np.floating)
     win = _window(window, nperseg, jnp.finfo(dt).dtype if not real else dt)
     if boundary is not None:
@@ -342,7 +346,7 @@ def stft(x, fs=1.0, window="hann", nperseg: int = 256, noverlap=None, nfft=None,
         raise ValueError(f"Unknown boundary option '{boundary}', must be one of: ['even', "
                          "'odd', 'constant', 'zeros', None]")
     f, t, z = _spectrum(x, None, fs, window, nperseg, noverlap, nfft, detrend,
-                           return_onesided, "spectrum", axis, "stft", boundary, padded)
+                        return_onesided, "spectrum", axis, "stft", boundary, padded)
     a = operator.index(axis) % (z.ndim - 1)
     return f, t, (z if a == z.ndim - 2 else jnp.moveaxis(z, -2, a))   # frequencies at axis
 
@@ -354,7 +358,7 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     if scaling not in ("density", "spectrum"):
         raise ValueError(f"Unknown scaling: {scaling}")
     f, _, p = _spectrum(x, y, fs, window, nperseg, noverlap, nfft, detrend,
-                           return_onesided, scaling, axis, "psd")
+                        return_onesided, scaling, axis, "psd")
     if p.shape[-1] > 1:
         if average == "mean":
             p = p.mean(-1)
@@ -398,15 +402,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
     nfreq = Z.shape[freq_axis]
     n_default = 2 * (nfreq - 1) if input_onesided else nfreq
     nperseg = n_default if nperseg is None else operator.index(nperseg)
-    if nperseg < 1:
-        raise ValueError("nperseg must be a positive integer")
-    nfft = nperseg if nfft is None else operator.index(nfft)
-    if nfft < nperseg:
-        raise ValueError("nfft must be greater than or equal to nperseg.")
-    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    nfft, step = _overlap(nperseg, noverlap, nfft)
     rest = [a for a in range(Z.ndim) if a not in (time_axis, freq_axis)]
     Z = jnp.transpose(Z, rest + [time_axis, freq_axis])           # (..., segments, freq)
     real_dt = jnp.finfo(jnp.result_type(Z, np.complex64)).dtype
