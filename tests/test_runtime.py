@@ -584,37 +584,62 @@ def test_target_options_are_checked():
 
 
 def test_waits_spin_then_sleep(monkeypatch):
-    """A wait for the device (``block_until_ready``, a readback) polls without blocking for up
-    to ``Target.spin_wait_us`` (the profiles: GPU 20 ms; CPU 0, where spinning takes the
-    cores the "device" runs on), then blocks on the fence; 0 blocks at once.  Results and
-    readbacks (whose map callback the polls run) are the same either way, also when the
-    budget runs out before the work ends."""
+    """A wait for the device (``block_until_ready``, a readback) polls without blocking until
+    wgpu's work-done callback for the work so far has run, for up to ``Target.spin_wait_us``
+    (the profiles: GPU 20 ms; CPU 0, where spinning takes the cores the "device" runs on),
+    then blocks on the fence; 0 blocks at once.  It returns only once the work is done (the
+    poll's own result says nothing of that: it is True on lavapipe and on an H200 while
+    kernels run, and a wait that trusted it returned at once -- 0.2 ms for a 36 ms product on
+    the H200).  Results and readbacks (whose map callback the polls run) are the same either
+    way, also when the budget runs out before the work ends."""
     from wjax._src.backend import profiles
     assert profiles.CPU_STRATEGIES["spin_wait_us"] == 0
     assert profiles.GPU_STRATEGIES["spin_wait_us"] == 20000
     r = rt()
     polls, real = [], runtime._POLL
-    assert real is not None                              # this wgpu-py (0.32) exposes it
+    assert real is not None and r._work_done is not None   # this wgpu-py (0.32) exposes them
     blocking = []
     monkeypatch.setattr(r.device, "_poll", lambda block=False: blocking.append(block) or
                         runtime.wgpu.backends.wgpu_native.GPUDevice._poll(r.device, block))
+    monkeypatch.setattr(runtime, "_POLL", lambda h, wait: polls.append(wait) or real(h, wait))
     x = np.linspace(-2, 2, 1 << 16).astype(np.float32)
     f = wjax.jit(lambda a: jnp.tanh(a) * 3 + 1)
     want = np.tanh(x.astype(np.float64)) * 3 + 1
-    for us, poll in ((1000, lambda h, wait: polls.append(wait) or real(h, wait)),
-                     (0, lambda h, wait: polls.append(wait) or real(h, wait)),
-                     (50, lambda h, wait: polls.append(wait) or False)):   # never "done"
-        monkeypatch.setattr(runtime, "_POLL", poll)
+    a = np.ones((512, 512), np.float32)
+    g = wjax.jit(lambda a: a @ a @ a @ a)           # tens of ms on lavapipe
+    g(a).block_until_ready()
+
+    def finished():
+        """Whether nothing submitted is left running: a work-done callback registered now
+        runs in one poll that does not block."""
+        ticket = r._work_done.mark()
+        real(r.device._internal, False)
+        return r._work_done.done(ticket)
+    y = g(a)
+    r.flush()
+    assert not finished()                            # the probe sees work in flight
+    r.synchronize()
+    done = r._work_done.done
+    for us, never in ((20000, False), (0, False), (50, True)):   # True: never "done"
+        if never:
+            monkeypatch.setattr(r._work_done, "done", lambda ticket: False)
         polls.clear()
         blocking.clear()
         with r.options(spin_wait_us=us):
             y = f(x)
             y.block_until_ready()
+            if not never and us:                     # the callback ended the spin
+                assert polls and blocking == []
             np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-5)
             assert float(jnp.sum(y[:3])) == pytest.approx(float(want[:3].sum()), rel=1e-5)
+            z = g(a)
+            z.block_until_ready()
+            monkeypatch.setattr(r._work_done, "done", done)
+            assert finished()                        # the wait returned after the work
+            np.testing.assert_array_equal(np.asarray(z), np.full_like(a, 512.0 ** 3))
         if us == 0:
             assert polls == [] and True in blocking          # asleep at once
         else:
             assert polls and not any(polls)                  # non-blocking polls first
-        if us == 50:
+        if never:
             assert True in blocking                          # then asleep: the budget ran out

@@ -156,8 +156,10 @@ _TRUSTED_MODULE = _trusted_module_call()
 
 
 def _device_poll():
-    """wgpu-native's ``wgpuDevicePoll(device handle, wait, NULL)`` itself (True once no
-    submission is in flight), or None where this wgpu-py does not expose it."""
+    """wgpu-native's ``wgpuDevicePoll(device handle, wait, NULL)`` itself, or None where this
+    wgpu-py does not expose it.  Its result says nothing about whether the work is done (a
+    poll that does not block returns True on lavapipe and on an NVIDIA H200 while kernels
+    run): only the callbacks it runs say that (``_work_done``)."""
     try:
         from wgpu.backends.wgpu_native import _api
         poll, null = _api.lib.wgpuDevicePoll, _api.ffi.NULL
@@ -167,6 +169,44 @@ def _device_poll():
 
 
 _POLL = _device_poll()
+
+
+class _WorkDone:
+    """wgpu-native's queue work-done callback for one device: ``mark()`` registers it for the
+    work submitted so far and returns a ticket; ``done(ticket)`` says whether the callbacks
+    up to that one have run (wgpu runs them in submission order, inside device polls, or at
+    once when nothing is in flight).  ``make(device)`` is None where this wgpu-py does not
+    expose the call."""
+
+    def __init__(self, ffi, lib, queue):
+        self.marked = self.ran = 0
+
+        # the callback's type as this wgpu-native's header declares it (status, message,
+        # two userdata); an error status (a lost device) ends the wait too
+        @ffi.callback("WGPUQueueWorkDoneCallback")
+        def ran(*_status_message_userdata):
+            self.ran += 1
+        self._keep = ran
+        info = ffi.new("WGPUQueueWorkDoneCallbackInfo *")     # zeroed: no chain, userdata
+        info.mode, info.callback = lib.WGPUCallbackMode_AllowProcessEvents, ran
+        self._info, self._register, self._queue = info[0], \
+            lib.wgpuQueueOnSubmittedWorkDone, queue
+
+    def mark(self) -> int:
+        self.marked += 1
+        self._register(self._queue, self._info)
+        return self.marked
+
+    def done(self, ticket: int) -> bool:
+        return self.ran >= ticket
+
+    @classmethod
+    def make(cls, device):
+        try:
+            from wgpu.backends.wgpu_native import _api
+            return cls(_api.ffi, _api.lib, device.queue._internal)
+        except Exception:
+            return None
 
 
 class WjaxRuntimeError(RuntimeError):
@@ -355,6 +395,7 @@ class Runtime:
             required_features=want, required_limits=limits, label="wjax")
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
+        self._work_done = _WorkDone.make(self.device)     # what a spinning wait waits for
         env = _cfg.settings()
         self.max_storage = int(env.max_storage_buffers or
                                self.limits["max-storage-buffers-per-shader-stage"])
@@ -1010,17 +1051,19 @@ class Runtime:
             self._wait()
 
     def _wait(self) -> None:
-        """Waits for all submitted work: device polls that do not block, for up to the
-        target's ``spin_wait_us`` (a short call ends sooner than the driver wakes a thread
-        that sleeps on its fence: on lavapipe a waited x+1 took 160 us so, 91 us spinning),
-        then a blocking one (wgpu waits for the last submission).  Either way wgpu has run
-        its callbacks (a readback's map) when it returns."""
+        """Waits for all submitted work: device polls that do not block until wgpu's
+        work-done callback for the work so far has run, for up to the target's
+        ``spin_wait_us`` (a short call ends sooner than the driver wakes a thread that sleeps
+        on its fence), then a blocking one (wgpu waits for the last submission).  Either way
+        wgpu has run its callbacks (a readback's map) when it returns."""
         us = self.target().spin_wait_us
-        if us and _POLL is not None:
+        if us and _POLL is not None and self._work_done is not None:
+            ticket = self._work_done.mark()
             handle, end = self.device._internal, time.perf_counter() + us * 1e-6
-            while not _POLL(handle, False):
+            while not self._work_done.done(ticket):
                 if time.perf_counter() > end:
                     break
+                _POLL(handle, False)
             else:
                 return
         self.device._poll(True)
