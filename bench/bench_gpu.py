@@ -271,10 +271,10 @@ def workloads(b: Bench, only=None):
             return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v, precision=HI)
         b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}", attn, (q, k, v),
                 flops=4 * Bt * Hh * Sq * Sq * D)
-        if b.module == "wjax":       # the same program as three kernels (no fused attention)
+        if b.module == "wjax":       # the same program as one kernel (Target.attention)
             from wjax._src.backend import runtime
-            with runtime.get().options(attention=0):
-                b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}, three kernels", lambda *a: attn(*a),
+            with runtime.get().options(attention=64):
+                b.timed(f"attention b{Bt} h{Hh} s{Sq} d{D}, one kernel", lambda *a: attn(*a),
                         (q, k, v), flops=4 * Bt * Hh * Sq * Sq * D)
         # flax's and haiku's layout: (batch, seq, heads, dim) in and out
         qs, ks, vs = (x.transpose(0, 2, 1, 3) for x in (q, k, v))

@@ -26,8 +26,9 @@ def _clear():
 
 
 def gpu(threads=16):
-    """The GPU forms; ``threads`` small enough that a few query rows take the kernel."""
-    return runtime.get().options(**dict(profiles.GPU_FORMS, threads=threads))
+    """The GPU forms with the kernel on (``attention``: no profile takes it now); ``threads``
+    small enough that a few query rows take the kernel."""
+    return runtime.get().options(**dict(profiles.GPU_FORMS, threads=threads, attention=64))
 
 
 def labels(f, *args):
@@ -262,6 +263,11 @@ def test_not_taken():
         for g, w in zip(*(x if isinstance(x, (tuple, list)) else [x] for x in (got, want))):
             close(g, w)
     with runtime.get().options(**profiles.CPU_FORMS):
+        assert not fused(lambda *a: attention(wjax, *a), q, k, v)
+    # no profile takes the kernel: a thread per query row lost 3x to the three kernels on
+    # an H200 (6.7 against 2.25 ms at b8 h16 s1024 d64)
+    assert profiles.GPU_FORMS["attention"] == profiles.CPU_FORMS["attention"] == 0
+    with runtime.get().options(**dict(profiles.GPU_STRATEGIES, threads=16)):
         assert not fused(lambda *a: attention(wjax, *a), q, k, v)
     # a decoding step: one query row per head, too few threads for a GPU's 2^18 / 16
     qd, kd, vd = qkv((2, 4), 1, 300, 16, 16)

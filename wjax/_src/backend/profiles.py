@@ -48,15 +48,17 @@ import os
 #   attention        the largest head dimension for which a product, a softmax over its rows
 #                    and a second product run as one kernel (``prims/attention.py``: a
 #                    thread per query row holds Q's row and its output row in registers:
-#                    past 64 floats each, a GPU's registers spill); 0: never (CPU adapters,
-#                    which run no row groups; on lavapipe the kernel is 2x the three kernels)
+#                    past 64 floats each, a GPU's registers spill); 0: never -- the default
+#                    everywhere: on an H200 the kernel took 6.7 ms for b8 h16 s1024 d64 where
+#                    the three kernels took 2.25 (GPU timestamps, 2026-11-28), and on lavapipe
+#                    it is 2x the three kernels too
 CPU_FORMS = {"reduction": "slices", "elementwise": "looped", "register_block": "large",
              "loop_workgroup": 64, "loop_slices": min(os.cpu_count() or 1, 16),
              "loop_constants": "uniform", "row_resident": 0,
              "attention": 0, "submit_early": 0}
 GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "small",
              "loop_workgroup": 256, "loop_slices": 1024, "loop_constants": "storage",
-             "row_resident": 1 << 14, "attention": 64, "submit_early": 8}
+             "row_resident": 1 << 14, "attention": 0, "submit_early": 8}
 #   matmul           "vec4": register-blocked from storage; "tiled": workgroup-memory tiles
 #   operand_reads    the tiled kernel's operands that no buffer holds in place: "inline" (GPU:
 #                    read through their producers where the other side is narrow: implicit

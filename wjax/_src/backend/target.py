@@ -103,10 +103,11 @@ class Target(dict):
                          and their broadcast-back elementwise work -- softmax, logsumexp, a
                          layer norm -- as one kernel holding each row on chip
                          (``passes.row_groups``, ``prims/rows.py``); 0 (CPU): never
-    ``attention``        head dimensions up to this (GPU 64) let attention -- two products with a
+    ``attention``        head dimensions up to this let attention -- two products with a
                          softmax between them -- run as one kernel with an online softmax, the
                          scores never in memory (``passes.attention_groups``,
-                         ``prims/attention.py``); 0 (CPU): never
+                         ``prims/attention.py``); 0 (every profile): never -- its thread per
+                         query row lost 3x to the three kernels on an H200
     ``submit_early``     a program of at least this many dispatches submits while it is recorded
                          (after its 2nd, 6th, 14th, ... dispatch and at its end) so the device
                          starts while the host records the rest (GPU 8); 0 (CPU, where the
@@ -166,7 +167,7 @@ class Target(dict):
                  elementwise: str = "flat", register_block: str = "small",
                  loop_workgroup: int = 256, loop_slices: int = 1024,
                  loop_constants: str = "storage",
-                 row_resident: int = 1 << 14, attention: int = 64, submit_early: int = 8,
+                 row_resident: int = 1 << 14, attention: int = 0, submit_early: int = 8,
                  threads: int = 1 << 18, in_kernel_loops: bool = True, loop_work: int = 1 << 24,
                  decomp_iters: int = 1 << 14, shader_checks: str = "bounds",
                  spin_wait_us: int = 20000, tune_min_flops: int = 1 << 20,

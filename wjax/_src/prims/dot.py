@@ -668,8 +668,12 @@ def _tiled_src(kb, ka, kbk, kc, B, M, N, K, cfg, S, epi, a_lay=None, b_lay=None,
             f"let kl = ks + {KCG}u", f"let ga = grp * {AS}u", f"let gb = grp * {BS}u"))
         accs = [f"c{i}_{q}_{j}" for i in range(TM // 4) for q in range(4) for j in range(TN // 4)]
         store = _group_sum(accs, KG, KG * AS, KG * BS, WG) + store
+    # the slab's BK steps written out, kk a constant in each (a driver that left the loop
+    # rolled computed every step's addresses: 4.69 -> 4.09 ms for 4096^2 on an H200)
+    steps = "\n".join(f"    {{ let kk = {k}u;\n" + "\n".join(fma) + "\n    }"
+                      for k in range(BK))
     loop = W.render("matmul_tiled_db.wgsl" if cfg.db else "matmul_tiled_loop.wgsl",
-                    AS=BM * BK // 4, BS=BN * BK // 4, BK=BK, STAGE=stage, FMA="\n".join(fma),
+                    AS=BM * BK // 4, BS=BN * BK // 4, BK=BK, STAGE=stage, FMA=steps,
                     LOAD_NEXT="\n".join(line.replace("(k + ", "(k1 + ") for line in la + lb),
                     KEND="kl" if KG > 1 else "ke", GOFF=" + goff" if KG > 1 else "")
     loop = "\n".join(line for line in loop.splitlines() if not line.startswith("//"))

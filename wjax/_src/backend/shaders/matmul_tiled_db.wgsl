@@ -13,9 +13,7 @@
 {{LOAD_NEXT}}
     let oa = cur * {{AS}}u;
     let ob = cur * {{BS}}u;
-    for (var kk = 0u; kk < {{BK}}u; kk = kk + 1u) {
 {{FMA}}
-    }
     {
       let na = (1u - cur) * {{AS}}u;
       let nb = (1u - cur) * {{BS}}u;
