@@ -365,6 +365,66 @@ def test_scan_restructuring_against_jax(cpu, target_options):
         np.testing.assert_allclose(np.asarray(a), np.asarray(w), rtol=1e-3, atol=1e-4)
 
 
+def _scan_eqns(closed):
+    return [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_loop_invariant_operands_read_contraction_first(cpu, target_options):
+    """A loop-invariant right operand of a product in a scan body read with its last axis
+    contracted (``h @ W.T``; the transposed scan's ``dz @ Wh.T`` of an RNN's gradient) is
+    transposed once before the loop, and the loop's product contracts the copy's first
+    axis (neighbouring threads read neighbouring elements: the H200 ran the RNN's backward
+    loop 4x slower than its forward one before); operands read contraction-first already,
+    a carry and a product with batch axes keep their form.  Values against JAX, forward and
+    grad, rows split and not, CPU and GPU forms."""
+    from wjax._src.prims.control_rewrites import restructure_scan
+    target_options(**(profiles.CPU_FORMS if cpu else profiles.GPU_FORMS))
+    rj = real_jax()
+    rs = np.random.RandomState(11)
+    W = (rs.randn(24, 24) * 0.2).astype(F)
+    V = (rs.randn(24, 24) * 0.2).astype(F)
+    T3 = (rs.randn(2, 24, 24) * 0.2).astype(F)
+    B3 = (rs.randn(8, 24, 24) * 0.2).astype(F)
+    xs = rs.randn(30, 8, 24).astype(F)
+
+    def prog(L, N, W, V, T3, B3, xs):
+        def cell(c, x):
+            h, m = c
+            h = N.tanh(h @ W.T + x @ V + N.einsum("bi,kji->bj", h, T3) * 0.1
+                       + N.einsum("bi,bji->bj", h, B3) * 0.1)     # the last: batch axes
+            m = m @ m.T * 0.01 + m                     # a carry contracted on its last axis
+            return (h, m), h
+        (h, m), hs = L.scan(cell, (N.zeros((8, 24), F), N.eye(24, dtype=F)), xs)
+        return N.sum(hs ** 2) + N.sum(m)
+
+    args = (W, V, T3, B3, xs)
+    jx = jax.make_jaxpr(lambda *a: prog(lax, jnp, *a))(*args)
+    (e,) = _scan_eqns(jx)
+    p = e.params
+    whole = restructure_scan(p["jaxpr"], p["length"], p["reverse"], p["num_consts"],
+                             p["num_carry"], p["unroll"])
+    # before the loop: W.T as an array (the body read it through a transposed view), and
+    # the sum of T3 over k (hoisted) transposed, as einsum contracts its last axis
+    flips = [q for q in whole.jaxpr.eqns if q.primitive.name == "transpose"]
+    assert [q.params["permutation"] for q in flips] == [(1, 0), (1, 0)]
+    (inner,) = _scan_eqns(whole)
+    body = inner.params["jaxpr"].jaxpr
+    dots = [q for q in body.eqns if q.primitive.name == "dot_general"]
+    dns = sorted(str(q.params["dimension_numbers"]) for q in dots)
+    assert dns == sorted([str((((1,), (0,)), ((), ())))] * 2         # W.T, T3's sum (x @ V:
+                         + [str((((1,), (0,)), ((), ()))),           # hoisted); m @ m.T
+                            str((((1,), (2,)), ((0,), (0,))))]), dns  # batch axes: as they were
+    assert sum(q.primitive.name == "transpose" for q in body.eqns) == 1   # m.T
+    loss = lambda L, N: (lambda *a: prog(L, N, *a))           # noqa: E731
+    for slices in (1, 4):
+        with runtime.get().options(loop_slices=slices):
+            got = jax.jit(jax.value_and_grad(loss(lax, jnp), argnums=(0, 1, 2, 3)))(*args)
+        want = rj.jit(rj.value_and_grad(loss(rj.lax, rj.numpy), argnums=(0, 1, 2, 3)))(*args)
+        for a, w in zip(jax.tree_util.tree_leaves(got), rj.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
 @pytest.mark.parametrize("cpu", [True, False])
 def test_products_in_workgroup_loops(cpu, target_options):
     """dot_general inside a single-workgroup loop (register blocks per thread): sizes that are

@@ -127,7 +127,8 @@ fn wj_copysign(m: f32, s: f32) -> f32 {
 # ``sqrt`` inherit from 1.0 / inverseSqrt(x) (about 5.5 ulp); NVIDIA's are that loose.
 # wj_div and wj_sqrt are within 0.5 ulp (and a 2^-20 ulp more) on any conformant driver: the
 # operands' significands (subnormals normalized by their bits), the driver's quotient or root q
-# of those (a few ulp off), the residual a - q b (x - q^2) computed EXACTLY in integer
+# of those (a few ulp off; for the quotient, a's times the driver's reciprocal of b's), the
+# residual a - q b (x - q^2) computed EXACTLY in integer
 # arithmetic -- the significands as 24-bit integers, the product's low 32 bits (u32 products
 # wrap), which is all of it since the residual is small -- and q corrected by residual / b
 # (residual / 2q), a correction of a few ulp that needs only a few correct bits; then the
@@ -153,14 +154,18 @@ fn wj_div(a: f32, b: f32) -> f32 {
   let ma = bitcast<u32>(fa.x);
   let mb = bitcast<u32>(fb.x);
   let bm = bitcast<f32>((mb & 0x7fffffu) | 0x3f800000u);
-  let q = bitcast<f32>((ma & 0x7fffffu) | 0x3f800000u) / bm;    // in (1/2, 2)
+  // one driver division, of b's significand alone: a kernel dividing by one value many
+  // times (a softmax's row sum) may compute it once
+  // (q opaque: q + r ib below must not become (a + r) ib)
+  let ib = 1.0 / bm;
+  let q = wj_opq(bitcast<f32>((ma & 0x7fffffu) | 0x3f800000u) * ib);   // in (1/2, 2], ~4 ulp off
   let uq = bitcast<u32>(q);
   let eq = clamp(i32(uq >> 23u) - 127, -2, 1);
   let mq = (uq & 0x7fffffu) | 0x800000u;
   // (a - q b) 2^(46 - eq) for the significands, exact: an integer below 2^28
   let d = bitcast<i32>((ma << u32(23 - eq)) - mq * mb);
   let r = f32(d) * bitcast<f32>(u32(eq + 81) << 23u);
-  let y = q + r / bm;
+  let y = q + r * ib;
   let k = clamp(fa.y - fb.y, -160, 130);
   let k1 = k / 2;
   let v = wj_opq(y * bitcast<f32>(u32(k1 + 127) << 23u)) * bitcast<f32>(u32(k - k1 + 127) << 23u);

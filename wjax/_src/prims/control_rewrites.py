@@ -12,7 +12,9 @@ them).  Every function here is jaxpr -> jaxpr; none runs anything.
   weight-gradient sums of a transposed scan) or carry-independent matmuls/reductions worth
   moving (``HOIST_WORK`` element-steps or more) becomes an equivalent program around an
   inner scan: the hoisted ops run once before it, batched over the steps, and read as extra
-  ``xs``; the accumulators' terms are emitted as extra ``ys`` (a product's operands, when
+  ``xs`` (a loop-invariant right operand read with its last axis contracted, ``dz @ W.T``,
+  is transposed there once, so that the loop reads it contraction-first: coalesced); the
+  accumulators' terms are emitted as extra ``ys`` (a product's operands, when
   ``d`` is a ``dot_general``; a sum's operand, when ``d`` is a ``reduce_sum``: a bias
   gradient's sum over the batch) and summed after the loop by one reduction (one
   ``dot_general`` with the step axis contracted); ``ys`` that are an ``xs`` slice, a repeat,
@@ -274,6 +276,47 @@ def _summed(d, produced, uses):
         d = e.invars[0]
 
 
+def _k_major(rest, cls, before, length):
+    """Products in the loop body ``rest`` whose right operand is loop-invariant (a var in
+    ``before``: a const or made before the loop, or a ``transpose`` of one) read so that
+    neighbouring threads -- one per output column -- walk it a row apart: its last axis
+    contracted (the transposed scan's ``dz @ Wh.T`` of an RNN's gradient, ``dot_general``
+    contracting Wh's axis 1), or a transposed view of it (``h @ W.T``).  Each reads instead
+    a copy transposed once before the loop (or the operand itself, where the two transposes
+    cancel) with the contraction first, so the loop reads it coalesced (on an H200 the RNN's
+    backward loop took 4x its forward one).  Returns (the body so rewritten, the transposes
+    before the loop)."""
+    made = {e.outvars[0].id: e for e in rest if e.prim.name == "transpose"}
+    flips: dict = {}
+    out = []
+    for e in rest:
+        w = e.invars[1] if e.prim.name == "dot_general" and len(e.invars) == 2 else None
+        if isinstance(w, Var) and length >= 4 and not e.params["dimension_numbers"][1][1]:
+            (lc, rc), (lb, _) = e.params["dimension_numbers"]
+            nd = len(w.aval.shape)
+            t = made.get(w.id)
+            base, p1 = (t.invars[0], tuple(t.params["permutation"])) if t is not None else (
+                w, tuple(range(nd)))
+            p2 = tuple(int(d) for d in rc) + tuple(d for d in range(nd) if d not in tuple(rc))
+            final = tuple(p1[d] for d in p2)
+            if (isinstance(base, Var) and base.id in before and len(rc) < nd
+                    and (p1 != tuple(range(nd)) or p2 != tuple(range(nd)))):
+                if final == tuple(range(nd)):
+                    wt = base                         # the two transposes cancel
+                else:
+                    if (base.id, final) not in flips:
+                        v = Var(base.aval.update(shape=tuple(base.aval.shape[d] for d in final)))
+                        cls[v.id] = "c"
+                        flips[(base.id, final)] = Eqn(REGISTRY["transpose"], [base], [v],
+                                                      {"permutation": final})
+                    wt = flips[(base.id, final)].outvars[0]
+                dn = ((tuple(lc), tuple(range(len(rc)))), (tuple(lb), ()))
+                e = e.replace(invars=[e.invars[0], wt],
+                              params=dict(e.params, dimension_numbers=dn))
+        out.append(e)
+    return out, list(flips.values())       # a transpose no longer read: dropped by the DCE
+
+
 def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, ncar: int,
                      unroll: int):
     """The scan equation as an equivalent program that leaves less work inside the loop, or
@@ -384,9 +427,13 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
                              if isinstance(a, Var) and a.id in produced)
     hoisted = [e for e in live.eqns if e.outvars[0].id in hoist_ids]
     work = length * sum(_kernel_work(e) for e in hoisted if _is_kernel_op(e))
-    if not acc and work < HOIST_WORK:
-        return None          # too little to pay for the dispatches it adds
     rest = [e for e in live.eqns if e.outvars[0].id not in hoist_ids]
+    before = {v.id for v in j.constvars + consts_v} | {
+        v.id for e in hoisted for v in e.outvars if cls[v.id] == "c"}
+    rest, flips = _k_major(rest, cls, before, length)
+    if not acc and not flips and work < HOIST_WORK:
+        return None          # too little to pay for the dispatches it adds
+    hoisted += flips
     read_by_rest = {a.id for e in rest for a in e.invars if isinstance(a, Var)}
     read_by_rest |= {a.id for a in new_outs if isinstance(a, Var)}
     front = [v for e in hoisted for v in e.outvars if v.id in read_by_rest]
@@ -396,9 +443,9 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
     if extra > HOIST_BYTES:
         return None
     pre = Jaxpr(j.constvars, consts_v + xs_v, front_c + front_x + pre_stk, hoisted)
-    new_body = ClosedJaxpr(
+    new_body = ClosedJaxpr(dce_jaxpr(
         Jaxpr(j.constvars, consts_v + front_c + [carry_v[k] for k in keep_k] + xs_v + front_x,
-              new_outs + ys_stk, rest),
+              new_outs + ys_stk, rest))[0],
         cconsts,
     )
     _restructured.get_or_make((new_body,), "made", lambda: True)
