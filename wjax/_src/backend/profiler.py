@@ -264,23 +264,26 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n:
 
 # FMA_CHAINS independent vec4 chains an invocation (a GPU's FMA latency is hidden by the
 # chains of one invocation as well as by other invocations), FMA_UNROLL steps of each a
-# loop iteration (the loop's own compare and branch are a few percent of the work)
+# loop iteration (the loop's own compare and branch are a few percent of the work).  Each
+# step squares: a = a * a + d, which no compiler can fold into fewer steps (a linear step,
+# a * b + d with constant b and d, let the H200's compiler fold them: the probe read 219
+# TFLOP/s on a card of ~67).  Each lane's d has an attracting cycle (period 2, 4, 1, 1) that
+# small starts fall into, so the values stay bounded and are what float64 gives.
 FMA_STEPS, FMA_CHAINS, FMA_UNROLL = 1024, 4, 8
 _FMA = """@group(0) @binding(0) var<storage, read_write> y: array<vec4<f32>>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let t = g.x + g.y * n.x * 64u;
-  let b = vec4<f32>(0.999, 0.998, 0.997, 0.996);
-  let d = vec4<f32>(1e-3, 2e-3, 3e-3, 4e-3);
+  let d = vec4<f32>(-1.0, -1.3, 0.2, -0.5);
 %s
   for (var k = 0u; k < %du; k++) {
 %s
   }
   y[t] = %s;
-}""" % ("\n".join(f"  var a{c} = vec4<f32>(f32(t) * 1e-7 + {c}.0, 1.0, 2.0, 3.0);"
+}""" % ("\n".join(f"  var a{c} = vec4<f32>(f32(t % 1024u) * 1e-4 + 0.{c}, 0.1, 0.2, 0.3);"
                    for c in range(FMA_CHAINS)),
        FMA_STEPS // FMA_UNROLL,
-       "\n".join(f"    a{c} = fma(a{c}, b, d);" for _ in range(FMA_UNROLL)
+       "\n".join(f"    a{c} = fma(a{c}, a{c}, d);" for _ in range(FMA_UNROLL)
                  for c in range(FMA_CHAINS)),
        " + ".join(f"a{c}" for c in range(FMA_CHAINS)))
 FMA_FLOPS = FMA_STEPS * FMA_CHAINS * 4 * 2      # an invocation's: vec4 FMAs, 2 FLOPs a lane
