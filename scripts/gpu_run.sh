@@ -7,8 +7,11 @@
 #                TESTS=240 bash scripts/gpu_run.sh bench   # bench_gpu.py on wjax (Vulkan) and
 #                    # on real JAX (CUDA) on the same card, profiles, the whole suite on the card
 #                    # (TESTS: its seconds at most), TILES="128x64x16 ...": matmul tile variants,
-#                    # CHECKS="none" (the default; "all none" for both): the rows again under
+#                    # CHECKS="none" (none by default; "all none" for both): the rows again under
 #                    # other shader checks (kernel_lab.py times each kernel under both)
+# The 2026-11-28 run took 560 s with TESTS=150 (wjax's rows 155 s, JAX's 92, the profiles
+# and the lab 160, CHECKS=none 60) and its tests were cut at 76%: leave the device tool's
+# timeout room, or lower TESTS.
 set -uo pipefail
 mode="${1:-bench}"
 out="${OUT:-gpu-out}"
@@ -50,6 +53,9 @@ fi
 export WJAX_AUTOTUNE_CACHE="$out/autotune.json"
 stamp "wjax" | tee -a "$out/card.txt"
 python3 bench/bench_gpu.py --json "$out/wjax.json" 2>&1 | grep -v Warning | tee "$out/bench_wjax.txt"
+# a lost device voids every row after it (2026-11-28: the waits returned early, the queue grew)
+grep -qi "device is lost\|device was lost" "$out/bench_wjax.txt" && echo "!! the device was lost" \
+  | tee -a "$out/card.txt"
 if [ -z "${SKIP_XLA:-}" ]; then
   stamp "JAX" | tee -a "$out/card.txt"
   JAX_PLATFORMS=cuda python3 bench/bench_gpu.py --module jax --json "$out/xla.json" 2>&1 \
@@ -67,7 +73,7 @@ timeout 90 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm soft
 timeout 90 python3 bench/kernel_lab.py 2>&1 | grep -v Warning >> "$out/profile.txt"
 # the run-time checks naga compiles into kernels (Target.shader_checks; the profiles take
 # "bounds": no loop counters): wgpu's default "all", and "none", beside the run above
-for m in ${CHECKS-none}; do
+for m in ${CHECKS:-}; do
   echo "## wjax, WJAX_SHADER_CHECKS=$m" | tee -a "$out/bench_wjax.txt"
   WJAX_SHADER_CHECKS=$m timeout 120 python3 bench/bench_gpu.py \
     --only elementwise softmax matmul mlp rnn attention 2>&1 | grep -v Warning \

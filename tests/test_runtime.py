@@ -608,6 +608,7 @@ def test_waits_spin_then_sleep(monkeypatch):
     a = np.ones((512, 512), np.float32)
     g = wjax.jit(lambda a: a @ a @ a @ a)           # tens of ms on lavapipe
     g(a).block_until_ready()
+    f(x).block_until_ready()     # compiled (lavapipe compiles a pipeline at its first run)
 
     def finished():
         """Whether nothing submitted is left running: a work-done callback registered now
@@ -643,3 +644,34 @@ def test_waits_spin_then_sleep(monkeypatch):
             assert polls and not any(polls)                  # non-blocking polls first
         if never:
             assert True in blocking                          # then asleep: the budget ran out
+
+
+def test_a_lost_device_raises_instead_of_submitting(monkeypatch):
+    """wgpu-py reports a lost device only on its "wgpu" logger, and wgpu-native aborts the
+    process on the next submit to it (an H200 run lost its device and died so): the runtime
+    keeps the report and raises WjaxRuntimeError, naming it, before anything more is
+    submitted, waited for or read back; a device destroyed on purpose is not lost."""
+    import logging
+    r = rt()
+    x = np.arange(8, dtype=np.float32)
+    f = wjax.jit(lambda a: a * 2 + 1)
+    y = f(x)
+    np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+    log = logging.getLogger("wgpu")
+    monkeypatch.setattr(runtime._LOST, "lost", None)
+    log.error("The WGPU device was lost (destroyed):\nDevice dropped.")
+    assert runtime._LOST.lost is None
+    try:
+        log.error("The WGPU device was lost (unknown):\nsimulated by the test")
+        assert runtime._LOST.lost is not None
+        z = y * 3                        # recorded before the report, not yet submitted
+        for call in (lambda: np.asarray(f(x)), lambda: f(x).block_until_ready(),
+                     lambda: np.asarray(z), r.synchronize):
+            with pytest.raises(runtime.WjaxRuntimeError,
+                               match=r"GPU device was lost.*\(The WGPU device was lost "
+                                     r"\(unknown\): simulated by the test\); restart"):
+                call()
+    finally:
+        runtime._LOST.lost = None
+    r.synchronize()
+    np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)

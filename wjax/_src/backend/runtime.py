@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -211,6 +212,32 @@ class _WorkDone:
 
 class WjaxRuntimeError(RuntimeError):
     pass
+
+
+class _LostWatch(logging.Handler):
+    """wgpu-py reports a lost device only by logging it (its device-lost callback logs "The
+    WGPU device was lost (reason): ..." on the "wgpu" logger), and wgpu-native then aborts
+    the whole process on the next submit to that device.  This handler keeps the first such
+    report (a device destroyed on purpose is not lost); ``Runtime.check_device`` raises it
+    before anything more is submitted or waited for."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.lost: str | None = None
+
+    def emit(self, record) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:
+            return
+        head = msg.split(":", 1)[0].lower()
+        if ("device was lost" in head and self.lost is None
+                and not any(w in head for w in ("destroyed", "dropped", "cancelled"))):
+            self.lost = msg.strip()
+
+
+_LOST = _LostWatch()
+logging.getLogger("wgpu").addHandler(_LOST)
 
 
 _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "CPU": 2, "VirtualGPU": 3, "Unknown": 3}
@@ -661,6 +688,7 @@ class Runtime:
         """Reads bytes written by work already *submitted*, without submitting what was
         recorded since (so the host can keep recording while the device runs)."""
         with self._lock:
+            self.check_device()
             self.stats["readbacks"] += 1
             return bytes(self.device.queue.read_buffer(buf.gpu, 0, (nbytes + 3) // 4 * 4))[:nbytes]
 
@@ -1031,11 +1059,22 @@ class Runtime:
         for k in self._bg_users.pop(gpu_id, ()):
             self._bind_groups.pop(k, None)
 
+    @staticmethod
+    def check_device() -> None:
+        """Raises WjaxRuntimeError if wgpu reported the device lost: its results since are
+        garbage, and a submit to it would abort the process."""
+        if _LOST.lost is not None:
+            raise WjaxRuntimeError(
+                f"the GPU device was lost, so no result computed since can be trusted and "
+                f"nothing more can run in this process ({' '.join(_LOST.lost.split())[:300]}); "
+                f"restart the program")
+
     def flush(self) -> None:
         """Submits everything recorded so far (does not wait)."""
         with self._lock:
             if self._encoder is None:
                 return
+            self.check_device()
             self._end_pass()
             enc, self._encoder = self._encoder, None
             if self.profile is not None:
@@ -1056,6 +1095,7 @@ class Runtime:
         ``spin_wait_us`` (a short call ends sooner than the driver wakes a thread that sleeps
         on its fence), then a blocking one (wgpu waits for the last submission).  Either way
         wgpu has run its callbacks (a readback's map) when it returns."""
+        self.check_device()
         us = self.target().spin_wait_us
         if us and _POLL is not None and self._work_done is not None:
             ticket = self._work_done.mark()
@@ -1065,8 +1105,9 @@ class Runtime:
                     break
                 _POLL(handle, False)
             else:
-                return
+                return self.check_device()
         self.device._poll(True)
+        self.check_device()
 
 
 _runtime: Runtime | None = None
