@@ -65,7 +65,7 @@ fi
 stamp "profiles" | tee -a "$out/card.txt"
 # the profiler's kernels, and each call split into record / submit / wait (--phases: the wall
 # time beyond the GPU's, e.g. the column normalisation's 1.7 ms wall against 0.5 ms of kernels)
-timeout 90 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm softmax mlp rnn conv attention call} \
+timeout 120 python3 bench/bench_gpu.py --only ${PROFILE:-elementwise colnorm softmax cumsum sort mlp rnn conv attention call} \
   --profile "$out/profile.txt" --phases 2>&1 | grep -v Warning >> "$out/profile.txt"
 # each memory-bound kernel again with one driver-proof helper at a time swapped for the
 # builtin it stands in for (division, exp, max, compensated sums, opaque values): what each

@@ -78,12 +78,13 @@ GPU_FORMS = {"reduction": "strided", "elementwise": "flat", "register_block": "s
 #   shader_checks    the run-time checks naga compiles into kernels (``Target``): "bounds"
 #                    everywhere -- indices clamped, no loop counters (wgpu issue 7698: loop
 #                    counters slowed some kernels 100x; lavapipe's selu 17%)
-#   spin_wait_us     a wait for the device polls without sleeping for this long first: GPU
-#                    20 ms (as CUDA spins by default while the host has cores to spare); CPU
-#                    0, where the "device" runs on the host's cores: alone, a waited x+1 on
-#                    lavapipe took 91 us spinning against 160 asleep, but a spin takes
-#                    cores the kernels need (under load, e.g. the test suite's two workers
-#                    on two cores, untested), so a CPU adapter keeps sleeping at once
+#   spin_wait_us     a wait for the device polls, until wgpu's work-done callback runs,
+#                    without sleeping for this long first: GPU 20 ms (as CUDA spins by
+#                    default while the host has cores to spare); CPU 0, where the "device"
+#                    runs on the host's cores: alone, a waited x+1 on lavapipe took 83 us
+#                    spinning against 87 asleep, and a spin takes cores the kernels need, so
+#                    a CPU adapter sleeps at once.  (An earlier spin trusted the poll's result,
+#                    which is True while kernels run: it did not wait at all.)
 #   tune_min_flops   smaller products and convolutions take their default variant untimed:
 #                    on lavapipe tuning one size class took ~5 s (compiling ~20 candidates),
 #                    which JAX's shard_map tutorial paid 22 times for products of at most
