@@ -392,7 +392,8 @@ def test_loop_invariant_operands_read_contraction_first(cpu, target_options):
         def cell(c, x):
             h, m = c
             h = N.tanh(h @ W.T + x @ V + N.einsum("bi,kji->bj", h, T3) * 0.1
-                       + N.einsum("bi,bji->bj", h, B3) * 0.1)     # the last: batch axes
+                       + N.einsum("bi,bji->bj", h, B3) * 0.1      # batch axes
+                       + N.einsum("bi,ji->bj", h, V.T) * 0.1)     # two transposes cancel
             m = m @ m.T * 0.01 + m                     # a carry contracted on its last axis
             return (h, m), h
         (h, m), hs = L.scan(cell, (N.zeros((8, 24), F), N.eye(24, dtype=F)), xs)
@@ -405,17 +406,18 @@ def test_loop_invariant_operands_read_contraction_first(cpu, target_options):
     whole = restructure_scan(p["jaxpr"], p["length"], p["reverse"], p["num_consts"],
                              p["num_carry"], p["unroll"])
     # before the loop: W.T as an array (the body read it through a transposed view), and
-    # the sum of T3 over k (hoisted) transposed, as einsum contracts its last axis
+    # the sum of T3 over k (hoisted) transposed, as einsum contracts its last axis; V.T read
+    # with its last axis contracted is V read contraction-first: no copy, no view
     flips = [q for q in whole.jaxpr.eqns if q.primitive.name == "transpose"]
     assert [q.params["permutation"] for q in flips] == [(1, 0), (1, 0)]
     (inner,) = _scan_eqns(whole)
     body = inner.params["jaxpr"].jaxpr
     dots = [q for q in body.eqns if q.primitive.name == "dot_general"]
     dns = sorted(str(q.params["dimension_numbers"]) for q in dots)
-    assert dns == sorted([str((((1,), (0,)), ((), ())))] * 2         # W.T, T3's sum (x @ V:
+    assert dns == sorted([str((((1,), (0,)), ((), ())))] * 3         # W.T, T3's sum, V (x @ V:
                          + [str((((1,), (0,)), ((), ()))),           # hoisted); m @ m.T
                             str((((1,), (2,)), ((0,), (0,))))]), dns  # batch axes: as they were
-    assert sum(q.primitive.name == "transpose" for q in body.eqns) == 1   # m.T
+    assert sum(q.primitive.name == "transpose" for q in body.eqns) == 1   # m.T (V.T: gone)
     loss = lambda L, N: (lambda *a: prog(L, N, *a))           # noqa: E731
     for slices in (1, 4):
         with runtime.get().options(loop_slices=slices):

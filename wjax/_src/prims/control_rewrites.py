@@ -285,10 +285,10 @@ def _k_major(rest, cls, before, length):
     a copy transposed once before the loop (or the operand itself, where the two transposes
     cancel) with the contraction first, so the loop reads it coalesced (on an H200 the RNN's
     backward loop took 4x its forward one).  Returns (the body so rewritten, the transposes
-    before the loop)."""
+    before the loop, whether any product changed)."""
     made = {e.outvars[0].id: e for e in rest if e.prim.name == "transpose"}
     flips: dict = {}
-    out = []
+    out, changed = [], False
     for e in rest:
         w = e.invars[1] if e.prim.name == "dot_general" and len(e.invars) == 2 else None
         if isinstance(w, Var) and length >= 4 and not e.params["dimension_numbers"][1][1]:
@@ -313,8 +313,9 @@ def _k_major(rest, cls, before, length):
                 dn = ((tuple(lc), tuple(range(len(rc)))), (tuple(lb), ()))
                 e = e.replace(invars=[e.invars[0], wt],
                               params=dict(e.params, dimension_numbers=dn))
+                changed = True
         out.append(e)
-    return out, list(flips.values())       # a transpose no longer read: dropped by the DCE
+    return out, list(flips.values()), changed   # a transpose no longer read: the DCE drops it
 
 
 def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, ncar: int,
@@ -430,8 +431,8 @@ def restructure_scan(jaxpr: ClosedJaxpr, length: int, reverse: bool, nc: int, nc
     rest = [e for e in live.eqns if e.outvars[0].id not in hoist_ids]
     before = {v.id for v in j.constvars + consts_v} | {
         v.id for e in hoisted for v in e.outvars if cls[v.id] == "c"}
-    rest, flips = _k_major(rest, cls, before, length)
-    if not acc and not flips and work < HOIST_WORK:
+    rest, flips, flipped = _k_major(rest, cls, before, length)
+    if not acc and not flipped and work < HOIST_WORK:
         return None          # too little to pay for the dispatches it adds
     hoisted += flips
     read_by_rest = {a.id for e in rest for a in e.invars if isinstance(a, Var)}
