@@ -53,6 +53,16 @@ class Bench:
         self.profile_to = profile_to      # wjax: a file for each workload's profiler summary
         self.rows = []
         self.rng = np.random.default_rng(0)
+        self._peak = None
+
+    def peak(self):
+        """wjax on a GPU: the profiler's measured copy bandwidth and FMA rate, against which a
+        row's rate is checked (None elsewhere: a CPU adapter's probe reads what a loaded host
+        gives, and XLA's side has no probe)."""
+        if self._peak is None and self.module == "wjax" and not self.small:
+            from wjax._src.backend import profiler, runtime
+            self._peak = profiler.measure_peak(runtime.get())
+        return self._peak
 
     def put(self, a):
         return self.jax.device_put(np.asarray(a))
@@ -66,6 +76,12 @@ class Bench:
             rate = f"{nbytes / seconds / 1e9:,.0f} GB/s"
         elif flops:
             rate = f"{flops / seconds / 1e12:.2f} TFLOP/s"
+        peak = self.peak() if (nbytes or flops) else None
+        if peak and (nbytes and nbytes / seconds / 1e9 > 1.25 * peak["gbps"]
+                     or flops and flops / seconds / 1e9 > 1.25 * peak["gflops"]):
+            # (2026-11-28: waits that returned before the work made selu "7.7 TB/s")
+            note = (note + " IMPLAUSIBLE: past the adapter's measured peak "
+                    f"({peak['gbps']:,.0f} GB/s, {peak['gflops'] / 1e3:.1f} TFLOP/s)").strip()
         self.rows.append(dict(name=name, seconds=seconds, rate=rate, note=note))
         print(f"  {name:<48} {seconds * 1e3:10.3f} ms  {rate:>16}  {note}", flush=True)
 
