@@ -87,8 +87,9 @@ done
 if [ -n "${TESTS:-}" ]; then
   # the whole suite on the card for at most TESTS seconds, one line a test (-vv against the -q of pyproject: what a run
   # cut off by the timeout reached is still in the file), the failures' tracebacks short
+  # (SIGINT at the limit: pytest still prints the tracebacks of what failed so far)
   stamp "tests" | tee -a "$out/card.txt"
-  JAX_PLATFORMS=cpu timeout "$TESTS" python3 -m pytest -n 14 -p no:cacheprovider -m "not slow" \
+  JAX_PLATFORMS=cpu timeout -s INT -k 30 "$TESTS" python3 -m pytest -n 14 -p no:cacheprovider -m "not slow" \
     tests -vv --tb=short -W ignore 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" \
     > "$out/tests.txt"
   grep -cE " PASSED" "$out/tests.txt" | sed 's/^/passed: /'
