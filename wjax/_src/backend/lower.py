@@ -27,7 +27,7 @@ from . import wgsl as W
 from .target import Target
 from .wgsl import Index, KernelBuilder
 from .passes import (broadcast_splits, check_avals, chunk_wide_concats, cse_and_fold,
-                     deep_fusion_splits, row_groups, attention_groups)
+                     deep_fusion_splits, row_groups, attention_groups, deferred_normalization)
 
 
 class Dispatch:
@@ -992,24 +992,41 @@ def _buffers_under(lowering: Lowering, v: Var, seen=None) -> set:
 
 
 def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
-    """Plans a jaxpr.  Where the target has ``attention`` and ``row_resident`` (GPUs),
-    attention (``passes.attention_groups``) and row-resident groups (softmax, logsumexp,
-    layer norms: ``passes.row_groups``) become one kernel each; a plan whose group kernel
-    cannot fit the device's bindings is planned again without groups.
+    """Plans a jaxpr.  Where the target has ``row_resident`` (GPUs), a softmax read only by a
+    product over its axes is normalized after the product (``passes.deferred_normalization``).
+    Where the target has ``attention`` and
+    ``row_resident`` (GPUs), attention (``passes.attention_groups``, before that) and
+    row-resident groups (softmax, logsumexp, layer norms: ``passes.row_groups``) become one
+    kernel each; a plan whose group kernel cannot fit the device's bindings is planned again
+    without groups.
     When a kernel would bind more storage buffers than the device allows, the fusable
     operand reading the most buffers is split into a kernel of its own (materialized) and
     planning starts again (``_plan``)."""
     max_ops = int(target["max-storage-buffers-per-shader-stage"]) - 1
     j = chunk_wide_concats(dce_jaxpr(cse_and_fold(jaxpr))[0], max(max_ops, 2))
     check_avals(j, target)
+    # (where softmax rows are resident -- GPUs: there the division was 45% of the softmax
+    # kernel, and the product's kernel takes the one after it as its epilogue; CPU forms
+    # would spend a kernel on it)
+    base = _deferred(j) if target.row_resident else j
     if target.row_resident or target.attention:
-        grouped = row_groups(attention_groups(j, target), target)
-        if grouped is not j:
+        # attention first: a softmax normalized after its product is no longer attention
+        att = attention_groups(j, target)
+        grouped = row_groups(base if att is j else
+                             _deferred(att) if target.row_resident else att, target)
+        if grouped is not base:
             try:
                 return _plan(grouped, target)
             except (NotImplementedError, MemoryError):
                 pass        # a group's kernel binds too many buffers: plan without groups
-    return _plan(j, target)
+    return _plan(base, target)
+
+
+def _deferred(j: Jaxpr) -> Jaxpr:
+    """``j`` with its softmaxes that feed products normalized after them
+    (``passes.deferred_normalization``); ``j`` itself where none does."""
+    d = deferred_normalization(j)
+    return j if d is j else dce_jaxpr(d)[0]
 
 
 def _plan(j: Jaxpr, target: Target) -> Plan:

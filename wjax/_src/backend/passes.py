@@ -559,6 +559,77 @@ def _size_of(shape, dims) -> int:
     return int(np.prod([shape[d] for d in dims], dtype=np.int64))
 
 
+def deferred_normalization(jaxpr: Jaxpr) -> Jaxpr:
+    """A softmax whose probabilities only a product reads, contracting the softmax's axes --
+    ``softmax(x) @ v``, attention's second product -- is not normalized before the product:
+    the product takes the exponentials and its result is divided by their sums, one division
+    per output where there was one per probability (``exp(z)_k / s`` summed against ``v_k``
+    is ``(sum_k exp(z)_k v_k) / s``: the values differ by rounding alone).  The correctly
+    rounded division was 45% of the H200's softmax kernel; attention's scores (s x s) far
+    outnumber its outputs (s x d).  Matches what ``_softmax_after`` recognises, when the
+    probabilities are read by that one product alone and its batch axes come first, in
+    order (so the sums line up with the product's leading axes)."""
+    if any(has_effects(e) for e in jaxpr.eqns):
+        return jaxpr
+    while True:
+        new = _one_deferral(jaxpr)
+        if new is None:
+            return jaxpr
+        jaxpr = new
+
+
+def _one_deferral(jaxpr: Jaxpr):
+    """The jaxpr with its first softmax-then-product normalized after the product, or None."""
+    eqns = jaxpr.eqns
+    users: dict[int, set] = {}
+    for k, e in enumerate(eqns):
+        for a in e.invars:
+            if isinstance(a, Var):
+                users.setdefault(a.id, set()).add(k)
+    outs = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    for mi, e in enumerate(eqns):
+        if e.prim.name != "reduce_max" or not isinstance(e.invars[0], Var):
+            continue
+        axes = tuple(sorted(int(a) for a in e.params["axes"]))
+        found = _softmax_after(eqns, mi, e.invars[0], axes, users, outs)
+        if found is None:
+            continue
+        members, p = found
+        u = users.get(p.id, set())
+        sums = [k for k in members if eqns[k].prim.name == "reduce_sum"]
+        if len(u) != 1 or p.id in outs or len(sums) != 1:
+            continue
+        di = next(k for k in members if eqns[k].outvars[0] is p)
+        ev, total = eqns[di].invars[0], eqns[sums[0]].outvars[0]
+        bi = next(iter(u))
+        B = eqns[bi]
+        if (not isinstance(ev, Var) or ev.aval.shape != p.aval.shape
+                or B.prim.name != "dot_general" or B.invars[0] is not p or B.invars[1] is p):
+            continue
+        lc, _, lb, _ = _dot_dims(B)
+        S, o = tuple(p.aval.shape), B.outvars[0]
+        free = [d for d in range(len(S)) if d not in axes and d not in lb]
+        nl = len(S) - len(axes)
+        if (tuple(sorted(lc)) != axes or list(lb) != sorted(lb)
+                or (lb and free and max(lb) > min(free)) or o.aval.dtype != np.float32
+                or tuple(total.aval.shape) != tuple(o.aval.shape[:nl])):
+            continue
+        raw, spread = Var(o.aval), Var(o.aval)
+        new = [B.replace(invars=[ev, B.invars[1]], outvars=[raw]),
+               Eqn(REGISTRY["broadcast_in_dim"], [total], [spread],
+                   {"shape": tuple(o.aval.shape), "broadcast_dimensions": tuple(range(nl)),
+                    "sharding": None}, source=B.source),
+               Eqn(eqns[di].prim, [raw, spread], [o], dict(eqns[di].params), source=B.source)]
+        rest = []
+        for j, q in enumerate(eqns):
+            if j == bi:
+                rest += new
+            elif j != di:
+                rest.append(q)
+        return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, rest)
+    return None
+
+
 def attention_groups(jaxpr: Jaxpr, target: Target) -> Jaxpr:
     """Where ``Target.attention`` allows (GPUs), collapses *attention* -- a product of
     queries and keys, elementwise math on its scores (a scale, a mask), a softmax over the
