@@ -499,7 +499,10 @@ class _LoopKernels:
         rows, cols = 2, 2
         while rows * cols > 1 and v.aval.size < self._wg * rows * cols:
             rows, cols = (rows, cols // 2) if cols >= rows else (rows // 2, cols)
-        return {"rows": rows, "cols": cols}
+        # and each output summed in 4 interleaved parts (``_dot_tile``'s ``splits``): the
+        # same for every block size, so a loop split into blocks of rows adds in the order
+        # the whole loop does
+        return {"rows": rows, "cols": cols, "splits": 4}
 
     def _wg_budget(self, stages) -> bool:
         """Whether one iteration fits (work, workgroup memory); sets the workgroup size and K,

@@ -1240,13 +1240,17 @@ def _dot_tile_shape(in_avals, dimension_numbers, rows, cols, **_):
 
 
 def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbers,
-              precision=None, preferred_element_type=None, out_sharding=None):
+              precision=None, preferred_element_type=None, out_sharding=None, splits=1):
     """Every element of the product, computed by ``wg`` threads (``lid``) of one workgroup,
     each accumulating R x C blocks of outputs in registers: per contraction step it reads R
     lhs and C rhs values for R * C products (the element rule reads 2 per product).  On CPU
     adapters every load from storage or workgroup memory costs a per-lane loop, so this is
-    what makes a matmul inside a single-workgroup loop fast.  ``store(flat, value)`` emits
-    the store of one output element; returns the sequential steps per thread."""
+    what makes a matmul inside a single-workgroup loop fast.  ``splits`` > 1 (GPUs, whose
+    blocks are small): each output is ``splits`` partial sums over interleaved steps of the
+    contraction, added as a balanced tree at the end -- independent chains of multiply-adds
+    whose loads can be in flight together, where one chain waits on each (a one-row block of
+    an RNN: a 256-long chain a thread).  ``store(flat, value)`` emits the store of one output
+    element; returns the sequential steps per thread."""
     lhs, rhs = in_avals
     lc, rc, lb, rb = _dims(dimension_numbers)
     lfree = [d for d in range(lhs.ndim) if d not in lc + lb]
@@ -1273,36 +1277,54 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
             for r in range(R)]
     ncol = [coords([rhs.shape[d] for d in rfree], f"min({n0} + {c}u, {N - 1}u)")
             for c in range(C)]
-    acc = [[kb.var(W.zero(acc_dt), vt) for _ in range(C)] for _ in range(R)]
+    S = int(splits) if K >= 2 * int(splits) else 1
+    acc = [[[kb.var(W.zero(acc_dt), vt) for _ in range(S)] for _ in range(C)] for _ in range(R)]
     if W.is_complex(acc_dt):
         kb.use_helper("wj_cmul")
-    k = kb.fresh("k")
-    kb.emit(f"for (var {k} = 0u; {k} < {K}u; {k} = {k} + 1u) {{")
-    kc = coords([lhs.shape[d] for d in lc], k)
-    xs, ys = [], []
-    for r in range(R):
-        dims = [None] * lhs.ndim
-        for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
-            for d, c in zip(ds, cs):
-                dims[d] = c
-        x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
-        xs.append(kb.let(x, vt))
-    for c in range(C):
-        dims = [None] * rhs.ndim
-        for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
-            for d, cc in zip(ds, cs):
-                dims[d] = cc
-        y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
-        ys.append(kb.let(y, vt))
-    for r in range(R):
+
+    def step(kexpr, s):
+        """Adds contraction step ``kexpr`` into every output's partial sum ``s``."""
+        kc = coords([lhs.shape[d] for d in lc], kexpr)
+        xs, ys = [], []
+        for r in range(R):
+            dims = [None] * lhs.ndim
+            for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
+                for d, c in zip(ds, cs):
+                    dims[d] = c
+            x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
+            xs.append(kb.let(x, vt))
         for c in range(C):
-            kb.emit(f"{acc[r][c]} = {acc[r][c]} + {_mul_expr(acc_dt, xs[r], ys[c])};")
+            dims = [None] * rhs.ndim
+            for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
+                for d, cc in zip(ds, cs):
+                    dims[d] = cc
+            y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
+            ys.append(kb.let(y, vt))
+        for r in range(R):
+            for c in range(C):
+                a = acc[r][c][s]
+                kb.emit(f"{a} = {a} + {_mul_expr(acc_dt, xs[r], ys[c])};")
+    k = kb.fresh("k")
+    KS = K // S * S
+    kb.emit(f"for (var {k} = 0u; {k} < {KS}u; {k} = {k} + {S}u) {{")
+    for s in range(S):
+        step(f"({k} + {s}u)" if s else k, s)
     kb.emit("}")
+    if KS < K:                             # the last K % S steps, into the first sums
+        kb.emit(f"for (var {k} = {KS}u; {k} < {K}u; {k} = {k} + 1u) {{")
+        step(k, 0)
+        kb.emit("}")
+
+    def total(parts):
+        while len(parts) > 1:
+            parts = [f"({a} + {b})" for a, b in zip(parts[::2], parts[1::2])] + (
+                [parts[-1]] if len(parts) % 2 else [])
+        return parts[0]
     for r in range(R):
         for c in range(C):
             kb.emit(f"if ({m0} + {r}u < {M}u && {n0} + {c}u < {N}u) {{")
             flat = f"({b} * {M}u + {m0} + {r}u) * {N}u + {n0} + {c}u"
-            store(flat, convert_expr(acc[r][c], acc_dt, out.dtype))
+            store(flat, convert_expr(total(acc[r][c]), acc_dt, out.dtype))
             kb.emit("}")
     kb.emit("}")
     return -(-tiles // wg) * (K + 1)
