@@ -1,5 +1,18 @@
 """Shared assertion for the op tests: values, shapes and dtypes of (nested tuples of) arrays."""
+import importlib.util
+import pathlib
+
 import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load_script(relpath: str, name: str):
+    """The module of a script outside the package (``bench/...``, ``demos/...``), by path."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / relpath)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _leaves(x):

@@ -4,22 +4,16 @@ whose waits returned before the work printed selu at "7.7 TB/s" on a 4.8 TB/s ca
 nothing said so."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import sys
+
+from checks import load_script
 
 import wjax
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
-                     "bench_gpu.py")
-
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_gpu", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/bench_gpu.py", "bench_gpu")
 
 
 def test_runs_and_writes_its_rows(tmp_path, monkeypatch):

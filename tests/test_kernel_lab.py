@@ -4,24 +4,18 @@ the row-resident softmax kernel (GPU forms), compiles, and still computes softma
 builtins' looser error) on the same buffers."""
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 
 import numpy as np
 
+from checks import load_script
+
 import wjax
 from wjax._src.backend import profiles, runtime
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench",
-                     "kernel_lab.py")
-
 
 def _lab():
-    spec = importlib.util.spec_from_file_location("kernel_lab", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/kernel_lab.py", "kernel_lab")
 
 
 def test_swapped_helpers_compile_and_compute_softmax():

@@ -6,7 +6,6 @@ The programs are tests/test_export.py's.  One Chromium serves the whole module
 (tests/browser.py): each test writes a bundle and a small JS module under the served directory;
 the harness page runs the module and posts its result back.  Where no Chromium (or no WebGPU in
 it) is found the browser tests are skipped, saying why; ``scripts/setup.sh test`` installs it."""
-import importlib.util
 import json
 import os
 import pathlib
@@ -22,6 +21,7 @@ from wjax import export as wexport
 from wjax._src.export import web as wweb
 
 import browser
+from checks import load_script
 from test_export import PROGRAMS, _train_step
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -281,11 +281,7 @@ def test_generated_page_runs(chrome):
 
 
 def _load_demo():
-    spec = importlib.util.spec_from_file_location(
-        "decision_boundary", ROOT / "demos" / "web" / "decision_boundary.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("demos/web/decision_boundary.py", "decision_boundary")
 
 
 def test_demo_page_classifies_a_click(chrome):

@@ -1008,12 +1008,12 @@ def lower_jaxpr(jaxpr: Jaxpr, target: Target) -> Plan:
     # (where softmax rows are resident -- GPUs: there the division was 45% of the softmax
     # kernel, and the product's kernel takes the one after it as its epilogue; CPU forms
     # would spend a kernel on it)
-    base = _deferred(j) if target.row_resident else j
+    defer = _deferred if target.row_resident else (lambda x: x)
+    base = defer(j)
     if target.row_resident or target.attention:
         # attention first: a softmax normalized after its product is no longer attention
         att = attention_groups(j, target)
-        grouped = row_groups(base if att is j else
-                             _deferred(att) if target.row_resident else att, target)
+        grouped = row_groups(base if att is j else defer(att), target)
         if grouped is not base:
             try:
                 return _plan(grouped, target)

@@ -559,6 +559,16 @@ def _size_of(shape, dims) -> int:
     return int(np.prod([shape[d] for d in dims], dtype=np.int64))
 
 
+def _readers(jaxpr: Jaxpr):
+    """(var id -> indices of the equations reading it, ids of the program's outputs)."""
+    users: dict[int, set] = {}
+    for k, e in enumerate(jaxpr.eqns):
+        for a in e.invars:
+            if isinstance(a, Var):
+                users.setdefault(a.id, set()).add(k)
+    return users, {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+
+
 def deferred_normalization(jaxpr: Jaxpr) -> Jaxpr:
     """A softmax whose probabilities only a product reads, contracting the softmax's axes --
     ``softmax(x) @ v``, attention's second product -- is not normalized before the product:
@@ -581,12 +591,7 @@ def deferred_normalization(jaxpr: Jaxpr) -> Jaxpr:
 def _one_deferral(jaxpr: Jaxpr):
     """The jaxpr with its first softmax-then-product normalized after the product, or None."""
     eqns = jaxpr.eqns
-    users: dict[int, set] = {}
-    for k, e in enumerate(eqns):
-        for a in e.invars:
-            if isinstance(a, Var):
-                users.setdefault(a.id, set()).add(k)
-    outs = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    users, outs = _readers(jaxpr)
     for mi, e in enumerate(eqns):
         if e.prim.name != "reduce_max" or not isinstance(e.invars[0], Var):
             continue
@@ -654,12 +659,7 @@ def attention_groups(jaxpr: Jaxpr, target: Target) -> Jaxpr:
 def _one_attention(jaxpr: Jaxpr, bound: int, loop_limit, min_rows: int):
     """The jaxpr with its first attention collapsed, or None."""
     eqns = jaxpr.eqns
-    users: dict[int, set] = {}
-    for k, e in enumerate(eqns):
-        for a in e.invars:
-            if isinstance(a, Var):
-                users.setdefault(a.id, set()).add(k)
-    outs = {a.id for a in jaxpr.outvars if isinstance(a, Var)}
+    users, outs = _readers(jaxpr)
 
     def next_step(v):
         """The one equation reading ``v`` (None: several, or an output of the program)."""

@@ -128,6 +128,17 @@ def zero(dtype) -> str:
     return literal(0, dtype)
 
 
+def tree_sum(terms) -> str:
+    """The WGSL sum of ``terms`` as a balanced tree of additions: independent partial sums
+    where a left-to-right sum is one chain of dependent additions (a driver may not reorder
+    floating-point additions)."""
+    terms = list(terms)
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms)
+                                                                                 // 2 * 2:]
+    return terms[0]
+
+
 # --------------------------------------------------------------------------- helpers
 
 HELPERS: dict[str, str] = {}

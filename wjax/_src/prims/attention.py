@@ -143,11 +143,7 @@ def _kernel(ctx, *avals, jaxpr, n_math):
     # the score's products summed as a balanced tree: a left-to-right sum is one chain of
     # D4 dependent multiply-adds per key, which a driver may not reorder (the H200 ran this
     # kernel at 5 TFLOP/s: latency, not arithmetic)
-    terms = [f"wj_q{c} * wj_ks[wj_jj * {D4}u + {c}u]" for c in range(D4)]
-    while len(terms) > 1:
-        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + (
-            [terms[-1]] if len(terms) % 2 else [])
-    emit(f"let wj_sv = {terms[0]};")
+    emit(f"let wj_sv = {W.tree_sum(f'wj_q{c} * wj_ks[wj_jj * {D4}u + {c}u]' for c in range(D4))};")
     emit("let wj_s = (wj_sv.x + wj_sv.y) + (wj_sv.z + wj_sv.w);")
     emit("let wj_j = wj_j0 + wj_jj;")
     x = _scores_math(ctx, kb, A, chain, S, bdims + qdims + Index(kb, Ksh, flat="wj_j").dims())

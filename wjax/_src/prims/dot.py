@@ -1285,21 +1285,16 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
     def step(kexpr, s):
         """Adds contraction step ``kexpr`` into every output's partial sum ``s``."""
         kc = coords([lhs.shape[d] for d in lc], kexpr)
-        xs, ys = [], []
-        for r in range(R):
-            dims = [None] * lhs.ndim
-            for ds, cs in ((lb, bc), (lfree, mrow[r]), (lc, kc)):
+
+        def load(side, aval, batch, free, contract, at):
+            dims = [None] * aval.ndim
+            for ds, cs in ((batch, bc), (free, at), (contract, kc)):
                 for d, c in zip(ds, cs):
                     dims[d] = c
-            x = convert_expr(read[0](Index(kb, lhs.shape, dims=dims)), lhs.dtype, acc_dt)
-            xs.append(kb.let(x, vt))
-        for c in range(C):
-            dims = [None] * rhs.ndim
-            for ds, cs in ((rb, bc), (rfree, ncol[c]), (rc, kc)):
-                for d, cc in zip(ds, cs):
-                    dims[d] = cc
-            y = convert_expr(read[1](Index(kb, rhs.shape, dims=dims)), rhs.dtype, acc_dt)
-            ys.append(kb.let(y, vt))
+            v = convert_expr(read[side](Index(kb, aval.shape, dims=dims)), aval.dtype, acc_dt)
+            return kb.let(v, vt)
+        xs = [load(0, lhs, lb, lfree, lc, mrow[r]) for r in range(R)]
+        ys = [load(1, rhs, rb, rfree, rc, ncol[c]) for c in range(C)]
         for r in range(R):
             for c in range(C):
                 a = acc[r][c][s]
@@ -1315,16 +1310,11 @@ def _dot_tile(kb, wg, read, in_avals, out, store, *, rows, cols, dimension_numbe
         step(k, 0)
         kb.emit("}")
 
-    def total(parts):
-        while len(parts) > 1:
-            parts = [f"({a} + {b})" for a, b in zip(parts[::2], parts[1::2])] + (
-                [parts[-1]] if len(parts) % 2 else [])
-        return parts[0]
     for r in range(R):
         for c in range(C):
             kb.emit(f"if ({m0} + {r}u < {M}u && {n0} + {c}u < {N}u) {{")
             flat = f"({b} * {M}u + {m0} + {r}u) * {N}u + {n0} + {c}u"
-            store(flat, convert_expr(total(acc[r][c]), acc_dt, out.dtype))
+            store(flat, convert_expr(W.tree_sum(acc[r][c]), acc_dt, out.dtype))
             kb.emit("}")
     kb.emit("}")
     return -(-tiles // wg) * (K + 1)
