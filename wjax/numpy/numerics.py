@@ -466,10 +466,16 @@ def roots(p, *, strip_zeros: bool = True):
     if p.shape[0] < 2:
         return zeros((0,), np.complex64)
     p, = promote_args("roots", p, to_inexact=True)
-    n = p.shape[0] - 1
-    first = -p[1:] / p[0]
-    a = where(arange(n)[:, None] == 0, first[None, :], eye(n, k=-1, dtype=p.dtype))
-    return astype(linalg.eigvals(a), np.complex64)
+    return astype(linalg.eigvals(companion_matrix(p)), np.complex64)
+
+
+def companion_matrix(p):
+    """The companion matrix of inexact coefficients ``p`` (highest first, two or more;
+    leading dimensions batch): its first row ``-p[1:] / p[0]``, ones below the diagonal
+    (``roots``, and ``jax.scipy.linalg.companion`` after its checks)."""
+    n = p.shape[-1] - 1
+    first = -p[..., 1:] / p[..., :1]
+    return where(arange(n)[:, None] == 0, first[..., None, :], eye(n, k=-1, dtype=p.dtype))
 
 
 def _pad_to(a, n):

@@ -21,6 +21,7 @@ from .. import lax
 from .. import numpy as jnp
 from .._src.core import dtypes
 from .._src.api.autodiff import jvp
+from ..numpy.numerics import companion_matrix
 from .._src.api.custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
 
@@ -498,10 +499,7 @@ def companion(a):
         raise ValueError("Incorrect shape for `a`. `a` must be at least one-dimensional with "
                          "at least two elements.")
     (a,) = _inexact(a)
-    n = a.shape[-1] - 1
-    first = -a[..., 1:] / a[..., :1]
-    below = jnp.eye(n, dtype=a.dtype, k=-1)
-    return jnp.where(jnp.arange(n)[:, None] == 0, first[..., None, :], below)
+    return companion_matrix(a)
 
 
 def fiedler(a):
